@@ -1,0 +1,178 @@
+// Plain definitions shared by the simulation's public API: handles, errors, shapes, bodies,
+// world definitions, inputs, events and per-step stats.
+#pragma once
+
+#include <cstdint>
+
+#include "lockstep/sim/math.h"
+
+namespace lockstep::sim {
+
+/// Handle to a body: slot index + 1 (0 = null) and the slot's generation when it was created.
+struct BodyId {
+  uint32_t index1 = 0;
+  uint32_t generation = 0;
+  constexpr bool is_null() const { return index1 == 0; }
+  friend constexpr bool operator==(BodyId a, BodyId b) {
+    return a.index1 == b.index1 && a.generation == b.generation;
+  }
+};
+
+/// Every error a public function can report. `error_message` names each in one line.
+enum class Error : uint8_t {
+  none = 0,
+  invalid_argument,    // a value out of its documented range
+  non_finite,          // NaN or infinity passed in
+  capacity_bodies,     // WorldDef::max_bodies reached
+  capacity_inputs,     // WorldDef::max_inputs_per_tick reached for this tick
+  null_handle,         // BodyId{} passed
+  stale_handle,        // the body was destroyed (or never existed)
+  wrong_body_type,     // e.g. velocity set on a static body
+  input_out_of_range,  // an input's magnitudes exceed the WorldDef limits
+  buffer_too_small,    // the caller's snapshot buffer cannot hold the state
+  snapshot_truncated,  // fewer bytes than the snapshot header announces
+  snapshot_bad_magic,  // not a lockstep snapshot
+  snapshot_version,    // a snapshot format this build does not read
+  snapshot_mismatch,   // made by a world with a different WorldDef
+  snapshot_corrupt,    // checksum or structure check failed
+};
+
+/// One-line English description of an error (static storage).
+const char* error_message(Error error);
+
+enum class ShapeType : uint8_t { sphere = 0, box = 1, capsule = 2, plane = 3 };
+
+/// A collision shape in body space. Capsules lie along the body's local y axis; planes are
+/// only allowed on static bodies and are given in body space as {x : dot(normal, x) = offset}.
+struct ShapeDef {
+  ShapeType type = ShapeType::sphere;
+  float radius = 0.5f;                 // sphere, capsule (m)
+  Vec3 half_extents{0.5f, 0.5f, 0.5f};  // box (m)
+  float half_height = 0.5f;            // capsule: half the segment length (m)
+  Vec3 plane_normal{0, 1, 0};          // plane: unit normal
+  float plane_offset = 0;              // plane (m)
+  float density = 1000;                // kg/m³
+  float friction = 0.5f;               // Coulomb μ ≥ 0
+  float restitution = 0;               // e in [0, 1]
+};
+
+enum class BodyType : uint8_t { static_body = 0, kinematic = 1, dynamic = 2 };
+
+/// Body definition; start from default_body_def().
+struct BodyDef {
+  BodyType type = BodyType::dynamic;
+  Vec3 position{};
+  Quat orientation{};
+  Vec3 linear_velocity{};   // m/s
+  Vec3 angular_velocity{};  // rad/s
+  float linear_damping = 0;   // 1/s
+  float angular_damping = 0;  // 1/s
+  ShapeDef shape{};
+  uint32_t owner_player = 0;  // player allowed to push it with inputs; 0 = any player
+};
+
+/// World definition; start from default_world_def(). Everything is fixed at creation.
+struct WorldDef {
+  float dt_s = 1.0f / 60.0f;
+  Vec3 gravity{0, -9.81f, 0};
+  uint32_t velocity_iterations = 8;
+  // Contact tuning (seed 4.1).
+  float baumgarte = 0.2f;                 // fraction of penetration removed per step
+  float linear_slop_m = 0.005f;           // penetration left alone
+  float max_bias_velocity = 2.0f;         // m/s; clamp so deep overlaps separate gently
+  float restitution_threshold = 1.0f;     // m/s; slower closing speeds do not bounce
+  float contact_margin_m = 0.02f;         // speculative distance for manifold points
+  float max_angular_speed = 100.0f;       // rad/s; clamp after the solve
+  float max_linear_speed = 500.0f;        // m/s; clamp after the solve
+  // Input limits (in the world's units; fixed-point inputs beyond them are rejected).
+  float max_input_linear_impulse = 1.0e4f;   // N·s per axis
+  float max_input_angular_impulse = 1.0e4f;  // N·m·s per axis
+  // Capacities: all memory is taken at creation.
+  uint32_t max_bodies = 1024;
+  uint32_t max_contact_pairs = 8192;    // manifolds per step
+  uint32_t max_contact_points = 16384;  // manifold points per step
+  uint32_t max_candidate_pairs = 32768; // broadphase overlaps per step
+  uint32_t max_events = 4096;           // contact begin/end events per step
+  uint32_t max_inputs_per_tick = 256;
+  bool measure_stage_times = true;  // steady-clock timings in StepStats (never in the state)
+};
+
+/// Sensible defaults for a world.
+WorldDef default_world_def();
+/// Sensible defaults for a dynamic unit-sphere body at the origin.
+BodyDef default_body_def();
+
+/// Fixed-point scale of input impulses: value = integer / 2^kInputScaleLog2 (exact in float).
+inline constexpr int kInputScaleLog2 = 10;
+
+/// A player's input for one tick: plain integers, so nothing non-finite can cross the wire.
+struct Input {
+  uint32_t player = 0;
+  uint32_t sequence = 0;
+  BodyId body{};
+  int32_t linear_impulse[3] = {0, 0, 0};   // N·s · 2^kInputScaleLog2, applied at the centre
+  int32_t angular_impulse[3] = {0, 0, 0};  // N·m·s · 2^kInputScaleLog2
+  uint32_t buttons = 0;                    // game-defined bits, hashed but not interpreted
+};
+
+enum class ContactEventType : uint8_t { begin = 0, end = 1 };
+
+/// A contact beginning or ending during the last step (bodies in slot order, a before b).
+struct ContactEvent {
+  ContactEventType type = ContactEventType::begin;
+  BodyId a{}, b{};
+};
+
+/// Bits of StepStatus::overflow naming the capacity that ran out during the step.
+enum OverflowBits : uint32_t {
+  overflow_none = 0,
+  overflow_candidate_pairs = 1u << 0,
+  overflow_contact_pairs = 1u << 1,
+  overflow_contact_points = 1u << 2,
+  overflow_events = 1u << 3,
+};
+
+/// What the step reports; overflow is nonzero when some capacity ran out (degraded, not grown).
+struct StepStatus {
+  uint32_t overflow = overflow_none;
+  bool ok() const { return overflow == overflow_none; }
+};
+
+/// Counters and timings of the last step, written during the step and read after it.
+struct StepStats {
+  uint64_t tick = 0;
+  uint32_t bodies = 0;
+  uint32_t awake_dynamic_bodies = 0;
+  uint32_t candidate_pairs = 0;
+  uint32_t manifolds = 0;
+  uint32_t contact_points = 0;
+  uint32_t warm_started_points = 0;
+  uint32_t dropped_candidate_pairs = 0;
+  uint32_t dropped_contact_pairs = 0;
+  uint32_t dropped_contact_points = 0;
+  uint32_t dropped_events = 0;
+  uint32_t velocity_iterations = 0;
+  uint32_t skipped_normal_rows = 0;    // K ≈ 0
+  uint32_t skipped_friction_rows = 0;  // K_t not finite positive definite, or bad radius
+  uint32_t inputs_applied = 0;
+  uint32_t begin_events = 0;
+  uint32_t end_events = 0;
+  // Wall-clock stage times in nanoseconds (zero when WorldDef::measure_stage_times is off).
+  uint64_t ns_inputs_integrate = 0;
+  uint64_t ns_broadphase = 0;
+  uint64_t ns_narrowphase = 0;
+  uint64_t ns_solve = 0;
+  uint64_t ns_integrate_positions = 0;
+  uint64_t ns_hash = 0;
+  uint64_t ns_total = 0;
+};
+
+/// Totals since creation (or restore) that are not part of the simulated state.
+struct WorldCounters {
+  uint64_t inputs_accepted = 0;
+  uint64_t inputs_rejected = 0;
+  uint64_t api_calls_rejected = 0;
+  uint64_t overflow_steps = 0;
+};
+
+}  // namespace lockstep::sim

@@ -1,0 +1,106 @@
+// The simulation world: a fixed-dt, allocation-free rigid-body step with a state hash.
+//
+// Usage: create a World from a WorldDef, add bodies, then per tick queue inputs and call step().
+// Between steps everything may be read; nothing runs inside a step but the simulation itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "lockstep/sim/types.h"
+
+namespace lockstep::sim {
+
+struct WorldData;  // internal; see sim/src/world_data.h
+
+/// Read-only view of a body between steps.
+struct BodyView {
+  BodyId id{};
+  BodyType type = BodyType::dynamic;
+  ShapeDef shape{};
+  Vec3 position{};
+  Quat orientation{};
+  Vec3 linear_velocity{};
+  Vec3 angular_velocity{};
+  float mass_kg = 0;  // 0 for static and kinematic bodies
+  uint32_t owner_player = 0;
+};
+
+/// Checks a WorldDef; Error::none when a world can be made from it.
+Error validate_world_def(const WorldDef& def);
+
+class World final {
+ public:
+  /// Makes a world, taking all its memory now; null (and *error set) when `def` is invalid.
+  static std::unique_ptr<World> create(const WorldDef& def, Error* error = nullptr);
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  const WorldDef& def() const;
+
+  // ---- bodies (between steps only) ------------------------------------------------------------
+  /// Adds a body; the same call sequence gives the same handles on every machine.
+  Error create_body(const BodyDef& def, BodyId* out_id);
+  Error destroy_body(BodyId id);
+  bool is_alive(BodyId id) const;
+  /// Fills *out for a live body.
+  Error get_body(BodyId id, BodyView* out) const;
+  Error set_linear_velocity(BodyId id, Vec3 velocity);
+  Error set_angular_velocity(BodyId id, Vec3 velocity);
+  Error set_transform(BodyId id, Vec3 position, Quat orientation);
+  /// Applies an impulse (N·s) at a world point to a dynamic body, immediately.
+  Error apply_impulse(BodyId id, Vec3 impulse, Vec3 world_point);
+  uint32_t body_count() const;
+  /// Live bodies in slot order, for iteration: ids written to `out`, count returned.
+  uint32_t list_bodies(std::span<BodyId> out) const;
+
+  // ---- inputs ---------------------------------------------------------------------------------
+  /// Queues an input for the next step; rejected (and counted) when it names a dead body, a body
+  /// another player owns, exceeds the WorldDef limits, or the tick's input capacity is full.
+  Error queue_input(const Input& input);
+
+  // ---- step -----------------------------------------------------------------------------------
+  /// Advances one fixed dt: inputs → velocities → broadphase → narrowphase → warm start →
+  /// velocity iterations → positions → events → state hash. Never allocates.
+  StepStatus step();
+  uint64_t tick() const;
+  /// XXH3-64 of the canonical state, as of the end of the last step (or creation/restore/edit).
+  uint64_t state_hash() const;
+  const StepStats& last_step_stats() const;
+  const WorldCounters& counters() const;
+  /// Contact begin/end events of the last step, in a deterministic order.
+  std::span<const ContactEvent> events() const;
+  /// Sum of accumulated normal impulses of the last step's contacts touching `id` (N·s).
+  float normal_impulse_sum(BodyId id) const;
+
+  // ---- snapshots ------------------------------------------------------------------------------
+  /// Bytes needed by save_snapshot for the current state.
+  size_t snapshot_size() const;
+  /// Bytes enough for any state this world can hold (for preallocating buffers).
+  size_t max_snapshot_size() const;
+  /// Writes the canonical little-endian, versioned, checksummed state into `buffer`.
+  Error save_snapshot(std::span<uint8_t> buffer, size_t* written) const;
+  /// Replaces the state with a snapshot from a world with the same WorldDef. On any error the
+  /// world is left untouched.
+  Error restore_snapshot(std::span<const uint8_t> bytes);
+
+  /// Test hook: adds `delta` to a body's x position without any checks beyond finiteness
+  /// (used to inject a desync in tests and tools). Updates the state hash.
+  Error debug_perturb_position(BodyId id, Vec3 delta);
+
+  /// Internal data, for the library's own translation units.
+  WorldData& data() { return *data_; }
+  const WorldData& data() const { return *data_; }
+
+ private:
+  explicit World(std::unique_ptr<WorldData> data);
+  std::unique_ptr<WorldData> data_;
+};
+
+/// Fingerprint of a WorldDef (XXH3-64 of its canonical encoding); equal defs, equal prints.
+uint64_t world_def_fingerprint(const WorldDef& def);
+
+}  // namespace lockstep::sim

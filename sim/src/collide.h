@@ -1,0 +1,37 @@
+// Narrowphase: contact manifolds between two shapes.
+//
+// Conventions (the sign table in contact_solver.cpp uses the same): the manifold normal points
+// from B to A; a point's separation is negative when the shapes overlap; the point lies midway
+// between the two surfaces, in world space. Feature ids name the pair of geometric features
+// (faces, edges, vertices, segment ends) that made a point, so that the same contact in the
+// next step gets the same id and can be warm started.
+#pragma once
+
+#include <cstdint>
+
+#include "lockstep/sim/math.h"
+#include "lockstep/sim/types.h"
+
+namespace lockstep::sim {
+
+inline constexpr int kMaxManifoldPoints = 4;
+
+struct ManifoldPoint {
+  Vec3 position{};       // world space, midway between the surfaces
+  float separation = 0;  // m, negative = penetration
+  uint32_t feature = 0;  // stable id of the feature pair
+};
+
+struct Manifold {
+  Vec3 normal{0, 1, 0};  // unit, from B to A
+  ManifoldPoint points[kMaxManifoldPoints];
+  int count = 0;
+};
+
+/// Fills `out` with up to 4 points whose separation is at most `margin` (m). `out->count` is 0
+/// when the shapes are farther apart than the margin or the pair has no collision (plane–plane).
+/// Deterministic: the same inputs give the same bits, including the order of points.
+void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+             float margin, Manifold* out);
+
+}  // namespace lockstep::sim

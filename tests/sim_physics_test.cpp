@@ -1,0 +1,2 @@
+// Placeholder: filled in by its owner (issue 3).
+#include <gtest/gtest.h>
