@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages lockstep builds with, only those that are missing.
+# Idempotent: when everything is present it makes no network call and changes nothing.
+# Usage: scripts/setup.sh [extra-package...]
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config git ca-certificates
+  libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
+  libxxhash-dev                               # state hash (XXH3), used header-only by sim
+  libasio-dev                                 # standalone Asio: the network service
+  libflatbuffers-dev flatbuffers-compiler     # wire protocol and replay files
+  libcli11-dev                                # command-line parsing of the service tools
+  libspdlog-dev                               # levelled, timestamped logs of the service
+  clang-format                                # the project's formatting (.clang-format)
+)
+packages+=("$@")
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install packages" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"
