@@ -14,7 +14,9 @@ function(lockstep_warnings target)
 endfunction()
 
 # True on 32-bit x86, where the x87 FPU must be avoided (-msse2 -mfpmath=sse).
-if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(i.86|x86|X86|x86_64|AMD64|amd64)$" AND CMAKE_SIZEOF_VOID_P EQUAL 4)
+# Emscripten's platform file claims x86 with 4-byte pointers; wasm32 has no x87 and rejects -msse2.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(i.86|x86|X86|x86_64|AMD64|amd64)$" AND CMAKE_SIZEOF_VOID_P EQUAL 4
+   AND NOT EMSCRIPTEN)
   set(LOCKSTEP_X86_32 ON)
 else()
   set(LOCKSTEP_X86_32 OFF)
@@ -32,3 +34,20 @@ foreach(flags_var CMAKE_CXX_FLAGS CMAKE_CXX_FLAGS_RELEASE CMAKE_CXX_FLAGS_RELWIT
     message(FATAL_ERROR "${flags_var} has a fast-math flag; lockstep's determinism forbids it")
   endif()
 endforeach()
+
+# TEST ONLY: flags appended to the sim's compile options *after* its determinism flags, so that
+# scripts/determinism-matrix.sh --inject-nondeterminism can build a deliberately broken target
+# (e.g. -ffp-contract=fast on aarch64, -mfpmath=387 on i686) and prove the matrix catches it.
+# Never set it in a build that is shipped or compared against the golden hashes.
+set(LOCKSTEP_INJECT_NONDETERMINISM "" CACHE STRING
+    "TEST ONLY: compile flags that deliberately break the sim's determinism (matrix self-test)")
+if(LOCKSTEP_INJECT_NONDETERMINISM)
+  message(WARNING "LOCKSTEP_INJECT_NONDETERMINISM='${LOCKSTEP_INJECT_NONDETERMINISM}': this "
+                  "build is deliberately nondeterministic (determinism matrix self-test)")
+  function(lockstep_inject_nondeterminism)
+    separate_arguments(inject_flags UNIX_COMMAND "${LOCKSTEP_INJECT_NONDETERMINISM}")
+    target_compile_options(lockstep_sim PUBLIC ${inject_flags})
+  endfunction()
+  # Deferred to the end of the top-level CMakeLists.txt, once sim/ has defined lockstep_sim.
+  cmake_language(DEFER DIRECTORY "${PROJECT_SOURCE_DIR}" CALL lockstep_inject_nondeterminism)
+endif()

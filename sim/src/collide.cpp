@@ -1,1 +1,391 @@
-// Placeholder: filled in by its owner (issue 3).
+// Narrowphase dispatch and the routines without a box: sphere, capsule, plane; plus box–plane.
+//
+// Each routine is written for one canonical order, the rounder shape first (sphere < capsule <
+// box < plane); collide() swaps the arguments when needed and flips the normal. Positions,
+// separations and feature ids do not depend on the argument order.
+//
+// Every point is built from a point on A's surface and a point on B's surface along the
+// manifold normal n (B to A): separation = how far A's point lies along n above B's, and the
+// reported position is their midpoint, i.e. A's surface point − ½·separation·n.
+//
+// Feature ids (uint32). Bits 28..31: the routine tag (collide_internal.h), so ids of different
+// routines never collide. Bits 0..27, per routine:
+//   sphere–sphere, sphere–capsule, sphere–plane: 0 (a single point).
+//   sphere–box:       region of the box the sphere centre is in, rx + 3·ry + 9·rz with
+//                     r = 0 inside the slab, 1 below it, 2 above it (a centre inside the box
+//                     is pushed through a face and gets that face's region).
+//   capsule–capsule:  0x100 for the single closest-point contact; for two nearly parallel
+//                     segments 1 / 2 = the lower / upper end of their overlap along A (not which
+//                     segment's end bounds it: that flips when equal capsules slide a little).
+//   capsule–box:      kind << 24 | ...: kind 1 = box face f (2·axis + (sign > 0)) << 8 | source,
+//                     source 0/1 = segment end 0/1, 2 + 2·axis + (side > 0) = the segment was
+//                     clipped by that side slab of the face; kind 2 = box edge index
+//                     (4·axis + corner bits of the other two axes, lower axis in bit 0);
+//                     kind 3 = box region of the closest point, as for sphere–box.
+//   capsule–plane:    segment end 0 (−y) or 1 (+y).
+//   box–box:          face contact: bit 27 = reference face on B, bits 20..22 reference face,
+//                     bits 16..18 incident face, bits 0..5 the clip vertex = (line in << 3 |
+//                     line out), lines 0..3 = incident face edges, 4..7 = reference side
+//                     planes; edge contact: bit 26, A's edge index << 8 | B's edge index.
+//   box–plane:        box vertex index, bit 0/1/2 set = +x/+y/+z corner.
+// A box resting on another keeps its reference face, incident face and clip topology from step
+// to step, so its four ids repeat and warm starting finds last step's impulses.
+#include "collide.h"
+
+#include "collide_internal.h"
+
+namespace lockstep::sim {
+
+namespace collide_detail {
+
+void closest_segment_params(Vec3 p1, Vec3 d1, Vec3 p2, Vec3 d2, float* s_out, float* t_out) {
+  constexpr float kEps = 1.0e-12f;  // m²: shorter segments are points
+  Vec3 r = p1 - p2;
+  float a = dot(d1, d1), e = dot(d2, d2), f = dot(d2, r);
+  float s = 0.0f, t = 0.0f;
+  if (a <= kEps && e <= kEps) {
+    // Both points.
+  } else if (a <= kEps) {
+    t = clamp_unit(f / e);
+  } else {
+    float c = dot(d1, r);
+    if (e <= kEps) {
+      s = clamp_unit(-c / a);
+    } else {
+      float b = dot(d1, d2);
+      float denom = a * e - b * b;
+      // Parallel segments (denominator ~0): any s works; take s = 0 deterministically.
+      if (denom > 1.0e-12f * a * e) s = clamp_unit((b * f - c * e) / denom);
+      t = (b * s + f) / e;
+      if (t < 0.0f) {
+        t = 0.0f;
+        s = clamp_unit(-c / a);
+      } else if (t > 1.0f) {
+        t = 1.0f;
+        s = clamp_unit((b - c) / a);
+      }
+    }
+  }
+  *s_out = s;
+  *t_out = t;
+}
+
+int reduce_to_four(const Vec3* position, const float* separation, int count, Vec3 normal,
+                   int* keep) {
+  if (count <= kMaxManifoldPoints) {
+    for (int i = 0; i < count; ++i)
+      keep[i] = i;
+    return count;
+  }
+  // Deepest.
+  int i0 = 0;
+  for (int i = 1; i < count; ++i) {
+    if (separation[i] < separation[i0]) i0 = i;
+  }
+  // Farthest from it.
+  int i1 = -1;
+  float best = -1.0f;
+  for (int i = 0; i < count; ++i) {
+    if (i == i0) continue;
+    float d = length_squared(position[i] - position[i0]);
+    if (d > best) best = d, i1 = i;
+  }
+  // Largest triangle (area measured in the contact plane).
+  Vec3 p0 = position[i0], e01 = position[i1] - p0;
+  int i2 = -1;
+  float best_area = -1.0f;
+  float sign = 1.0f;
+  for (int i = 0; i < count; ++i) {
+    if (i == i0 || i == i1) continue;
+    float area = dot(cross(e01, position[i] - p0), normal);
+    float a = abs_f(area);
+    if (a > best_area) best_area = a, i2 = i, sign = area < 0.0f ? -1.0f : 1.0f;
+  }
+  // The point farthest outside the triangle: for each edge (counter-clockwise about the
+  // normal after applying `sign`) the negative signed area of (edge, point).
+  int tri[3] = {i0, i1, i2};
+  int i3 = -1;
+  float best_out = 0.0f;
+  for (int i = 0; i < count; ++i) {
+    if (i == i0 || i == i1 || i == i2) continue;
+    float out = -3.4e38f;
+    for (int k = 0; k < 3; ++k) {
+      Vec3 a = position[tri[k]], b = position[tri[(k + 1) % 3]];
+      float o = -sign * dot(cross(b - a, position[i] - a), normal);
+      if (o > out) out = o;
+    }
+    if (i3 < 0 || out > best_out) best_out = out, i3 = i;
+  }
+  keep[0] = i0, keep[1] = i1, keep[2] = i2, keep[3] = i3;
+  // Ascending, so the output order follows the candidates' order.
+  for (int i = 1; i < 4; ++i) {
+    int v = keep[i], j = i;
+    while (j > 0 && keep[j - 1] > v)
+      keep[j] = keep[j - 1], --j;
+    keep[j] = v;
+  }
+  return 4;
+}
+
+}  // namespace collide_detail
+
+namespace {
+
+using namespace collide_detail;
+
+// Contact between two round points (sphere centres, or closest points of segments) of radii
+// ra and rb; `fallback` is the normal when the points coincide.
+void round_points(Vec3 pa, float ra, Vec3 pb, float rb, Vec3 fallback, float margin,
+                  uint32_t feature, Manifold* out) {
+  Vec3 d = pa - pb;
+  float dist_sq = length_squared(d);
+  float dist = std::sqrt(dist_sq);
+  float sep = dist - ra - rb;
+  if (sep > margin) return;
+  Vec3 n = dist_sq > kDirectionEpsSq ? d * (1.0f / dist) : fallback;
+  out->normal = n;
+  Vec3 surface_a = pa - n * ra;
+  add_point(out, surface_a - n * (0.5f * sep), sep, feature);
+}
+
+void capsule_segment(const ShapeDef& c, const Transform& xf, Vec3* p0, Vec3* d) {
+  Vec3 axis = to_mat3(xf.q).c1 * c.half_height;
+  *p0 = xf.p - axis;
+  *d = axis * 2.0f;
+}
+
+// A unit vector perpendicular to d (d nonzero), chosen without trig and deterministically.
+Vec3 perpendicular(Vec3 d) {
+  Vec3 u = normalize_or(d, Vec3{0, 1, 0});
+  Vec3 t1, t2;
+  tangent_basis(u, &t1, &t2);
+  return t1;
+}
+
+void sphere_sphere(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+                   float margin, Manifold* out) {
+  round_points(xa.p, a.radius, xb.p, b.radius, Vec3{0, 1, 0}, margin,
+               feature_id(kTagSphereSphere, 0), out);
+}
+
+void sphere_capsule(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+                    float margin, Manifold* out) {
+  Vec3 p0, d;
+  capsule_segment(b, xb, &p0, &d);
+  float dd = dot(d, d);
+  float t = dd > 0.0f ? clamp_unit(dot(xa.p - p0, d) / dd) : 0.0f;
+  Vec3 q = p0 + d * t;
+  // A centre on the segment: push out sideways, not along the axis.
+  Vec3 fallback = dd > 0.0f ? perpendicular(d) : Vec3{0, 1, 0};
+  round_points(xa.p, a.radius, q, b.radius, fallback, margin, feature_id(kTagSphereCapsule, 0),
+               out);
+}
+
+void sphere_plane(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+                  float margin, Manifold* out) {
+  Vec3 n;
+  float offset;
+  plane_in_world(b, xb, &n, &offset);
+  float sep = dot(n, xa.p) - offset - a.radius;
+  if (sep > margin) return;
+  out->normal = n;
+  Vec3 surface_a = xa.p - n * a.radius;
+  add_point(out, surface_a - n * (0.5f * sep), sep, feature_id(kTagSpherePlane, 0));
+}
+
+void capsule_capsule(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+                     float margin, Manifold* out) {
+  // sin² of the largest angle (~1°) at which two segments count as parallel and get two points.
+  constexpr float kParallelSinSq = 3.0e-4f;
+  // Shorter overlaps than this (m) give one point: two would coincide.
+  constexpr float kMinOverlap = 1.0e-4f;
+
+  Vec3 pa, da, pb, db;
+  capsule_segment(a, xa, &pa, &da);
+  capsule_segment(b, xb, &pb, &db);
+  float s, t;
+  closest_segment_params(pa, da, pb, db, &s, &t);
+  Vec3 ca = pa + da * s, cb = pb + db * t;
+  Vec3 diff = ca - cb;
+  float dist_sq = length_squared(diff);
+  float dist = std::sqrt(dist_sq);
+  float ra = a.radius, rb = b.radius;
+  if (dist - ra - rb > margin) return;
+
+  float len_a_sq = dot(da, da), len_b_sq = dot(db, db);
+  Vec3 axes_cross = cross(da, db);
+  float cross_sq = length_squared(axes_cross);
+  bool both_segments = len_a_sq > 1.0e-12f && len_b_sq > 1.0e-12f;
+  bool parallel = both_segments && cross_sq <= kParallelSinSq * len_a_sq * len_b_sq;
+
+  Vec3 n;
+  if (dist_sq > kDirectionEpsSq) {
+    n = diff * (1.0f / dist);
+  } else {
+    // The segments touch: use the common perpendicular, else any perpendicular of a segment,
+    // oriented from B's centre to A's.
+    if (both_segments && !parallel) {
+      n = normalize_or(axes_cross, Vec3{0, 1, 0});
+    } else if (len_a_sq > 1.0e-12f) {
+      n = perpendicular(da);
+    } else if (len_b_sq > 1.0e-12f) {
+      n = perpendicular(db);
+    } else {
+      n = Vec3{0, 1, 0};
+    }
+    if (dot(n, xa.p - xb.p) < 0.0f) n = -n;
+  }
+
+  if (parallel) {
+    // Overlap of B's projection onto A, in A's parameter.
+    float inv_a = 1.0f / len_a_sq;
+    float sb0 = dot(pb - pa, da) * inv_a;
+    float sb1 = dot(pb + db - pa, da) * inv_a;
+    float lo = sb0 < sb1 ? sb0 : sb1, hi = sb0 < sb1 ? sb1 : sb0;
+    if (lo < 0.0f) lo = 0.0f;
+    if (hi > 1.0f) hi = 1.0f;
+    if ((hi - lo) * std::sqrt(len_a_sq) > kMinOverlap) {
+      float inv_b = 1.0f / len_b_sq;
+      float params[2] = {lo, hi};
+      for (int k = 0; k < 2; ++k) {
+        Vec3 x = pa + da * params[k];
+        Vec3 y = pb + db * clamp_unit(dot(x - pb, db) * inv_b);
+        float sep = dot(x - y, n) - ra - rb;
+        if (sep > margin) continue;
+        Vec3 surface_a = x - n * ra, surface_b = y + n * rb;
+        add_point(out, (surface_a + surface_b) * 0.5f, sep,
+                  feature_id(kTagCapsuleCapsule, static_cast<uint32_t>(k) + 1u));
+      }
+      if (out->count > 0) {
+        out->normal = n;
+        return;
+      }
+    }
+  }
+  out->normal = n;
+  float sep = dist - ra - rb;
+  Vec3 surface_a = ca - n * ra;
+  add_point(out, surface_a - n * (0.5f * sep), sep, feature_id(kTagCapsuleCapsule, 0x100));
+}
+
+void capsule_plane(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+                   float margin, Manifold* out) {
+  Vec3 n;
+  float offset;
+  plane_in_world(b, xb, &n, &offset);
+  Vec3 p0, d;
+  capsule_segment(a, xa, &p0, &d);
+  // A zero-length capsule is a sphere: one point.
+  int ends = a.half_height > 0.0f ? 2 : 1;
+  for (int k = 0; k < ends; ++k) {
+    Vec3 e = k == 0 ? p0 : p0 + d;
+    float sep = dot(n, e) - offset - a.radius;
+    if (sep > margin) continue;
+    Vec3 surface_a = e - n * a.radius;
+    add_point(out, surface_a - n * (0.5f * sep), sep,
+              feature_id(kTagCapsulePlane, static_cast<uint32_t>(k)));
+  }
+  out->normal = n;
+}
+
+void box_plane(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+               float margin, Manifold* out) {
+  Vec3 n;
+  float offset;
+  plane_in_world(b, xb, &n, &offset);
+  Mat3 r = to_mat3(xa.q);
+  Vec3 h = a.half_extents;
+  Vec3 ex = r.c0 * h.x, ey = r.c1 * h.y, ez = r.c2 * h.z;
+  Vec3 pos[8];
+  float sep[8];
+  uint32_t vertex[8];
+  int count = 0;
+  for (uint32_t v = 0; v < 8; ++v) {
+    Vec3 p = xa.p + ((v & 1u) ? ex : -ex) + ((v & 2u) ? ey : -ey) + ((v & 4u) ? ez : -ez);
+    float s = dot(n, p) - offset;
+    if (s > margin) continue;
+    pos[count] = p - n * (0.5f * s);
+    sep[count] = s;
+    vertex[count] = v;
+    count += 1;
+  }
+  int keep[kMaxManifoldPoints];
+  int kept = reduce_to_four(pos, sep, count, n, keep);
+  for (int k = 0; k < kept; ++k) {
+    add_point(out, pos[keep[k]], sep[keep[k]], feature_id(kTagBoxPlane, vertex[keep[k]]));
+  }
+  out->normal = n;
+}
+
+// Order in which a shape type comes first in a canonical pair: rounder shapes first.
+int canonical_rank(ShapeType type) {
+  switch (type) {
+    case ShapeType::sphere:
+      return 0;
+    case ShapeType::capsule:
+      return 1;
+    case ShapeType::box:
+      return 2;
+    case ShapeType::plane:
+      return 3;
+  }
+  return 4;
+}
+
+// a's rank ≤ b's rank.
+void collide_canonical(const ShapeDef& a, const Transform& xa, const ShapeDef& b,
+                       const Transform& xb, float margin, Manifold* out) {
+  switch (a.type) {
+    case ShapeType::sphere:
+      switch (b.type) {
+        case ShapeType::sphere:
+          return sphere_sphere(a, xa, b, xb, margin, out);
+        case ShapeType::capsule:
+          return sphere_capsule(a, xa, b, xb, margin, out);
+        case ShapeType::box:
+          return collide_sphere_box(a, xa, b, xb, margin, out);
+        case ShapeType::plane:
+          return sphere_plane(a, xa, b, xb, margin, out);
+      }
+      return;
+    case ShapeType::capsule:
+      switch (b.type) {
+        case ShapeType::capsule:
+          return capsule_capsule(a, xa, b, xb, margin, out);
+        case ShapeType::box:
+          return collide_capsule_box(a, xa, b, xb, margin, out);
+        case ShapeType::plane:
+          return capsule_plane(a, xa, b, xb, margin, out);
+        default:
+          return;
+      }
+    case ShapeType::box:
+      switch (b.type) {
+        case ShapeType::box:
+          return collide_box_box(a, xa, b, xb, margin, out);
+        case ShapeType::plane:
+          return box_plane(a, xa, b, xb, margin, out);
+        default:
+          return;
+      }
+    case ShapeType::plane:
+      return;  // Planes are static: plane–plane never collides.
+  }
+}
+
+}  // namespace
+
+void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+             float margin, Manifold* out) {
+  // Clear every slot so a reused manifold carries no stale bytes past `count`.
+  *out = Manifold{};
+  if (canonical_rank(a.type) <= canonical_rank(b.type)) {
+    collide_canonical(a, xa, b, xb, margin, out);
+  } else {
+    collide_canonical(b, xb, a, xa, margin, out);
+    out->normal = -out->normal;
+  }
+  if (out->count == 0) out->normal = Vec3{0, 1, 0};
+}
+
+}  // namespace lockstep::sim

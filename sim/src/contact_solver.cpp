@@ -1,1 +1,241 @@
-// Placeholder: filled in by its owner (issue 3).
+// Contact solver: sequential impulses on the normal rows and the exact 2x2 friction blocks.
+//
+// Sign table (seed 4.1; every formula in this file follows it, never a local variant):
+//   n points from B to A (the narrowphase convention, collide.h).
+//   Relative velocity is A minus B:  v_rel = (vA + ωA×rA) − (vB + ωB×rB),  vn = n·v_rel.
+//   vn < 0 means the bodies approach; vn > 0 means they separate.
+//   A positive normal impulse pushes them apart: A gets +P, B gets −P, with P = λ·n.
+//   Friction uses the same rule along the tangents: A gets +(J1·t1 + J2·t2), B the opposite.
+//   λ and J are impulses (N·s), not forces: they change velocities directly, never times dt.
+//
+// Normal row. An impulse λ along n changes vn by K·λ with the inverse effective mass
+//   K = mA⁻¹ + mB⁻¹ + n·((IA⁻¹(rA×n))×rA) + n·((IB⁻¹(rB×n))×rB)   (1/kg),
+// so driving vn to a target takes λ = (target − vn)/K. The accumulated λ is clamped to ≥ 0
+// (contacts push, never pull). Rows with K below kMinInverseMass or not finite are skipped.
+// The target velocity is fixed at prepare time from the separation s (negative = overlap):
+//   s ≤ 0: Baumgarte bias  min(baumgarte/dt · max(−s − slop, 0), max_bias_velocity)
+//   s > 0: speculative allowance −s/dt: the bodies may close the gap this step, no more, so a
+//          point inside the margin never pulls.
+//   restitution: with the closing speed from before this step's gravity,
+//          vn₀ = vn − dt·n·(gA − gB) (g_X = gravity for a dynamic body, else 0), when
+//          vn₀ < −restitution_threshold, e > 0 and the surfaces meet within this step
+//          (s + vn·dt < 0), the target becomes max(target, −e·vn₀). Slower contacts are
+//          inelastic so resting stacks do not jitter. Reflecting vn itself would hand the ball
+//          back this step's gravity increment on every bounce (e = 1 would gain ~g·dt² per step
+//          of flight, i.e. climb); vn₀ mirrors the discrete fall exactly.
+//
+// Friction block. Per point the two tangent directions (t1, t2) = tangent_basis(n) form one
+// 2x2 block with K_t,ij = (mA⁻¹ + mB⁻¹)δij + (rA×ti)·IA⁻¹(rA×tj) + (rB×ti)·IB⁻¹(rB×tj).
+// Each pass: v_t = (t1·v_rel, t2·v_rel), v_free = v_t − K_t·J_old, radius R = μ·λ_n (the
+// current accumulated normal impulse), J_new = solve_friction_block(K_t, v_free, R); only
+// J_new − J_old is applied. When the block cannot be solved (K_t not positive definite, ...)
+// the pass keeps J_old and counts the row as skipped. There is no radial clamping anywhere.
+//
+// Combine rules: μ = sqrt(μA·μB) (a frictionless shape makes the pair frictionless);
+// e = max(eA, eB) (a bouncy ball bounces on any floor).
+//
+// Order: manifolds in pair-key order, points in manifold order, and per point the normal row
+// first, then the friction block (so the block sees this pass's λ_n in its radius).
+#include "contact_solver.h"
+
+#include <cmath>
+
+namespace lockstep::sim {
+
+namespace {
+
+// Below this inverse effective mass (1/kg, i.e. an effective mass above 1e10 kg) the row cannot
+// move anything and dividing by K would only amplify rounding.
+constexpr float kMinInverseMass = 1.0e-10f;
+
+inline Vec3 point_velocity(const BodySolverState& b, Vec3 r) {
+  return b.linear_velocity + cross(b.angular_velocity, r);
+}
+
+// A gets +impulse at r_a, B gets −impulse at r_b. Non-dynamic bodies (inv_mass 0) are not
+// written, so their velocities keep their exact bits.
+inline void apply_pair_impulse(BodySolverState& a, BodySolverState& b, Vec3 r_a, Vec3 r_b,
+                               Vec3 impulse) {
+  if (a.inv_mass > 0.0f) {
+    a.linear_velocity += a.inv_mass * impulse;
+    a.angular_velocity += a.inv_inertia_world * cross(r_a, impulse);
+  }
+  if (b.inv_mass > 0.0f) {
+    b.linear_velocity -= b.inv_mass * impulse;
+    b.angular_velocity -= b.inv_inertia_world * cross(r_b, impulse);
+  }
+}
+
+}  // namespace
+
+float combine_friction(float mu_a, float mu_b) { return std::sqrt(mu_a * mu_b); }
+
+float combine_restitution(float e_a, float e_b) { return e_a > e_b ? e_a : e_b; }
+
+void match_warm_start(std::span<const ContactConstraint> constraints,
+                      std::span<ContactPoint> points, const ContactCache& cache,
+                      SolverCounters* counters) {
+  // Merge join: both sides are sorted by key.
+  uint32_t j = 0;
+  const uint32_t cached_count = cache.manifold_count;
+  for (const ContactConstraint& c : constraints) {
+    while (j < cached_count && cache.manifolds[j].key < c.key) ++j;
+    if (j >= cached_count) break;
+    const CachedManifold& old = cache.manifolds[j];
+    if (old.key != c.key) continue;
+    for (uint32_t i = 0; i < c.point_count; ++i) {
+      ContactPoint& p = points[c.first_point + i];
+      for (uint32_t k = 0; k < old.point_count; ++k) {
+        const CachedPoint& cp = cache.points[old.first_point + k];
+        if (cp.feature != p.feature) continue;
+        p.normal_impulse = cp.normal_impulse;
+        p.tangent_impulse = {dot(c.tangent1, cp.friction_impulse),
+                             dot(c.tangent2, cp.friction_impulse)};
+        ++counters->warm_started_points;
+        break;
+      }
+    }
+  }
+}
+
+void prepare_contacts(std::span<const ContactConstraint> constraints,
+                      std::span<ContactPoint> points, std::span<const BodySolverState> bodies,
+                      const SolverSettings& s, SolverCounters* counters) {
+  for (const ContactConstraint& c : constraints) {
+    const BodySolverState& a = bodies[c.slot_a];
+    const BodySolverState& b = bodies[c.slot_b];
+    const Vec3 n = c.normal;
+    const float inv_mass_sum = a.inv_mass + b.inv_mass;
+    for (uint32_t i = 0; i < c.point_count; ++i) {
+      ContactPoint& p = points[c.first_point + i];
+      const Vec3 ra = p.anchor_a, rb = p.anchor_b;
+
+      // Normal row.
+      const Vec3 rna = cross(ra, n), rnb = cross(rb, n);
+      const float k = inv_mass_sum + dot(n, cross(a.inv_inertia_world * rna, ra)) +
+                      dot(n, cross(b.inv_inertia_world * rnb, rb));
+      if (std::isfinite(k) && k >= kMinInverseMass) {
+        p.normal_mass = 1.0f / k;
+      } else {
+        p.normal_mass = 0.0f;
+        p.normal_impulse = 0.0f;
+        p.tangent_impulse = {};
+        ++counters->skipped_normal_rows;
+      }
+
+      // Friction block K_t (symmetric).
+      const Vec3 ra1 = cross(ra, c.tangent1), ra2 = cross(ra, c.tangent2);
+      const Vec3 rb1 = cross(rb, c.tangent1), rb2 = cross(rb, c.tangent2);
+      const Vec3 ia1 = a.inv_inertia_world * ra1, ia2 = a.inv_inertia_world * ra2;
+      const Vec3 ib1 = b.inv_inertia_world * rb1, ib2 = b.inv_inertia_world * rb2;
+      p.tangent_mass.a = inv_mass_sum + dot(ra1, ia1) + dot(rb1, ib1);
+      p.tangent_mass.b = dot(ra1, ia2) + dot(rb1, ib2);
+      p.tangent_mass.c = inv_mass_sum + dot(ra2, ia2) + dot(rb2, ib2);
+
+      // Target normal velocity.
+      const float sep = p.separation_m;
+      float target;
+      if (sep > 0.0f) {
+        target = -sep * s.inv_dt;
+      } else {
+        float depth = -sep - s.linear_slop_m;
+        if (depth < 0.0f) depth = 0.0f;
+        target = s.baumgarte * s.inv_dt * depth;
+        if (target > s.max_bias_velocity) target = s.max_bias_velocity;
+      }
+      const Vec3 v_rel = point_velocity(a, ra) - point_velocity(b, rb);
+      const float vn = dot(n, v_rel);
+      if (c.restitution > 0.0f && sep + vn * s.dt_s < 0.0f) {
+        const Vec3 ga = a.inv_mass > 0.0f ? s.gravity : Vec3{};
+        const Vec3 gb = b.inv_mass > 0.0f ? s.gravity : Vec3{};
+        const float vn0 = vn - s.dt_s * dot(n, ga - gb);
+        if (vn0 < -s.restitution_threshold) {
+          const float bounce = -c.restitution * vn0;
+          if (bounce > target) target = bounce;
+        }
+      }
+      p.target_velocity = target;
+    }
+  }
+}
+
+void warm_start_contacts(std::span<const ContactConstraint> constraints,
+                         std::span<const ContactPoint> points, std::span<BodySolverState> bodies) {
+  for (const ContactConstraint& c : constraints) {
+    BodySolverState& a = bodies[c.slot_a];
+    BodySolverState& b = bodies[c.slot_b];
+    for (uint32_t i = 0; i < c.point_count; ++i) {
+      const ContactPoint& p = points[c.first_point + i];
+      if (p.normal_mass == 0.0f) continue;
+      const Vec3 impulse = p.normal_impulse * c.normal + p.tangent_impulse.x * c.tangent1 +
+                           p.tangent_impulse.y * c.tangent2;
+      apply_pair_impulse(a, b, p.anchor_a, p.anchor_b, impulse);
+    }
+  }
+}
+
+void solve_contacts(std::span<const ContactConstraint> constraints, std::span<ContactPoint> points,
+                    std::span<BodySolverState> bodies, SolverCounters* counters, bool reverse) {
+  for (const ContactConstraint& c : constraints) {
+    BodySolverState& a = bodies[c.slot_a];
+    BodySolverState& b = bodies[c.slot_b];
+    const Vec3 n = c.normal;
+    for (uint32_t ii = 0; ii < c.point_count; ++ii) {
+      const uint32_t i = reverse ? c.point_count - 1 - ii : ii;
+      ContactPoint& p = points[c.first_point + i];
+      if (p.normal_mass == 0.0f) continue;
+      const Vec3 ra = p.anchor_a, rb = p.anchor_b;
+
+      // Normal row: λ = (target − vn)/K, accumulated λ_n ≥ 0.
+      {
+        const Vec3 v_rel = point_velocity(a, ra) - point_velocity(b, rb);
+        const float vn = dot(n, v_rel);
+        const float lambda = -p.normal_mass * (vn - p.target_velocity);
+        float total = p.normal_impulse + lambda;
+        if (total < 0.0f) total = 0.0f;
+        const float applied = total - p.normal_impulse;
+        p.normal_impulse = total;
+        apply_pair_impulse(a, b, ra, rb, applied * n);
+      }
+
+      // Friction block with radius μ·λ_n.
+      {
+        const Vec3 v_rel = point_velocity(a, ra) - point_velocity(b, rb);
+        const Vec2 v_t{dot(c.tangent1, v_rel), dot(c.tangent2, v_rel)};
+        const Vec2 j_old = p.tangent_impulse;
+        const Vec2 v_free = friction_free_velocity(p.tangent_mass, v_t, j_old);
+        const float radius = c.friction * p.normal_impulse;
+        const FrictionBlockResult r = solve_friction_block(p.tangent_mass, v_free, radius);
+        if (!r.solved()) {
+          ++counters->skipped_friction_rows;
+          continue;
+        }
+        const Vec2 dj = r.impulse - j_old;
+        p.tangent_impulse = r.impulse;
+        apply_pair_impulse(a, b, ra, rb, dj.x * c.tangent1 + dj.y * c.tangent2);
+      }
+    }
+  }
+}
+
+void store_contact_cache(std::span<const ContactConstraint> constraints,
+                         std::span<const ContactPoint> points, ContactCache* cache) {
+  uint32_t m = 0, q = 0;
+  for (const ContactConstraint& c : constraints) {
+    CachedManifold& cm = cache->manifolds[m++];
+    cm.key = c.key;
+    cm.first_point = q;
+    cm.point_count = c.point_count;
+    for (uint32_t i = 0; i < c.point_count; ++i) {
+      const ContactPoint& p = points[c.first_point + i];
+      CachedPoint& cp = cache->points[q++];
+      cp.feature = p.feature;
+      cp.normal_impulse = p.normal_impulse;
+      cp.friction_impulse = p.tangent_impulse.x * c.tangent1 + p.tangent_impulse.y * c.tangent2;
+    }
+  }
+  cache->manifold_count = m;
+  cache->point_count = q;
+}
+
+}  // namespace lockstep::sim

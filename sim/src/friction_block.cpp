@@ -1,1 +1,246 @@
-// Placeholder: filled in by its owner (issue 3).
+// The exact 2x2 friction block (the friction-block study, seed 000).
+//
+// Problem. minimise F(J) = ½ JᵀK J + vᵀJ over |J| ≤ R, with K symmetric positive definite
+// (kg⁻¹), v = v_free (m/s), R = μ·J_n (N·s). F is strictly convex, so the KKT point is the
+// unique minimiser: either J0 = −K⁻¹v lies in the disk (λ = 0), or
+//   (K + λI) J = g := −v,  |J| = R,  λ > 0.
+//
+// Why the eigenbasis. With K = k1·e1e1ᵀ + k2·e2e2ᵀ (k1 ≥ k2 > 0, closed form, one sqrt) the
+// shifted system is diagonal: J(λ) = Σ gᵢ/(kᵢ + λ)·eᵢ with gᵢ = eᵢ·g, so |J(λ)|² is the sum
+// of two squares and an evaluation costs two reciprocals and a sqrt, no 2x2 solve per λ.
+//
+// Scaling. Write J = R·u, g = |g|·ĝ and λ = τ·|g|/R. Then (κᵢ + τ)·uᵢ = ĝᵢ with
+// κᵢ = kᵢ·R/|g|, and the circle is |u| = 1. On the boundary τ lies in
+//   [max(0, 1 − κ1), max(0, 1 − κ2)] ⊂ [0, 1]
+// (|u(τ)| lies between 1/(κ1 + τ) and 1/(κ2 + τ)), whatever the units or magnitudes of the
+// inputs. K is also divided by its mean eigenvalue before the eigen-decomposition so that no
+// square over- or underflows for any finite positive definite K.
+//
+// Secular equation. n(τ) = |u(τ)| decreases in τ; we solve φ(τ) = 1/n(τ) − 1 = 0 (Moré and
+// Sorensen's form: φ is concave and nearly linear, exactly linear when k1 = k2). Newton:
+//   φ' = S3/n³ with S3 = Σ uᵢ²/(κᵢ + τ),   τ ← τ + n²(n − 1)/S3.
+// From the left end of the bracket (n ≥ 1) concavity keeps Newton monotone and below the root,
+// so it converges quadratically without overshooting; typically 2–4 evaluations.
+//
+// Safeguard. The bracket [lo, hi] (lo infeasible side n > 1, hi feasible side n ≤ 1) is updated
+// at every evaluation; a Newton step below lo (or not finite) is replaced by bisection, one past
+// hi (possible only by rounding, the root then being at hi) by hi. The iteration count is capped
+// and every stopping test is a float comparison, so the same inputs give the same bits on every
+// IEEE-754 target. Stopping at |n − 1| ≤ tol and returning J = R·u/n puts J on the circle with a
+// stationarity residual (K + λI)J − g = g·(1/n − 1), at most tol·|v|; aiming 2^-22 inside the
+// circle adds 2^-22·|v|. The result is then checked to lie in the disk exactly (inside_disk) and
+// pulled inwards by a few ulps if rounding put it outside; J = 0 is the last resort.
+#include "lockstep/sim/friction_block.h"
+
+#include <cfloat>
+#include <cmath>
+
+namespace lockstep::sim {
+namespace {
+
+// Evaluations of the secular function; Newton needs 2–4, bisection fallback has room.
+constexpr int kMaxIterations = 20;
+// |n − 1| at which the iteration stops: 8 float ulps of 1, a few times the evaluation noise.
+constexpr float kCircleTolerance = 4.76837158e-7f;  // 2^-21
+// The boundary answer aims a few ulps inside the circle, so rounding rarely needs a retry.
+constexpr float kInsideMargin = 1.0f - 2.38418579e-7f;  // 1 − 2^-22
+constexpr float kShrink = 1.0f - 9.53674316e-7f;        // 1 − 2^-20 per retry
+constexpr int kShrinkRetries = 3;
+
+float abs_float(float x) {
+  return x < 0 ? -x : x;
+}
+
+// Is x² + y² ≤ R² for the float values themselves (exact), and is the float length computed as
+// everyone computes it (math.h `length`: sqrt(dot)) ≤ R too? Products of two floats are exact in
+// double (48-bit significands, exponents far inside double's range), and IEEE double + − × is
+// correctly rounded on every target, so this comparison is exact and portable: a rounded sum below
+// R² (or above) decides, and a tie is settled by the exact error term of the sum (Knuth's TwoSum).
+bool inside_disk(Vec2 j, float radius) {
+  if (!is_finite(j.x) || !is_finite(j.y)) return false;
+  const double x2 = static_cast<double>(j.x) * static_cast<double>(j.x);
+  const double y2 = static_cast<double>(j.y) * static_cast<double>(j.y);
+  const double r2 = static_cast<double>(radius) * static_cast<double>(radius);
+  const double sum = x2 + y2;
+  if (sum > r2) return false;
+  if (sum == r2) {
+    const double y_part = sum - x2;
+    const double error = (x2 - (sum - y_part)) + (y2 - y_part);  // x2 + y2 = sum + error
+    if (error > 0) return false;
+  }
+  // The float length is meaningful only while |J|² is a normal float (|J| in ~[1e-19, 1e19]
+  // N·s); outside that the exact test alone decides.
+  const float len2 = dot(j, j);
+  if (!(len2 >= FLT_MIN && len2 <= FLT_MAX)) return true;
+  return std::sqrt(len2) <= radius;
+}
+
+// Symmetric 2x2 eigen-decomposition of K / s (s = mean eigenvalue): eigenvalues k1 ≥ k2 ≥ 0
+// (dimensionless, k1 + k2 ≈ 2) and the unit eigenvector e1 of k1 (e2 = perp(e1)).
+struct ScaledEigen {
+  float k1 = 1, k2 = 1;
+  Vec2 e1{1, 0};
+};
+
+ScaledEigen eigen_scaled(TangentMass k, float s) {
+  const float a = k.a / s, b = k.b / s, c = k.c / s;  // a + c ≈ 2, |b| < 1
+  const float half_diff = 0.5f * (a - c);
+  const float r = std::sqrt(half_diff * half_diff + b * b);
+  ScaledEigen out;
+  out.k1 = 0.5f * (a + c) + r;
+  // det / k1 rather than mean − r, which cancels when K is ill-conditioned.
+  out.k2 = (a * c - b * b) / out.k1;
+  if (!(out.k2 > 0)) out.k2 = 0;  // K singular to float precision; the bracket copes with 0
+  // Eigenvector from the row without cancellation, (hd + r, b) or (b, r − hd), divided by its
+  // larger entry (≥ r ≥ |b|) so that normalising it can neither over- nor underflow.
+  Vec2 e;
+  if (half_diff >= 0) {
+    const float p = half_diff + r;
+    e = {1, p > 0 ? b / p : 0.0f};  // p == 0 only for K = s·I: any basis is an eigenbasis
+  } else {
+    e = {b / (r - half_diff), 1};
+  }
+  const float inv_len = 1.0f / std::sqrt(dot(e, e));
+  out.e1 = inv_len * e;
+  return out;
+}
+
+FrictionBlockResult solve_boundary(TangentMass k, Vec2 v_free, float radius) {
+  FrictionBlockResult out;
+  out.status = FrictionBlockStatus::boundary;
+
+  // Direction ĝ and size |g| of g = −v without squaring large or tiny numbers.
+  const float v_max =
+      abs_float(v_free.x) < abs_float(v_free.y) ? abs_float(v_free.y) : abs_float(v_free.x);
+  if (!(v_max > 0)) {  // J0 = 0 was interior; unreachable, kept for safety
+    out.status = FrictionBlockStatus::interior;
+    return out;
+  }
+  const Vec2 g_scaled{-v_free.x / v_max, -v_free.y / v_max};  // largest entry ±1
+  const float g_scaled_len = length(g_scaled);                // in [1, √2]
+  const Vec2 g_dir = (1.0f / g_scaled_len) * g_scaled;
+  const float g_norm = v_max * g_scaled_len;  // m/s; +inf only for |v| near FLT_MAX
+
+  const float s = 0.5f * k.a + 0.5f * k.c;  // mean eigenvalue (kg⁻¹), > 0 since det > 0
+  const ScaledEigen eig = eigen_scaled(k, s);
+  const Vec2 e1 = eig.e1;
+  const Vec2 e2{-e1.y, e1.x};
+  const float g1 = dot(e1, g_dir), g2 = dot(e2, g_dir);
+  const float sigma = s * (radius / g_norm);  // kg⁻¹ · N·s / (m/s): dimensionless
+  const float kappa1 = eig.k1 * sigma, kappa2 = eig.k2 * sigma;
+
+  float lo = 1.0f - kappa1;  // n(lo) ≥ 1 (NaN-safe comparisons: NaN → 0)
+  if (!(lo > 0)) lo = 0;
+  float hi = 1.0f - kappa2;  // n(hi) ≤ 1
+  if (!(hi > 0)) hi = 0;
+  if (hi < lo) hi = lo;
+
+  float tau = lo;
+  // u(τ) in the eigenbasis and |u(τ)|, always for the current τ; `finite` false means u(τ) is
+  // unbounded: κ2 + τ == 0, which happens only at τ = 0 for κ2 == 0 (K singular at float
+  // precision, the far infeasible side).
+  float p1 = 0, p2 = 0, n = 0;
+  bool finite = false;
+  for (int iteration = 0;; ++iteration) {
+    const float d1 = kappa1 + tau, d2 = kappa2 + tau;
+    float n2 = 0, q1 = 0, q2 = 0;
+    finite = d1 > 0 && d2 > 0;
+    if (finite) {
+      q1 = 1.0f / d1;
+      q2 = 1.0f / d2;
+      p1 = g1 * q1;
+      p2 = g2 * q2;
+      n2 = p1 * p1 + p2 * p2;
+      n = std::sqrt(n2);
+      finite = is_finite(n);
+    }
+    if (finite && abs_float(n - 1.0f) <= kCircleTolerance) break;
+    if (iteration + 1 == kMaxIterations) break;
+    if (!finite || n > 1.0f) {
+      lo = tau;
+    } else {
+      hi = tau;
+    }
+    float next = 0.5f * lo + 0.5f * hi;  // bisection unless Newton stays in the bracket
+    const float s3 = finite ? p1 * p1 * q1 + p2 * p2 * q2 : 0.0f;
+    if (s3 > 0) {
+      const float newton = tau + n2 * (n - 1.0f) / s3;
+      // Past hi only by rounding (from the left Newton stays below the root, which is ≤ hi):
+      // the root is at hi then, so go there rather than halving towards it many times.
+      if (newton > lo) next = newton < hi ? newton : hi;
+    }
+    if (next == tau) break;  // bracket exhausted at float resolution
+    tau = next;
+  }
+
+  // Still unbounded after the iterations: K is singular at float precision (k2/k1 below ~1e-45)
+  // and passed the det > 0 test by rounding; treat it as the invalid mass it numerically is.
+  if (!finite) {
+    out.status = FrictionBlockStatus::invalid_mass;
+    return out;
+  }
+
+  // τ = 0 with n ≤ 1 is an interior answer after all (J0 overflowed in its first evaluation):
+  // keep u as it is. Otherwise put J on the circle (n == 0 there only by underflow: J = 0).
+  const Vec2 u = p1 * e1 + p2 * e2;  // |u| = n
+  const bool on_circle = tau > 0 || n > 1.0f;
+  const float scale = !on_circle ? radius : (n > 0 ? (radius / n) * kInsideMargin : 0.0f);
+  Vec2 j = scale * u;
+  for (int retry = 0; retry < kShrinkRetries && !inside_disk(j, radius); ++retry) {
+    j = kShrink * j;
+  }
+  if (!inside_disk(j, radius)) j = Vec2{};  // rounding in the denormal range: give up safely
+  out.impulse = j;
+
+  const float lambda = tau * (g_norm / radius);
+  out.lambda = is_finite(lambda) ? lambda : FLT_MAX;
+  if (!(out.lambda > 0)) {
+    out.lambda = 0;
+    out.status = FrictionBlockStatus::interior;
+  }
+  return out;
+}
+
+}  // namespace
+
+FrictionBlockResult solve_friction_block(TangentMass k, Vec2 v_free, float radius) {
+  FrictionBlockResult out;  // zero impulse, zero multiplier
+  const float det = k.a * k.c - k.b * k.b;
+  if (!is_finite(k.a) || !is_finite(k.b) || !is_finite(k.c) || !(k.a > 0) || !(k.c > 0) ||
+      !is_finite(det) || !(det > 0)) {
+    out.status = FrictionBlockStatus::invalid_mass;
+    return out;
+  }
+  if (!is_finite(radius) || radius < 0) {
+    out.status = FrictionBlockStatus::invalid_radius;
+    return out;
+  }
+  if (!is_finite(v_free.x) || !is_finite(v_free.y)) {
+    out.status = FrictionBlockStatus::invalid_velocity;
+    return out;
+  }
+  if (radius == 0) {
+    out.status = FrictionBlockStatus::zero_radius;
+    return out;
+  }
+  // Unconstrained minimiser J0 = −K⁻¹v; overflow makes it non-finite, which sends it on.
+  const Vec2 j0{(k.b * v_free.y - k.c * v_free.x) / det, (k.b * v_free.x - k.a * v_free.y) / det};
+  if (inside_disk(j0, radius)) {
+    out.impulse = j0;
+    out.status = FrictionBlockStatus::interior;
+    return out;
+  }
+  return solve_boundary(k, v_free, radius);
+}
+
+float friction_block_objective(TangentMass k, Vec2 v_free, Vec2 impulse) {
+  const Vec2 k_j{k.a * impulse.x + k.b * impulse.y, k.b * impulse.x + k.c * impulse.y};
+  return 0.5f * dot(impulse, k_j) + dot(v_free, impulse);
+}
+
+Vec2 friction_free_velocity(TangentMass k, Vec2 v_current, Vec2 j_old) {
+  const Vec2 k_j{k.a * j_old.x + k.b * j_old.y, k.b * j_old.x + k.c * j_old.y};
+  return v_current - k_j;
+}
+
+}  // namespace lockstep::sim

@@ -1,1 +1,586 @@
-// Placeholder: filled in by its owner (issue 3).
+// The text scene format (docs/scene-format.md): one directive per line (`scene`, `world`,
+// `body`) followed by key=value tokens, `#` comments, blank lines ignored.
+//
+// Parsing is strict so that a typo is an error, never a silently different simulation: every
+// key must be known and apply to the directive (and shape), every number must parse completely
+// and be finite, vectors have exactly their arity, and each failure names the line, the column
+// and the key. Floats go through std::strtof on a NUL-terminated copy (our programs keep the
+// "C" locale); they are written back with the fewest of 6..9 significant digits that read back
+// to the same bits, so format -> parse is exact.
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "lockstep/sim/scene.h"
+#include "shape.h"
+#include "world_data.h"
+
+namespace lockstep::sim {
+namespace {
+
+constexpr uint32_t kFormatVersion = 1;
+
+struct Token {
+  std::string_view key;
+  std::string_view value;
+  size_t column = 0;  // 1-based column of the key
+  bool used = false;
+};
+
+std::string quoted(std::string_view s) {
+  std::string out = "'";
+  out.append(s);
+  out += '\'';
+  return out;
+}
+
+/// Reads one float; false when `text` is not entirely a finite number.
+bool read_float(std::string_view text, float* out) {
+  char buffer[64];
+  if (text.empty() || text.size() >= sizeof(buffer)) return false;
+  std::memcpy(buffer, text.data(), text.size());
+  buffer[text.size()] = '\0';
+  // strtof would skip leading white space (e.g. a vertical tab inside a token): refuse it.
+  char first = buffer[0];
+  if (!((first >= '0' && first <= '9') || first == '-' || first == '+' || first == '.')) {
+    return false;
+  }
+  char* end = nullptr;
+  float value = std::strtof(buffer, &end);
+  if (end != buffer + text.size()) return false;
+  if (!std::isfinite(value)) return false;
+  *out = value;
+  return true;
+}
+
+/// Reads a decimal unsigned 32-bit integer: digits only, no sign, no overflow.
+bool read_u32(std::string_view text, uint32_t* out) {
+  if (text.empty() || text.size() > 10) return false;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (value > 0xffffffffull) return false;
+  *out = static_cast<uint32_t>(value);
+  return true;
+}
+
+/// The key=value tokens of one line, with lookups that mark tokens used and build errors that
+/// name the line, the column and the key.
+class LineReader {
+ public:
+  LineReader(size_t line, std::string_view directive, std::vector<Token>* tokens,
+             std::string* error)
+      : line_(line), directive_(directive), tokens_(*tokens), error_(*error) {}
+
+  bool fail(size_t column, const std::string& message) {
+    error_ = "line " + std::to_string(line_);
+    if (column != 0) error_ += " col " + std::to_string(column);
+    error_ += ": ";
+    error_.append(directive_);
+    error_ += ": " + message;
+    return false;
+  }
+  bool fail(const Token& token, const std::string& message) {
+    return fail(token.column, "key " + quoted(token.key) + ": " + message);
+  }
+
+  /// The token for `key`, marked used; null when absent.
+  Token* find(std::string_view key) {
+    for (Token& token : tokens_) {
+      if (token.key == key) {
+        token.used = true;
+        return &token;
+      }
+    }
+    return nullptr;
+  }
+
+  bool require(std::string_view key, const char* why = nullptr) {
+    for (const Token& token : tokens_) {
+      if (token.key == key) return true;
+    }
+    std::string message = "missing key " + quoted(key);
+    if (why != nullptr) message += std::string(" (") + why + ")";
+    return fail(0, message);
+  }
+
+  bool get_float(std::string_view key, float* out) {
+    Token* token = find(key);
+    if (token == nullptr) return true;
+    if (!read_float(token->value, out)) {
+      return fail(*token, quoted(token->value) + " is not a finite number");
+    }
+    return true;
+  }
+
+  bool get_floats(std::string_view key, float* out, size_t arity) {
+    Token* token = find(key);
+    if (token == nullptr) return true;
+    float values[4] = {};
+    std::string_view rest = token->value;
+    size_t count = 0;
+    for (;;) {
+      size_t comma = rest.find(',');
+      std::string_view part = rest.substr(0, comma);
+      if (count < arity && !read_float(part, &values[count])) {
+        return fail(*token,
+                    quoted(part) + " is not a finite number (in " + quoted(token->value) + ")");
+      }
+      ++count;
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    if (count != arity) {
+      return fail(*token, "needs " + std::to_string(arity) + " comma-separated numbers, got " +
+                              std::to_string(count));
+    }
+    for (size_t i = 0; i < arity; ++i)
+      out[i] = values[i];
+    return true;
+  }
+
+  bool get_vec3(std::string_view key, Vec3* out) {
+    float v[3] = {out->x, out->y, out->z};
+    if (!get_floats(key, v, 3)) return false;
+    *out = {v[0], v[1], v[2]};
+    return true;
+  }
+
+  bool get_quat(std::string_view key, Quat* out) {
+    float v[4] = {out->x, out->y, out->z, out->w};
+    if (!get_floats(key, v, 4)) return false;
+    *out = {v[0], v[1], v[2], v[3]};
+    return true;
+  }
+
+  bool get_u32(std::string_view key, uint32_t* out) {
+    Token* token = find(key);
+    if (token == nullptr) return true;
+    if (!read_u32(token->value, out)) {
+      return fail(*token, quoted(token->value) + " is not an unsigned 32-bit integer");
+    }
+    return true;
+  }
+
+  bool get_bool(std::string_view key, bool* out) {
+    Token* token = find(key);
+    if (token == nullptr) return true;
+    if (token->value == "1" || token->value == "true") {
+      *out = true;
+    } else if (token->value == "0" || token->value == "false") {
+      *out = false;
+    } else {
+      return fail(*token, quoted(token->value) + " is not a boolean (expected 0, 1, true, false)");
+    }
+    return true;
+  }
+
+  /// One of `names` (index written to *out); an error lists the accepted names.
+  template <size_t N>
+  bool get_enum(std::string_view key, const std::string_view (&names)[N], size_t* out) {
+    Token* token = find(key);
+    if (token == nullptr) return true;
+    for (size_t i = 0; i < N; ++i) {
+      if (token->value == names[i]) {
+        *out = i;
+        return true;
+      }
+    }
+    std::string expected;
+    for (size_t i = 0; i < N; ++i) {
+      if (i != 0) expected += ", ";
+      expected.append(names[i]);
+    }
+    return fail(token->column, "unknown " + std::string(key) + " " + quoted(token->value) +
+                                   " (expected " + expected + ")");
+  }
+
+  /// Fails on the first token nobody asked for; `known` keys are reported as not applying.
+  bool finish(std::string_view context, std::span<const std::string_view> known) {
+    for (const Token& token : tokens_) {
+      if (token.used) continue;
+      for (std::string_view k : known) {
+        if (token.key == k) {
+          return fail(token.column,
+                      "key " + quoted(token.key) + " does not apply to " + std::string(context));
+        }
+      }
+      return fail(token.column, "unknown key " + quoted(token.key));
+    }
+    return true;
+  }
+
+ private:
+  size_t line_;
+  std::string_view directive_;
+  std::vector<Token>& tokens_;
+  std::string& error_;
+};
+
+constexpr std::string_view kBodyTypes[] = {"static", "kinematic", "dynamic"};
+constexpr std::string_view kShapeTypes[] = {"sphere", "box", "capsule", "plane"};
+constexpr BodyType kBodyTypeValues[] = {BodyType::static_body, BodyType::kinematic,
+                                        BodyType::dynamic};
+constexpr ShapeType kShapeTypeValues[] = {ShapeType::sphere, ShapeType::box, ShapeType::capsule,
+                                          ShapeType::plane};
+
+// Every body key, so that a shape-specific key on the wrong shape gets a precise message.
+constexpr std::array<std::string_view, 17> kBodyKeys = {
+    "type",     "shape",       "radius", "half",   "half_height",    "normal",          "offset",
+    "pos",      "rot",         "vel",    "angvel", "linear_damping", "angular_damping", "density",
+    "friction", "restitution", "owner"};
+
+bool parse_scene_line(LineReader& reader, Scene* scene) {
+  uint32_t version = kFormatVersion;
+  if (!reader.get_u32("version", &version)) return false;
+  if (version != kFormatVersion) {
+    return reader.fail(0, "format version " + std::to_string(version) +
+                              " is not supported (this "
+                              "build reads version " +
+                              std::to_string(kFormatVersion) + ")");
+  }
+  if (Token* name = reader.find("name")) scene->name = std::string(name->value);
+  return reader.finish("a scene line", {});
+}
+
+bool parse_world_line(LineReader& reader, WorldDef* def) {
+  bool ok = reader.get_float("dt", &def->dt_s) && reader.get_vec3("gravity", &def->gravity) &&
+            reader.get_u32("iterations", &def->velocity_iterations) &&
+            reader.get_float("baumgarte", &def->baumgarte) &&
+            reader.get_float("linear_slop", &def->linear_slop_m) &&
+            reader.get_float("max_bias_velocity", &def->max_bias_velocity) &&
+            reader.get_float("restitution_threshold", &def->restitution_threshold) &&
+            reader.get_float("contact_margin", &def->contact_margin_m) &&
+            reader.get_float("max_angular_speed", &def->max_angular_speed) &&
+            reader.get_float("max_linear_speed", &def->max_linear_speed) &&
+            reader.get_float("max_input_linear_impulse", &def->max_input_linear_impulse) &&
+            reader.get_float("max_input_angular_impulse", &def->max_input_angular_impulse) &&
+            reader.get_u32("max_bodies", &def->max_bodies) &&
+            reader.get_u32("max_contact_pairs", &def->max_contact_pairs) &&
+            reader.get_u32("max_contact_points", &def->max_contact_points) &&
+            reader.get_u32("max_candidate_pairs", &def->max_candidate_pairs) &&
+            reader.get_u32("max_events", &def->max_events) &&
+            reader.get_u32("max_inputs_per_tick", &def->max_inputs_per_tick) &&
+            reader.get_bool("measure_stage_times", &def->measure_stage_times) &&
+            reader.finish("a world line", {});
+  if (!ok) return false;
+  Error e = validate_world_def(*def);
+  if (e != Error::none) return reader.fail(0, std::string("invalid world: ") + error_message(e));
+  return true;
+}
+
+bool parse_body_line(LineReader& reader, BodyDef* body) {
+  if (!reader.require("type") || !reader.require("shape")) return false;
+  size_t type_index = 0, shape_index = 0;
+  if (!reader.get_enum("type", kBodyTypes, &type_index) ||
+      !reader.get_enum("shape", kShapeTypes, &shape_index)) {
+    return false;
+  }
+  body->type = kBodyTypeValues[type_index];
+  ShapeDef& shape = body->shape;
+  shape.type = kShapeTypeValues[shape_index];
+
+  bool ok = true;
+  std::string context = "shape " + std::string(kShapeTypes[shape_index]);
+  switch (shape.type) {
+    case ShapeType::sphere:
+      ok = reader.require("radius", "spheres need a radius") &&
+           reader.get_float("radius", &shape.radius);
+      break;
+    case ShapeType::box:
+      ok = reader.require("half", "boxes need half extents") &&
+           reader.get_vec3("half", &shape.half_extents);
+      break;
+    case ShapeType::capsule:
+      ok = reader.require("radius", "capsules need a radius") &&
+           reader.require("half_height", "capsules need a half height") &&
+           reader.get_float("radius", &shape.radius) &&
+           reader.get_float("half_height", &shape.half_height);
+      break;
+    case ShapeType::plane:
+      if (body->type != BodyType::static_body) {
+        return reader.fail(0, "plane shapes are only allowed on static bodies (type=" +
+                                  std::string(kBodyTypes[type_index]) + ")");
+      }
+      ok = reader.require("normal", "planes need a normal") &&
+           reader.get_vec3("normal", &shape.plane_normal) &&
+           reader.get_float("offset", &shape.plane_offset);
+      break;
+  }
+  ok = ok && reader.get_vec3("pos", &body->position) &&
+       reader.get_quat("rot", &body->orientation) &&
+       reader.get_vec3("vel", &body->linear_velocity) &&
+       reader.get_vec3("angvel", &body->angular_velocity) &&
+       reader.get_float("linear_damping", &body->linear_damping) &&
+       reader.get_float("angular_damping", &body->angular_damping) &&
+       reader.get_float("density", &shape.density) &&
+       reader.get_float("friction", &shape.friction) &&
+       reader.get_float("restitution", &shape.restitution) &&
+       reader.get_u32("owner", &body->owner_player) && reader.finish(context, kBodyKeys);
+  if (!ok) return false;
+
+  // Values that parse but a world would refuse; named here so the message points at the line.
+  Error e = validate_shape(shape);
+  if (e != Error::none) {
+    return reader.fail(0, "invalid " + context + ": " + error_message(e));
+  }
+  float len_sq = dot(body->orientation, body->orientation);
+  if (!(len_sq > 0.999f && len_sq < 1.001f)) {
+    return reader.fail(0, "key 'rot' is not a unit quaternion (x,y,z,w with |q| = 1)");
+  }
+  const Vec3 p = body->position;
+  if (!(p.x >= -kMaxCoordinate && p.x <= kMaxCoordinate && p.y >= -kMaxCoordinate &&
+        p.y <= kMaxCoordinate && p.z >= -kMaxCoordinate && p.z <= kMaxCoordinate)) {
+    return reader.fail(0, "key 'pos' is out of range (|component| <= 1e5 m)");
+  }
+  if (!(body->linear_damping >= 0 && body->linear_damping <= kMaxDamping) ||
+      !(body->angular_damping >= 0 && body->angular_damping <= kMaxDamping)) {
+    return reader.fail(0, "damping must be in [0, 1000] 1/s");
+  }
+  return true;
+}
+
+/// Splits `line` (comment already removed) into the directive and key=value tokens.
+bool tokenize(std::string_view line, size_t line_number, std::string_view* directive,
+              size_t* directive_column, std::vector<Token>* tokens, std::string* error) {
+  tokens->clear();
+  *directive = {};
+  size_t i = 0;
+  while (i < line.size()) {
+    if (line[i] == ' ' || line[i] == '\t') {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t')
+      ++i;
+    std::string_view word = line.substr(start, i - start);
+    if (directive->empty()) {
+      *directive = word;
+      *directive_column = start + 1;
+      continue;
+    }
+    size_t eq = word.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == word.size()) {
+      *error = "line " + std::to_string(line_number) + " col " + std::to_string(start + 1) + ": " +
+               std::string(*directive) + ": expected key=value, got " + quoted(word);
+      return false;
+    }
+    Token token;
+    token.key = word.substr(0, eq);
+    token.value = word.substr(eq + 1);
+    token.column = start + 1;
+    for (const Token& other : *tokens) {
+      if (other.key == token.key) {
+        *error = "line " + std::to_string(line_number) + " col " + std::to_string(start + 1) +
+                 ": " + std::string(*directive) + ": key " + quoted(token.key) + " given twice";
+        return false;
+      }
+    }
+    tokens->push_back(token);
+  }
+  return true;
+}
+
+/// Shortest of %.6g .. %.9g that reads back to the same float (%.9g always does).
+void append_float(std::string* out, float value) {
+  char buffer[32];
+  for (int digits = 6; digits <= 9; ++digits) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", digits, static_cast<double>(value));
+    float back = 0;
+    if (digits == 9 || (read_float(buffer, &back) && std::memcmp(&back, &value, 4) == 0)) break;
+  }
+  out->append(buffer);
+}
+
+void append_key_float(std::string* out, const char* key, float value) {
+  *out += ' ';
+  out->append(key);
+  *out += '=';
+  append_float(out, value);
+}
+
+void append_key_floats(std::string* out, const char* key, const float* values, size_t count) {
+  *out += ' ';
+  out->append(key);
+  *out += '=';
+  for (size_t i = 0; i < count; ++i) {
+    if (i != 0) *out += ',';
+    append_float(out, values[i]);
+  }
+}
+
+void append_key_vec3(std::string* out, const char* key, Vec3 v) {
+  float values[3] = {v.x, v.y, v.z};
+  append_key_floats(out, key, values, 3);
+}
+
+void append_key_u32(std::string* out, const char* key, uint32_t value) {
+  *out += ' ';
+  out->append(key);
+  *out += '=';
+  *out += std::to_string(value);
+}
+
+bool same_bits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof(float)) == 0;
+}
+bool same_bits(Vec3 a, Vec3 b) {
+  return same_bits(a.x, b.x) && same_bits(a.y, b.y) && same_bits(a.z, b.z);
+}
+
+}  // namespace
+
+bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
+  std::string scratch_error;
+  std::string& message = error != nullptr ? *error : scratch_error;
+  Scene scene;
+  scene.def = default_world_def();
+  size_t world_line = 0, scene_line = 0;
+  std::vector<Token> tokens;
+  size_t line_number = 0;
+  while (!text.empty()) {
+    ++line_number;
+    size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    size_t hash = line.find('#');
+    if (hash != std::string_view::npos) line = line.substr(0, hash);
+
+    std::string_view directive;
+    size_t directive_column = 0;
+    if (!tokenize(line, line_number, &directive, &directive_column, &tokens, &message)) {
+      return false;
+    }
+    if (directive.empty()) continue;
+    LineReader reader(line_number, directive, &tokens, &message);
+    if (directive == "scene") {
+      if (scene_line != 0) {
+        return reader.fail(directive_column, "a second scene line (the first is line " +
+                                                 std::to_string(scene_line) + ")");
+      }
+      scene_line = line_number;
+      if (!parse_scene_line(reader, &scene)) return false;
+    } else if (directive == "world") {
+      if (world_line != 0) {
+        return reader.fail(directive_column, "a second world line (the first is line " +
+                                                 std::to_string(world_line) + ")");
+      }
+      world_line = line_number;
+      if (!parse_world_line(reader, &scene.def)) return false;
+    } else if (directive == "body") {
+      BodyDef body = default_body_def();
+      if (!parse_body_line(reader, &body)) return false;
+      scene.bodies.push_back(body);
+    } else {
+      message = "line " + std::to_string(line_number) + " col " + std::to_string(directive_column) +
+                ": unknown directive " + quoted(directive) + " (expected scene, world, body)";
+      return false;
+    }
+  }
+  if (scene.bodies.size() > scene.def.max_bodies) {
+    message = (world_line != 0 ? "line " + std::to_string(world_line) + ": world: "
+                               : std::string("no world line: default ")) +
+              "max_bodies=" + std::to_string(scene.def.max_bodies) + " but the scene has " +
+              std::to_string(scene.bodies.size()) + " bodies";
+    return false;
+  }
+  *out = std::move(scene);
+  return true;
+}
+
+std::string format_scene_text(const Scene& scene) {
+  std::string out = "# lockstep scene (format: docs/scene-format.md)\n";
+  out += "scene version=" + std::to_string(kFormatVersion);
+  // Names are single tokens: characters the parser would split on become '_'.
+  std::string name = scene.name;
+  for (char& c : name) {
+    if (c == ' ' || c == '\t' || c == '#' || c == '\n' || c == '\r') c = '_';
+  }
+  if (!name.empty()) out += " name=" + name;
+  out += '\n';
+
+  const WorldDef& def = scene.def;
+  out += "world";
+  append_key_float(&out, "dt", def.dt_s);
+  append_key_vec3(&out, "gravity", def.gravity);
+  append_key_u32(&out, "iterations", def.velocity_iterations);
+  append_key_float(&out, "baumgarte", def.baumgarte);
+  append_key_float(&out, "linear_slop", def.linear_slop_m);
+  append_key_float(&out, "max_bias_velocity", def.max_bias_velocity);
+  append_key_float(&out, "restitution_threshold", def.restitution_threshold);
+  append_key_float(&out, "contact_margin", def.contact_margin_m);
+  append_key_float(&out, "max_angular_speed", def.max_angular_speed);
+  append_key_float(&out, "max_linear_speed", def.max_linear_speed);
+  append_key_float(&out, "max_input_linear_impulse", def.max_input_linear_impulse);
+  append_key_float(&out, "max_input_angular_impulse", def.max_input_angular_impulse);
+  append_key_u32(&out, "max_bodies", def.max_bodies);
+  append_key_u32(&out, "max_contact_pairs", def.max_contact_pairs);
+  append_key_u32(&out, "max_contact_points", def.max_contact_points);
+  append_key_u32(&out, "max_candidate_pairs", def.max_candidate_pairs);
+  append_key_u32(&out, "max_events", def.max_events);
+  append_key_u32(&out, "max_inputs_per_tick", def.max_inputs_per_tick);
+  out += def.measure_stage_times ? " measure_stage_times=1\n" : " measure_stage_times=0\n";
+
+  // Optional keys equal (bit for bit) to default_body_def() are left out; parsing starts from
+  // the same defaults, so the round trip stays exact.
+  const BodyDef defaults = default_body_def();
+  for (const BodyDef& body : scene.bodies) {
+    const ShapeDef& shape = body.shape;
+    out += "body type=";
+    for (size_t i = 0; i < std::size(kBodyTypeValues); ++i) {
+      if (kBodyTypeValues[i] == body.type) out.append(kBodyTypes[i]);
+    }
+    out += " shape=";
+    switch (shape.type) {
+      case ShapeType::sphere:
+        out += "sphere";
+        append_key_float(&out, "radius", shape.radius);
+        break;
+      case ShapeType::box:
+        out += "box";
+        append_key_vec3(&out, "half", shape.half_extents);
+        break;
+      case ShapeType::capsule:
+        out += "capsule";
+        append_key_float(&out, "radius", shape.radius);
+        append_key_float(&out, "half_height", shape.half_height);
+        break;
+      case ShapeType::plane:
+        out += "plane";
+        append_key_vec3(&out, "normal", shape.plane_normal);
+        append_key_float(&out, "offset", shape.plane_offset);
+        break;
+    }
+    append_key_vec3(&out, "pos", body.position);
+    float rot[4] = {body.orientation.x, body.orientation.y, body.orientation.z, body.orientation.w};
+    append_key_floats(&out, "rot", rot, 4);
+    if (!same_bits(body.linear_velocity, defaults.linear_velocity)) {
+      append_key_vec3(&out, "vel", body.linear_velocity);
+    }
+    if (!same_bits(body.angular_velocity, defaults.angular_velocity)) {
+      append_key_vec3(&out, "angvel", body.angular_velocity);
+    }
+    if (!same_bits(body.linear_damping, defaults.linear_damping)) {
+      append_key_float(&out, "linear_damping", body.linear_damping);
+    }
+    if (!same_bits(body.angular_damping, defaults.angular_damping)) {
+      append_key_float(&out, "angular_damping", body.angular_damping);
+    }
+    append_key_float(&out, "density", shape.density);
+    append_key_float(&out, "friction", shape.friction);
+    append_key_float(&out, "restitution", shape.restitution);
+    if (body.owner_player != defaults.owner_player)
+      append_key_u32(&out, "owner", body.owner_player);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace lockstep::sim

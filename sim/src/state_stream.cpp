@@ -1,1 +1,537 @@
-// Placeholder: filled in by its owner (issue 3).
+// The canonical state stream: one little-endian encoder used by the state hash and by
+// snapshots, and the snapshot reader that validates everything before touching the world.
+//
+// Every field is written explicitly (floats as the bits of their IEEE-754 pattern, uint32 LE),
+// never a memcpy of a struct, so padding and host endianness never reach the bytes.
+//
+// State encoding (version kStateVersion):
+//   u32 state version, u64 WorldDef fingerprint, u64 tick,
+//   u32 slot count (1 + highest slot ever used), per slot:
+//     u32 generation, u8 alive, and for live slots:
+//     u8 body type, shape (u8 type, f32 radius, f32×3 half extents, f32 half height,
+//     f32×3 plane normal, f32 plane offset, f32 density, f32 friction, f32 restitution),
+//     u32 owner player, f32 linear damping, f32 angular damping, f32×3 position,
+//     f32×4 orientation (x y z w), f32×3 linear velocity, f32×3 angular velocity,
+//     f32 mass, f32×3 principal inertia                                  (135 bytes per body)
+//   u32 warm-start manifold count, per manifold (ascending keys):
+//     u64 pair key, u8 point count, per point: u32 feature, f32 normal impulse,
+//     f32×3 friction impulse (world)
+//   u32 queued input count, per input (in the total input order):
+//     u32 player, u32 sequence, u32 body index1, u32 body generation, i32×3 linear,
+//     i32×3 angular, u32 buttons
+//
+// Snapshot = "LSSN", u32 snapshot version, u64 total bytes, the state encoding, and
+// u64 XXH3-64 of every byte before it. The state hash is XXH3-64 of the state encoding alone.
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "lockstep/sim/world.h"
+#include "collide.h"
+#include "state_stream.h"
+#include "world_data.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace lockstep::sim {
+
+namespace {
+
+constexpr uint32_t kStateVersion = 1;
+constexpr uint32_t kSnapshotVersion = 1;
+constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};
+constexpr size_t kSnapshotHeaderBytes = 16;  // magic, version, total size
+constexpr size_t kSnapshotTrailerBytes = 8;  // checksum
+constexpr uint32_t kDefEncodingVersion = 1;
+
+constexpr size_t kStateHeaderBytes = 4 + 8 + 8 + 4;
+constexpr size_t kSlotBytes = 4 + 1;
+constexpr size_t kShapeBytes = 1 + 12 * 4;
+constexpr size_t kLiveBodyBytes = 1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 +
+                                  4 + 3 * 4;
+constexpr size_t kManifoldBytes = 8 + 1;
+constexpr size_t kPointBytes = 4 + 4 + 3 * 4;
+constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4;
+static_assert(kSlotBytes + kLiveBodyBytes == 135);
+
+// Little-endian writer into a caller-provided buffer that must be large enough.
+struct Writer {
+  uint8_t* out;
+  size_t n = 0;
+  void u8(uint8_t v) { out[n++] = v; }
+  void u32(uint32_t v) {
+    out[n++] = static_cast<uint8_t>(v);
+    out[n++] = static_cast<uint8_t>(v >> 8);
+    out[n++] = static_cast<uint8_t>(v >> 16);
+    out[n++] = static_cast<uint8_t>(v >> 24);
+  }
+  void u64(uint64_t v) {
+    u32(static_cast<uint32_t>(v));
+    u32(static_cast<uint32_t>(v >> 32));
+  }
+  void i32(int32_t v) { u32(static_cast<uint32_t>(v)); }
+  void f32(float v) { u32(std::bit_cast<uint32_t>(v)); }
+  void vec3(Vec3 v) {
+    f32(v.x);
+    f32(v.y);
+    f32(v.z);
+  }
+  void quat(Quat q) {
+    f32(q.x);
+    f32(q.y);
+    f32(q.z);
+    f32(q.w);
+  }
+};
+
+// Bounds-checked little-endian reader; a read past the end sets `failed` and yields zeros.
+struct Reader {
+  const uint8_t* in;
+  size_t size;
+  size_t n = 0;
+  bool failed = false;
+  bool take(size_t bytes) {
+    if (failed || size - n < bytes) {
+      failed = true;
+      return false;
+    }
+    return true;
+  }
+  uint8_t u8() { return take(1) ? in[n++] : 0; }
+  uint32_t u32() {
+    if (!take(4)) return 0;
+    uint32_t v = static_cast<uint32_t>(in[n]) | static_cast<uint32_t>(in[n + 1]) << 8 |
+                 static_cast<uint32_t>(in[n + 2]) << 16 | static_cast<uint32_t>(in[n + 3]) << 24;
+    n += 4;
+    return v;
+  }
+  uint64_t u64() {
+    const uint64_t lo = u32();
+    const uint64_t hi = u32();
+    return lo | hi << 32;
+  }
+  int32_t i32() { return static_cast<int32_t>(u32()); }
+  float f32() { return std::bit_cast<float>(u32()); }
+  Vec3 vec3() {
+    Vec3 v;
+    v.x = f32();
+    v.y = f32();
+    v.z = f32();
+    return v;
+  }
+  Quat quat() {
+    Quat q;
+    q.x = f32();
+    q.y = f32();
+    q.z = f32();
+    q.w = f32();
+    return q;
+  }
+};
+
+void write_shape(Writer& o, const ShapeDef& s) {
+  o.u8(static_cast<uint8_t>(s.type));
+  o.f32(s.radius);
+  o.vec3(s.half_extents);
+  o.f32(s.half_height);
+  o.vec3(s.plane_normal);
+  o.f32(s.plane_offset);
+  o.f32(s.density);
+  o.f32(s.friction);
+  o.f32(s.restitution);
+}
+
+size_t encode_state(const WorldData& w, uint8_t* out) {
+  Writer o{out};
+  o.u32(kStateVersion);
+  o.u64(w.def_fingerprint);
+  o.u64(w.tick);
+  o.u32(w.slot_count);
+  for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
+    const BodyRecord& r = w.bodies[slot];
+    o.u32(r.generation);
+    o.u8(r.alive ? 1 : 0);
+    if (!r.alive) continue;
+    const BodySolverState& s = w.solver_bodies[slot];
+    o.u8(static_cast<uint8_t>(r.type));
+    write_shape(o, r.shape);
+    o.u32(r.owner_player);
+    o.f32(r.linear_damping);
+    o.f32(r.angular_damping);
+    o.vec3(r.position);
+    o.quat(r.orientation);
+    o.vec3(s.linear_velocity);
+    o.vec3(s.angular_velocity);
+    o.f32(r.mass_kg);
+    o.vec3(r.inertia);
+  }
+  o.u32(w.cache.manifold_count);
+  for (uint32_t m = 0; m < w.cache.manifold_count; ++m) {
+    const CachedManifold& cm = w.cache.manifolds[m];
+    o.u64(cm.key);
+    o.u8(static_cast<uint8_t>(cm.point_count));
+    for (uint32_t i = 0; i < cm.point_count; ++i) {
+      const CachedPoint& cp = w.cache.points[cm.first_point + i];
+      o.u32(cp.feature);
+      o.f32(cp.normal_impulse);
+      o.vec3(cp.friction_impulse);
+    }
+  }
+  o.u32(w.input_count);
+  for (uint32_t i = 0; i < w.input_count; ++i) {
+    const Input& in = w.inputs[i];
+    o.u32(in.player);
+    o.u32(in.sequence);
+    o.u32(in.body.index1);
+    o.u32(in.body.generation);
+    for (int k = 0; k < 3; ++k) o.i32(in.linear_impulse[k]);
+    for (int k = 0; k < 3; ++k) o.i32(in.angular_impulse[k]);
+    o.u32(in.buttons);
+  }
+  return o.n;
+}
+
+// ---- parsing ---------------------------------------------------------------------------------
+
+bool finite3(Vec3 v) { return is_finite(v); }
+
+ShapeDef read_shape(Reader& in, bool* ok) {
+  ShapeDef s;
+  const uint8_t type = in.u8();
+  if (type > static_cast<uint8_t>(ShapeType::plane)) *ok = false;
+  s.type = static_cast<ShapeType>(type);
+  s.radius = in.f32();
+  s.half_extents = in.vec3();
+  s.half_height = in.f32();
+  s.plane_normal = in.vec3();
+  s.plane_offset = in.f32();
+  s.density = in.f32();
+  s.friction = in.f32();
+  s.restitution = in.f32();
+  return s;
+}
+
+// Parses the state encoding. With kApply false it only validates (writing nothing but
+// w.restore_slots); with kApply true it writes the world and must only run after a successful
+// validation of the same bytes.
+template <bool kApply>
+Error parse_state(Reader& in, WorldData& w) {
+  const WorldDef& def = w.def;
+  if (in.u32() != kStateVersion) return in.failed ? Error::snapshot_corrupt : Error::snapshot_version;
+  if (in.u64() != w.def_fingerprint) {
+    return in.failed ? Error::snapshot_corrupt : Error::snapshot_mismatch;
+  }
+  const uint64_t tick = in.u64();
+  const uint32_t slot_count = in.u32();
+  if (in.failed || slot_count > def.max_bodies) return Error::snapshot_corrupt;
+
+  if constexpr (kApply) {
+    const uint32_t clear = slot_count > w.slot_count ? slot_count : w.slot_count;
+    for (uint32_t slot = 0; slot < clear; ++slot) {
+      w.bodies[slot] = BodyRecord{};
+      w.solver_bodies[slot] = BodySolverState{};
+      w.aabbs[slot] = Aabb{};
+      w.dynamic_flags[slot] = 0;
+    }
+    w.tick = tick;
+    w.slot_count = slot_count;
+    w.body_count = 0;
+    broadphase_clear(w.broadphase);
+  }
+
+  for (uint32_t slot = 0; slot < slot_count; ++slot) {
+    const uint32_t generation = in.u32();
+    const uint8_t alive = in.u8();
+    if (in.failed || alive > 1) return Error::snapshot_corrupt;
+    // Canonical form: the last slot counted is one that was used.
+    if (slot + 1 == slot_count && !alive && generation == 0) return Error::snapshot_corrupt;
+    RestoreSlot& rs = w.restore_slots[slot];
+    rs = RestoreSlot{};
+    rs.generation = generation;
+    if (!alive) {
+      if constexpr (kApply) w.bodies[slot].generation = generation;
+      continue;
+    }
+    bool ok = true;
+    const uint8_t type_raw = in.u8();
+    if (type_raw > static_cast<uint8_t>(BodyType::dynamic)) ok = false;
+    const BodyType type = static_cast<BodyType>(type_raw);
+    const ShapeDef shape = read_shape(in, &ok);
+    const uint32_t owner = in.u32();
+    const float linear_damping = in.f32();
+    const float angular_damping = in.f32();
+    const Vec3 position = in.vec3();
+    const Quat orientation = in.quat();
+    const Vec3 linear_velocity = in.vec3();
+    const Vec3 angular_velocity = in.vec3();
+    const float mass = in.f32();
+    const Vec3 inertia = in.vec3();
+    if (in.failed || !ok) return Error::snapshot_corrupt;
+    if (validate_shape(shape) != Error::none) return Error::snapshot_corrupt;
+    if (shape.type == ShapeType::plane && type != BodyType::static_body) {
+      return Error::snapshot_corrupt;
+    }
+    if (!(linear_damping >= 0.0f && linear_damping <= kMaxDamping) ||
+        !(angular_damping >= 0.0f && angular_damping <= kMaxDamping)) {
+      return Error::snapshot_corrupt;
+    }
+    // Positions and speeds may legitimately have drifted past the creation limits; they only
+    // need to be finite. Orientations are unit up to rounding.
+    if (!finite3(position) || !is_finite(orientation) || !finite3(linear_velocity) ||
+        !finite3(angular_velocity) || !std::isfinite(mass) || !finite3(inertia)) {
+      return Error::snapshot_corrupt;
+    }
+    const float q2 = dot(orientation, orientation);
+    if (!(q2 > 0.999f && q2 < 1.001f)) return Error::snapshot_corrupt;
+    if (type == BodyType::static_body &&
+        (!(linear_velocity == Vec3{}) || !(angular_velocity == Vec3{}))) {
+      return Error::snapshot_corrupt;
+    }
+    if (type == BodyType::dynamic) {
+      if (!(mass > 0.0f) || !(inertia.x > 0.0f) || !(inertia.y > 0.0f) || !(inertia.z > 0.0f)) {
+        return Error::snapshot_corrupt;
+      }
+    } else if (!(mass == 0.0f) || !(inertia == Vec3{})) {
+      return Error::snapshot_corrupt;
+    }
+    rs.alive = true;
+    rs.type = type;
+    rs.owner_player = owner;
+    if constexpr (kApply) {
+      BodyRecord& r = w.bodies[slot];
+      r.generation = generation;
+      r.alive = true;
+      r.type = type;
+      r.owner_player = owner;
+      r.shape = shape;
+      r.linear_damping = linear_damping;
+      r.angular_damping = angular_damping;
+      r.position = position;
+      r.orientation = orientation;
+      r.mass_kg = mass;
+      r.inertia = inertia;
+      BodySolverState& s = w.solver_bodies[slot];
+      s.linear_velocity = linear_velocity;
+      s.angular_velocity = angular_velocity;
+      refresh_body_derived(w, slot);
+      ++w.body_count;
+      broadphase_insert(w.broadphase, slot);
+    }
+  }
+
+  // Warm-start cache.
+  const uint32_t manifold_count = in.u32();
+  if (in.failed || manifold_count > def.max_contact_pairs) return Error::snapshot_corrupt;
+  uint32_t point_total = 0;
+  uint64_t previous_key = 0;
+  for (uint32_t m = 0; m < manifold_count; ++m) {
+    const uint64_t key = in.u64();
+    const uint32_t count = in.u8();
+    if (in.failed) return Error::snapshot_corrupt;
+    const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
+    if ((m > 0 && key <= previous_key) || sa >= sb || sb >= slot_count) {
+      return Error::snapshot_corrupt;
+    }
+    const RestoreSlot& a = w.restore_slots[sa];
+    const RestoreSlot& b = w.restore_slots[sb];
+    if (!a.alive || !b.alive || (a.type != BodyType::dynamic && b.type != BodyType::dynamic)) {
+      return Error::snapshot_corrupt;
+    }
+    if (count < 1 || count > static_cast<uint32_t>(kMaxManifoldPoints) ||
+        count > def.max_contact_points - point_total) {
+      return Error::snapshot_corrupt;
+    }
+    previous_key = key;
+    if constexpr (kApply) {
+      CachedManifold& cm = w.cache.manifolds[m];
+      cm.key = key;
+      cm.first_point = point_total;
+      cm.point_count = count;
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      const uint32_t feature = in.u32();
+      const float normal_impulse = in.f32();
+      const Vec3 friction_impulse = in.vec3();
+      if (in.failed || !std::isfinite(normal_impulse) || !(normal_impulse >= 0.0f) ||
+          !finite3(friction_impulse)) {
+        return Error::snapshot_corrupt;
+      }
+      if constexpr (kApply) {
+        CachedPoint& cp = w.cache.points[point_total + i];
+        cp.feature = feature;
+        cp.normal_impulse = normal_impulse;
+        cp.friction_impulse = friction_impulse;
+      }
+    }
+    point_total += count;
+  }
+  if constexpr (kApply) {
+    w.cache.manifold_count = manifold_count;
+    w.cache.point_count = point_total;
+  }
+
+  // Queued inputs: each must be one queue_input would accept, in the total input order.
+  const uint32_t input_count = in.u32();
+  if (in.failed || input_count > def.max_inputs_per_tick) return Error::snapshot_corrupt;
+  Input previous{};
+  for (uint32_t i = 0; i < input_count; ++i) {
+    Input input;
+    input.player = in.u32();
+    input.sequence = in.u32();
+    input.body.index1 = in.u32();
+    input.body.generation = in.u32();
+    for (int k = 0; k < 3; ++k) input.linear_impulse[k] = in.i32();
+    for (int k = 0; k < 3; ++k) input.angular_impulse[k] = in.i32();
+    input.buttons = in.u32();
+    if (in.failed || input.body.index1 == 0 || input.body.index1 > slot_count) {
+      return Error::snapshot_corrupt;
+    }
+    const RestoreSlot& rs = w.restore_slots[input.body.index1 - 1];
+    if (!rs.alive || rs.generation != input.body.generation || rs.type != BodyType::dynamic ||
+        (rs.owner_player != 0 && rs.owner_player != input.player)) {
+      return Error::snapshot_corrupt;
+    }
+    for (int k = 0; k < 3; ++k) {
+      const int64_t l = input.linear_impulse[k], a = input.angular_impulse[k];
+      if ((l < 0 ? -l : l) > w.input_linear_limit || (a < 0 ? -a : a) > w.input_angular_limit) {
+        return Error::snapshot_corrupt;
+      }
+    }
+    if (i > 0 && input_less(input, previous)) return Error::snapshot_corrupt;
+    previous = input;
+    if constexpr (kApply) w.inputs[i] = input;
+  }
+  if constexpr (kApply) w.input_count = input_count;
+
+  if (in.n != in.size) return Error::snapshot_corrupt;  // trailing bytes
+  return Error::none;
+}
+
+uint64_t read_u64_le(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+
+void write_u64_le(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+}  // namespace
+
+size_t encoded_state_size(const WorldData& w) {
+  size_t n = kStateHeaderBytes + static_cast<size_t>(w.slot_count) * kSlotBytes +
+             static_cast<size_t>(w.body_count) * kLiveBodyBytes;
+  n += 4 + static_cast<size_t>(w.cache.manifold_count) * kManifoldBytes +
+       static_cast<size_t>(w.cache.point_count) * kPointBytes;
+  n += 4 + static_cast<size_t>(w.input_count) * kInputBytes;
+  return n;
+}
+
+size_t max_encoded_state_size(const WorldDef& def) {
+  return kStateHeaderBytes + static_cast<size_t>(def.max_bodies) * (kSlotBytes + kLiveBodyBytes) +
+         4 + static_cast<size_t>(def.max_contact_pairs) * kManifoldBytes +
+         static_cast<size_t>(def.max_contact_points) * kPointBytes + 4 +
+         static_cast<size_t>(def.max_inputs_per_tick) * kInputBytes;
+}
+
+void update_state_hash(const WorldData& w) {
+  const size_t n = encode_state(w, w.scratch.data());
+  w.state_hash = XXH3_64bits(w.scratch.data(), n);
+  w.hash_dirty = false;
+}
+
+uint64_t world_def_fingerprint(const WorldDef& def) {
+  // measure_stage_times is left out: it never changes the simulation.
+  uint8_t bytes[4 + 13 * 4 + 7 * 4];
+  Writer o{bytes};
+  o.u32(kDefEncodingVersion);
+  o.f32(def.dt_s);
+  o.vec3(def.gravity);
+  o.u32(def.velocity_iterations);
+  o.f32(def.baumgarte);
+  o.f32(def.linear_slop_m);
+  o.f32(def.max_bias_velocity);
+  o.f32(def.restitution_threshold);
+  o.f32(def.contact_margin_m);
+  o.f32(def.max_angular_speed);
+  o.f32(def.max_linear_speed);
+  o.f32(def.max_input_linear_impulse);
+  o.f32(def.max_input_angular_impulse);
+  o.u32(def.max_bodies);
+  o.u32(def.max_contact_pairs);
+  o.u32(def.max_contact_points);
+  o.u32(def.max_candidate_pairs);
+  o.u32(def.max_events);
+  o.u32(def.max_inputs_per_tick);
+  return XXH3_64bits(bytes, o.n);
+}
+
+uint64_t World::state_hash() const {
+  if (data_->hash_dirty) update_state_hash(*data_);
+  return data_->state_hash;
+}
+
+size_t World::snapshot_size() const {
+  return kSnapshotHeaderBytes + encoded_state_size(*data_) + kSnapshotTrailerBytes;
+}
+
+size_t World::max_snapshot_size() const {
+  return kSnapshotHeaderBytes + max_encoded_state_size(data_->def) + kSnapshotTrailerBytes;
+}
+
+Error World::save_snapshot(std::span<uint8_t> buffer, size_t* written) const {
+  const size_t total = snapshot_size();
+  if (written != nullptr) *written = 0;
+  if (buffer.size() < total) return Error::buffer_too_small;
+  uint8_t* out = buffer.data();
+  std::memcpy(out, kSnapshotMagic, 4);
+  Writer header{out + 4};
+  header.u32(kSnapshotVersion);
+  header.u64(total);
+  const size_t payload = encode_state(*data_, out + kSnapshotHeaderBytes);
+  const size_t body = kSnapshotHeaderBytes + payload;
+  write_u64_le(out + body, XXH3_64bits(out, body));
+  if (written != nullptr) *written = body + kSnapshotTrailerBytes;
+  return Error::none;
+}
+
+Error World::restore_snapshot(std::span<const uint8_t> bytes) {
+  WorldData& w = *data_;
+  const uint8_t* p = bytes.data();
+  const size_t size = bytes.size();
+  if (size < 4) return Error::snapshot_truncated;
+  if (std::memcmp(p, kSnapshotMagic, 4) != 0) return Error::snapshot_bad_magic;
+  if (size < 8) return Error::snapshot_truncated;
+  Reader header{p + 4, 12};
+  if (header.u32() != kSnapshotVersion) return Error::snapshot_version;
+  if (size < kSnapshotHeaderBytes) return Error::snapshot_truncated;
+  const uint64_t total = header.u64();
+  if (total < kSnapshotHeaderBytes + kSnapshotTrailerBytes) return Error::snapshot_corrupt;
+  if (size < total) return Error::snapshot_truncated;
+  if (size > total) return Error::snapshot_corrupt;
+  const size_t body = size - kSnapshotTrailerBytes;
+  if (XXH3_64bits(p, body) != read_u64_le(p + body)) return Error::snapshot_corrupt;
+
+  // Validate everything first; only then write the world.
+  Reader check{p + kSnapshotHeaderBytes, body - kSnapshotHeaderBytes};
+  const Error e = parse_state<false>(check, w);
+  if (e != Error::none) return e;
+  Reader apply{p + kSnapshotHeaderBytes, body - kSnapshotHeaderBytes};
+  parse_state<true>(apply, w);
+
+  w.constraint_count = 0;
+  w.point_count = 0;
+  w.next_cache.manifold_count = 0;
+  w.next_cache.point_count = 0;
+  w.event_count = 0;
+  w.stats = StepStats{};
+  w.stats.tick = w.tick;
+  w.stats.bodies = w.body_count;
+  w.counters = WorldCounters{};
+  update_state_hash(w);
+  return Error::none;
+}
+
+}  // namespace lockstep::sim

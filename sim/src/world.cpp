@@ -1,1 +1,699 @@
-// Placeholder: filled in by its owner (issue 3).
+// The World: bodies in generation-checked slots, queued inputs, and the fixed-dt step
+//   inputs → velocities → broadphase → narrowphase → warm-start match → prepare → warm start →
+//   velocity iterations → positions → events and counters → state hash.
+// All memory is taken in World::create; nothing here allocates afterwards.
+#include "lockstep/sim/world.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <utility>
+
+#include "broadphase.h"
+#include "collide.h"
+#include "contact_solver.h"
+#include "shape.h"
+#include "state_stream.h"
+#include "world_data.h"
+
+namespace lockstep::sim {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t elapsed_ns(Clock::time_point from, Clock::time_point to) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
+}
+
+// Fixed-point input limit: the largest |integer| whose value (integer · 2^-kInputScaleLog2) does
+// not exceed `max`. Computed once, so queue_input compares integers only.
+int64_t fixed_point_limit(float max) {
+  const float scaled = max * static_cast<float>(1 << kInputScaleLog2);  // exact: power of two
+  if (scaled >= 2147483648.0f) return int64_t{1} << 31;
+  return static_cast<int64_t>(scaled);  // truncation = floor for values ≥ 0
+}
+
+// 2^-kInputScaleLog2 as a float: multiplying by it is exact (no rounding beyond int→float).
+constexpr float kInputScale = 1.0f / static_cast<float>(1 << kInputScaleLog2);
+
+bool within_coordinates(Vec3 p) {
+  return std::fabs(p.x) <= kMaxCoordinate && std::fabs(p.y) <= kMaxCoordinate &&
+         std::fabs(p.z) <= kMaxCoordinate;
+}
+
+Error resolve(const WorldData& w, BodyId id, uint32_t* slot) {
+  if (id.is_null()) return Error::null_handle;
+  const uint32_t s = id.index1 - 1;
+  if (s >= w.slot_count) return Error::stale_handle;
+  const BodyRecord& r = w.bodies[s];
+  if (!r.alive || r.generation != id.generation) return Error::stale_handle;
+  *slot = s;
+  return Error::none;
+}
+
+// Non-zero finite quaternion → normalized; otherwise an error.
+Error checked_orientation(Quat q, Quat* out) {
+  if (!is_finite(q)) return Error::non_finite;
+  if (!(dot(q, q) >= 1.0e-6f)) return Error::invalid_argument;
+  *out = normalize(q);
+  return Error::none;
+}
+
+bool speed_within(Vec3 v, float max) { return length_squared(v) <= max * max; }
+
+Vec3 clamp_speed(Vec3 v, float max) {
+  const float len2 = length_squared(v);
+  if (len2 <= max * max) return v;
+  const float scale = max / std::sqrt(len2);
+  return v * scale;
+}
+
+// Remove every cache manifold that involves `slot`, compacting manifolds and points in place.
+void remove_cache_entries(ContactCache& cache, uint32_t slot) {
+  uint32_t m_out = 0, p_out = 0;
+  for (uint32_t m = 0; m < cache.manifold_count; ++m) {
+    const CachedManifold cm = cache.manifolds[m];
+    if (pair_slot_a(cm.key) == slot || pair_slot_b(cm.key) == slot) continue;
+    CachedManifold& dst = cache.manifolds[m_out++];
+    dst.key = cm.key;
+    dst.first_point = p_out;
+    dst.point_count = cm.point_count;
+    for (uint32_t i = 0; i < cm.point_count; ++i) {
+      cache.points[p_out++] = cache.points[cm.first_point + i];
+    }
+  }
+  cache.manifold_count = m_out;
+  cache.point_count = p_out;
+}
+
+BodyId body_id(const WorldData& w, uint32_t slot) {
+  return BodyId{slot + 1, w.bodies[slot].generation};
+}
+
+}  // namespace
+
+bool input_less(const Input& a, const Input& b) {
+  if (a.player != b.player) return a.player < b.player;
+  if (a.sequence != b.sequence) return a.sequence < b.sequence;
+  if (a.body.index1 != b.body.index1) return a.body.index1 < b.body.index1;
+  if (a.body.generation != b.body.generation) return a.body.generation < b.body.generation;
+  for (int i = 0; i < 3; ++i) {
+    if (a.linear_impulse[i] != b.linear_impulse[i]) return a.linear_impulse[i] < b.linear_impulse[i];
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (a.angular_impulse[i] != b.angular_impulse[i]) {
+      return a.angular_impulse[i] < b.angular_impulse[i];
+    }
+  }
+  return a.buttons < b.buttons;
+}
+
+void refresh_body_derived(WorldData& w, uint32_t slot) {
+  const BodyRecord& r = w.bodies[slot];
+  BodySolverState& s = w.solver_bodies[slot];
+  const bool dynamic = r.alive && r.type == BodyType::dynamic;
+  w.dynamic_flags[slot] = dynamic ? 1 : 0;
+  if (!dynamic) {
+    s.inv_mass = 0.0f;
+    s.inv_inertia_world = Mat3{{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    w.bodies[slot].inv_inertia_local = Vec3{};
+    return;
+  }
+  s.inv_mass = 1.0f / r.mass_kg;
+  const Vec3 inv_local{1.0f / r.inertia.x, 1.0f / r.inertia.y, 1.0f / r.inertia.z};
+  w.bodies[slot].inv_inertia_local = inv_local;
+  s.inv_inertia_world = rotate_diagonal(to_mat3(r.orientation), inv_local);
+}
+
+World::World(std::unique_ptr<WorldData> data) : data_(std::move(data)) {}
+World::~World() = default;
+
+std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
+  const Error e = validate_world_def(def);
+  if (error != nullptr) *error = e;
+  if (e != Error::none) return nullptr;
+
+  auto d = std::make_unique<WorldData>();
+  d->def = def;
+  d->def_fingerprint = world_def_fingerprint(def);
+  d->bodies.assign(def.max_bodies, BodyRecord{});
+  d->solver_bodies.assign(def.max_bodies, BodySolverState{});
+  d->aabbs.assign(def.max_bodies, Aabb{});
+  d->dynamic_flags.assign(def.max_bodies, 0);
+  broadphase_init(d->broadphase, def.max_bodies, def.max_candidate_pairs);
+  d->constraints.assign(def.max_contact_pairs, ContactConstraint{});
+  d->points.assign(def.max_contact_points, ContactPoint{});
+  for (ContactCache* c : {&d->cache, &d->next_cache}) {
+    c->manifolds.assign(def.max_contact_pairs, CachedManifold{});
+    c->points.assign(def.max_contact_points, CachedPoint{});
+  }
+  d->inputs.assign(def.max_inputs_per_tick, Input{});
+  d->input_linear_limit = fixed_point_limit(def.max_input_linear_impulse);
+  d->input_angular_limit = fixed_point_limit(def.max_input_angular_impulse);
+  d->events.assign(def.max_events, ContactEvent{});
+  d->scratch.assign(max_encoded_state_size(def), 0);
+  d->restore_slots.assign(def.max_bodies, RestoreSlot{});
+  d->hash_dirty = true;
+  return std::unique_ptr<World>(new World(std::move(d)));
+}
+
+const WorldDef& World::def() const { return data_->def; }
+
+// ---- bodies ---------------------------------------------------------------------------------
+
+namespace {
+
+Error validate_body_def(const WorldDef& wd, const BodyDef& def, Quat* orientation,
+                        MassProperties* mass) {
+  if (def.type != BodyType::static_body && def.type != BodyType::kinematic &&
+      def.type != BodyType::dynamic) {
+    return Error::invalid_argument;
+  }
+  if (!is_finite(def.position) || !is_finite(def.orientation) ||
+      !is_finite(def.linear_velocity) || !is_finite(def.angular_velocity) ||
+      !std::isfinite(def.linear_damping) || !std::isfinite(def.angular_damping)) {
+    return Error::non_finite;
+  }
+  const Error shape_error = validate_shape(def.shape);
+  if (shape_error != Error::none) return shape_error;
+  if (def.shape.type == ShapeType::plane && def.type != BodyType::static_body) {
+    return Error::wrong_body_type;
+  }
+  if (def.type == BodyType::static_body &&
+      (!(def.linear_velocity == Vec3{}) || !(def.angular_velocity == Vec3{}))) {
+    return Error::wrong_body_type;
+  }
+  if (!within_coordinates(def.position)) return Error::invalid_argument;
+  const Error q_error = checked_orientation(def.orientation, orientation);
+  if (q_error != Error::none) return q_error;
+  if (!(def.linear_damping >= 0.0f && def.linear_damping <= kMaxDamping) ||
+      !(def.angular_damping >= 0.0f && def.angular_damping <= kMaxDamping)) {
+    return Error::invalid_argument;
+  }
+  if (!speed_within(def.linear_velocity, wd.max_linear_speed) ||
+      !speed_within(def.angular_velocity, wd.max_angular_speed)) {
+    return Error::invalid_argument;
+  }
+  *mass = MassProperties{};
+  if (def.type == BodyType::dynamic) {
+    *mass = compute_mass_properties(def.shape);
+    if (!std::isfinite(mass->mass) || !(mass->mass > 0.0f) || !is_finite(mass->inertia) ||
+        !(mass->inertia.x > 0.0f) || !(mass->inertia.y > 0.0f) || !(mass->inertia.z > 0.0f)) {
+      return Error::invalid_argument;
+    }
+  }
+  return Error::none;
+}
+
+}  // namespace
+
+Error World::create_body(const BodyDef& def, BodyId* out_id) {
+  WorldData& w = *data_;
+  auto reject = [&w](Error e) {
+    ++w.counters.api_calls_rejected;
+    return e;
+  };
+  if (out_id == nullptr) return reject(Error::invalid_argument);
+  Quat orientation{};
+  MassProperties mass{};
+  const Error e = validate_body_def(w.def, def, &orientation, &mass);
+  if (e != Error::none) return reject(e);
+  if (w.body_count >= w.def.max_bodies) return reject(Error::capacity_bodies);
+
+  // Lowest free slot: a function of the alive flags only, so snapshots need no free list.
+  uint32_t slot = 0;
+  while (w.bodies[slot].alive) ++slot;
+
+  BodyRecord& r = w.bodies[slot];
+  r.alive = true;
+  r.type = def.type;
+  r.owner_player = def.owner_player;
+  r.shape = def.shape;
+  r.linear_damping = def.linear_damping;
+  r.angular_damping = def.angular_damping;
+  r.position = def.position;
+  r.orientation = orientation;
+  r.mass_kg = mass.mass;
+  r.inertia = mass.inertia;
+  BodySolverState& s = w.solver_bodies[slot];
+  s.linear_velocity = def.linear_velocity;
+  s.angular_velocity = def.angular_velocity;
+  refresh_body_derived(w, slot);
+
+  ++w.body_count;
+  if (slot + 1 > w.slot_count) w.slot_count = slot + 1;
+  broadphase_insert(w.broadphase, slot);
+  w.hash_dirty = true;
+  *out_id = body_id(w, slot);
+  return Error::none;
+}
+
+Error World::destroy_body(BodyId id) {
+  WorldData& w = *data_;
+  uint32_t slot = 0;
+  const Error e = resolve(w, id, &slot);
+  if (e != Error::none) {
+    ++w.counters.api_calls_rejected;
+    return e;
+  }
+  BodyRecord& r = w.bodies[slot];
+  const uint32_t generation = r.generation + 1 == 0 ? 1 : r.generation + 1;
+  r = BodyRecord{};
+  r.generation = generation;
+  w.solver_bodies[slot] = BodySolverState{};
+  refresh_body_derived(w, slot);
+  w.aabbs[slot] = Aabb{};
+  --w.body_count;
+  broadphase_remove(w.broadphase, slot);
+  remove_cache_entries(w.cache, slot);
+  // Queued inputs for the body go with it (they would be rejected at the step anyway).
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < w.input_count; ++i) {
+    if (w.inputs[i].body == id) continue;
+    w.inputs[kept++] = w.inputs[i];
+  }
+  w.input_count = kept;
+  w.hash_dirty = true;
+  return Error::none;
+}
+
+bool World::is_alive(BodyId id) const {
+  uint32_t slot = 0;
+  return resolve(*data_, id, &slot) == Error::none;
+}
+
+Error World::get_body(BodyId id, BodyView* out) const {
+  const WorldData& w = *data_;
+  uint32_t slot = 0;
+  const Error e = resolve(w, id, &slot);
+  if (e != Error::none) return e;
+  if (out == nullptr) return Error::invalid_argument;
+  const BodyRecord& r = w.bodies[slot];
+  const BodySolverState& s = w.solver_bodies[slot];
+  out->id = id;
+  out->type = r.type;
+  out->shape = r.shape;
+  out->position = r.position;
+  out->orientation = r.orientation;
+  out->linear_velocity = s.linear_velocity;
+  out->angular_velocity = s.angular_velocity;
+  out->mass_kg = r.mass_kg;
+  out->owner_player = r.owner_player;
+  return Error::none;
+}
+
+namespace {
+
+// Shared checks of the velocity setters; `max` is the WorldDef speed limit.
+Error check_velocity_edit(const WorldData& w, BodyId id, Vec3 v, float max, uint32_t* slot) {
+  const Error e = resolve(w, id, slot);
+  if (e != Error::none) return e;
+  if (!is_finite(v)) return Error::non_finite;
+  if (w.bodies[*slot].type == BodyType::static_body) return Error::wrong_body_type;
+  if (!speed_within(v, max)) return Error::invalid_argument;
+  return Error::none;
+}
+
+}  // namespace
+
+Error World::set_linear_velocity(BodyId id, Vec3 velocity) {
+  WorldData& w = *data_;
+  uint32_t slot = 0;
+  const Error e = check_velocity_edit(w, id, velocity, w.def.max_linear_speed, &slot);
+  if (e != Error::none) {
+    ++w.counters.api_calls_rejected;
+    return e;
+  }
+  w.solver_bodies[slot].linear_velocity = velocity;
+  w.hash_dirty = true;
+  return Error::none;
+}
+
+Error World::set_angular_velocity(BodyId id, Vec3 velocity) {
+  WorldData& w = *data_;
+  uint32_t slot = 0;
+  const Error e = check_velocity_edit(w, id, velocity, w.def.max_angular_speed, &slot);
+  if (e != Error::none) {
+    ++w.counters.api_calls_rejected;
+    return e;
+  }
+  w.solver_bodies[slot].angular_velocity = velocity;
+  w.hash_dirty = true;
+  return Error::none;
+}
+
+Error World::set_transform(BodyId id, Vec3 position, Quat orientation) {
+  WorldData& w = *data_;
+  uint32_t slot = 0;
+  Quat q{};
+  Error e = resolve(w, id, &slot);
+  if (e == Error::none && !is_finite(position)) e = Error::non_finite;
+  if (e == Error::none) e = checked_orientation(orientation, &q);
+  if (e == Error::none && !within_coordinates(position)) e = Error::invalid_argument;
+  if (e != Error::none) {
+    ++w.counters.api_calls_rejected;
+    return e;
+  }
+  w.bodies[slot].position = position;
+  w.bodies[slot].orientation = q;
+  refresh_body_derived(w, slot);
+  w.hash_dirty = true;
+  return Error::none;
+}
+
+Error World::apply_impulse(BodyId id, Vec3 impulse, Vec3 world_point) {
+  WorldData& w = *data_;
+  uint32_t slot = 0;
+  Error e = resolve(w, id, &slot);
+  if (e == Error::none && (!is_finite(impulse) || !is_finite(world_point))) e = Error::non_finite;
+  if (e == Error::none && w.bodies[slot].type != BodyType::dynamic) e = Error::wrong_body_type;
+  Vec3 v{}, omega{};
+  if (e == Error::none) {
+    const BodySolverState& s = w.solver_bodies[slot];
+    const Vec3 r = world_point - w.bodies[slot].position;
+    v = s.linear_velocity + s.inv_mass * impulse;
+    omega = s.angular_velocity + s.inv_inertia_world * cross(r, impulse);
+    // An impulse so large the velocity overflows is an out-of-range argument.
+    if (!is_finite(v) || !is_finite(omega)) e = Error::invalid_argument;
+  }
+  if (e != Error::none) {
+    ++w.counters.api_calls_rejected;
+    return e;
+  }
+  w.solver_bodies[slot].linear_velocity = v;
+  w.solver_bodies[slot].angular_velocity = omega;
+  w.hash_dirty = true;
+  return Error::none;
+}
+
+uint32_t World::body_count() const { return data_->body_count; }
+
+uint32_t World::list_bodies(std::span<BodyId> out) const {
+  const WorldData& w = *data_;
+  uint32_t n = 0;
+  for (uint32_t slot = 0; slot < w.slot_count && n < out.size(); ++slot) {
+    if (w.bodies[slot].alive) out[n++] = body_id(w, slot);
+  }
+  return n;
+}
+
+Error World::debug_perturb_position(BodyId id, Vec3 delta) {
+  WorldData& w = *data_;
+  uint32_t slot = 0;
+  Error e = resolve(w, id, &slot);
+  if (e == Error::none && !is_finite(delta)) e = Error::non_finite;
+  if (e == Error::none && !is_finite(w.bodies[slot].position + delta)) e = Error::non_finite;
+  if (e != Error::none) {
+    ++w.counters.api_calls_rejected;
+    return e;
+  }
+  w.bodies[slot].position += delta;
+  w.hash_dirty = true;
+  return Error::none;
+}
+
+// ---- inputs ---------------------------------------------------------------------------------
+
+Error World::queue_input(const Input& input) {
+  WorldData& w = *data_;
+  uint32_t slot = 0;
+  Error e = resolve(w, input.body, &slot);
+  if (e == Error::none) {
+    const BodyRecord& r = w.bodies[slot];
+    if (r.type != BodyType::dynamic) {
+      e = Error::wrong_body_type;
+    } else if (r.owner_player != 0 && r.owner_player != input.player) {
+      e = Error::invalid_argument;
+    }
+  }
+  if (e == Error::none) {
+    // Integers against integer limits: |INT32_MIN| fits in int64.
+    for (int i = 0; i < 3 && e == Error::none; ++i) {
+      const int64_t l = input.linear_impulse[i], a = input.angular_impulse[i];
+      if ((l < 0 ? -l : l) > w.input_linear_limit) e = Error::input_out_of_range;
+      if ((a < 0 ? -a : a) > w.input_angular_limit) e = Error::input_out_of_range;
+    }
+  }
+  if (e == Error::none && w.input_count >= w.def.max_inputs_per_tick) e = Error::capacity_inputs;
+  if (e != Error::none) {
+    ++w.counters.inputs_rejected;
+    return e;
+  }
+  // Sorted insert (stable: equal inputs keep queue order, and are identical anyway).
+  uint32_t j = w.input_count;
+  while (j > 0 && input_less(input, w.inputs[j - 1])) {
+    w.inputs[j] = w.inputs[j - 1];
+    --j;
+  }
+  w.inputs[j] = input;
+  ++w.input_count;
+  ++w.counters.inputs_accepted;
+  w.hash_dirty = true;
+  return Error::none;
+}
+
+// ---- step -----------------------------------------------------------------------------------
+
+StepStatus World::step() {
+  WorldData& w = *data_;
+  const WorldDef& def = w.def;
+  const bool timed = def.measure_stage_times;
+  const Clock::time_point t_start = timed ? Clock::now() : Clock::time_point{};
+  Clock::time_point t_mark = t_start;
+  auto lap = [&](uint64_t* out) {
+    if (!timed) return;
+    const Clock::time_point now = Clock::now();
+    *out = elapsed_ns(t_mark, now);
+    t_mark = now;
+  };
+
+  StepStats st{};
+  StepStatus status{};
+  SolverCounters sc{};
+  const float dt = def.dt_s;
+  const uint32_t slots = w.slot_count;
+
+  // 1. Inputs, already in the total input order.
+  for (uint32_t i = 0; i < w.input_count; ++i) {
+    const Input& in = w.inputs[i];
+    uint32_t slot = 0;
+    if (resolve(w, in.body, &slot) != Error::none) continue;
+    if (w.bodies[slot].type != BodyType::dynamic) continue;
+    BodySolverState& s = w.solver_bodies[slot];
+    const Vec3 linear{static_cast<float>(in.linear_impulse[0]) * kInputScale,
+                      static_cast<float>(in.linear_impulse[1]) * kInputScale,
+                      static_cast<float>(in.linear_impulse[2]) * kInputScale};
+    const Vec3 angular{static_cast<float>(in.angular_impulse[0]) * kInputScale,
+                       static_cast<float>(in.angular_impulse[1]) * kInputScale,
+                       static_cast<float>(in.angular_impulse[2]) * kInputScale};
+    s.linear_velocity += s.inv_mass * linear;
+    s.angular_velocity += s.inv_inertia_world * angular;
+    ++st.inputs_applied;
+  }
+  w.input_count = 0;
+
+  // 2. Velocities: gravity and damping, dynamic bodies only.
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    const BodyRecord& r = w.bodies[slot];
+    if (!r.alive || r.type != BodyType::dynamic) continue;
+    BodySolverState& s = w.solver_bodies[slot];
+    s.linear_velocity += dt * def.gravity;
+    // v *= 1/(1 + dt·c): a Padé-like damping without exp, exact when c = 0.
+    s.linear_velocity = s.linear_velocity * (1.0f / (1.0f + dt * r.linear_damping));
+    s.angular_velocity = s.angular_velocity * (1.0f / (1.0f + dt * r.angular_damping));
+    ++st.awake_dynamic_bodies;
+  }
+  lap(&st.ns_inputs_integrate);
+
+  // 3. Broadphase.
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    const BodyRecord& r = w.bodies[slot];
+    if (!r.alive) continue;
+    w.aabbs[slot] = compute_aabb(r.shape, Transform{r.position, r.orientation},
+                                 def.contact_margin_m);
+  }
+  broadphase_update(w.broadphase, w.aabbs, w.dynamic_flags);
+  st.candidate_pairs = w.broadphase.pair_count;
+  st.dropped_candidate_pairs = w.broadphase.dropped_pairs;
+  if (st.dropped_candidate_pairs > 0) status.overflow |= overflow_candidate_pairs;
+  lap(&st.ns_broadphase);
+
+  // 4. Narrowphase, in pair-key order; overflow keeps the lowest keys.
+  w.constraint_count = 0;
+  w.point_count = 0;
+  for (uint32_t i = 0; i < w.broadphase.pair_count; ++i) {
+    const uint64_t key = w.broadphase.pairs[i];
+    const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
+    const BodyRecord& ra = w.bodies[sa];
+    const BodyRecord& rb = w.bodies[sb];
+    Manifold m;
+    collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
+            Transform{rb.position, rb.orientation}, def.contact_margin_m, &m);
+    if (m.count <= 0) continue;
+    const uint32_t count = static_cast<uint32_t>(m.count);
+    if (w.constraint_count >= def.max_contact_pairs) {
+      ++st.dropped_contact_pairs;
+      status.overflow |= overflow_contact_pairs;
+      continue;
+    }
+    const uint32_t room = def.max_contact_points - w.point_count;
+    const uint32_t take = count < room ? count : room;
+    if (take < count) {
+      st.dropped_contact_points += count - take;
+      status.overflow |= overflow_contact_points;
+    }
+    if (take == 0) continue;
+    ContactConstraint& c = w.constraints[w.constraint_count++];
+    c.key = key;
+    c.slot_a = sa;
+    c.slot_b = sb;
+    c.normal = m.normal;
+    tangent_basis(c.normal, &c.tangent1, &c.tangent2);
+    c.friction = combine_friction(ra.shape.friction, rb.shape.friction);
+    c.restitution = combine_restitution(ra.shape.restitution, rb.shape.restitution);
+    c.first_point = w.point_count;
+    c.point_count = take;
+    for (uint32_t k = 0; k < take; ++k) {
+      ContactPoint& p = w.points[w.point_count++];
+      p = ContactPoint{};
+      p.anchor_a = m.points[k].position - ra.position;
+      p.anchor_b = m.points[k].position - rb.position;
+      p.separation_m = m.points[k].separation;
+      p.feature = m.points[k].feature;
+    }
+  }
+  st.manifolds = w.constraint_count;
+  st.contact_points = w.point_count;
+  lap(&st.ns_narrowphase);
+
+  // 5–8. Warm-start match, prepare, warm start, velocity iterations, speed clamps.
+  const std::span<const ContactConstraint> constraints(w.constraints.data(), w.constraint_count);
+  const std::span<ContactPoint> points(w.points.data(), w.point_count);
+  const std::span<BodySolverState> bodies(w.solver_bodies.data(), slots);
+  match_warm_start(constraints, points, w.cache, &sc);
+  SolverSettings settings;
+  settings.dt_s = dt;
+  settings.inv_dt = 1.0f / dt;
+  settings.baumgarte = def.baumgarte;
+  settings.linear_slop_m = def.linear_slop_m;
+  settings.max_bias_velocity = def.max_bias_velocity;
+  settings.restitution_threshold = def.restitution_threshold;
+  settings.gravity = def.gravity;
+  prepare_contacts(constraints, points, bodies, settings, &sc);
+  warm_start_contacts(constraints, points, bodies);
+  for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
+    solve_contacts(constraints, points, bodies, &sc, getenv("ALT") && (it & 1));
+  }
+  st.velocity_iterations = def.velocity_iterations;
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    if (!w.dynamic_flags[slot]) continue;
+    BodySolverState& s = w.solver_bodies[slot];
+    s.linear_velocity = clamp_speed(s.linear_velocity, def.max_linear_speed);
+    s.angular_velocity = clamp_speed(s.angular_velocity, def.max_angular_speed);
+  }
+  lap(&st.ns_solve);
+
+  // 9. Positions: semi-implicit Euler; q += ½dt·(ω⊗q), then normalize. Kinematic bodies move
+  // by their velocity too; static bodies never move.
+  const float half_dt = 0.5f * dt;
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    BodyRecord& r = w.bodies[slot];
+    if (!r.alive || r.type == BodyType::static_body) continue;
+    const BodySolverState& s = w.solver_bodies[slot];
+    r.position += dt * s.linear_velocity;
+    const Vec3 omega = s.angular_velocity;
+    const Quat spin = Quat{omega.x, omega.y, omega.z, 0.0f} * r.orientation;
+    const Quat q = r.orientation;
+    r.orientation = normalize(Quat{q.x + half_dt * spin.x, q.y + half_dt * spin.y,
+                                   q.z + half_dt * spin.z, q.w + half_dt * spin.w});
+    if (r.type == BodyType::dynamic) refresh_body_derived(w, slot);
+  }
+  lap(&st.ns_integrate_positions);
+
+  // 10. Events (merge join of last step's touching pairs with this step's) and the new cache.
+  {
+    uint32_t i = 0, j = 0, n_events = 0;
+    const ContactCache& old = w.cache;
+    // Events beyond capacity are dropped (the highest keys, as the join runs in key order);
+    // begin_events/end_events count the buffered ones.
+    auto emit = [&](ContactEventType type, uint64_t key) {
+      if (n_events >= def.max_events) {
+        ++st.dropped_events;
+        status.overflow |= overflow_events;
+        return;
+      }
+      if (type == ContactEventType::begin) {
+        ++st.begin_events;
+      } else {
+        ++st.end_events;
+      }
+      ContactEvent& ev = w.events[n_events++];
+      ev.type = type;
+      ev.a = body_id(w, pair_slot_a(key));
+      ev.b = body_id(w, pair_slot_b(key));
+    };
+    while (i < w.constraint_count || j < old.manifold_count) {
+      const bool has_new = i < w.constraint_count;
+      const bool has_old = j < old.manifold_count;
+      const uint64_t k_new = has_new ? w.constraints[i].key : 0;
+      const uint64_t k_old = has_old ? old.manifolds[j].key : 0;
+      if (has_new && (!has_old || k_new < k_old)) {
+        emit(ContactEventType::begin, k_new);
+        ++i;
+      } else if (has_old && (!has_new || k_old < k_new)) {
+        emit(ContactEventType::end, k_old);
+        ++j;
+      } else {
+        ++i;
+        ++j;
+      }
+    }
+    w.event_count = n_events;
+  }
+  store_contact_cache(constraints, points, &w.next_cache);
+  std::swap(w.cache, w.next_cache);
+
+  ++w.tick;
+  st.tick = w.tick;
+  st.bodies = w.body_count;
+  st.warm_started_points = sc.warm_started_points;
+  st.skipped_normal_rows = sc.skipped_normal_rows;
+  st.skipped_friction_rows = sc.skipped_friction_rows;
+  if (!status.ok()) ++w.counters.overflow_steps;
+
+  // 11. State hash.
+  update_state_hash(w);
+  lap(&st.ns_hash);
+  if (timed) st.ns_total = elapsed_ns(t_start, t_mark);
+  w.stats = st;
+  return status;
+}
+
+uint64_t World::tick() const { return data_->tick; }
+
+const StepStats& World::last_step_stats() const { return data_->stats; }
+
+const WorldCounters& World::counters() const { return data_->counters; }
+
+std::span<const ContactEvent> World::events() const {
+  return {data_->events.data(), data_->event_count};
+}
+
+float World::normal_impulse_sum(BodyId id) const {
+  const WorldData& w = *data_;
+  uint32_t slot = 0;
+  if (resolve(w, id, &slot) != Error::none) return 0.0f;
+  float sum = 0.0f;
+  for (uint32_t m = 0; m < w.cache.manifold_count; ++m) {
+    const CachedManifold& cm = w.cache.manifolds[m];
+    if (pair_slot_a(cm.key) != slot && pair_slot_b(cm.key) != slot) continue;
+    for (uint32_t i = 0; i < cm.point_count; ++i) {
+      sum += w.cache.points[cm.first_point + i].normal_impulse;
+    }
+  }
+  return sum;
+}
+
+}  // namespace lockstep::sim

@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# The cross-platform determinism matrix (docs/determinism.md): builds lockstep-sim for every
+# target below, runs every golden scene (tests/golden/*.txt) on it and prints a table
+# target x scene with `match` or the first tick whose hash differs.
+#
+#   scripts/determinism-matrix.sh [options]
+#     --targets A,B,...          only these targets (default: every normal target; see --list)
+#     --scenes A,B,...           only these golden scenes (default: every tests/golden/*.txt)
+#     --jobs N                   builds and runs side by side (default: min(2, nproc))
+#     --no-install               do not install missing toolchains (scripts/install-matrix-toolchains.sh)
+#     --inject-nondeterminism    also build the deliberately broken targets (aarch64 with
+#                                -ffp-contract=fast, i686 with x87 math) to prove the matrix
+#                                catches them; each must differ from the golden hashes
+#     --build-root DIR           build folders go to DIR/matrix-TARGET (default: build/)
+#     --golden-dir DIR           golden files to compare with (default: tests/golden)
+#     --list                     print the targets and exit
+#
+# Exit 0 when every normal target matches every scene (and, with --inject-nondeterminism, every
+# injected target differs somewhere); 1 otherwise; 2 on a usage error.
+# Build folders are reused, so a second run rebuilds only what changed.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+toolchains="$root/cmake/toolchains"
+golden_dir="$root/tests/golden"
+# em++ finds its JS tools (acorn) only through NODE_PATH on Debian.
+export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}
+
+normal_targets=(
+  gcc-O0 gcc-O2 gcc-O3
+  clang14-O0 clang14-O2 clang14-O3
+  clang19-O0 clang19-O2 clang19-O3
+  gcc-v3-O2 clang14-v3-O2
+  i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2
+)
+injected_targets=(aarch64-gcc-O2-fpcontract-fast i686-gcc-O2-x87)
+
+# target_spec NAME: sets toolchain, opt (0/2/3), group (installer group), runner (array),
+# exe (path inside the build folder), inject (test-only flags), cross (1: stage xxhash.h).
+target_spec() {
+  local name=$1
+  inject=""
+  cross=0
+  runner=()
+  exe=apps/lockstep-sim
+  case "$name" in
+  *-O0*) opt=0 ;;
+  *-O2*) opt=2 ;;
+  *-O3*) opt=3 ;;
+  *) return 1 ;;
+  esac
+  case "$name" in
+  gcc-v3-O*) toolchain=x86_64-v3-gcc group=native ;;
+  clang14-v3-O*) toolchain=x86_64-v3-clang group=native ;;
+  gcc-O*) toolchain=x86_64-gcc group=native ;;
+  clang14-O*) toolchain=x86_64-clang group=native ;;
+  clang19-O*) toolchain=x86_64-clang19 group=clang2 ;;
+  i686-gcc-O*) toolchain=i686-linux-gnu group=i686 cross=1 ;;
+  aarch64-gcc-O*)
+    toolchain=aarch64-linux-gnu group=aarch64 cross=1
+    runner=(qemu-aarch64)
+    ;;
+  wasm32-emcc-O*)
+    toolchain=wasm32-emscripten group=wasm cross=1
+    runner=(node --no-experimental-fetch)
+    exe=apps/lockstep-sim.js
+    ;;
+  *) return 1 ;;
+  esac
+  case "$name" in
+  *-fpcontract-fast) inject="-ffp-contract=fast" ;;
+  *-x87) inject="-mfpmath=387" ;;
+  esac
+  [ -f "$toolchains/$toolchain.cmake" ]
+}
+
+is_injected() { [[ " ${injected_targets[*]} " == *" $1 "* ]]; }
+
+build_root="$root/build"
+jobs=$(($(nproc) < 2 ? $(nproc) : 2))
+
+# Internal: configure and build one target; prints `BUILD target ok|failed seconds warnings`.
+if [ "${1:-}" = "--_build-one" ]; then
+  name=$2 build_root=$3 build_jobs=$4
+  target_spec "$name"
+  dir="$build_root/matrix-$name"
+  log="$build_root/matrix-logs/$name.build.log"
+  mkdir -p "$dir"
+  cmake_args=(-S "$root" -B "$dir" -G Ninja
+    -DCMAKE_TOOLCHAIN_FILE="$toolchains/$toolchain.cmake"
+    -DLOCKSTEP_SIM_ONLY=ON
+    -DLOCKSTEP_INJECT_NONDETERMINISM="$inject")
+  case $opt in
+  0) cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g") ;;
+  2) cmake_args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g -DNDEBUG") ;;
+  3) cmake_args+=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG") ;;
+  esac
+  if [ "$cross" = 1 ]; then
+    # A folder with xxhash.h alone: the host's /usr/include must not reach a cross compiler.
+    mkdir -p "$dir/xxhash-include"
+    for h in xxhash.h xxh3.h; do
+      cmp -s "/usr/include/$h" "$dir/xxhash-include/$h" || cp "/usr/include/$h" "$dir/xxhash-include/$h"
+    done
+    cmake_args+=(-DXXHASH_INCLUDE_DIR="$dir/xxhash-include")
+  fi
+  start_ns=$(date +%s%N)
+  if { cmake "${cmake_args[@]}" && cmake --build "$dir" --target lockstep-sim -j "$build_jobs"; } >"$log" 2>&1; then
+    result=ok
+  else
+    result=failed
+  fi
+  seconds=$(awk -v ns=$(($(date +%s%N) - start_ns)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+  echo "BUILD $name $result $seconds $(grep -c 'warning:' "$log" || true)"
+  exit 0
+fi
+
+# Internal: run one target on one scene; prints `RUN target scene status seconds`.
+if [ "${1:-}" = "--_run-one" ]; then
+  build_root=$2 golden_dir=$3 name=$4 scene=$5
+  target_spec "$name"
+  log="$build_root/matrix-logs/$name.$scene.run.log"
+  start_ns=$(date +%s%N)
+  set +e
+  bash "$root/scripts/check-golden.sh" --golden-dir "$golden_dir" --scene "$scene" -- "${runner[@]}" "$build_root/matrix-$name/$exe" >"$log" 2>&1
+  rc=$?
+  set -e
+  seconds=$(awk -v ns=$(($(date +%s%N) - start_ns)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+  if [ $rc -eq 0 ]; then
+    status=match
+  elif tick=$(grep -o -m1 ': tick [0-9]* differs' "$log"); then
+    status="tick$(sed 's/^: tick \([0-9]*\) differs/ \1/' <<<"$tick")"
+    status=${status// /_}
+  elif grep -q 'extra output' "$log"; then
+    status=extra_output
+  else
+    status=error
+  fi
+  echo "RUN $name $scene $status $seconds"
+  exit 0
+fi
+
+targets=()
+scenes=()
+install=1
+inject=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --targets)
+    IFS=, read -r -a targets <<<"$2"
+    shift 2
+    ;;
+  --scenes)
+    IFS=, read -r -a scenes <<<"$2"
+    shift 2
+    ;;
+  --jobs)
+    jobs=$2
+    shift 2
+    ;;
+  --no-install)
+    install=0
+    shift
+    ;;
+  --inject-nondeterminism)
+    inject=1
+    shift
+    ;;
+  --golden-dir)
+    golden_dir=$(cd "$2" && pwd)
+    shift 2
+    ;;
+  --build-root)
+    build_root=$(mkdir -p "$2" && cd "$2" && pwd)
+    shift 2
+    ;;
+  --list)
+    for t in "${normal_targets[@]}"; do
+      target_spec "$t"
+      echo "$t  toolchain=cmake/toolchains/$toolchain.cmake -O$opt ${runner[*]:+runner='${runner[*]}'}"
+    done
+    for t in "${injected_targets[@]}"; do
+      target_spec "$t"
+      echo "$t  toolchain=cmake/toolchains/$toolchain.cmake -O$opt injected='$inject' (--inject-nondeterminism)"
+    done
+    exit 0
+    ;;
+  -h | --help)
+    sed -n '2,21p' "$0"
+    exit 0
+    ;;
+  *)
+    echo "determinism-matrix: unknown argument $1 (see --help)" >&2
+    exit 2
+    ;;
+  esac
+done
+
+[ ${#targets[@]} -gt 0 ] || targets=("${normal_targets[@]}")
+if [ $inject = 1 ]; then
+  for t in "${injected_targets[@]}"; do
+    [[ " ${targets[*]} " == *" $t "* ]] || targets+=("$t")
+  done
+fi
+for t in "${targets[@]}"; do
+  target_spec "$t" || {
+    echo "determinism-matrix: unknown target $t (see --list)" >&2
+    exit 2
+  }
+done
+if [ ${#scenes[@]} -eq 0 ]; then
+  for f in "$golden_dir"/*.txt; do
+    [ -f "$f" ] && scenes+=("$(basename "$f" .txt)")
+  done
+fi
+if [ ${#scenes[@]} -eq 0 ]; then
+  echo "determinism-matrix: no golden files in $golden_dir (scripts/update-golden.sh makes them)" >&2
+  exit 1
+fi
+for s in "${scenes[@]}"; do
+  [ -f "$golden_dir/$s.txt" ] || {
+    echo "determinism-matrix: no golden file tests/golden/$s.txt" >&2
+    exit 2
+  }
+done
+
+total_start=$(date +%s)
+if [ $install = 1 ]; then
+  groups=()
+  for t in "${targets[@]}"; do
+    target_spec "$t"
+    [[ " ${groups[*]} " == *" $group "* ]] || groups+=("$group")
+  done
+  bash "$root/scripts/install-matrix-toolchains.sh" "${groups[@]}"
+fi
+
+mkdir -p "$build_root/matrix-logs"
+results="$build_root/matrix-logs/results.txt"
+: >"$results"
+
+# Builds: `jobs` targets side by side, each with one compile job (several targets keep both
+# cores busy through their serial configure and link steps); one target alone gets them all.
+echo "determinism-matrix: building ${#targets[@]} targets (${jobs} at a time)"
+build_start=$(date +%s)
+build_jobs=1
+[ ${#targets[@]} -gt 1 ] || build_jobs=$jobs
+printf '%s\n' "${targets[@]}" |
+  xargs -P "$jobs" -I{} bash "$0" --_build-one {} "$build_root" "$build_jobs" | tee -a "$results"
+build_s=$(($(date +%s) - build_start))
+
+# Runs: every (target, scene) pair whose build succeeded, `jobs` at a time.
+run_start=$(date +%s)
+for t in "${targets[@]}"; do
+  if grep -q "^BUILD $t ok " "$results"; then
+    for s in "${scenes[@]}"; do printf '%s\n%s\n' "$t" "$s"; done
+  fi
+done | xargs -P "$jobs" -n2 bash "$0" --_run-one "$build_root" "$golden_dir" >>"$results" 2>&1 || true
+run_s=$(($(date +%s) - run_start))
+
+# The table: one row per target, one column per scene.
+status=0
+caught_all=1
+width=$(printf '%s\n' "${targets[@]}" | awk '{ if (length($0) > w) w = length($0) } END { print w }')
+printf '\n%-*s' "$width" target
+for s in "${scenes[@]}"; do printf '  %-12s' "$s"; done
+printf '  %8s  %8s\n' build_s run_s
+for t in "${targets[@]}"; do
+  printf '%-*s' "$width" "$t"
+  build_line=$(grep "^BUILD $t " "$results" || true)
+  differs=0
+  run_total=0
+  for s in "${scenes[@]}"; do
+    if [ "$(awk '{ print $3 }' <<<"$build_line")" != ok ]; then
+      cell="build_failed"
+    else
+      line=$(grep "^RUN $t $s " "$results" || true)
+      cell=$(awk '{ print $4 }' <<<"$line")
+      [ -n "$cell" ] || cell=error
+      run_total=$(awk -v a="$run_total" -v b="$(awk '{ print $5 }' <<<"$line")" 'BEGIN { print a + b }')
+    fi
+    [ "$cell" = match ] || differs=1
+    printf '  %-12s' "${cell//_/ }"
+  done
+  printf '  %8s  %8s' "$(awk '{ print $4 }' <<<"$build_line")" "$run_total"
+  if is_injected "$t"; then
+    if [ $differs = 1 ]; then
+      printf '  (injected: caught)'
+    else
+      printf '  (injected: NOT caught)'
+      caught_all=0
+    fi
+  elif [ $differs = 1 ]; then
+    status=1
+  fi
+  printf '\n'
+done
+
+echo
+echo "determinism-matrix: builds ${build_s} s, runs ${run_s} s, total $(($(date +%s) - total_start)) s on $jobs jobs; logs in $build_root/matrix-logs"
+if [ $status != 0 ]; then
+  echo "determinism-matrix: FAILED: a target differs from the golden hashes (logs: $build_root/matrix-logs/TARGET.SCENE.run.log)"
+  exit 1
+fi
+if [ $inject = 1 ] && [ $caught_all = 0 ]; then
+  echo "determinism-matrix: FAILED: an injected nondeterministic target matched: the matrix would miss it"
+  exit 1
+fi
+echo "determinism-matrix: every target matches every scene$([ $inject = 1 ] && echo '; every injected target was caught')"

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Regenerates the golden hash chains in tests/golden/ — a deliberate act, never done by a test.
+#
+#   scripts/update-golden.sh --reason "why the physics changed" [--sim PATH] [--golden-dir DIR]
+#                            [SCENE...]
+#
+# Builds lockstep-sim (x86-64 g++ -O2, the matrix's gcc-O2 folder) unless --sim names one, runs
+# each scene with the arguments in its golden file's `# args:` line (new scenes: --scene NAME
+# --ticks 3600 --every 60, plus --seed for `inputs`) and rewrites the file. SCENE defaults to
+# every existing golden file, or to the built-in set when there is none. Afterwards: run scripts/determinism-matrix.sh,
+# and commit tests/golden/ on its own with a message that says why the physics changed
+# (the --reason text is printed as a starting point for it).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+golden_dir="$root/tests/golden"
+default_scenes=(pyramid pile bounce inputs)
+golden_ticks=3600
+golden_every=60
+inputs_seed=6840143426475589633 # lockstep::sim::kDefaultInputSeed, 0x5eed1234abcd0001
+
+reason=""
+sim=""
+scenes=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --reason)
+    reason=$2
+    shift 2
+    ;;
+  --sim)
+    sim=$2
+    shift 2
+    ;;
+  --golden-dir)
+    golden_dir=$2
+    shift 2
+    ;;
+  -h | --help)
+    sed -n '2,13p' "$0"
+    exit 0
+    ;;
+  -*)
+    echo "update-golden: unknown option $1" >&2
+    exit 2
+    ;;
+  *)
+    scenes+=("$1")
+    shift
+    ;;
+  esac
+done
+
+if [ "${CI:-}" = true ]; then
+  echo "update-golden: refusing to run under CI: golden files change only by a deliberate commit" >&2
+  exit 2
+fi
+if [ -z "$reason" ]; then
+  echo "update-golden: say why the physics changed: --reason \"...\" (it goes in the commit message)" >&2
+  exit 2
+fi
+
+if [ ${#scenes[@]} -eq 0 ]; then
+  for f in "$golden_dir"/*.txt; do
+    [ -f "$f" ] && scenes+=("$(basename "$f" .txt)")
+  done
+  [ ${#scenes[@]} -gt 0 ] || scenes=("${default_scenes[@]}")
+fi
+
+if [ -z "$sim" ]; then
+  out=$(bash "$root/scripts/determinism-matrix.sh" --_build-one gcc-O2 "$root/build" 2)
+  if [[ "$out" != "BUILD gcc-O2 ok "* ]]; then
+    echo "update-golden: build failed: see $root/build/matrix-logs/gcc-O2.build.log" >&2
+    exit 1
+  fi
+  sim="$root/build/matrix-gcc-O2/apps/lockstep-sim"
+fi
+
+mkdir -p "$golden_dir"
+changed=()
+for scene in "${scenes[@]}"; do
+  golden="$golden_dir/$scene.txt"
+  args="--scene $scene --ticks $golden_ticks --every $golden_every"
+  # The input script's seed is spelled out so the file alone says how to reproduce it.
+  [ "$scene" != inputs ] || args+=" --seed $inputs_seed"
+  if [ -f "$golden" ] && grep -q '^# args:' "$golden"; then
+    args=$(grep -m1 '^# args:' "$golden" | sed 's/^# args:[[:space:]]*//')
+  fi
+  read -r -a argv <<<"$args"
+  tmp=$(mktemp)
+  {
+    echo "# Golden hash chain of lockstep-sim: the exact \`tick hash\` lines it prints for the args below."
+    echo "# Checked by scripts/check-golden.sh (ctest golden_hashes) and scripts/determinism-matrix.sh."
+    echo "# Regenerate only with scripts/update-golden.sh, in a commit that says why the physics changed."
+    echo "# args: $args"
+  } >"$tmp"
+  if ! "$sim" "${argv[@]}" >>"$tmp"; then
+    rm -f "$tmp"
+    echo "update-golden: $sim ${argv[*]} failed" >&2
+    exit 1
+  fi
+  if [ -f "$golden" ] && cmp -s "$tmp" "$golden"; then
+    echo "update-golden: $scene: unchanged"
+    rm -f "$tmp"
+    continue
+  fi
+  if [ -f "$golden" ]; then
+    first=$(diff <(grep -v '^#' "$golden") <(grep -v '^#' "$tmp") | grep -m1 '^<' | awk '{ print $2 }' || true)
+    echo "update-golden: $scene: changed${first:+ from tick $first}"
+  else
+    echo "update-golden: $scene: new ($(grep -vc '^#' "$tmp") lines)"
+  fi
+  mv "$tmp" "$golden"
+  changed+=("$scene")
+done
+
+if [ ${#changed[@]} -eq 0 ]; then
+  echo "update-golden: nothing changed"
+  exit 0
+fi
+cat <<EOF
+
+update-golden: rewrote ${changed[*]}. Next:
+  1. bash scripts/determinism-matrix.sh      (every platform must agree with the new chains)
+  2. commit tests/golden/ on its own, e.g.:
+       Golden hashes: regenerate ${changed[*]}
+
+       Why the physics changed: $reason
+EOF

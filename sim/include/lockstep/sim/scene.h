@@ -1,0 +1,77 @@
+// Scenes: a WorldDef plus the bodies to create in order, built in (pyramid, pile, bounce,
+// inputs, pyramid3d) or read from the line-based text format (docs/scene-format.md), and the
+// deterministic input script that drives the bodies players own.
+//
+// Scenes are set-up data: building one allocates (std::string, std::vector), which is fine
+// because it happens before any step. Built-in scenes use integer arithmetic, + - * / and sqrt
+// only, so every platform builds bit-identical bodies.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lockstep/sim/types.h"
+#include "lockstep/sim/world.h"
+
+namespace lockstep::sim {
+
+/// A world definition and the bodies to create, in creation order (so handles are stable).
+struct Scene {
+  std::string name;
+  WorldDef def;
+  std::vector<BodyDef> bodies;
+};
+
+/// Names of the built-in scenes, in a fixed order.
+std::span<const std::string_view> builtin_scene_names();
+
+/// Fills *out with the named built-in scene; false (and *out untouched) for an unknown name.
+bool make_builtin_scene(std::string_view name, Scene* out);
+
+/// Creates the scene's world and its bodies in order; null (and *error set) on failure, with
+/// *failed_body = the index of the body that was refused (SIZE_MAX when the world was).
+std::unique_ptr<World> build_world(const Scene& scene, Error* error = nullptr,
+                                   size_t* failed_body = nullptr);
+
+/// Number of players a scene expects: the largest BodyDef::owner_player (0 = no players).
+uint32_t scene_player_count(const Scene& scene);
+
+/// Default seed of the input script (lockstep-sim --seed overrides it).
+inline constexpr uint64_t kDefaultInputSeed = 0x5eed'1234'abcd'0001ull;
+
+/// The bodies the input script pushes, collected once from a world (allocates: call it before
+/// stepping). Bodies are in slot order; owner_players[i] owns bodies[i].
+struct InputScript {
+  std::vector<BodyId> bodies;
+  std::vector<uint32_t> owner_players;
+  // Tuning, in fixed-point input units (N·s · 2^kInputScaleLog2) and ticks.
+  int32_t max_push = 24 << kInputScaleLog2;  // per horizontal axis, per tick
+  int32_t jump = 600 << kInputScaleLog2;     // upward impulse of a jump
+  uint32_t jump_one_in = 120;                // a body jumps with probability 1/jump_one_in
+  uint32_t heading_period_ticks = 30;        // how long a body keeps its preferred heading
+  float arena_half_extent_m = 5.0f;          // beyond |x| or |z| of this, push back inwards
+};
+
+/// Collects the player-owned bodies of `world` (owner_player != 0) in slot order.
+InputScript make_input_script(const World& world);
+
+/// Writes the inputs of `tick` into `out` (sorted by player, then sequence) and returns how many
+/// were written (at most out.size()). Pure function of (seed, tick, script, body positions):
+/// SplitMix64 and integer arithmetic make the impulses; positions are only compared.
+uint32_t scripted_inputs(uint64_t seed, uint64_t tick, const InputScript& script,
+                         const World& world, std::span<Input> out);
+
+/// Parses the text scene format (docs/scene-format.md). On failure returns false and sets
+/// *error to one line naming where ("line 7 col 12") and what went wrong; *out is untouched.
+bool parse_scene_text(std::string_view text, Scene* out, std::string* error);
+
+/// Writes a scene in the text format; floats are printed with 9 significant digits, so
+/// parse_scene_text(format_scene_text(s)) gives back s bit for bit.
+std::string format_scene_text(const Scene& scene);
+
+}  // namespace lockstep::sim

@@ -1,0 +1,81 @@
+// Pieces of the narrowphase shared by collide.cpp (dispatch, round shapes, planes) and
+// collide_box.cpp (everything with a box). Not part of the sim's API.
+#pragma once
+
+#include <cstdint>
+
+#include "collide.h"
+#include "lockstep/sim/math.h"
+#include "lockstep/sim/types.h"
+
+namespace lockstep::sim::collide_detail {
+
+// Routine tags, the top 4 bits of every feature id (layout in collide.cpp's header comment).
+enum PairTag : uint32_t {
+  kTagSphereSphere = 1,
+  kTagSphereCapsule = 2,
+  kTagSphereBox = 3,
+  kTagSpherePlane = 4,
+  kTagCapsuleCapsule = 5,
+  kTagCapsuleBox = 6,
+  kTagCapsulePlane = 7,
+  kTagBoxBox = 8,
+  kTagBoxPlane = 9,
+};
+
+constexpr uint32_t feature_id(PairTag tag, uint32_t payload) {
+  return (static_cast<uint32_t>(tag) << 28) | (payload & 0x0fffffffu);
+}
+
+/// Below this squared length (1 µm)² a difference vector is not trusted as a direction (m²).
+inline constexpr float kDirectionEpsSq = 1.0e-12f;
+
+inline float clamp_unit(float t) {
+  return t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+}
+inline float abs_f(float v) {
+  return v < 0.0f ? -v : v;
+}
+
+/// Appends a point; the caller has checked the capacity and the margin.
+inline void add_point(Manifold* m, Vec3 position, float separation, uint32_t feature) {
+  ManifoldPoint& p = m->points[m->count];
+  p.position = position;
+  p.separation = separation;
+  p.feature = feature;
+  m->count += 1;
+}
+
+/// A plane shape in world space: {x : dot(normal, x) = offset}, normal unit, solid below.
+/// The body-space normal is only unit within 1e-3 (validate_shape), so it is renormalized here.
+inline void plane_in_world(const ShapeDef& plane, const Transform& xf, Vec3* normal,
+                           float* offset) {
+  float len = length(plane.plane_normal);
+  float inv = len > 0.0f ? 1.0f / len : 1.0f;
+  Vec3 n_body = plane.plane_normal * inv;
+  Vec3 n = to_mat3(xf.q) * n_body;
+  // Renormalize once more so a quaternion a few ulps off unit does not leak into the normal.
+  n = normalize_or(n, Vec3{0, 1, 0});
+  *normal = n;
+  *offset = plane.plane_offset * inv + dot(n, xf.p);
+}
+
+/// Parameters s, t in [0, 1] of the closest points p1 + s·d1 and p2 + t·d2 of two segments
+/// (Ericson, Real-Time Collision Detection 5.1.9). Zero-length segments are allowed.
+void closest_segment_params(Vec3 p1, Vec3 d1, Vec3 p2, Vec3 d2, float* s, float* t);
+
+/// Chooses at most 4 of `count` candidate points: the deepest, the farthest from it, the
+/// one spanning the largest triangle with those, and the one farthest outside that triangle.
+/// Ties go to the lower index. Writes the chosen indices ascending to `keep`; returns how many.
+int reduce_to_four(const Vec3* position, const float* separation, int count, Vec3 normal,
+                   int* keep);
+
+// Box routines (collide_box.cpp). Normal from B to A, as in collide().
+void collide_sphere_box(const ShapeDef& sphere, const Transform& xa, const ShapeDef& box,
+                        const Transform& xb, float margin, Manifold* out);
+void collide_capsule_box(const ShapeDef& capsule, const Transform& xa, const ShapeDef& box,
+                         const Transform& xb, float margin, Manifold* out);
+void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+                     float margin, Manifold* out);
+
+}  // namespace lockstep::sim::collide_detail

@@ -1,0 +1,111 @@
+// Contact constraints: the normal row and the 2x2 friction block per manifold point, solved by
+// sequential impulses with warm starting. The sign table is in contact_solver.cpp.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "lockstep/sim/friction_block.h"
+#include "lockstep/sim/math.h"
+
+namespace lockstep::sim {
+
+/// What the solver touches every iteration, per body slot (hot data; 64 bytes, one cache line).
+/// Static and kinematic bodies have inv_mass 0 and a zero inverse inertia, and are never written.
+struct BodySolverState {
+  Vec3 linear_velocity{};   // m/s
+  Vec3 angular_velocity{};  // rad/s
+  float inv_mass = 0;       // 1/kg
+  Mat3 inv_inertia_world{{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};  // R·diag(I⁻¹)·Rᵀ, 1/(kg·m²)
+};
+static_assert(sizeof(BodySolverState) == 64, "keep the hot body data one cache line");
+
+/// One manifold point as a constraint.
+struct ContactPoint {
+  Vec3 anchor_a{};  // r_A: body A's centre to the point, world axes (m)
+  Vec3 anchor_b{};  // r_B (m)
+  float separation_m = 0;
+  uint32_t feature = 0;
+  float normal_mass = 0;      // 1/K (kg); 0 when the row is skipped (K ≈ 0 or not finite)
+  float target_velocity = 0;  // normal velocity the row drives towards (m/s): bias, bounce or
+                              // the speculative allowance (negative)
+  TangentMass tangent_mass{};  // K_t (1/kg)
+  float normal_impulse = 0;    // accumulated λ_n ≥ 0 (N·s)
+  Vec2 tangent_impulse{};      // accumulated J along (t1, t2) (N·s)
+};
+
+/// One manifold (a body pair with at least one point) as a constraint.
+struct ContactConstraint {
+  uint64_t key = 0;  // pair_key(slot_a, slot_b), slot_a < slot_b
+  uint32_t slot_a = 0, slot_b = 0;
+  Vec3 normal{0, 1, 0};  // unit, from B to A
+  Vec3 tangent1{1, 0, 0}, tangent2{0, 0, 1};
+  float friction = 0;     // combined μ
+  float restitution = 0;  // combined e
+  uint32_t first_point = 0;
+  uint32_t point_count = 0;
+};
+
+/// The warm-start cache: last step's manifolds, sorted by key, with their impulses.
+struct CachedManifold {
+  uint64_t key = 0;
+  uint32_t first_point = 0;
+  uint32_t point_count = 0;
+};
+struct CachedPoint {
+  uint32_t feature = 0;
+  float normal_impulse = 0;  // N·s
+  Vec3 friction_impulse{};   // world vector (N·s), re-projected on the next step's tangents
+};
+struct ContactCache {
+  std::vector<CachedManifold> manifolds;
+  uint32_t manifold_count = 0;
+  std::vector<CachedPoint> points;
+  uint32_t point_count = 0;
+};
+
+struct SolverSettings {
+  float dt_s = 0;
+  float inv_dt = 0;
+  float baumgarte = 0;
+  float linear_slop_m = 0;
+  float max_bias_velocity = 0;
+  float restitution_threshold = 0;
+  Vec3 gravity{};  // m/s², to take this step's gravity out of the closing speed for restitution
+};
+
+struct SolverCounters {
+  uint32_t skipped_normal_rows = 0;
+  uint32_t skipped_friction_rows = 0;
+  uint32_t warm_started_points = 0;
+};
+
+/// Combined friction and restitution of two shapes (rules documented in contact_solver.cpp).
+float combine_friction(float mu_a, float mu_b);
+float combine_restitution(float e_a, float e_b);
+
+/// Copies matching impulses of last step's cache into this step's points (merge join on keys,
+/// then feature ids), re-projecting friction onto the new tangents.
+void match_warm_start(std::span<const ContactConstraint> constraints,
+                      std::span<ContactPoint> points, const ContactCache& cache,
+                      SolverCounters* counters);
+
+/// Effective masses and target velocities, from the velocities before warm starting.
+void prepare_contacts(std::span<const ContactConstraint> constraints,
+                      std::span<ContactPoint> points, std::span<const BodySolverState> bodies,
+                      const SolverSettings& settings, SolverCounters* counters);
+
+/// Applies the matched accumulated impulses.
+void warm_start_contacts(std::span<const ContactConstraint> constraints,
+                         std::span<const ContactPoint> points, std::span<BodySolverState> bodies);
+
+/// One Gauss-Seidel pass over every contact: per point the normal row, then the friction block.
+void solve_contacts(std::span<const ContactConstraint> constraints, std::span<ContactPoint> points,
+                    std::span<BodySolverState> bodies, SolverCounters* counters, bool reverse);
+
+/// Writes this step's manifolds and impulses into `cache` (sorted by key, as the constraints).
+void store_contact_cache(std::span<const ContactConstraint> constraints,
+                         std::span<const ContactPoint> points, ContactCache* cache);
+
+}  // namespace lockstep::sim

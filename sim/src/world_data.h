@@ -1,0 +1,103 @@
+// The World's internal data: every array is sized at creation and never grows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "broadphase.h"
+#include "contact_solver.h"
+#include "lockstep/sim/types.h"
+#include "lockstep/sim/world.h"
+#include "shape.h"
+
+namespace lockstep::sim {
+
+// Sane upper limits of WorldDef values (validate_world_def).
+inline constexpr float kMaxGravity = 1.0e3f;  // m/s² per axis
+inline constexpr uint32_t kMaxVelocityIterations = 256;
+inline constexpr uint32_t kMaxBodiesLimit = 1u << 20;
+inline constexpr uint32_t kMaxContactPairsLimit = 1u << 22;
+inline constexpr uint32_t kMaxContactPointsLimit = 1u << 24;
+inline constexpr uint32_t kMaxCandidatePairsLimit = 1u << 24;
+inline constexpr uint32_t kMaxEventsLimit = 1u << 22;
+inline constexpr uint32_t kMaxInputsLimit = 1u << 16;
+// Limits of body values (create_body, setters, snapshot restore).
+inline constexpr float kMaxCoordinate = 1.0e5f;  // |position component| (m); planes span 1e6
+inline constexpr float kMaxDamping = 1.0e3f;     // 1/s
+
+/// Bookkeeping of one body slot (cold data: read by the narrowphase, integration and the state
+/// stream, not by the solver iterations). Velocities live in BodySolverState.
+struct BodyRecord {
+  uint32_t generation = 0;  // bumped on destroy; never 0 again once the slot was used
+  bool alive = false;
+  BodyType type = BodyType::static_body;
+  uint32_t owner_player = 0;
+  ShapeDef shape{};
+  float linear_damping = 0;   // 1/s
+  float angular_damping = 0;  // 1/s
+  Vec3 position{};
+  Quat orientation{};
+  float mass_kg = 0;         // 0 for static and kinematic bodies
+  Vec3 inertia{};            // principal inertia, body axes (kg·m²); 0 when not dynamic
+  Vec3 inv_inertia_local{};  // derived from inertia
+};
+
+struct RestoreSlot {
+  uint32_t generation = 0;
+  uint32_t owner_player = 0;
+  bool alive = false;
+  BodyType type = BodyType::static_body;
+};
+
+struct WorldData {
+  WorldDef def{};
+  uint64_t def_fingerprint = 0;
+  uint64_t tick = 0;
+
+  // Bodies, indexed by slot.
+  std::vector<BodyRecord> bodies;
+  std::vector<BodySolverState> solver_bodies;
+  std::vector<Aabb> aabbs;
+  std::vector<uint8_t> dynamic_flags;  // 1 for dynamic bodies (broadphase filter)
+  uint32_t body_count = 0;  // live bodies
+  uint32_t slot_count = 0;  // 1 + highest slot ever used (alive or generation ≠ 0)
+
+  Broadphase broadphase;
+
+  // This step's contacts (constraints sorted by pair key).
+  std::vector<ContactConstraint> constraints;
+  uint32_t constraint_count = 0;
+  std::vector<ContactPoint> points;
+  uint32_t point_count = 0;
+
+  // Warm-start cache: `cache` is last step's (state), `next_cache` is being written.
+  ContactCache cache;
+  ContactCache next_cache;
+
+  // Inputs queued for the next step, kept sorted by the total input order (state).
+  std::vector<Input> inputs;
+  uint32_t input_count = 0;
+  int64_t input_linear_limit = 0;   // max |component| in fixed-point units
+  int64_t input_angular_limit = 0;
+
+  // Results of the last step (not state).
+  std::vector<ContactEvent> events;
+  uint32_t event_count = 0;
+  StepStats stats{};
+  WorldCounters counters{};
+
+  // State hash, recomputed lazily after edits; scratch holds the canonical encoding.
+  mutable uint64_t state_hash = 0;
+  mutable bool hash_dirty = true;
+  mutable std::vector<uint8_t> scratch;
+  // Restore validation scratch: what the validating pass saw of each slot.
+  std::vector<RestoreSlot> restore_slots;
+};
+
+/// Total order on inputs: player, sequence, body index, generation, then every other field.
+bool input_less(const Input& a, const Input& b);
+
+/// Recomputes derived per-body data (inverse mass and inertia, world inertia) from a record.
+void refresh_body_derived(WorldData& w, uint32_t slot);
+
+}  // namespace lockstep::sim
