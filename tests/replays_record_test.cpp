@@ -35,7 +35,8 @@ Bytes read_file(const fs::path& path) {
 
 uint64_t load_le(const Bytes& bytes, size_t at, size_t count) {
   uint64_t value = 0;
-  for (size_t i = 0; i < count; ++i) value |= uint64_t{bytes[at + i]} << (8 * i);
+  for (size_t i = 0; i < count; ++i)
+    value |= uint64_t{bytes[at + i]} << (8 * i);
   return value;
 }
 
@@ -45,7 +46,8 @@ std::vector<Bytes> sample_payloads() {
   const size_t sizes[] = {1, 0, 7, 100, 1000, 3, 64, 255, 256, 17};
   for (size_t i = 0; i < std::size(sizes); ++i) {
     Bytes payload(sizes[i]);
-    for (size_t j = 0; j < payload.size(); ++j) payload[j] = static_cast<uint8_t>(i * 37 + j);
+    for (size_t j = 0; j < payload.size(); ++j)
+      payload[j] = static_cast<uint8_t>(i * 37 + j);
     payloads.push_back(payload);
   }
   return payloads;
@@ -68,7 +70,8 @@ class ReplaysRecord : public ::testing::Test {
     const fs::path path = dir_ / "match.lsrp";
     RecordWriter writer;
     EXPECT_EQ(writer.open(path.string(), 1u << 20, 256), RecordError::none) << writer.error_text();
-    for (const Bytes& payload : payloads) EXPECT_EQ(writer.append(payload), RecordError::none);
+    for (const Bytes& payload : payloads)
+      EXPECT_EQ(writer.append(payload), RecordError::none);
     EXPECT_EQ(writer.finish(), RecordError::none) << writer.error_text();
     return read_file(path);
   }
@@ -144,9 +147,8 @@ TEST_F(ReplaysRecord, CutInsideTheLastRecordKeepsAllRecordsBeforeIt) {
     ASSERT_EQ(check.error, RecordError::truncated) << "cut at " << cut;
     EXPECT_EQ(check.complete_records, complete);
     EXPECT_EQ(check.good_bytes, last);
-    const std::string expected =
-        "truncated at byte " + std::to_string(cut) + ", " + std::to_string(complete) +
-        " complete records";
+    const std::string expected = "truncated at byte " + std::to_string(cut) + ", " +
+                                 std::to_string(complete) + " complete records";
     EXPECT_EQ(check.message.rfind(expected, 0), 0u) << check.message;
   }
   // Cut inside the file header: no records at all.
@@ -167,9 +169,8 @@ TEST_F(ReplaysRecord, AFlippedByteInAnyRecordIsReportedWithItsIndexAndOffset) {
   ASSERT_EQ(offsets.size(), payloads.size());
   for (size_t k = 0; k < offsets.size(); ++k) {
     // A payload byte (middle of the payload), or a checksum byte for the empty record.
-    const size_t flip_at = payloads[k].empty()
-                               ? offsets[k] + 4
-                               : offsets[k] + kRecordHeader + payloads[k].size() / 2;
+    const size_t flip_at =
+        payloads[k].empty() ? offsets[k] + 4 : offsets[k] + kRecordHeader + payloads[k].size() / 2;
     Bytes corrupt = file;
     corrupt[flip_at] ^= 0x10;
     const auto check = check_record_file(corrupt);
@@ -183,7 +184,8 @@ TEST_F(ReplaysRecord, AFlippedByteInAnyRecordIsReportedWithItsIndexAndOffset) {
     // The reader hands out every record before the bad one, then stops for good.
     RecordReader reader(corrupt);
     std::span<const uint8_t> payload;
-    for (size_t i = 0; i < k; ++i) ASSERT_EQ(reader.next(&payload), RecordError::none);
+    for (size_t i = 0; i < k; ++i)
+      ASSERT_EQ(reader.next(&payload), RecordError::none);
     EXPECT_EQ(reader.next(&payload), RecordError::checksum_mismatch);
     EXPECT_EQ(reader.next(&payload), RecordError::checksum_mismatch);
     EXPECT_TRUE(payload.empty());
@@ -262,7 +264,8 @@ TEST_F(ReplaysRecord, NothingUnderTheFinalNameBeforeFinish) {
   EXPECT_FALSE(fs::exists(path));
 
   const std::vector<Bytes> payloads = sample_payloads();
-  for (const Bytes& payload : payloads) ASSERT_EQ(writer.append(payload), RecordError::none);
+  for (const Bytes& payload : payloads)
+    ASSERT_EQ(writer.append(payload), RecordError::none);
   ASSERT_EQ(writer.flush(), RecordError::none);
   EXPECT_FALSE(fs::exists(path));
   // What a crash here would leave: the temporary file, every flushed record readable.

@@ -30,12 +30,14 @@ void append_frame(Bytes* stream, const Bytes& body) {
 
 Bytes pattern_body(size_t size, uint8_t seed) {
   Bytes body(size);
-  for (size_t i = 0; i < size; ++i) body[i] = static_cast<uint8_t>(seed + 31 * i);
+  for (size_t i = 0; i < size; ++i)
+    body[i] = static_cast<uint8_t>(seed + 31 * i);
   return body;
 }
 
 // Feeds the chunks in order and returns every body the decoder yields.
-std::vector<Bytes> decode_chunks(FrameDecoder& decoder, const std::vector<std::span<const uint8_t>>& chunks) {
+std::vector<Bytes> decode_chunks(FrameDecoder& decoder,
+                                 const std::vector<std::span<const uint8_t>>& chunks) {
   std::vector<Bytes> bodies;
   for (std::span<const uint8_t> chunk : chunks) {
     const FrameError error = decoder.feed_all(chunk, [&](std::span<const uint8_t> body) {
@@ -65,7 +67,8 @@ TEST(SchemaFrame, EveryTwoWaySplitOfAMultiFrameStreamDecodesTheSameFrames) {
   const std::vector<Bytes> bodies = {pattern_body(1, 1), pattern_body(2, 2), pattern_body(5, 3),
                                      pattern_body(300, 4), pattern_body(1, 5)};
   Bytes stream;
-  for (const Bytes& body : bodies) append_frame(&stream, body);
+  for (const Bytes& body : bodies)
+    append_frame(&stream, body);
   const std::span<const uint8_t> all(stream);
   for (size_t split = 0; split <= stream.size(); ++split) {
     FrameDecoder decoder(300);
@@ -80,7 +83,8 @@ TEST(SchemaFrame, EveryTwoWaySplitOfAMultiFrameStreamDecodesTheSameFrames) {
 TEST(SchemaFrame, EveryThreeWaySplitDecodesTheSameFrames) {
   const std::vector<Bytes> bodies = {pattern_body(1, 7), pattern_body(3, 8), pattern_body(7, 9)};
   Bytes stream;
-  for (const Bytes& body : bodies) append_frame(&stream, body);
+  for (const Bytes& body : bodies)
+    append_frame(&stream, body);
   const std::span<const uint8_t> all(stream);
   for (size_t a = 0; a <= stream.size(); ++a) {
     for (size_t b = a; b <= stream.size(); ++b) {
@@ -143,9 +147,8 @@ TEST(SchemaFrame, ZeroLengthIsAnErrorAndTheErrorIsSticky) {
 
   FrameDecoder decoder(64);
   std::vector<Bytes> got;
-  const FrameError error = decoder.feed_all(stream, [&](std::span<const uint8_t> body) {
-    got.emplace_back(body.begin(), body.end());
-  });
+  const FrameError error = decoder.feed_all(
+      stream, [&](std::span<const uint8_t> body) { got.emplace_back(body.begin(), body.end()); });
   EXPECT_EQ(error, FrameError::zero_length);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(decoder.stream_bytes(), bad_header_at + kFrameHeaderBytes);
@@ -208,7 +211,7 @@ TEST(SchemaFrame, StreamEndingInsideAFrameIsTruncated) {
   append_frame(&stream, pattern_body(3, 1));
   const size_t short_frame_at = stream.size();
   append_frame(&stream, pattern_body(10, 2));
-  stream.resize(stream.size() - 4);
+  stream.erase(stream.end() - 4, stream.end());  // (not resize: GCC 12 -O1 misreads it)
   FrameDecoder decoder(64);
   int frames = 0;
   EXPECT_EQ(decoder.feed_all(stream, [&](std::span<const uint8_t>) { ++frames; }),
@@ -246,7 +249,8 @@ TEST(SchemaFrame, RandomBytesNeverCrashAndStayWithinTheCap) {
   uint64_t frames = 0, errors = 0;
   for (int round = 0; round < 3000; ++round) {
     Bytes chunk(rng() % 97);
-    for (uint8_t& b : chunk) b = static_cast<uint8_t>(rng());
+    for (uint8_t& b : chunk)
+      b = static_cast<uint8_t>(rng());
     if (rng() % 4 == 0) append_frame(&chunk, pattern_body(1 + rng() % 200, 9));
     std::span<const uint8_t> rest(chunk);
     while (!rest.empty()) {

@@ -14,6 +14,7 @@
 namespace {
 
 using namespace std::chrono_literals;
+using lockstep::schema::max_schedule_tick;
 using lockstep::schema::tick_due_offset_ns;
 using lockstep::schema::ticks_due_by;
 using lockstep::server::LatenessHistogram;
@@ -23,7 +24,9 @@ using Time = TickClock::Clock::time_point;
 using std::chrono::nanoseconds;
 
 // floor(n·1e9/rate) straight from the definition; exact in uint64 while n·1e9 < 1.8e19.
-uint64_t naive_offset_ns(uint64_t n, uint64_t rate_hz) { return n * 1'000'000'000u / rate_hz; }
+uint64_t naive_offset_ns(uint64_t n, uint64_t rate_hz) {
+  return n * 1'000'000'000u / rate_hz;
+}
 
 TickClockConfig config_60hz(uint32_t max_catch_up = 4) {
   TickClockConfig config;
@@ -45,11 +48,21 @@ TEST(TickSchedule, DueOffsetsMatchTheDefinition) {
   std::mt19937_64 rng(42);
   for (uint32_t rate : {1u, 7u, 30u, 60u, 64u, 120u, 144u, 999u, 1000u}) {
     for (int i = 0; i < 2000; ++i) {
-      const uint64_t n = rng() % 10'000'000'000u;  // n·1e9 < 1e19: the naive form is exact
+      // n·1e9 < 1e19 keeps the naive form exact; the schedule covers ticks up to rate·2^32.
+      const uint64_t n = rng() % std::min<uint64_t>(10'000'000'000u, max_schedule_tick(rate) + 1);
       ASSERT_EQ(static_cast<uint64_t>(tick_due_offset_ns(n, rate)), naive_offset_ns(n, rate))
           << "rate " << rate << " tick " << n;
     }
   }
+}
+
+TEST(TickSchedule, TicksPastTheRangeAreClampedNotOverflowed) {
+  // 2^32 s at 1000 Hz: the largest product is 4.29e18 ns, inside int64.
+  constexpr uint64_t kLast = max_schedule_tick(1000);
+  static_assert(tick_due_offset_ns(kLast, 1000) == (int64_t{1} << 32) * 1'000'000'000);
+  EXPECT_EQ(tick_due_offset_ns(kLast + 1, 1000), tick_due_offset_ns(kLast, 1000));
+  EXPECT_EQ(tick_due_offset_ns(UINT64_MAX, 1000), tick_due_offset_ns(kLast, 1000));
+  EXPECT_EQ(ticks_due_by(INT64_MAX, 1000), kLast + 1);
 }
 
 TEST(TickSchedule, TicksDueByInvertsTheDueOffsets) {
@@ -58,7 +71,7 @@ TEST(TickSchedule, TicksDueByInvertsTheDueOffsets) {
   std::mt19937_64 rng(7);
   for (uint32_t rate : {1u, 60u, 144u, 1000u}) {
     for (int i = 0; i < 5000; ++i) {
-      const uint64_t n = 1 + rng() % 5'000'000'000u;
+      const uint64_t n = 1 + rng() % std::min<uint64_t>(5'000'000'000u, max_schedule_tick(rate));
       const int64_t due = tick_due_offset_ns(n, rate);
       // At its due time tick n is due (n+1 ticks: 0..n); one nanosecond before, it is not.
       ASSERT_EQ(ticks_due_by(due, rate), n + 1) << "rate " << rate << " tick " << n;
@@ -75,7 +88,9 @@ TEST(TickClock, NoDriftOverAMillionTicksAt60Hz) {
   for (uint64_t n = 0; n < kTicks; ++n) {
     const Time due = clock.due_time(n);
     ASSERT_EQ(static_cast<uint64_t>((due - kStart).count()), naive_offset_ns(n, 60)) << n;
-    if (n % 60 == 0) ASSERT_EQ(due - kStart, std::chrono::seconds(n / 60)) << n;
+    if (n % 60 == 0) {
+      ASSERT_EQ(due - kStart, std::chrono::seconds(n / 60)) << n;
+    }
     // A timer that wakes exactly on time starts exactly one tick, zero late.
     ASSERT_EQ(clock.advance(due), 1u) << n;
   }
@@ -160,7 +175,9 @@ TEST(LatenessHistogram, BucketsAreContiguousAndAtMostAnEighthWide) {
     ASSERT_EQ(upper, LatenessHistogram::bucket_lower_ns(i + 1)) << i;
     ASSERT_EQ(LatenessHistogram::bucket_index(lower), i) << i;
     ASSERT_EQ(LatenessHistogram::bucket_index(upper - 1), i) << i;
-    if (i > 0) ASSERT_LE((upper - lower) * 8, lower) << i;
+    if (i > 0) {
+      ASSERT_LE((upper - lower) * 8, lower) << i;
+    }
   }
   EXPECT_EQ(LatenessHistogram::bucket_index(UINT64_MAX), LatenessHistogram::kBucketCount - 1);
 }
@@ -168,7 +185,8 @@ TEST(LatenessHistogram, BucketsAreContiguousAndAtMostAnEighthWide) {
 TEST(LatenessHistogram, PercentilesOfAKnownSpreadAndMerging) {
   // Values 10 µs, 20 µs, …, 10 ms in a shuffled order: the 500th is 5 ms, the 990th 9.9 ms.
   std::vector<int64_t> values;
-  for (int64_t i = 1; i <= 1000; ++i) values.push_back(i * 10'000);
+  for (int64_t i = 1; i <= 1000; ++i)
+    values.push_back(i * 10'000);
   std::shuffle(values.begin(), values.end(), std::mt19937_64(3));
   LatenessHistogram whole, first_half, second_half;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -208,7 +226,7 @@ TEST(TickClock, PositionIsWhatAPongReports) {
   EXPECT_EQ(p.since_due, 5ns);
   p = clock.position(clock.due_time(43) - 1ns);
   EXPECT_EQ(p.tick, 42u);
-  EXPECT_EQ(p.since_due, nanoseconds(16'666'666));  // tick 43 is due at 716,666,666 ns
+  EXPECT_EQ(p.since_due, nanoseconds(16'666'665));  // tick 43 is due at 716,666,666 ns
   p = clock.position(kStart - 3ns);
   EXPECT_EQ(p.tick, 0u);
   EXPECT_EQ(p.since_due, -3ns);

@@ -2,6 +2,7 @@
 // properties, bounding boxes, shape validation, and a seeded fuzz loop over random poses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -53,7 +54,9 @@ ShapeDef plane(Vec3 n, float offset) {
   s.plane_offset = offset;
   return s;
 }
-Transform xf(Vec3 p, Quat q = Quat{}) { return Transform{p, q}; }
+Transform xf(Vec3 p, Quat q = Quat{}) {
+  return Transform{p, q};
+}
 
 Manifold run(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
              float margin = kMargin) {
@@ -105,15 +108,18 @@ void expect_swap_close(const ShapeDef& a, const Transform& xa, const ShapeDef& b
   ASSERT_EQ(m.count, w.count);
   expect_vec_near(w.normal, -m.normal, tol);
   float sm[4], sw[4];
-  for (int i = 0; i < m.count; ++i) sm[i] = m.points[i].separation, sw[i] = w.points[i].separation;
+  for (int i = 0; i < m.count; ++i)
+    sm[i] = m.points[i].separation, sw[i] = w.points[i].separation;
   std::sort(sm, sm + m.count);
   std::sort(sw, sw + w.count);
-  for (int i = 0; i < m.count; ++i) EXPECT_NEAR(sm[i], sw[i], tol);
+  for (int i = 0; i < m.count; ++i)
+    EXPECT_NEAR(sm[i], sw[i], tol);
 }
 
 float min_separation(const Manifold& m) {
   float s = 1e30f;
-  for (int i = 0; i < m.count; ++i) s = std::min(s, m.points[i].separation);
+  for (int i = 0; i < m.count; ++i)
+    s = std::min(s, m.points[i].separation);
   return s;
 }
 
@@ -184,9 +190,9 @@ TEST(CollideSphereCapsule, SideAndEnd) {
 
 TEST(CollideCapsuleCapsule, CrossedGivesOnePoint) {
   ShapeDef a = capsule(0.2f, 0.5f), b = capsule(0.2f, 0.5f);
-  Transform xb = xf({0, 0, 0}, kQx90);  // along z
+  Transform xb = xf({0, 0, 0}, kQx90);                          // along z
   EXPECT_EQ(run(a, xf({0, 0.45f, 0}, kQz90), b, xb).count, 0);  // gap 0.05
-  Manifold m = run(a, xf({0, 0.35f, 0}, kQz90), b, xb);        // along x, above
+  Manifold m = run(a, xf({0, 0.35f, 0}, kQz90), b, xb);         // along x, above
   expect_valid(m, kMargin);
   ASSERT_EQ(m.count, 1);
   EXPECT_NEAR(m.points[0].separation, -0.05f, kTol);
@@ -280,10 +286,10 @@ TEST(CollidePlane, CapsuleLyingStandingTiltedAndZeroLength) {
   m = run(c, xf({0, 0.7f, 0}), g, xf({}));
   ASSERT_EQ(m.count, 1);
   EXPECT_NEAR(m.points[0].separation, 0.0f, kTol);
-  // Tilted 45° about z: lower end at y = 0.7 - 0.5·sqrt(0.5).
-  m = run(c, xf({0, 0.6f, 0}, kQz45), g, xf({}));
+  // Tilted 45° about z: lower end at y = 0.55 - 0.5·sqrt(0.5).
+  m = run(c, xf({0, 0.55f, 0}, kQz45), g, xf({}));
   ASSERT_EQ(m.count, 1);
-  EXPECT_NEAR(m.points[0].separation, 0.6f - 0.5f * kS - 0.2f, kTol);
+  EXPECT_NEAR(m.points[0].separation, 0.55f - 0.5f * kS - 0.2f, kTol);
   // Above the margin.
   EXPECT_EQ(run(c, xf({0, 0.23f, 0}, kQz90), g, xf({})).count, 0);
   // Zero length: a sphere, one point.
@@ -307,10 +313,12 @@ TEST(CollidePlane, BoxRestingFlatGivesFourStablePoints) {
   }
   expect_swap_exact(b, xf({1, 0.24f, 2}), g, xf({}));
   // The warm-start contract: tiny moves keep every id.
-  for (Vec3 d : {Vec3{1e-4f, 0, 0}, Vec3{0, 1e-4f, 0}, Vec3{0, 0, -1e-4f}, Vec3{-1e-4f, 1e-4f, 1e-4f}}) {
+  for (Vec3 d :
+       {Vec3{1e-4f, 0, 0}, Vec3{0, 1e-4f, 0}, Vec3{0, 0, -1e-4f}, Vec3{-1e-4f, 1e-4f, 1e-4f}}) {
     Manifold n = run(b, xf(Vec3{1, 0.24f, 2} + d), g, xf({}));
     ASSERT_EQ(n.count, 4);
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(n.points[i].feature, m.points[i].feature);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(n.points[i].feature, m.points[i].feature);
   }
   // Separated beyond the margin.
   EXPECT_EQ(run(b, xf({1, 0.28f, 2}), g, xf({})).count, 0);
@@ -337,7 +345,8 @@ TEST(CollidePlane, BoxOnEdgeAndOnVertex) {
   // On an edge (45° about z): the edge's two ends.
   Manifold m = run(b, xf({0, 0.5f * std::sqrt(2.0f) - 0.01f, 0}, kQz45), g, xf({}));
   ASSERT_EQ(m.count, 2);
-  for (int i = 0; i < 2; ++i) EXPECT_NEAR(m.points[i].separation, -0.01f, kTol);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NEAR(m.points[i].separation, -0.01f, kTol);
   // On a vertex: rotate so the body diagonal is vertical (about z by 45°, then about x so
   // that the lowest corner is alone); check only one point is within the margin.
   Quat q = normalize(kQx45 * Quat{0, 0, 0.3f, 1});
@@ -367,7 +376,8 @@ TEST(CollidePlane, TinyBoxKeepsFourPointsDeterministically) {
   }
   EXPECT_NEAR(min_separation(m), lowest, 1e-6f);
   Manifold again = run(b, x, plane({0, 1, 0}, 0), xf({}));
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(again.points[i].feature, m.points[i].feature);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(again.points[i].feature, m.points[i].feature);
 }
 
 TEST(CollidePlane, PlanePlaneNeverCollides) {
@@ -390,9 +400,9 @@ TEST(CollideSphereBox, FaceEdgeVertexAndInside) {
   };
   const float e = std::sqrt(0.08f);  // (0.2, 0.2) to the edge
   const Case cases[] = {
-      {{1.3f, 0.1f, 0}, 0.25f, 0.05f, {1, 0, 0}},               // separated past the margin
-      {{1.2f, 0.1f, 0}, 0.25f, -0.05f, {1, 0, 0}},              // face
-      {{1.2f, 0.7f, 0}, 0.3f, e - 0.3f, {kS, kS, 0}},           // edge
+      {{1.3f, 0.1f, 0}, 0.25f, 0.05f, {1, 0, 0}},      // separated past the margin
+      {{1.2f, 0.1f, 0}, 0.25f, -0.05f, {1, 0, 0}},     // face
+      {{1.2f, 0.7f, 0}, 0.3f, e - 0.3f, {kS, kS, 0}},  // edge
       {{1.1f, 0.6f, 0.85f}, 0.2f, std::sqrt(0.03f) - 0.2f, Vec3{1, 1, 1} * (1 / std::sqrt(3.0f))},
       {{0.9f, 0, 0.1f}, 0.2f, -0.1f - 0.2f, {1, 0, 0}},         // centre inside: nearest face
       {{0.1f, -0.45f, 0.2f}, 0.2f, -0.05f - 0.2f, {0, -1, 0}},  // inside, nearest is -y
@@ -444,7 +454,8 @@ TEST(CollideCapsuleBox, LyingOnBoxGivesTwoPoints) {
   // Ids survive a tiny move.
   Manifold n = run(c, xf({0.1001f, 0.6901f, -0.2001f}, kQz90), b, xb);
   ASSERT_EQ(n.count, 2);
-  for (int i = 0; i < 2; ++i) EXPECT_EQ(n.points[i].feature, m.points[i].feature);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(n.points[i].feature, m.points[i].feature);
   // Hanging over the +x edge: the second point is where the box ends.
   m = run(c, xf({0.9f, 0.69f, 0}, kQz90), b, xb);
   ASSERT_EQ(m.count, 2);
@@ -459,7 +470,8 @@ TEST(CollideCapsuleBox, LyingOnBoxGivesTwoPoints) {
   expect_valid(m, kMargin);
   ASSERT_EQ(m.count, 2);
   expect_vec_near(m.normal, {0, 1, 0}, kTol);
-  for (int i = 0; i < 2; ++i) EXPECT_NEAR(m.points[i].separation, -0.25f, kTol);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NEAR(m.points[i].separation, -0.25f, kTol);
 }
 
 TEST(CollideCapsuleBox, StandingTiltedAndRotatedBox) {
@@ -478,7 +490,8 @@ TEST(CollideCapsuleBox, StandingTiltedAndRotatedBox) {
   m = run(c, xf(p, along_z), b, xb);
   ASSERT_EQ(m.count, 2);
   expect_vec_near(m.normal, rotate(q, {1, 0, 0}), kTol);
-  for (int i = 0; i < 2; ++i) EXPECT_NEAR(m.points[i].separation, -0.01f, kTol);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NEAR(m.points[i].separation, -0.01f, kTol);
 }
 
 TEST(CollideCapsuleBox, EdgeRegionAndDeepEdge) {
@@ -487,10 +500,8 @@ TEST(CollideCapsuleBox, EdgeRegionAndDeepEdge) {
   // A segment along (0, 1, 1)/sqrt2 passing at distance delta from the box edge along x at
   // (y, z) = (0.5, -0.75); the edge's outward diagonal is (0, 1, -1)/sqrt2.
   Vec3 out_dir{0, kS, -kS};
-  Quat tilt{kS225 * -1.0f, 0, 0, kC225};  // -45° about x: local y -> (0, s, -s)? see check below
-  // Build the rotation that takes local y to (0, 1, 1)/sqrt2: +45° about x.
+  // +45° about x takes the capsule's local y to (0, 1, 1)/sqrt2.
   Quat to_diag = kQx45;
-  (void)tilt;
   ASSERT_NEAR(rotate(to_diag, {0, 1, 0}).z, kS, 1e-6f);
   for (float delta : {0.05f, 0.02f, -0.03f}) {
     SCOPED_TRACE(delta);
@@ -502,8 +513,7 @@ TEST(CollideCapsuleBox, EdgeRegionAndDeepEdge) {
     EXPECT_NEAR(m.points[0].separation, sep, kTol);
     expect_vec_near(m.normal, out_dir, kTol);
     // Midway between the capsule surface and the edge, at x = 0.2.
-    expect_vec_near(m.points[0].position, Vec3{0.2f, 0.5f, -0.75f} + out_dir * (0.5f * sep),
-                    kTol);
+    expect_vec_near(m.points[0].position, Vec3{0.2f, 0.5f, -0.75f} + out_dir * (0.5f * sep), kTol);
     expect_swap_exact(c, xf(p, to_diag), b, xb);
   }
   // Far enough: nothing.
@@ -523,8 +533,8 @@ TEST(CollideCapsuleBox, ZeroLengthCapsuleIsASphere) {
 
 // ---- box–box ---------------------------------------------------------------------------------
 
-void expect_box_on_box(const Manifold& m, Vec3 centre, float hx, float hz, float top,
-                       float overlap, bool small_is_a) {
+void expect_box_on_box(const Manifold& m, Vec3 centre, float hx, float hz, float top, float overlap,
+                       bool small_is_a) {
   ASSERT_EQ(m.count, 4);
   expect_vec_near(m.normal, small_is_a ? Vec3{0, 1, 0} : Vec3{0, -1, 0}, kTol);
   for (int i = 0; i < 4; ++i) {
@@ -547,19 +557,22 @@ TEST(CollideBoxBox, RestingFlatFourPointsStableIds) {
   expect_box_on_box(w, c, 0.5f, 0.4f, 1.0f, 0.01f, false);
   // The warm-start contract: the top box moving 1e-4 m in any direction keeps the ids, in
   // both argument orders.
-  const Vec3 moves[] = {{1e-4f, 0, 0}, {0, 1e-4f, 0}, {0, -1e-4f, 0}, {0, 0, 1e-4f},
-                        {-1e-4f, 1e-4f, -1e-4f}};
+  const Vec3 moves[] = {
+      {1e-4f, 0, 0}, {0, 1e-4f, 0}, {0, -1e-4f, 0}, {0, 0, 1e-4f}, {-1e-4f, 1e-4f, -1e-4f}};
   for (Vec3 d : moves) {
     Manifold n = run(small, xf(c + d), big, xbig);
     ASSERT_EQ(n.count, 4);
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(n.points[i].feature, m.points[i].feature);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(n.points[i].feature, m.points[i].feature);
     Manifold nw = run(big, xbig, small, xf(c + d));
     ASSERT_EQ(nw.count, 4);
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(nw.points[i].feature, w.points[i].feature);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(nw.points[i].feature, w.points[i].feature);
   }
   // Distinct ids within a manifold.
   for (int i = 0; i < 4; ++i) {
-    for (int j = i + 1; j < 4; ++j) EXPECT_NE(m.points[i].feature, m.points[j].feature);
+    for (int j = i + 1; j < 4; ++j)
+      EXPECT_NE(m.points[i].feature, m.points[j].feature);
   }
   // Separated beyond the margin; within it.
   EXPECT_EQ(run(small, xf({0.3f, 1.25f + 0.03f, 0}), big, xbig).count, 0);
@@ -568,13 +581,73 @@ TEST(CollideBoxBox, RestingFlatFourPointsStableIds) {
   EXPECT_NEAR(near.points[0].separation, 0.015f, kTol);
 }
 
+// Rotation jitter of ~1e-4 rad makes B's face axis marginally better than A's; the axis
+// tolerance must keep the same reference face (bit 27) and therefore the same ids.
+TEST(CollideBoxBox, RotationJitterKeepsReferenceFace) {
+  ShapeDef big = box(2, 1, 2), small = box(0.5f, 0.25f, 0.4f);
+  Vec3 c{0.3f, 1.24f, -0.2f};
+  Manifold m = run(small, xf(c), big, xf({}));
+  ASSERT_EQ(m.count, 4);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> j(-1e-4f, 1e-4f);
+  for (int it = 0; it < 100; ++it) {
+    Quat q = normalize(Quat{j(rng), j(rng), j(rng), 1});
+    Manifold n = run(small, xf(c + Vec3{j(rng), j(rng), j(rng)}, q), big, xf({}));
+    ASSERT_EQ(n.count, 4);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(n.points[i].feature, m.points[i].feature);
+  }
+}
+
+// Lines of a box-box face clip vertex (documented in collide.cpp): 0..3 incident edges,
+// 4..7 reference side planes.
+int lines_on_reference_sides(uint32_t feature) {
+  uint32_t in_line = (feature >> 3) & 7u, out_line = feature & 7u;
+  return (in_line >= 4 ? 1 : 0) + (out_line >= 4 ? 1 : 0);
+}
+
+TEST(CollideBoxBox, OverhangClipsIncidentEdgeWithDistinctIds) {
+  // The small box (A, reference face = its bottom) hangs over B's +x edge at x = 2: two points
+  // are A's footprint corners (two side planes), two are where B's edge crosses A's z sides.
+  ShapeDef big = box(2, 1, 2), small = box(0.5f, 0.25f, 0.4f);
+  Vec3 c{1.8f, 1.24f, 0.5f};
+  Manifold m = run(small, xf(c), big, xf({}));
+  expect_valid(m, kMargin);
+  ASSERT_EQ(m.count, 4);
+  int corners = 0, crossings = 0;
+  for (int i = 0; i < 4; ++i) {
+    const ManifoldPoint& p = m.points[i];
+    EXPECT_NEAR(p.separation, -0.01f, kTol);
+    EXPECT_EQ(p.feature >> 28, 8u);
+    EXPECT_EQ((p.feature >> 27) & 1u, 0u);  // reference on A
+    int sides = lines_on_reference_sides(p.feature);
+    if (sides == 2) {
+      corners += 1;
+      EXPECT_NEAR(p.position.x, 1.3f, kTol);
+    } else if (sides == 1) {
+      crossings += 1;
+      EXPECT_NEAR(p.position.x, 2.0f, kTol);
+    }
+    EXPECT_NEAR(std::fabs(p.position.z - 0.5f), 0.4f, kTol);
+    for (int k = i + 1; k < 4; ++k)
+      EXPECT_NE(p.feature, m.points[k].feature);
+  }
+  EXPECT_EQ(corners, 2);
+  EXPECT_EQ(crossings, 2);
+  Manifold n = run(small, xf(c + Vec3{1e-4f, -1e-4f, 1e-4f}), big, xf({}));
+  ASSERT_EQ(n.count, 4);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(n.points[i].feature, m.points[i].feature);
+}
+
 TEST(CollideBoxBox, EqualBoxesStackedAndRotated) {
   ShapeDef b = box(0.5f, 0.5f, 0.5f);
   // Equal faces: the points are the overlap square's corners either way.
   Manifold m = run(b, xf({0.2f, 0.99f, 0.1f}), b, xf({}));
   expect_valid(m, kMargin);
   ASSERT_EQ(m.count, 4);
-  for (int i = 0; i < 4; ++i) EXPECT_NEAR(m.points[i].separation, -0.01f, kTol);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(m.points[i].separation, -0.01f, kTol);
   expect_swap_close(b, xf({0.2f, 0.99f, 0.1f}), b, xf({}), kTol);
   // Rotated 45° about y on a bigger box: the four turned corners.
   ShapeDef big = box(2, 1, 2);
@@ -590,7 +663,8 @@ TEST(CollideBoxBox, EqualBoxesStackedAndRotated) {
   }
   Manifold n = run(b, xf({1e-4f, 1.49f, -1e-4f}, kQy45), big, xf({}));
   ASSERT_EQ(n.count, 4);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(n.points[i].feature, m.points[i].feature);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(n.points[i].feature, m.points[i].feature);
   expect_swap_close(b, xf({0, 1.49f, 0}, kQy45), big, xf({}), kTol);
 }
 
@@ -608,10 +682,10 @@ TEST(CollideBoxBox, CrossedEdgesGiveOnePoint) {
   expect_vec_near(m.normal, {0, 1, 0}, kTol);
   expect_vec_near(m.points[0].position, {0, kS - 0.005f, 0}, kTol);
   expect_swap_close(b, xa, b, xb, kTol);
-  // Shifted sideways along both edges: the point follows the crossing.
+  // Shifted along both edges (A's edge runs along z, so only x moves the crossing).
   m = run(b, xf({0.1f, r2 - 0.01f, -0.2f}, kQz45), b, xb);
   ASSERT_EQ(m.count, 1);
-  expect_vec_near(m.points[0].position, {0.1f, kS - 0.005f, -0.2f}, kTol);
+  expect_vec_near(m.points[0].position, {0.1f, kS - 0.005f, 0}, kTol);
   // Ids stay for a tiny move.
   Manifold n = run(b, xf({0.1001f, r2 - 0.0101f, -0.2f}, kQz45), b, xb);
   ASSERT_EQ(n.count, 1);
@@ -639,7 +713,8 @@ TEST(MassProperties, SphereAndBoxClosedForm) {
   MassProperties mp = compute_mass_properties(s);
   double m = 900 * 4.0 / 3.0 * pi * 0.343;
   EXPECT_NEAR(mp.mass, m, m * 1e-5);
-  for (float i : {mp.inertia.x, mp.inertia.y, mp.inertia.z}) EXPECT_NEAR(i, 0.4 * m * 0.49, m * 1e-5);
+  for (float i : {mp.inertia.x, mp.inertia.y, mp.inertia.z})
+    EXPECT_NEAR(i, 0.4 * m * 0.49, m * 1e-5);
 
   ShapeDef b = box(0.5f, 1.0f, 1.5f);
   b.density = 200;
@@ -776,14 +851,18 @@ TEST(Aabb, PlanesAreBoundedOnTheirSolidSideOnly) {
   a = compute_aabb(plane({1, 0, 0}, 1), xf({}), 0);
   EXPECT_FLOAT_EQ(a.upper.x, 1.0f);
   EXPECT_FLOAT_EQ(a.upper.y, e);
-  // A tilted plane is unbounded (±E) everywhere, and contains points of its solid side.
+  // A tilted plane: its solid side within the cube [-E, E]³ reaches y = 0.6·E / 0.8 at
+  // x = -E; x is not bounded (the bound 0.8·E / 0.6 lies outside the cube).
   a = compute_aabb(plane({0.6f, 0.8f, 0}, 0), xf({}), 0);
-  EXPECT_FLOAT_EQ(a.upper.y, e);
+  EXPECT_FLOAT_EQ(a.upper.y, 0.75f * e);
   EXPECT_FLOAT_EQ(a.upper.x, e);
   EXPECT_FLOAT_EQ(a.lower.y, -e);
-  // A ground rotated 90° about z (normal -x in world): solid side x > 0.
+  EXPECT_FLOAT_EQ(a.lower.x, -e);
+  // A ground rotated 90° about z (normal -x in world): solid side x > 0. The rotated normal
+  // keeps ~1e-7 of y, which over E = 1e6 m is worth 0.1 m: the bound stays conservative.
   a = compute_aabb(plane({0, 1, 0}, 0), xf({}, kQz90), 0);
-  EXPECT_NEAR(a.lower.x, 0.0f, 1e-5f);
+  EXPECT_LE(a.lower.x, 0.0f);
+  EXPECT_GT(a.lower.x, -0.5f);
   EXPECT_FLOAT_EQ(a.upper.x, e);
 }
 
@@ -853,6 +932,30 @@ float point_box_distance(Vec3 p_local, Vec3 h) {
   return -inside;
 }
 
+// Distance from a world point to a shape's surface (independent of the narrowphase).
+float surface_distance(const ShapeDef& s, const Transform& x, Vec3 p) {
+  switch (s.type) {
+    case ShapeType::sphere:
+      return std::fabs(length(p - x.p) - s.radius);
+    case ShapeType::capsule: {
+      Vec3 ax = rotate(x.q, {0, s.half_height, 0});
+      Vec3 p0 = x.p - ax, d = ax * 2.0f;
+      float dd = dot(d, d);
+      float t = dd > 0 ? std::clamp(dot(p - p0, d) / dd, 0.0f, 1.0f) : 0.0f;
+      // Multi-point capsule contacts use each end sphere's deepest point, which may lie
+      // inside the capsule: only "outside the capsule" counts as an error.
+      return std::max(0.0f, length(p - (p0 + d * t)) - s.radius);
+    }
+    case ShapeType::box:
+      return std::fabs(point_box_distance(inv_transform_point(x, p), s.half_extents));
+    case ShapeType::plane: {
+      Vec3 n = rotate(x.q, s.plane_normal);
+      return std::fabs(dot(n, p - x.p) - s.plane_offset);
+    }
+  }
+  return 0;
+}
+
 TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
   std::mt19937 rng(20240601);
   std::uniform_real_distribution<float> size(0.02f, 1.5f), pos(-1.5f, 1.5f), unit(0, 1);
@@ -872,6 +975,8 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
     return plane(random_unit(rng), pos(rng));
   };
   int with_points = 0, checked_reference = 0;
+  float worst[4][4] = {};
+  int box_face = 0, box_edge = 0, capsule_parallel = 0, capsule_box_kind[4] = {};
   for (int it = 0; it < 20000; ++it) {
     ShapeDef a = random_shape(types[rng() % 4]), b = random_shape(types[rng() % 4]);
     Transform xa = xf({pos(rng), pos(rng), pos(rng)}, random_quat(rng));
@@ -880,15 +985,30 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
     if (rng() % 10 == 0) xa.q = Quat{};
     if (rng() % 10 == 0) xb.q = Quat{};
     if (rng() % 50 == 0) xb.p = xa.p;
+    if (rng() % 8 == 0) xb.q = xa.q;  // parallel faces, edges and segments
     float margin = 0.05f * unit(rng);
     Manifold m = run(a, xa, b, xb, margin);
     SCOPED_TRACE(it);
     expect_valid(m, margin);
     if (::testing::Test::HasFailure()) return;
     with_points += m.count > 0;
-    if (a.type == ShapeType::plane && b.type == ShapeType::plane) EXPECT_EQ(m.count, 0);
-    if (a.type != b.type) {
-      expect_swap_exact(a, xa, b, xb, margin);
+    if (a.type == ShapeType::plane && b.type == ShapeType::plane) {
+      EXPECT_EQ(m.count, 0);
+    }
+    if (a.type != b.type) expect_swap_exact(a, xa, b, xb, margin);
+    // Each point is the midpoint of a point on A's surface and one on B's, separation apart
+    // along the normal: rebuild both and measure their distance to the true surfaces.
+    for (int i = 0; i < m.count; ++i) {
+      const ManifoldPoint& p = m.points[i];
+      Vec3 on_a = p.position + m.normal * (0.5f * p.separation);
+      Vec3 on_b = p.position - m.normal * (0.5f * p.separation);
+      float ea = surface_distance(a, xa, on_a), eb = surface_distance(b, xb, on_b);
+      int ta = static_cast<int>(a.type), tb = static_cast<int>(b.type);
+      worst[ta][tb] = std::max(worst[ta][tb], std::max(ea, eb));
+      uint32_t tag = p.feature >> 28, kind = (p.feature >> 24) & 0xfu;
+      if (tag == 8) (kind & 4u ? box_edge : box_face) += 1;
+      if (tag == 6) capsule_box_kind[kind & 3u] += 1;
+      if (tag == 5 && p.feature != ((5u << 28) | 0x100u)) capsule_parallel += 1;
     }
     // Reference separations.
     float ref = 1e30f;
@@ -909,8 +1029,8 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
       }
     } else if (a.type == ShapeType::capsule && b.type == ShapeType::plane) {
       Vec3 n = rotate(xb.q, b.plane_normal), ax = rotate(xa.q, {0, a.half_height, 0});
-      ref = std::min(dot(n, xa.p + ax - xb.p), dot(n, xa.p - ax - xb.p)) - b.plane_offset -
-            a.radius;
+      ref =
+          std::min(dot(n, xa.p + ax - xb.p), dot(n, xa.p - ax - xb.p)) - b.plane_offset - a.radius;
     } else if (a.type == ShapeType::capsule && b.type == ShapeType::box && it % 4 == 0) {
       // Sampled segment-to-box distance, meaningful only while the segment is outside.
       Vec3 ax = rotate(xa.q, {0, a.half_height, 0});
@@ -936,8 +1056,23 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
       EXPECT_NEAR(min_separation(m), ref, tol);
     }
   }
-  // The loop must exercise contacts, not only misses.
-  EXPECT_GT(with_points, 4000);
+  // Rounding at sizes and distances of a few metres: 1e-4 m is ~100 ulps, far below any
+  // wrong sign or misplaced point (those show up at the scale of the shapes).
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j)
+      EXPECT_LT(worst[i][j], 1e-4f) << "types " << i << "-" << j;
+  }
+  // The loop must exercise contacts, not only misses, and every contact-generation path
+  // (this seed gives about 10500 / 1300 / 180 / 90 / 1000 / 130 / 580; the bounds leave room
+  // for another standard library's distributions).
+  EXPECT_GT(with_points, 5000);
+  EXPECT_GT(box_face, 500);
+  EXPECT_GT(box_edge, 40);
+  EXPECT_GT(capsule_parallel, 20);
+  EXPECT_GT(capsule_box_kind[1], 300);  // face clipping
+  EXPECT_GT(capsule_box_kind[2], 30);   // segment against a box edge (deep)
+  EXPECT_GT(capsule_box_kind[3], 100);  // closest point in an edge or vertex region
+
   EXPECT_GT(checked_reference, 3000);
 }
 

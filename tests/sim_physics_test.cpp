@@ -563,6 +563,7 @@ TEST(SimPhysics, TwoBodyCollisionConservesMomentum) {
   const double p_scale = len(p0);
   const double l_scale = std::max(len(l0), p_scale * 1.0);
   double max_p_err = 0, max_l_err = 0;
+  int worst_p_step = -1;
   bool touched = false;
   for (int i = 0; i < 90; ++i) {
     step(*world);
@@ -571,9 +572,9 @@ TEST(SimPhysics, TwoBodyCollisionConservesMomentum) {
     momentum(&p, &l);
     double p_err = len(p - p0) / p_scale;
     double l_err = len(l - l0) / l_scale;
+    if (p_err > max_p_err) worst_p_step = i;
     max_p_err = std::max(max_p_err, p_err);
     max_l_err = std::max(max_l_err, l_err);
-    EXPECT_LE(p_err, 1e-4) << "linear momentum drift at step " << i;
   }
   BodyView bs = view(*world, s), bc = view(*world, c);
   std::printf(
@@ -581,6 +582,7 @@ TEST(SimPhysics, TwoBodyCollisionConservesMomentum) {
       "|w| %.4f, sphere |w| %.4f\n",
       max_p_err, max_l_err, len(d3(bc.linear_velocity)), len(d3(bc.angular_velocity)),
       len(d3(bs.angular_velocity)));
+  EXPECT_LE(max_p_err, 1e-4) << "worst at step " << worst_p_step;
   EXPECT_LE(max_l_err, 1e-3);
   // The collision did happen, off centre and with friction.
   EXPECT_TRUE(touched);
@@ -612,13 +614,13 @@ TEST(SimPhysics, RestingBoxNormalImpulseEqualsWeightTimesDt) {
     double lambda = world->normal_impulse_sum(box);
     sum += lambda;
     worst = std::max(worst, std::fabs(lambda / expected - 1.0));
-    EXPECT_NEAR(lambda, expected, 0.03 * expected) << "step " << i;
   }
   std::printf(
       "[figures] resting box: mean lambda/(m g dt) = %.6f, worst per-step deviation "
       "%.4f%%\n",
       sum / (60 * expected), worst * 100);
   EXPECT_NEAR(sum / 60.0, expected, 0.01 * expected);
+  EXPECT_LE(worst, 0.03);
   BodyView b = view(*world, box);
   EXPECT_NEAR(b.position.y, 0.5, 0.01);  // and it is really held up
 }
@@ -852,7 +854,7 @@ TEST(SimPhysics, SpinningBoxSlowsByFrictionTorque) {
   const double max_drop_per_step = 0.5 * kG * double(kDt) * std::sqrt(0.5) * 6.0 * 1.05;
   BodyView prev = view(*world, box);
   double prev_e = total_energy_j(prev);
-  double max_rise = 0, max_drop = 0, max_drift = 0;
+  double max_rise = 0, max_drop = 0, max_drift = 0, max_growth = 0, min_spin = 5;
   int stopped_at = -1;
   for (int i = 0; i < 120; ++i) {
     step(*world);
@@ -862,8 +864,8 @@ TEST(SimPhysics, SpinningBoxSlowsByFrictionTorque) {
     max_rise = std::max(max_rise, e - prev_e);
     double drop = double(prev.angular_velocity.y) - double(b.angular_velocity.y);
     max_drop = std::max(max_drop, drop);
-    EXPECT_GE(drop, -1e-4) << "spin grew at step " << i;
-    EXPECT_GE(b.angular_velocity.y, -1e-3) << "spin reversed at step " << i;
+    max_growth = std::max(max_growth, -drop);
+    min_spin = std::min(min_spin, double(b.angular_velocity.y));
     max_drift = std::max(max_drift, std::hypot(double(b.position.x), double(b.position.z)));
     if (stopped_at < 0 && std::fabs(b.angular_velocity.y) < 1e-2) stopped_at = i + 1;
     prev = b;
@@ -875,6 +877,8 @@ TEST(SimPhysics, SpinningBoxSlowsByFrictionTorque) {
       "%.4f), drift %.6f m, max energy rise %.3g J\n",
       stopped_at, max_drop, max_drop_per_step, max_drift, max_rise);
   EXPECT_LE(max_drop, max_drop_per_step);
+  EXPECT_LE(max_growth, 1e-4);  // friction never spins it up (float noise only)
+  EXPECT_GE(min_spin, -1e-3);   // nor reverses it
   ASSERT_GT(stopped_at, 0) << "still spinning after 2 s";
   EXPECT_GE(stopped_at, 14);
   EXPECT_LT(max_drift, 0.01);
@@ -918,13 +922,13 @@ TEST(SimPhysics, RestingContactNeverGainsEnergy) {
     step(*world);
     double e = energy();
     max_rise = std::max(max_rise, e - prev);
-    EXPECT_LE(e - prev, tol) << "energy rose at step " << i;
     prev = e;
   }
   std::printf(
       "[figures] resting e=0: max step energy rise %.3g J (tol %.3g), total change %.3g "
       "J\n",
       max_rise, tol, prev - e0);
+  EXPECT_LE(max_rise, tol);
   EXPECT_LE(prev - e0, tol);
 }
 
@@ -938,13 +942,14 @@ TEST(SimPhysics, SettledInelasticBallNeverGainsEnergy) {
   steps(*world, 100);  // contact at ~38, then 1 s to settle
   BodyView b = view(*world, ball);
   const double tol = 1e-4 * double(b.mass_kg) * kG;
-  double prev = total_energy_j(b);
+  double prev = total_energy_j(b), max_rise = 0;
   for (int i = 0; i < 120; ++i) {
     step(*world);
     double e = total_energy_j(view(*world, ball));
-    EXPECT_LE(e - prev, tol) << "step " << i;
+    max_rise = std::max(max_rise, e - prev);
     prev = e;
   }
+  EXPECT_LE(max_rise, tol);
 }
 
 }  // namespace

@@ -428,6 +428,36 @@ TEST(InputScript, SimulationWithInputsIsRepeatableAndSeedDependent) {
   EXPECT_NE(first, run(kDefaultInputSeed + 1));
 }
 
+TEST(InputScript, PushedBodiesStayInTheArena) {
+  // Ten seconds of pushing and jumping: nothing is launched over the 2 m walls (inner faces at
+  // ±6 m) or through the floor. Jumps only start on the floor, so they cannot stack mid-air.
+  Scene scene = builtin("inputs");
+  std::unique_ptr<World> world = build_world(scene);
+  ASSERT_NE(world, nullptr);
+  InputScript script = make_input_script(*world);
+  std::vector<Input> inputs(scene.def.max_inputs_per_tick);
+  std::vector<BodyId> ids(scene.bodies.size());
+  ASSERT_EQ(world->list_bodies(ids), ids.size());
+  int jumps = 0;
+  for (int tick = 0; tick < 600; ++tick) {
+    uint32_t count = scripted_inputs(kDefaultInputSeed, world->tick(), script, *world, inputs);
+    for (uint32_t i = 0; i < count; ++i) {
+      if (inputs[i].linear_impulse[1] != 0) ++jumps;
+      ASSERT_EQ(world->queue_input(inputs[i]), Error::none);
+    }
+    ASSERT_TRUE(world->step().ok());
+  }
+  EXPECT_GT(jumps, 10);  // 16 bodies x 600 ticks / 120, fewer while airborne
+  for (BodyId id : ids) {
+    BodyView v;
+    ASSERT_EQ(world->get_body(id, &v), Error::none);
+    if (v.type != BodyType::dynamic) continue;
+    EXPECT_LT(std::fabs(v.position.x), 6.0f);
+    EXPECT_LT(std::fabs(v.position.z), 6.0f);
+    EXPECT_GT(v.position.y, 0.0f);
+  }
+}
+
 // ---- text format --------------------------------------------------------------------------------
 
 TEST(SceneText, RoundTripIsExactForEveryBuiltinScene) {

@@ -1,2 +1,545 @@
-// Placeholder: filled in by its owner (issue 3).
+// Determinism of the state: identical runs hash identically (in one process and across
+// processes), a snapshot restored into a fresh world continues exactly like the uninterrupted
+// run, and every malformed snapshot is refused with the right error and no change to the world.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "lockstep/sim/world.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace {
+
+using lockstep::sim::BodyDef;
+using lockstep::sim::BodyId;
+using lockstep::sim::BodyType;
+using lockstep::sim::Error;
+using lockstep::sim::Input;
+using lockstep::sim::Quat;
+using lockstep::sim::ShapeType;
+using lockstep::sim::Vec3;
+using lockstep::sim::World;
+using lockstep::sim::WorldDef;
+
+// Integer hash for scene jitter and inputs (SplitMix64 finaliser): the same on every machine.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A value in [lo, hi) from an integer: k / 2^16 is exact in float.
+float uniform(uint64_t seed, float lo, float hi) {
+  const float unit = static_cast<float>(mix(seed) & 0xffff) / 65536.0f;
+  return lo + (hi - lo) * unit;
+}
+
+WorldDef scene_def() {
+  WorldDef def = lockstep::sim::default_world_def();
+  def.max_bodies = 256;
+  def.max_contact_pairs = 2048;
+  def.max_contact_points = 4096;
+  def.max_candidate_pairs = 8192;
+  def.measure_stage_times = false;
+  return def;
+}
+
+BodyDef plane(Vec3 normal, float offset) {
+  BodyDef def = lockstep::sim::default_body_def();
+  def.type = BodyType::static_body;
+  def.shape.type = ShapeType::plane;
+  def.shape.plane_normal = normal;
+  def.shape.plane_offset = offset;
+  return def;
+}
+
+// Ground, four walls (planes facing in, 6 m from the centre), a kinematic sweeper, and
+// `count` mixed dynamic bodies on a jittered grid; every seventh is owned by player 1 or 2.
+void build_scene(World& world, int count, std::vector<BodyId>* owned = nullptr) {
+  BodyId id{};
+  ASSERT_EQ(world.create_body(plane({0, 1, 0}, 0), &id), Error::none);
+  ASSERT_EQ(world.create_body(plane({1, 0, 0}, -6), &id), Error::none);
+  ASSERT_EQ(world.create_body(plane({-1, 0, 0}, -6), &id), Error::none);
+  ASSERT_EQ(world.create_body(plane({0, 0, 1}, -6), &id), Error::none);
+  ASSERT_EQ(world.create_body(plane({0, 0, -1}, -6), &id), Error::none);
+  BodyDef sweeper = lockstep::sim::default_body_def();
+  sweeper.type = BodyType::kinematic;
+  sweeper.shape.type = ShapeType::box;
+  sweeper.shape.half_extents = {0.2f, 0.4f, 3.0f};
+  sweeper.position = {-5.0f, 0.4f, 0};
+  sweeper.linear_velocity = {0.5f, 0, 0};
+  sweeper.angular_velocity = {0, 0.3f, 0};
+  ASSERT_EQ(world.create_body(sweeper, &id), Error::none);
+  for (int i = 0; i < count; ++i) {
+    const uint64_t s = static_cast<uint64_t>(i) * 16;
+    BodyDef def = lockstep::sim::default_body_def();
+    def.position = {-4.5f + static_cast<float>(i % 10) + uniform(s + 1, -0.05f, 0.05f),
+                    0.6f + 1.1f * static_cast<float>(i / 100) + uniform(s + 2, 0.0f, 0.1f),
+                    -4.5f + static_cast<float>((i / 10) % 10) + uniform(s + 3, -0.05f, 0.05f)};
+    def.orientation = lockstep::sim::normalize(
+        Quat{uniform(s + 4, -0.3f, 0.3f), uniform(s + 5, -0.3f, 0.3f), 0, 1});
+    def.linear_velocity = {uniform(s + 6, -1, 1), 0, uniform(s + 7, -1, 1)};
+    def.shape.friction = uniform(s + 8, 0.2f, 0.8f);
+    def.shape.restitution = (i % 5 == 0) ? 0.5f : 0.0f;
+    def.linear_damping = (i % 3 == 0) ? 0.1f : 0.0f;
+    def.angular_damping = (i % 4 == 0) ? 0.2f : 0.0f;
+    switch (i % 3) {
+      case 0:
+        def.shape.type = ShapeType::sphere;
+        def.shape.radius = uniform(s + 9, 0.2f, 0.45f);
+        break;
+      case 1:
+        def.shape.type = ShapeType::box;
+        def.shape.half_extents = {uniform(s + 10, 0.15f, 0.4f), uniform(s + 11, 0.15f, 0.4f),
+                                  uniform(s + 12, 0.15f, 0.4f)};
+        break;
+      default:
+        def.shape.type = ShapeType::capsule;
+        def.shape.radius = uniform(s + 13, 0.15f, 0.25f);
+        def.shape.half_height = uniform(s + 14, 0.1f, 0.2f);
+        break;
+    }
+    if (i % 7 == 0) def.owner_player = 1 + static_cast<uint32_t>(i % 2);
+    ASSERT_EQ(world.create_body(def, &id), Error::none);
+    if (owned != nullptr && def.owner_player != 0) owned->push_back(id);
+  }
+}
+
+// Inputs of one tick: a push on a few owned bodies, a function of the tick only.
+void queue_inputs(World& world, const std::vector<BodyId>& owned, uint64_t tick) {
+  for (size_t k = 0; k < owned.size(); ++k) {
+    const uint64_t r = mix(tick * 1000 + k);
+    if (r % 4 != 0) continue;
+    lockstep::sim::BodyView view{};
+    ASSERT_EQ(world.get_body(owned[k], &view), Error::none);
+    Input in;
+    in.player = view.owner_player;
+    in.sequence = static_cast<uint32_t>(tick);
+    in.body = owned[k];
+    in.linear_impulse[0] = static_cast<int32_t>(r >> 8 & 0xffff) - 0x8000;
+    in.linear_impulse[1] = static_cast<int32_t>(r >> 24 & 0x3fff);
+    in.linear_impulse[2] = static_cast<int32_t>(r >> 40 & 0xffff) - 0x8000;
+    in.angular_impulse[1] = static_cast<int32_t>(r >> 56) - 128;
+    in.buttons = static_cast<uint32_t>(r);
+    ASSERT_EQ(world.queue_input(in), Error::none);
+  }
+}
+
+struct SimRun {
+  std::unique_ptr<World> world;
+  std::vector<BodyId> owned;
+};
+
+SimRun start_run(int count = 200) {
+  SimRun run;
+  run.world = World::create(scene_def());
+  EXPECT_NE(run.world, nullptr);
+  build_scene(*run.world, count, &run.owned);
+  return run;
+}
+
+// Steps from the current tick to `end_tick`, queuing the inputs of each tick first.
+void advance(SimRun& run, uint64_t end_tick, std::vector<uint64_t>* hashes) {
+  while (run.world->tick() < end_tick) {
+    queue_inputs(*run.world, run.owned, run.world->tick());
+    run.world->step();
+    if (hashes != nullptr) hashes->push_back(run.world->state_hash());
+  }
+}
+
+std::vector<uint8_t> save(const World& world) {
+  std::vector<uint8_t> bytes(world.snapshot_size());
+  size_t written = 0;
+  EXPECT_EQ(world.save_snapshot(bytes, &written), Error::none);
+  EXPECT_EQ(written, bytes.size());
+  return bytes;
+}
+
+// ---- same run, same hashes
+// -----------------------------------------------------------------------
+
+TEST(SimState, SameSceneTwiceGivesIdenticalHashSequences) {
+  SimRun a = start_run(), b = start_run();
+  EXPECT_EQ(a.world->state_hash(), b.world->state_hash());
+  std::vector<uint64_t> ha, hb;
+  advance(a, 600, &ha);
+  advance(b, 600, &hb);
+  ASSERT_EQ(ha.size(), 600u);
+  EXPECT_EQ(ha, hb);
+  // The hash follows the state: no two consecutive ticks hash alike while things move.
+  for (size_t i = 1; i < ha.size(); ++i)
+    ASSERT_NE(ha[i], ha[i - 1]) << "tick " << i;
+  // And the run exercised contacts and inputs.
+  EXPECT_GT(a.world->last_step_stats().contact_points, 100u);
+  EXPECT_GT(a.world->counters().inputs_accepted, 500u);
+}
+
+TEST(SimState, SameSceneInAnotherProcessGivesIdenticalHashes) {
+  constexpr uint64_t kTicks = 300;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Child: its own heap and address layout; writes its hashes and leaves without gtest.
+    close(fds[0]);
+    SimRun run = start_run();
+    std::vector<uint64_t> hashes;
+    advance(run, kTicks, &hashes);
+    const char* p = reinterpret_cast<const char*>(hashes.data());
+    size_t left = hashes.size() * sizeof(uint64_t);
+    while (left > 0) {
+      const ssize_t n = write(fds[1], p, left);
+      if (n <= 0) _exit(2);
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  // Parent: make its own heap differ a little before building the same scene.
+  std::vector<std::unique_ptr<int>> noise;
+  for (int i = 0; i < 1000; ++i)
+    noise.push_back(std::make_unique<int>(i));
+  std::vector<uint64_t> child_hashes(kTicks);
+  char* p = reinterpret_cast<char*>(child_hashes.data());
+  size_t left = child_hashes.size() * sizeof(uint64_t);
+  while (left > 0) {
+    const ssize_t n = read(fds[0], p, left);
+    ASSERT_GT(n, 0) << "child wrote too little";
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+
+  SimRun run = start_run();
+  std::vector<uint64_t> hashes;
+  advance(run, kTicks, &hashes);
+  EXPECT_EQ(hashes, child_hashes);
+}
+
+// ---- snapshots
+// ------------------------------------------------------------------------------------
+
+TEST(SimState, SnapshotRestoredIntoAFreshWorldContinuesIdentically) {
+  SimRun reference = start_run();
+  std::vector<uint64_t> expected;
+  advance(reference, 600, &expected);
+
+  SimRun first = start_run();
+  advance(first, 300, nullptr);
+  // Queue tick 300's inputs before saving: queued inputs are part of the state.
+  queue_inputs(*first.world, first.owned, 300);
+  const std::vector<uint8_t> bytes = save(*first.world);
+
+  std::unique_ptr<World> fresh = World::create(scene_def());
+  ASSERT_NE(fresh, nullptr);
+  ASSERT_EQ(fresh->restore_snapshot(bytes), Error::none);
+  EXPECT_EQ(fresh->tick(), 300u);
+  EXPECT_EQ(fresh->state_hash(), first.world->state_hash());
+  EXPECT_EQ(save(*fresh), bytes);  // the state round-trips byte for byte
+
+  SimRun resumed;
+  resumed.world = std::move(fresh);
+  resumed.owned = first.owned;  // same handles: slots and generations are in the snapshot
+  resumed.world->step();        // tick 300's inputs came with the snapshot
+  std::vector<uint64_t> hashes{resumed.world->state_hash()};
+  advance(resumed, 600, &hashes);
+  ASSERT_EQ(hashes.size(), 300u);
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    ASSERT_EQ(hashes[i], expected[300 + i]) << "tick " << 301 + i;
+  }
+}
+
+TEST(SimState, RestoreReplacesAWorldThatHeldSomethingElse) {
+  SimRun source = start_run(60);
+  advance(source, 120, nullptr);
+  // Destroy a few bodies so the snapshot has dead slots with bumped generations.
+  BodyId ids[128];
+  const uint32_t n = source.world->list_bodies(ids);
+  ASSERT_GT(n, 40u);
+  for (uint32_t i = 10; i < 40; i += 3)
+    ASSERT_EQ(source.world->destroy_body(ids[i]), Error::none);
+  std::vector<BodyId> owned;
+  for (BodyId id : source.owned) {
+    if (source.world->is_alive(id)) owned.push_back(id);
+  }
+  source.owned = owned;
+  const std::vector<uint8_t> bytes = save(*source.world);
+
+  SimRun target = start_run(200);  // more bodies and slots than the source
+  advance(target, 50, nullptr);
+  ASSERT_EQ(target.world->restore_snapshot(bytes), Error::none);
+  EXPECT_EQ(target.world->state_hash(), source.world->state_hash());
+  EXPECT_EQ(target.world->body_count(), source.world->body_count());
+  EXPECT_EQ(save(*target.world), bytes);
+
+  // Both now create a body: the lowest free slot comes from the alive flags, so the same handle.
+  BodyDef extra = lockstep::sim::default_body_def();
+  extra.position = {0, 8, 0};
+  BodyId a{}, b{};
+  ASSERT_EQ(source.world->create_body(extra, &a), Error::none);
+  ASSERT_EQ(target.world->create_body(extra, &b), Error::none);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.generation, 1u);  // a reused slot
+  target.owned = source.owned;
+  std::vector<uint64_t> ha, hb;
+  advance(source, 240, &ha);
+  advance(target, 240, &hb);
+  EXPECT_EQ(ha, hb);
+}
+
+TEST(SimState, SnapshotBytesAreIdenticalForIdenticalStates) {
+  SimRun a = start_run(), b = start_run();
+  advance(a, 90, nullptr);
+  advance(b, 90, nullptr);
+  const std::vector<uint8_t> sa = save(*a.world);
+  EXPECT_EQ(sa, save(*b.world));
+  EXPECT_EQ(sa, save(*a.world));  // saving does not change anything
+  EXPECT_LE(sa.size(), a.world->max_snapshot_size());
+  // A buffer one byte short is refused.
+  std::vector<uint8_t> small(sa.size() - 1);
+  size_t written = 99;
+  EXPECT_EQ(a.world->save_snapshot(small, &written), Error::buffer_too_small);
+  EXPECT_EQ(written, 0u);
+  // One body nudged by one ulp: different bytes, different hash.
+  BodyId ids[256];
+  ASSERT_GT(b.world->list_bodies(ids), 20u);
+  ASSERT_EQ(b.world->debug_perturb_position(ids[20], {1e-6f, 0, 0}), Error::none);
+  EXPECT_NE(sa, save(*b.world));
+  EXPECT_NE(a.world->state_hash(), b.world->state_hash());
+}
+
+// ---- malformed snapshots
+// ---------------------------------------------------------------------------
+
+// Layout facts the tests rely on (state_stream.cpp documents the format).
+constexpr size_t kHeaderBytes = 16;                         // "LSSN", u32 version, u64 total size
+constexpr size_t kTrailerBytes = 8;                         // XXH3-64 of everything before it
+constexpr size_t kPayloadSlots = kHeaderBytes + 4 + 8 + 8;  // slot count offset
+constexpr size_t kFirstSlot = kPayloadSlots + 4;            // slot 0: u32 generation, u8 alive
+constexpr size_t kLiveBodyBytes = 130;                      // after generation and alive
+
+void put_u32(std::vector<uint8_t>& b, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    b[at + static_cast<size_t>(i)] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+void reseal(std::vector<uint8_t>& b) {
+  const size_t body = b.size() - kTrailerBytes;
+  const uint64_t sum = XXH3_64bits(b.data(), body);
+  for (int i = 0; i < 8; ++i)
+    b[body + static_cast<size_t>(i)] = static_cast<uint8_t>(sum >> (8 * i));
+}
+
+// The restore is refused with `want` and the world keeps its exact state.
+void expect_refused(World& world, const std::vector<uint8_t>& bytes, Error want, const char* what,
+                    size_t at = 0) {
+  const uint64_t hash = world.state_hash();
+  const uint64_t tick = world.tick();
+  ASSERT_EQ(world.restore_snapshot(bytes), want) << what << " at " << at;
+  ASSERT_EQ(world.state_hash(), hash) << what << " at " << at;
+  ASSERT_EQ(world.tick(), tick) << what << " at " << at;
+}
+
+TEST(SimState, TruncatedSnapshotsAreRefusedAtEveryLength) {
+  SimRun source = start_run(60);
+  advance(source, 60, nullptr);
+  const std::vector<uint8_t> bytes = save(*source.world);
+  SimRun target = start_run(30);
+  advance(target, 10, nullptr);
+  const std::vector<uint8_t> before = save(*target.world);
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    const std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + static_cast<long>(len));
+    expect_refused(*target.world, prefix, Error::snapshot_truncated, "prefix", len);
+  }
+  EXPECT_EQ(save(*target.world), before);
+  // Trailing bytes are not a truncation but still not a snapshot of this size.
+  std::vector<uint8_t> longer = bytes;
+  longer.push_back(0);
+  expect_refused(*target.world, longer, Error::snapshot_corrupt, "trailing byte");
+}
+
+TEST(SimState, HeaderErrorsAreNamed) {
+  SimRun source = start_run(30);
+  advance(source, 30, nullptr);
+  const std::vector<uint8_t> bytes = save(*source.world);
+  SimRun target = start_run(30);
+  for (size_t i = 0; i < 4; ++i) {
+    std::vector<uint8_t> bad = bytes;
+    bad[i] ^= 0x20;
+    expect_refused(*target.world, bad, Error::snapshot_bad_magic, "magic", i);
+  }
+  std::vector<uint8_t> future = bytes;
+  put_u32(future, 4, 2);  // a version from the future, even with a valid checksum
+  reseal(future);
+  expect_refused(*target.world, future, Error::snapshot_version, "future version");
+  // The state encoding's own version, inside the checksummed payload.
+  std::vector<uint8_t> inner = bytes;
+  put_u32(inner, kHeaderBytes, 99);
+  reseal(inner);
+  expect_refused(*target.world, inner, Error::snapshot_version, "state version");
+
+  // A snapshot of a world made from another WorldDef.
+  WorldDef other = scene_def();
+  other.velocity_iterations = 9;
+  std::unique_ptr<World> foreign = World::create(other);
+  ASSERT_NE(foreign, nullptr);
+  build_scene(*foreign, 30);
+  expect_refused(*target.world, save(*foreign), Error::snapshot_mismatch, "other WorldDef");
+  // measure_stage_times does not change the simulation, so it does not make a mismatch.
+  WorldDef timed = scene_def();
+  timed.measure_stage_times = true;
+  std::unique_ptr<World> timed_world = World::create(timed);
+  ASSERT_NE(timed_world, nullptr);
+  EXPECT_EQ(timed_world->restore_snapshot(bytes), Error::none);
+}
+
+TEST(SimState, AFlippedByteAnywhereIsRefused) {
+  SimRun source = start_run(20);
+  advance(source, 40, nullptr);  // resting contacts in the cache, inputs applied
+  queue_inputs(*source.world, source.owned, 40);
+  const std::vector<uint8_t> bytes = save(*source.world);
+  SimRun target = start_run(20);
+  const std::vector<uint8_t> before = save(*target.world);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::vector<uint8_t> bad = bytes;
+    bad[i] ^= static_cast<uint8_t>(1u << (i % 8));
+    const Error got = target.world->restore_snapshot(bad);
+    Error want = Error::snapshot_corrupt;
+    if (i < 4)
+      want = Error::snapshot_bad_magic;
+    else if (i < 8)
+      want = Error::snapshot_version;
+    if (i >= 8 && i < 16) {
+      // The total-size field: a larger size reads as truncated, a smaller one as corrupt.
+      ASSERT_TRUE(got == Error::snapshot_truncated || got == Error::snapshot_corrupt) << i;
+    } else {
+      ASSERT_EQ(got, want) << "byte " << i;
+    }
+  }
+  EXPECT_EQ(save(*target.world), before);
+}
+
+// Payloads with a valid checksum but contents no world could hold: the validating pass refuses
+// them before anything is written.
+TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
+  SimRun source = start_run(20);
+  advance(source, 40, nullptr);
+  ASSERT_FALSE(source.owned.empty());
+  Input in;
+  in.player = 1;  // body 0 of the scene is owned by player 1
+  in.sequence = 40;
+  in.body = source.owned[0];
+  in.linear_impulse[1] = 100;
+  ASSERT_EQ(source.world->queue_input(in), Error::none);
+  const std::vector<uint8_t> bytes = save(*source.world);
+  SimRun target = start_run(20);
+  advance(target, 3, nullptr);
+  const std::vector<uint8_t> before = save(*target.world);
+
+  // Slot 0 is the ground plane (alive). Its fields after generation (4) and alive (1):
+  // type (1), shape type (1), radius (4), half extents (12), half height (4), plane normal (12),
+  // plane offset (4), density (4), friction (4), restitution (4), owner (4), damping (8),
+  // position (12), orientation (16), velocities (24), mass (4), inertia (12).
+  const size_t alive0 = kFirstSlot + 4;
+  const size_t type0 = alive0 + 1;
+  const size_t shape0 = type0 + 1;
+  const size_t position0 = shape0 + 49 + 4 + 8;
+  // Slot 6 is the first dynamic body (5 planes and the sweeper come first).
+  const size_t slot6 = kFirstSlot + 6 * (5 + kLiveBodyBytes);
+  const size_t velocity6 = slot6 + 5 + 1 + 49 + 4 + 8 + 12 + 16;
+  const size_t mass6 = velocity6 + 24;
+
+  struct Edit {
+    const char* what;
+    size_t at;
+    uint32_t value;  // written as u32 LE (or the low byte when `byte`)
+    bool byte;
+  };
+  const uint32_t nan_bits = 0x7fc00000u, inf_bits = 0x7f800000u;
+  const Edit edits[] = {
+      {"alive flag 2", alive0, 2, true},
+      {"body type 7", type0, 7, true},
+      {"shape type 9", shape0, 9, true},
+      {"NaN position", position0, nan_bits, false},
+      {"inf velocity", velocity6 + 4, inf_bits, false},
+      {"NaN mass", mass6, nan_bits, false},
+      {"negative mass", mass6, 0xbf800000u, false},
+      {"slot count beyond capacity", kPayloadSlots, 100000, false},
+      {"slot count short", kPayloadSlots, 3, false},
+      {"ground turned dynamic", type0, 2, true},  // a dynamic plane is not allowed
+  };
+  for (const Edit& e : edits) {
+    std::vector<uint8_t> bad = bytes;
+    if (e.byte) {
+      bad[e.at] = static_cast<uint8_t>(e.value);
+    } else {
+      put_u32(bad, e.at, e.value);
+    }
+    reseal(bad);
+    expect_refused(*target.world, bad, Error::snapshot_corrupt, e.what);
+  }
+  // The trailing sections: the warm-start cache and the queued inputs, found by walking the
+  // slots (u32 generation, u8 alive, 130 bytes when alive).
+  uint32_t slot_count = 0;
+  for (int i = 0; i < 4; ++i)
+    slot_count |= uint32_t{bytes[kPayloadSlots + size_t(i)]} << (8 * i);
+  size_t at = kFirstSlot;
+  for (uint32_t slot = 0; slot < slot_count; ++slot)
+    at += 5 + (bytes[at + 4] ? kLiveBodyBytes : 0);
+  const size_t cache = at;  // u32 count; per manifold u64 key, u8 points, 20 bytes per point
+  ASSERT_GE(bytes[cache], 2);
+  const size_t key0 = cache + 4;
+  const size_t points0 = key0 + 8;
+  const size_t impulse0 = points0 + 1 + 4;
+  const size_t key1 = points0 + 1 + 20 * size_t{bytes[points0]};
+  size_t inputs = cache + 4;
+  const uint32_t manifolds = bytes[cache];
+  for (uint32_t m = 0; m < manifolds; ++m)
+    inputs += 9 + 20 * size_t{bytes[inputs + 8]};
+  ASSERT_EQ(bytes[inputs], 1);  // the one input queued above
+  ASSERT_EQ(inputs + 4 + 44 + kTrailerBytes, bytes.size());
+  const Edit tail_edits[] = {
+      {"manifold with no point", points0, 0, true},
+      {"manifold with 5 points", points0, 5, true},
+      {"pair key with a >= b", key0, 0, false},  // slot_b (low half) becomes 0
+      {"pair keys out of order", key1, 0, false},
+      {"negative normal impulse", impulse0, 0xbf800000u, false},
+      {"NaN normal impulse", impulse0, nan_bits, false},
+      {"input count beyond capacity", inputs, 100000, false},
+      {"input for a dead slot", inputs + 4 + 8, 250, false},
+      {"input with a stale generation", inputs + 4 + 12, 5, false},
+      {"input for another player's body", inputs + 4, 2, false},
+  };
+  for (const Edit& e : tail_edits) {
+    std::vector<uint8_t> bad = bytes;
+    if (e.byte) {
+      bad[e.at] = static_cast<uint8_t>(e.value);
+    } else {
+      put_u32(bad, e.at, e.value);
+    }
+    reseal(bad);
+    expect_refused(*target.world, bad, Error::snapshot_corrupt, e.what);
+  }
+  EXPECT_EQ(save(*target.world), before);
+  // Sanity: the unedited bytes are accepted by the same world.
+  EXPECT_EQ(target.world->restore_snapshot(bytes), Error::none);
+  EXPECT_EQ(target.world->state_hash(), source.world->state_hash());
+}
+
+}  // namespace

@@ -31,7 +31,8 @@ uint64_t load_u64_le(const uint8_t* p) {
 }
 
 void store_le(uint8_t* p, uint64_t value, size_t bytes) {
-  for (size_t i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(value >> (8 * i));
+  for (size_t i = 0; i < bytes; ++i)
+    p[i] = static_cast<uint8_t>(value >> (8 * i));
 }
 
 uint64_t payload_checksum(std::span<const uint8_t> payload) {
@@ -139,8 +140,8 @@ RecordError RecordReader::next(std::span<const uint8_t>* payload) {
 
 std::string RecordReader::message() const {
   const std::string records = std::to_string(records_read_) + " complete records";
-  const std::string record_at =
-      "record #" + std::to_string(records_read_) + " at byte offset " + std::to_string(offset_bytes_);
+  const std::string record_at = "record #" + std::to_string(records_read_) + " at byte offset " +
+                                std::to_string(offset_bytes_);
   const uint64_t remaining = file_.size() - offset_bytes_;
   switch (error_) {
     case RecordError::none:
@@ -176,8 +177,7 @@ std::string RecordReader::message() const {
              "], expected \"LSRP\" [4c 53 52 50]";
     case RecordError::future_version:
       return "record format version " + std::to_string(format_version_) +
-             " is newer than this build reads (up to " + std::to_string(kRecordFormatVersion) +
-             ")";
+             " is newer than this build reads (up to " + std::to_string(kRecordFormatVersion) + ")";
     case RecordError::bad_header:
       if (format_version_ == 0) return "bad record file header: format version 0";
       return "bad record file header: reserved bytes are not zero";
@@ -203,9 +203,13 @@ RecordFileCheck check_record_file(std::span<const uint8_t> file, uint32_t max_re
 
 // ---- writer ------------------------------------------------------------------------------------
 
-RecordWriter::~RecordWriter() { abandon(); }
+RecordWriter::~RecordWriter() {
+  abandon();
+}
 
-RecordWriter::RecordWriter(RecordWriter&& other) noexcept { *this = std::move(other); }
+RecordWriter::RecordWriter(RecordWriter&& other) noexcept {
+  *this = std::move(other);
+}
 
 RecordWriter& RecordWriter::operator=(RecordWriter&& other) noexcept {
   if (this == &other) return *this;
@@ -263,7 +267,7 @@ RecordError RecordWriter::append(std::span<const uint8_t> payload) {
   store_le(header + 4, payload_checksum(payload), 8);
   const size_t record_bytes = kRecordHeaderBytes + payload.size();
   if (buffer_used_ + record_bytes > buffer_capacity_) {
-    if (flush() != RecordError::none) return error_;
+    if (const RecordError e = flush(); e != RecordError::none) return e;
   }
   if (record_bytes <= buffer_capacity_) {
     std::memcpy(buffer_.get() + buffer_used_, header, kRecordHeaderBytes);
@@ -274,8 +278,12 @@ RecordError RecordWriter::append(std::span<const uint8_t> payload) {
     buffer_used_ += record_bytes;
   } else {
     // Larger than the buffer (a keyframe): straight to the OS, the buffer being empty now.
-    if (write_all(header, kRecordHeaderBytes) != RecordError::none) return error_;
-    if (write_all(payload.data(), payload.size()) != RecordError::none) return error_;
+    if (const RecordError e = write_all(header, kRecordHeaderBytes); e != RecordError::none) {
+      return e;
+    }
+    if (const RecordError e = write_all(payload.data(), payload.size()); e != RecordError::none) {
+      return e;
+    }
   }
   ++records_written_;
   file_bytes_ += record_bytes;
@@ -285,13 +293,15 @@ RecordError RecordWriter::append(std::span<const uint8_t> payload) {
 RecordError RecordWriter::flush() {
   if (error_ != RecordError::none) return error_;
   if (fd_ < 0) return RecordError::not_open;
-  if (write_all(buffer_.get(), buffer_used_) != RecordError::none) return error_;
+  if (const RecordError e = write_all(buffer_.get(), buffer_used_); e != RecordError::none) {
+    return e;
+  }
   buffer_used_ = 0;
   return RecordError::none;
 }
 
 RecordError RecordWriter::sync() {
-  if (flush() != RecordError::none) return error_;
+  if (const RecordError e = flush(); e != RecordError::none) return e;
   while (::fsync(fd_) != 0) {
     if (errno != EINTR) return fail_io("fsync", temp_path_, errno);
   }
@@ -299,12 +309,12 @@ RecordError RecordWriter::sync() {
 }
 
 RecordError RecordWriter::finish() {
-  if (sync() != RecordError::none) return error_;
+  if (const RecordError e = sync(); e != RecordError::none) return e;
   const int fd = std::exchange(fd_, -1);
   // close() can report a deferred write error (NFS); the data is not safe if it does.
   if (::close(fd) != 0) return fail_io("close", temp_path_, errno);
   if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
-    return fail_io("rename to " + final_path_ + ":", temp_path_, errno);
+    return fail_io("rename", temp_path_ + " to " + final_path_, errno);
   }
   temp_exists_ = false;
   // The rename itself is durable only once the directory entry is on disk.

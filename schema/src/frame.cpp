@@ -54,8 +54,8 @@ size_t FrameDecoder::feed(std::span<const uint8_t> bytes) {
     if (header_have_ < kFrameHeaderBytes) {
       header_[header_have_++] = bytes[used++];
       if (header_have_ < kFrameHeaderBytes) continue;
-      const uint32_t length = decode_frame_header(std::span<const uint8_t, kFrameHeaderBytes>(
-          header_, kFrameHeaderBytes));
+      const uint32_t length = decode_frame_header(
+          std::span<const uint8_t, kFrameHeaderBytes>(header_, kFrameHeaderBytes));
       if (length == 0 || length > max_body_bytes_) {
         error_ = length == 0 ? FrameError::zero_length : FrameError::over_cap;
         error_length_ = length;

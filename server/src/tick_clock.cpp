@@ -16,7 +16,7 @@ namespace lockstep::server {
 
 size_t LatenessHistogram::bucket_index(uint64_t duration_ns) {
   if (duration_ns < (uint64_t{1} << kMinOctave)) return 0;
-  const int octave = std::bit_width(duration_ns) - 1;
+  const int octave = static_cast<int>(std::bit_width(duration_ns)) - 1;
   if (octave > kMaxOctave) return kBucketCount - 1;
   const uint64_t sub = (duration_ns >> (octave - kSubBucketBits)) & ((1u << kSubBucketBits) - 1);
   return 1 + (static_cast<size_t>(octave - kMinOctave) << kSubBucketBits) + sub;
@@ -46,7 +46,8 @@ void LatenessHistogram::record(std::chrono::nanoseconds duration) {
 }
 
 void LatenessHistogram::merge(const LatenessHistogram& other) {
-  for (size_t i = 0; i < kBucketCount; ++i) counts_[i] += other.counts_[i];
+  for (size_t i = 0; i < kBucketCount; ++i)
+    counts_[i] += other.counts_[i];
   count_ += other.count_;
   max_ns_ = std::max(max_ns_, other.max_ns_);
   sum_ns_ = other.sum_ns_ > std::numeric_limits<uint64_t>::max() - sum_ns_
@@ -54,7 +55,9 @@ void LatenessHistogram::merge(const LatenessHistogram& other) {
                 : sum_ns_ + other.sum_ns_;
 }
 
-void LatenessHistogram::clear() { *this = LatenessHistogram{}; }
+void LatenessHistogram::clear() {
+  *this = LatenessHistogram{};
+}
 
 std::chrono::nanoseconds LatenessHistogram::mean() const {
   if (count_ == 0) return std::chrono::nanoseconds(0);

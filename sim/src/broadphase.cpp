@@ -21,7 +21,8 @@ void broadphase_remove(Broadphase& bp, uint32_t slot) {
   uint32_t n = bp.order_count;
   for (uint32_t i = 0; i < n; ++i) {
     if (bp.order[i] != slot) continue;
-    for (uint32_t j = i + 1; j < n; ++j) bp.order[j - 1] = bp.order[j];
+    for (uint32_t j = i + 1; j < n; ++j)
+      bp.order[j - 1] = bp.order[j];
     bp.order_count = n - 1;
     return;
   }

@@ -46,8 +46,9 @@ float sign_of(float v) {
   return v < 0.0f ? -1.0f : 1.0f;
 }
 
-Vec3 unit_axis(int i, float sign) {
-  return i == 0 ? Vec3{sign, 0, 0} : (i == 1 ? Vec3{0, sign, 0} : Vec3{0, 0, sign});
+// scale · e_i.
+Vec3 axis_vector(int i, float scale) {
+  return i == 0 ? Vec3{scale, 0, 0} : (i == 1 ? Vec3{0, scale, 0} : Vec3{0, 0, scale});
 }
 
 Vec3 with_element(Vec3 v, int i, float value) {
@@ -105,7 +106,7 @@ PointBox point_box(Vec3 p, Vec3 h) {
     if (g > best) best = g, axis = i;
   }
   float s = sign_of(element(p, axis));
-  r.normal = unit_axis(axis, s);
+  r.normal = axis_vector(axis, s);
   r.box_point = with_element(p, axis, s * element(h, axis));
   r.distance = best;
   r.region = (s > 0.0f ? 2u : 1u) * (axis == 0 ? 1u : (axis == 1 ? 3u : 9u));
@@ -201,7 +202,7 @@ bool capsule_face_points(Vec3 p0, Vec3 d, Vec3 h, int axis, float sign, float ra
   uint32_t src[2];
   if (!clip_segment_to_face(p0, d, h, axis, &t[0], &t[1], &src[0], &src[1])) return false;
   float h_axis = element(h, axis);
-  Vec3 n_local = unit_axis(axis, sign);
+  Vec3 n_local = axis_vector(axis, sign);
   float sep[2];
   for (int k = 0; k < 2; ++k)
     sep[k] = sign * element(p0 + d * t[k], axis) - h_axis - radius;
@@ -327,7 +328,7 @@ void collide_capsule_box(const ShapeDef& capsule, const Transform& xa, const Sha
   Vec3 edge_normal{};
   float dd = dot(d, d);
   for (int j = 0; j < 3; ++j) {
-    Vec3 l = cross(d, unit_axis(j, 1.0f));
+    Vec3 l = cross(d, axis_vector(j, 1.0f));
     float l_sq = length_squared(l);
     if (!(l_sq > kEdgeParallelSinSq * dd)) continue;
     l = l * (1.0f / std::sqrt(l_sq));
@@ -351,7 +352,7 @@ void collide_capsule_box(const ShapeDef& capsule, const Transform& xa, const Sha
     }
     float he = element(h, edge_axis);
     Vec3 e0 = with_element(corner, edge_axis, -he);
-    Vec3 de = unit_axis(edge_axis, 2.0f * he);
+    Vec3 de = axis_vector(edge_axis, 2.0f * he);
     float sa, sb;
     closest_segment_params(p0, d, e0, de, &sa, &sb);
     Vec3 x = p0 + d * sa, on_edge = e0 + de * sb;

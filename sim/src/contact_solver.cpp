@@ -34,8 +34,20 @@
 // Combine rules: μ = sqrt(μA·μB) (a frictionless shape makes the pair frictionless);
 // e = max(eA, eB) (a bouncy ball bounces on any floor).
 //
-// Order: manifolds in pair-key order, points in manifold order, and per point the normal row
-// first, then the friction block (so the block sees this pass's λ_n in its radius).
+// Centroid row. Before its points, each manifold with two or more active points solves one
+// extra normal row: the same impulse δ added to every active point, i.e. an impulse n·δ at the
+// centroid of the anchors (equal force and torque). Its inverse effective mass is cnt·K(centroid)
+// and its target the mean of the points' targets; δ is clamped so that no point's accumulated
+// λ_n drops below 0. This is projected Gauss-Seidel along the feasible direction (1, …, 1) of
+// the manifold's impulses, so the fixed point is unchanged. Why: plain point-by-point sweeps
+// leave an unconverged manifold lopsided (the first point swept takes the most), which turns a
+// settling stack; a slender stack rocks almost without loss (Housner: r = 1 − 3/2·sin²α) and
+// falls. Pushing the bulk through the centroid first leaves the points only small, nearly
+// symmetric residuals: a 10-box stack stands within 0.1 mm instead of toppling.
+//
+// Order: manifolds in pair-key order; per manifold the centroid row, then the points in
+// manifold order, per point the normal row first and then the friction block (so the block
+// sees this pass's λ_n in its radius).
 #include "contact_solver.h"
 
 #include <cmath>
@@ -68,9 +80,13 @@ inline void apply_pair_impulse(BodySolverState& a, BodySolverState& b, Vec3 r_a,
 
 }  // namespace
 
-float combine_friction(float mu_a, float mu_b) { return std::sqrt(mu_a * mu_b); }
+float combine_friction(float mu_a, float mu_b) {
+  return std::sqrt(mu_a * mu_b);
+}
 
-float combine_restitution(float e_a, float e_b) { return e_a > e_b ? e_a : e_b; }
+float combine_restitution(float e_a, float e_b) {
+  return e_a > e_b ? e_a : e_b;
+}
 
 void match_warm_start(std::span<const ContactConstraint> constraints,
                       std::span<ContactPoint> points, const ContactCache& cache,
@@ -79,7 +95,8 @@ void match_warm_start(std::span<const ContactConstraint> constraints,
   uint32_t j = 0;
   const uint32_t cached_count = cache.manifold_count;
   for (const ContactConstraint& c : constraints) {
-    while (j < cached_count && cache.manifolds[j].key < c.key) ++j;
+    while (j < cached_count && cache.manifolds[j].key < c.key)
+      ++j;
     if (j >= cached_count) break;
     const CachedManifold& old = cache.manifolds[j];
     if (old.key != c.key) continue;
@@ -98,10 +115,10 @@ void match_warm_start(std::span<const ContactConstraint> constraints,
   }
 }
 
-void prepare_contacts(std::span<const ContactConstraint> constraints,
-                      std::span<ContactPoint> points, std::span<const BodySolverState> bodies,
-                      const SolverSettings& s, SolverCounters* counters) {
-  for (const ContactConstraint& c : constraints) {
+void prepare_contacts(std::span<ContactConstraint> constraints, std::span<ContactPoint> points,
+                      std::span<const BodySolverState> bodies, const SolverSettings& s,
+                      SolverCounters* counters) {
+  for (ContactConstraint& c : constraints) {
     const BodySolverState& a = bodies[c.slot_a];
     const BodySolverState& b = bodies[c.slot_b];
     const Vec3 n = c.normal;
@@ -156,6 +173,29 @@ void prepare_contacts(std::span<const ContactConstraint> constraints,
       }
       p.target_velocity = target;
     }
+
+    // Centroid row over the active points.
+    Vec3 sum_a{}, sum_b{};
+    float sum_target = 0.0f;
+    uint32_t active = 0;
+    for (uint32_t i = 0; i < c.point_count; ++i) {
+      const ContactPoint& p = points[c.first_point + i];
+      if (p.normal_mass == 0.0f) continue;
+      sum_a += p.anchor_a;
+      sum_b += p.anchor_b;
+      sum_target += p.target_velocity;
+      ++active;
+    }
+    c.centroid_mass = 0.0f;
+    if (active < 2) continue;
+    const float inv_active = 1.0f / static_cast<float>(active);
+    c.centroid_a = sum_a * inv_active;
+    c.centroid_b = sum_b * inv_active;
+    c.centroid_target = sum_target * inv_active;
+    const Vec3 rna = cross(c.centroid_a, n), rnb = cross(c.centroid_b, n);
+    const float k = inv_mass_sum + dot(n, cross(a.inv_inertia_world * rna, c.centroid_a)) +
+                    dot(n, cross(b.inv_inertia_world * rnb, c.centroid_b));
+    if (std::isfinite(k) && k >= kMinInverseMass) c.centroid_mass = 1.0f / k;
   }
 }
 
@@ -175,13 +215,37 @@ void warm_start_contacts(std::span<const ContactConstraint> constraints,
 }
 
 void solve_contacts(std::span<const ContactConstraint> constraints, std::span<ContactPoint> points,
-                    std::span<BodySolverState> bodies, SolverCounters* counters, bool reverse) {
+                    std::span<BodySolverState> bodies, SolverCounters* counters) {
   for (const ContactConstraint& c : constraints) {
     BodySolverState& a = bodies[c.slot_a];
     BodySolverState& b = bodies[c.slot_b];
     const Vec3 n = c.normal;
-    for (uint32_t ii = 0; ii < c.point_count; ++ii) {
-      const uint32_t i = reverse ? c.point_count - 1 - ii : ii;
+
+    // Centroid row: total impulse Λ = (target − vn)/K at the centroid, δ = Λ/cnt per point.
+    if (c.centroid_mass > 0.0f) {
+      float min_impulse = 0.0f;
+      uint32_t active = 0;
+      for (uint32_t i = 0; i < c.point_count; ++i) {
+        const ContactPoint& p = points[c.first_point + i];
+        if (p.normal_mass == 0.0f) continue;
+        if (active == 0 || p.normal_impulse < min_impulse) min_impulse = p.normal_impulse;
+        ++active;
+      }
+      const Vec3 v_rel = point_velocity(a, c.centroid_a) - point_velocity(b, c.centroid_b);
+      const float vn = dot(n, v_rel);
+      const float total = -c.centroid_mass * (vn - c.centroid_target);
+      float delta = total / static_cast<float>(active);
+      if (delta < -min_impulse) delta = -min_impulse;  // every λ_n stays ≥ 0
+      for (uint32_t i = 0; i < c.point_count; ++i) {
+        ContactPoint& p = points[c.first_point + i];
+        if (p.normal_mass == 0.0f) continue;
+        p.normal_impulse += delta;
+      }
+      apply_pair_impulse(a, b, c.centroid_a, c.centroid_b,
+                         (delta * static_cast<float>(active)) * n);
+    }
+
+    for (uint32_t i = 0; i < c.point_count; ++i) {
       ContactPoint& p = points[c.first_point + i];
       if (p.normal_mass == 0.0f) continue;
       const Vec3 ra = p.anchor_a, rb = p.anchor_b;

@@ -45,6 +45,10 @@ struct ContactConstraint {
   float restitution = 0;  // combined e
   uint32_t first_point = 0;
   uint32_t point_count = 0;
+  // Centroid row (prepare): the active points pushed together, see contact_solver.cpp.
+  Vec3 centroid_a{}, centroid_b{};  // mean anchors of the active points (m)
+  float centroid_mass = 0;          // 1/K at the centroid (kg); 0 = no centroid row
+  float centroid_target = 0;        // mean target velocity of the active points (m/s)
 };
 
 /// The warm-start cache: last step's manifolds, sorted by key, with their impulses.
@@ -92,7 +96,7 @@ void match_warm_start(std::span<const ContactConstraint> constraints,
                       SolverCounters* counters);
 
 /// Effective masses and target velocities, from the velocities before warm starting.
-void prepare_contacts(std::span<const ContactConstraint> constraints,
+void prepare_contacts(std::span<ContactConstraint> constraints,
                       std::span<ContactPoint> points, std::span<const BodySolverState> bodies,
                       const SolverSettings& settings, SolverCounters* counters);
 
@@ -100,9 +104,10 @@ void prepare_contacts(std::span<const ContactConstraint> constraints,
 void warm_start_contacts(std::span<const ContactConstraint> constraints,
                          std::span<const ContactPoint> points, std::span<BodySolverState> bodies);
 
-/// One Gauss-Seidel pass over every contact: per point the normal row, then the friction block.
+/// One Gauss-Seidel pass over every contact: per manifold the centroid row, then per point the
+/// normal row and the friction block.
 void solve_contacts(std::span<const ContactConstraint> constraints, std::span<ContactPoint> points,
-                    std::span<BodySolverState> bodies, SolverCounters* counters, bool reverse);
+                    std::span<BodySolverState> bodies, SolverCounters* counters);
 
 /// Writes this step's manifolds and impulses into `cache` (sorted by key, as the constraints).
 void store_contact_cache(std::span<const ContactConstraint> constraints,

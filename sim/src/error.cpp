@@ -5,21 +5,36 @@ namespace lockstep::sim {
 
 const char* error_message(Error error) {
   switch (error) {
-    case Error::none: return "no error";
-    case Error::invalid_argument: return "a value is out of its documented range";
-    case Error::non_finite: return "a NaN or infinite value was passed in";
-    case Error::capacity_bodies: return "WorldDef::max_bodies reached";
-    case Error::capacity_inputs: return "WorldDef::max_inputs_per_tick reached for this tick";
-    case Error::null_handle: return "null body handle";
-    case Error::stale_handle: return "the body was destroyed or never existed";
-    case Error::wrong_body_type: return "the operation is not allowed for this body type";
-    case Error::input_out_of_range: return "an input exceeds the WorldDef input limits";
-    case Error::buffer_too_small: return "the buffer cannot hold the snapshot";
-    case Error::snapshot_truncated: return "the snapshot is shorter than its header announces";
-    case Error::snapshot_bad_magic: return "not a lockstep snapshot";
-    case Error::snapshot_version: return "snapshot format version not supported by this build";
-    case Error::snapshot_mismatch: return "snapshot made by a world with a different WorldDef";
-    case Error::snapshot_corrupt: return "snapshot checksum or structure check failed";
+    case Error::none:
+      return "no error";
+    case Error::invalid_argument:
+      return "a value is out of its documented range";
+    case Error::non_finite:
+      return "a NaN or infinite value was passed in";
+    case Error::capacity_bodies:
+      return "WorldDef::max_bodies reached";
+    case Error::capacity_inputs:
+      return "WorldDef::max_inputs_per_tick reached for this tick";
+    case Error::null_handle:
+      return "null body handle";
+    case Error::stale_handle:
+      return "the body was destroyed or never existed";
+    case Error::wrong_body_type:
+      return "the operation is not allowed for this body type";
+    case Error::input_out_of_range:
+      return "an input exceeds the WorldDef input limits";
+    case Error::buffer_too_small:
+      return "the buffer cannot hold the snapshot";
+    case Error::snapshot_truncated:
+      return "the snapshot is shorter than its header announces";
+    case Error::snapshot_bad_magic:
+      return "not a lockstep snapshot";
+    case Error::snapshot_version:
+      return "snapshot format version not supported by this build";
+    case Error::snapshot_mismatch:
+      return "snapshot made by a world with a different WorldDef";
+    case Error::snapshot_corrupt:
+      return "snapshot checksum or structure check failed";
   }
   return "unknown error";
 }

@@ -332,7 +332,8 @@ uint32_t scripted_inputs(uint64_t seed, uint64_t tick, const InputScript& script
       input.sequence = static_cast<uint32_t>(tick) * 256u + sequence_in_tick++;
       input.body = script.bodies[i];
       input.linear_impulse[0] = push_x;
-      input.linear_impulse[1] = (per_tick % jump_one_in == 0) ? script.jump : 0;
+      bool on_floor = view.position.y < script.jump_below_height_m;  // no jumping in mid-air
+      input.linear_impulse[1] = (on_floor && per_tick % jump_one_in == 0) ? script.jump : 0;
       input.linear_impulse[2] = push_z;
       input.buttons = static_cast<uint32_t>(per_tick >> 56);
       out[written++] = input;

@@ -26,8 +26,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "lockstep/sim/world.h"
 #include "collide.h"
+#include "lockstep/sim/world.h"
 #include "state_stream.h"
 #include "world_data.h"
 
@@ -48,8 +48,8 @@ constexpr uint32_t kDefEncodingVersion = 1;
 constexpr size_t kStateHeaderBytes = 4 + 8 + 8 + 4;
 constexpr size_t kSlotBytes = 4 + 1;
 constexpr size_t kShapeBytes = 1 + 12 * 4;
-constexpr size_t kLiveBodyBytes = 1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 +
-                                  4 + 3 * 4;
+constexpr size_t kLiveBodyBytes =
+    1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4;
 constexpr size_t kManifoldBytes = 8 + 1;
 constexpr size_t kPointBytes = 4 + 4 + 3 * 4;
 constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4;
@@ -185,8 +185,10 @@ size_t encode_state(const WorldData& w, uint8_t* out) {
     o.u32(in.sequence);
     o.u32(in.body.index1);
     o.u32(in.body.generation);
-    for (int k = 0; k < 3; ++k) o.i32(in.linear_impulse[k]);
-    for (int k = 0; k < 3; ++k) o.i32(in.angular_impulse[k]);
+    for (int k = 0; k < 3; ++k)
+      o.i32(in.linear_impulse[k]);
+    for (int k = 0; k < 3; ++k)
+      o.i32(in.angular_impulse[k]);
     o.u32(in.buttons);
   }
   return o.n;
@@ -194,7 +196,9 @@ size_t encode_state(const WorldData& w, uint8_t* out) {
 
 // ---- parsing ---------------------------------------------------------------------------------
 
-bool finite3(Vec3 v) { return is_finite(v); }
+bool finite3(Vec3 v) {
+  return is_finite(v);
+}
 
 ShapeDef read_shape(Reader& in, bool* ok) {
   ShapeDef s;
@@ -218,7 +222,8 @@ ShapeDef read_shape(Reader& in, bool* ok) {
 template <bool kApply>
 Error parse_state(Reader& in, WorldData& w) {
   const WorldDef& def = w.def;
-  if (in.u32() != kStateVersion) return in.failed ? Error::snapshot_corrupt : Error::snapshot_version;
+  if (in.u32() != kStateVersion)
+    return in.failed ? Error::snapshot_corrupt : Error::snapshot_version;
   if (in.u64() != w.def_fingerprint) {
     return in.failed ? Error::snapshot_corrupt : Error::snapshot_mismatch;
   }
@@ -381,8 +386,10 @@ Error parse_state(Reader& in, WorldData& w) {
     input.sequence = in.u32();
     input.body.index1 = in.u32();
     input.body.generation = in.u32();
-    for (int k = 0; k < 3; ++k) input.linear_impulse[k] = in.i32();
-    for (int k = 0; k < 3; ++k) input.angular_impulse[k] = in.i32();
+    for (int k = 0; k < 3; ++k)
+      input.linear_impulse[k] = in.i32();
+    for (int k = 0; k < 3; ++k)
+      input.angular_impulse[k] = in.i32();
     input.buttons = in.u32();
     if (in.failed || input.body.index1 == 0 || input.body.index1 > slot_count) {
       return Error::snapshot_corrupt;
@@ -410,12 +417,14 @@ Error parse_state(Reader& in, WorldData& w) {
 
 uint64_t read_u64_le(const uint8_t* p) {
   uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
+  for (int i = 7; i >= 0; --i)
+    v = v << 8 | p[i];
   return v;
 }
 
 void write_u64_le(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <utility>
 
 #include "broadphase.h"
@@ -61,7 +60,9 @@ Error checked_orientation(Quat q, Quat* out) {
   return Error::none;
 }
 
-bool speed_within(Vec3 v, float max) { return length_squared(v) <= max * max; }
+bool speed_within(Vec3 v, float max) {
+  return length_squared(v) <= max * max;
+}
 
 Vec3 clamp_speed(Vec3 v, float max) {
   const float len2 = length_squared(v);
@@ -100,7 +101,8 @@ bool input_less(const Input& a, const Input& b) {
   if (a.body.index1 != b.body.index1) return a.body.index1 < b.body.index1;
   if (a.body.generation != b.body.generation) return a.body.generation < b.body.generation;
   for (int i = 0; i < 3; ++i) {
-    if (a.linear_impulse[i] != b.linear_impulse[i]) return a.linear_impulse[i] < b.linear_impulse[i];
+    if (a.linear_impulse[i] != b.linear_impulse[i])
+      return a.linear_impulse[i] < b.linear_impulse[i];
   }
   for (int i = 0; i < 3; ++i) {
     if (a.angular_impulse[i] != b.angular_impulse[i]) {
@@ -159,7 +161,9 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   return std::unique_ptr<World>(new World(std::move(d)));
 }
 
-const WorldDef& World::def() const { return data_->def; }
+const WorldDef& World::def() const {
+  return data_->def;
+}
 
 // ---- bodies ---------------------------------------------------------------------------------
 
@@ -171,9 +175,9 @@ Error validate_body_def(const WorldDef& wd, const BodyDef& def, Quat* orientatio
       def.type != BodyType::dynamic) {
     return Error::invalid_argument;
   }
-  if (!is_finite(def.position) || !is_finite(def.orientation) ||
-      !is_finite(def.linear_velocity) || !is_finite(def.angular_velocity) ||
-      !std::isfinite(def.linear_damping) || !std::isfinite(def.angular_damping)) {
+  if (!is_finite(def.position) || !is_finite(def.orientation) || !is_finite(def.linear_velocity) ||
+      !is_finite(def.angular_velocity) || !std::isfinite(def.linear_damping) ||
+      !std::isfinite(def.angular_damping)) {
     return Error::non_finite;
   }
   const Error shape_error = validate_shape(def.shape);
@@ -224,7 +228,8 @@ Error World::create_body(const BodyDef& def, BodyId* out_id) {
 
   // Lowest free slot: a function of the alive flags only, so snapshots need no free list.
   uint32_t slot = 0;
-  while (w.bodies[slot].alive) ++slot;
+  while (w.bodies[slot].alive)
+    ++slot;
 
   BodyRecord& r = w.bodies[slot];
   r.alive = true;
@@ -388,7 +393,9 @@ Error World::apply_impulse(BodyId id, Vec3 impulse, Vec3 world_point) {
   return Error::none;
 }
 
-uint32_t World::body_count() const { return data_->body_count; }
+uint32_t World::body_count() const {
+  return data_->body_count;
+}
 
 uint32_t World::list_bodies(std::span<BodyId> out) const {
   const WorldData& w = *data_;
@@ -511,8 +518,8 @@ StepStatus World::step() {
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
     if (!r.alive) continue;
-    w.aabbs[slot] = compute_aabb(r.shape, Transform{r.position, r.orientation},
-                                 def.contact_margin_m);
+    w.aabbs[slot] =
+        compute_aabb(r.shape, Transform{r.position, r.orientation}, def.contact_margin_m);
   }
   broadphase_update(w.broadphase, w.aabbs, w.dynamic_flags);
   st.candidate_pairs = w.broadphase.pair_count;
@@ -569,7 +576,7 @@ StepStatus World::step() {
   lap(&st.ns_narrowphase);
 
   // 5–8. Warm-start match, prepare, warm start, velocity iterations, speed clamps.
-  const std::span<const ContactConstraint> constraints(w.constraints.data(), w.constraint_count);
+  const std::span<ContactConstraint> constraints(w.constraints.data(), w.constraint_count);
   const std::span<ContactPoint> points(w.points.data(), w.point_count);
   const std::span<BodySolverState> bodies(w.solver_bodies.data(), slots);
   match_warm_start(constraints, points, w.cache, &sc);
@@ -584,7 +591,7 @@ StepStatus World::step() {
   prepare_contacts(constraints, points, bodies, settings, &sc);
   warm_start_contacts(constraints, points, bodies);
   for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
-    solve_contacts(constraints, points, bodies, &sc, getenv("ALT") && (it & 1));
+    solve_contacts(constraints, points, bodies, &sc);
   }
   st.velocity_iterations = def.velocity_iterations;
   for (uint32_t slot = 0; slot < slots; ++slot) {
@@ -671,11 +678,17 @@ StepStatus World::step() {
   return status;
 }
 
-uint64_t World::tick() const { return data_->tick; }
+uint64_t World::tick() const {
+  return data_->tick;
+}
 
-const StepStats& World::last_step_stats() const { return data_->stats; }
+const StepStats& World::last_step_stats() const {
+  return data_->stats;
+}
 
-const WorldCounters& World::counters() const { return data_->counters; }
+const WorldCounters& World::counters() const {
+  return data_->counters;
+}
 
 std::span<const ContactEvent> World::events() const {
   return {data_->events.data(), data_->event_count};

@@ -6,9 +6,13 @@
 
 namespace lockstep::sim {
 
-WorldDef default_world_def() { return WorldDef{}; }
+WorldDef default_world_def() {
+  return WorldDef{};
+}
 
-BodyDef default_body_def() { return BodyDef{}; }
+BodyDef default_body_def() {
+  return BodyDef{};
+}
 
 namespace {
 

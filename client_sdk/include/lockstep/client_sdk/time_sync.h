@@ -27,10 +27,10 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 
 /// One ping/pong exchange. Client times are on the client's steady clock.
 struct TimeSample {
-  SteadyTime client_send{};                   // the Ping left (echoed back by the Pong)
-  uint64_t server_tick = 0;                   // the Pong's schedule position: last tick due…
+  SteadyTime client_send{};                      // the Ping left (echoed back by the Pong)
+  uint64_t server_tick = 0;                      // the Pong's schedule position: last tick due…
   std::chrono::nanoseconds server_since_due{0};  // …and how long after its due time it replied
-  SteadyTime client_receive{};                // the Pong arrived
+  SteadyTime client_receive{};                   // the Pong arrived
 };
 
 /// What add_sample() did with a sample.

@@ -18,10 +18,14 @@ inline constexpr uint32_t kMaxTickRateHz = 1000;
 inline constexpr int64_t kNanosecondsPerSecond = 1'000'000'000;
 
 /// True for a rate the schedule supports: 1..kMaxTickRateHz.
-constexpr bool valid_tick_rate(uint32_t rate_hz) { return rate_hz >= 1 && rate_hz <= kMaxTickRateHz; }
+constexpr bool valid_tick_rate(uint32_t rate_hz) {
+  return rate_hz >= 1 && rate_hz <= kMaxTickRateHz;
+}
 
 /// Largest tick the schedule functions accept: 2^32 s of schedule (136 years) at `rate_hz`.
-constexpr uint64_t max_schedule_tick(uint32_t rate_hz) { return uint64_t{rate_hz} << 32; }
+constexpr uint64_t max_schedule_tick(uint32_t rate_hz) {
+  return uint64_t{rate_hz} << 32;
+}
 
 /// Nanoseconds from tick 0's due time to tick `tick`'s: floor(tick·1e9 / rate_hz).
 /// `tick` ≤ max_schedule_tick(rate_hz) (larger ticks are clamped), rate_hz valid.
@@ -34,14 +38,15 @@ constexpr int64_t tick_due_offset_ns(uint64_t tick, uint32_t rate_hz) {
 }
 
 /// How many ticks (0, 1, …) are due `elapsed_ns` after tick 0's due time: the count of n with
-/// tick_due_offset_ns(n) ≤ elapsed_ns. 0 for a negative elapsed time; rate_hz valid.
+/// tick_due_offset_ns(n) ≤ elapsed_ns. 0 for a negative elapsed time, at most
+/// max_schedule_tick(rate_hz) + 1; rate_hz valid.
 constexpr uint64_t ticks_due_by(int64_t elapsed_ns, uint32_t rate_hz) {
   if (elapsed_ns < 0) return 0;
   // floor(n·1e9/rate) ≤ e  ⇔  n·1e9 < (e+1)·rate  ⇔  n ≤ ((e+1)·rate − 1) / 1e9 (floor).
   // With e = a·1e9 + b: ((e+1)·rate − 1) / 1e9 = a·rate + ((b+1)·rate − 1) / 1e9.
-  uint64_t whole_seconds = static_cast<uint64_t>(elapsed_ns / kNanosecondsPerSecond);
+  const uint64_t whole_seconds = static_cast<uint64_t>(elapsed_ns / kNanosecondsPerSecond);
   const uint64_t rest_ns = static_cast<uint64_t>(elapsed_ns % kNanosecondsPerSecond);
-  if (whole_seconds > (uint64_t{1} << 32)) whole_seconds = uint64_t{1} << 32;
+  if (whole_seconds >= (uint64_t{1} << 32)) return max_schedule_tick(rate_hz) + 1;  // all due
   const uint64_t rest_ticks =
       ((rest_ns + 1) * rate_hz - 1) / static_cast<uint64_t>(kNanosecondsPerSecond);
   return whole_seconds * rate_hz + rest_ticks + 1;

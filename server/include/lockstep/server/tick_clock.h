@@ -65,8 +65,8 @@ class LatenessHistogram final {
 };
 
 struct TickClockConfig {
-  uint32_t tick_rate_hz = 60;        // 1..schema::kMaxTickRateHz
-  uint32_t max_catch_up_ticks = 4;   // ticks started per wake at most, ≥ 1
+  uint32_t tick_rate_hz = 60;       // 1..schema::kMaxTickRateHz
+  uint32_t max_catch_up_ticks = 4;  // ticks started per wake at most, ≥ 1
   /// A tick that starts more than this after its due time counts as late. 2 ms is 12% of a
   /// 60 Hz tick and far above a healthy timer's wake-up jitter (tens of µs).
   std::chrono::nanoseconds late_threshold{2'000'000};

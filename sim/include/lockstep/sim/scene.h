@@ -53,6 +53,7 @@ struct InputScript {
   int32_t max_push = 24 << kInputScaleLog2;  // per horizontal axis, per tick
   int32_t jump = 600 << kInputScaleLog2;     // upward impulse of a jump
   uint32_t jump_one_in = 120;                // a body jumps with probability 1/jump_one_in
+  float jump_below_height_m = 0.4f;          // ... when its centre is below this (on the floor)
   uint32_t heading_period_ticks = 30;        // how long a body keeps its preferred heading
   float arena_half_extent_m = 5.0f;          // beyond |x| or |z| of this, push back inwards
 };
