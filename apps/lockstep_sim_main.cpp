@@ -343,8 +343,8 @@ int main(int argc, char** argv) {
     if (fresh != 0) {
       std::fprintf(stderr,
                    "lockstep-sim: warning: tick %" PRIu64
-                   ": capacity ran out (%s); pairs were dropped deterministically; raise it in "
-                   "the scene's world line (later overflows are counted only)\n",
+                   ": capacity ran out (%s): the excess was dropped deterministically; "
+                   "raise it in the scene's world line (further overflows are only counted)\n",
                    world->tick(), overflow_names(fresh).c_str());
       warned_overflow |= fresh;
     }

@@ -19,8 +19,12 @@ namespace lockstep::sim {
 constexpr uint64_t pair_key(uint32_t slot_a, uint32_t slot_b) {
   return (static_cast<uint64_t>(slot_a) << 32) | slot_b;
 }
-constexpr uint32_t pair_slot_a(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
-constexpr uint32_t pair_slot_b(uint64_t key) { return static_cast<uint32_t>(key & 0xffffffffu); }
+constexpr uint32_t pair_slot_a(uint64_t key) {
+  return static_cast<uint32_t>(key >> 32);
+}
+constexpr uint32_t pair_slot_b(uint64_t key) {
+  return static_cast<uint32_t>(key & 0xffffffffu);
+}
 
 struct Broadphase {
   std::vector<uint32_t> order;  // live slots, sorted by (lower.x, slot) after update

@@ -14,9 +14,9 @@ namespace lockstep::sim {
 /// What the solver touches every iteration, per body slot (hot data; 64 bytes, one cache line).
 /// Static and kinematic bodies have inv_mass 0 and a zero inverse inertia, and are never written.
 struct BodySolverState {
-  Vec3 linear_velocity{};   // m/s
-  Vec3 angular_velocity{};  // rad/s
-  float inv_mass = 0;       // 1/kg
+  Vec3 linear_velocity{};                                   // m/s
+  Vec3 angular_velocity{};                                  // rad/s
+  float inv_mass = 0;                                       // 1/kg
   Mat3 inv_inertia_world{{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};  // R·diag(I⁻¹)·Rᵀ, 1/(kg·m²)
 };
 static_assert(sizeof(BodySolverState) == 64, "keep the hot body data one cache line");
@@ -27,9 +27,9 @@ struct ContactPoint {
   Vec3 anchor_b{};  // r_B (m)
   float separation_m = 0;
   uint32_t feature = 0;
-  float normal_mass = 0;      // 1/K (kg); 0 when the row is skipped (K ≈ 0 or not finite)
-  float target_velocity = 0;  // normal velocity the row drives towards (m/s): bias, bounce or
-                              // the speculative allowance (negative)
+  float normal_mass = 0;       // 1/K (kg); 0 when the row is skipped (K ≈ 0 or not finite)
+  float target_velocity = 0;   // normal velocity the row drives towards (m/s): bias, bounce or
+                               // the speculative allowance (negative)
   TangentMass tangent_mass{};  // K_t (1/kg)
   float normal_impulse = 0;    // accumulated λ_n ≥ 0 (N·s)
   Vec2 tangent_impulse{};      // accumulated J along (t1, t2) (N·s)
@@ -96,9 +96,9 @@ void match_warm_start(std::span<const ContactConstraint> constraints,
                       SolverCounters* counters);
 
 /// Effective masses and target velocities, from the velocities before warm starting.
-void prepare_contacts(std::span<ContactConstraint> constraints,
-                      std::span<ContactPoint> points, std::span<const BodySolverState> bodies,
-                      const SolverSettings& settings, SolverCounters* counters);
+void prepare_contacts(std::span<ContactConstraint> constraints, std::span<ContactPoint> points,
+                      std::span<const BodySolverState> bodies, const SolverSettings& settings,
+                      SolverCounters* counters);
 
 /// Applies the matched accumulated impulses.
 void warm_start_contacts(std::span<const ContactConstraint> constraints,

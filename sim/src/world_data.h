@@ -59,8 +59,8 @@ struct WorldData {
   std::vector<BodySolverState> solver_bodies;
   std::vector<Aabb> aabbs;
   std::vector<uint8_t> dynamic_flags;  // 1 for dynamic bodies (broadphase filter)
-  uint32_t body_count = 0;  // live bodies
-  uint32_t slot_count = 0;  // 1 + highest slot ever used (alive or generation ≠ 0)
+  uint32_t body_count = 0;             // live bodies
+  uint32_t slot_count = 0;             // 1 + highest slot ever used (alive or generation ≠ 0)
 
   Broadphase broadphase;
 
@@ -77,7 +77,7 @@ struct WorldData {
   // Inputs queued for the next step, kept sorted by the total input order (state).
   std::vector<Input> inputs;
   uint32_t input_count = 0;
-  int64_t input_linear_limit = 0;   // max |component| in fixed-point units
+  int64_t input_linear_limit = 0;  // max |component| in fixed-point units
   int64_t input_angular_limit = 0;
 
   // Results of the last step (not state).
