@@ -333,6 +333,8 @@ constexpr size_t kTrailerBytes = 8;                         // XXH3-64 of everyt
 constexpr size_t kPayloadSlots = kHeaderBytes + 4 + 8 + 8;  // slot count offset
 constexpr size_t kFirstSlot = kPayloadSlots + 4;            // slot 0: u32 generation, u8 alive
 constexpr size_t kLiveBodyBytes = 130;                      // after generation and alive
+// Warm-start point: feature, normal impulse, friction impulse (3), anchor in A's frame (3).
+constexpr size_t kPointBytes = 4 + 4 + 12 + 12;
 
 void put_u32(std::vector<uint8_t>& b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -502,16 +504,16 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
   size_t at = kFirstSlot;
   for (uint32_t slot = 0; slot < slot_count; ++slot)
     at += 5 + (bytes[at + 4] ? kLiveBodyBytes : 0);
-  const size_t cache = at;  // u32 count; per manifold u64 key, u8 points, 20 bytes per point
+  const size_t cache = at;  // u32 count; per manifold u64 key, u8 points, kPointBytes per point
   ASSERT_GE(bytes[cache], 2);
   const size_t key0 = cache + 4;
   const size_t points0 = key0 + 8;
   const size_t impulse0 = points0 + 1 + 4;
-  const size_t key1 = points0 + 1 + 20 * size_t{bytes[points0]};
+  const size_t key1 = points0 + 1 + kPointBytes * size_t{bytes[points0]};
   size_t inputs = cache + 4;
   const uint32_t manifolds = bytes[cache];
   for (uint32_t m = 0; m < manifolds; ++m)
-    inputs += 9 + 20 * size_t{bytes[inputs + 8]};
+    inputs += 9 + kPointBytes * size_t{bytes[inputs + 8]};
   ASSERT_EQ(bytes[inputs], 1);  // the one input queued above
   ASSERT_EQ(inputs + 4 + 44 + kTrailerBytes, bytes.size());
   const Edit tail_edits[] = {
@@ -521,6 +523,8 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
       {"pair keys out of order", key1, 0, false},
       {"negative normal impulse", impulse0, 0xbf800000u, false},
       {"NaN normal impulse", impulse0, nan_bits, false},
+      {"inf friction impulse", impulse0 + 4, inf_bits, false},
+      {"inf anchor", impulse0 + 16, inf_bits, false},
       {"input count beyond capacity", inputs, 100000, false},
       {"input for a dead slot", inputs + 4 + 8, 250, false},
       {"input with a stale generation", inputs + 4 + 12, 5, false},

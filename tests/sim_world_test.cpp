@@ -10,9 +10,11 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broadphase.h"
+#include "contact_solver.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
 #include "world_data.h"
@@ -735,6 +737,71 @@ TEST(SimWorld, DestroyForgetsContactsOfTheBody) {
   // No end event for the destroyed body's pair: it is gone, not separated.
   world->step();
   EXPECT_EQ(world->events().size(), 0u);
+}
+
+// ---- warm starting ------------------------------------------------------------------------------
+
+TEST(SimWorld, WarmStartMatchesByFeatureThenPositionThenSharesTheRest) {
+  using lockstep::sim::CachedManifold;
+  using lockstep::sim::CachedPoint;
+  using lockstep::sim::ContactCache;
+  using lockstep::sim::ContactConstraint;
+  using lockstep::sim::ContactPoint;
+  // Last step: one manifold (key 7) with four points at the corners of a unit square.
+  ContactCache cache;
+  cache.manifolds.resize(4);
+  cache.points.resize(16);
+  cache.manifold_count = 1;
+  cache.point_count = 4;
+  cache.manifolds[0] = CachedManifold{7, 0, 4};
+  const Vec3 corners[4] = {{-0.5f, 0, -0.5f}, {0.5f, 0, -0.5f}, {0.5f, 0, 0.5f}, {-0.5f, 0, 0.5f}};
+  for (uint32_t k = 0; k < 4; ++k) {
+    CachedPoint& cp = cache.points[k];
+    cp.feature = 1 + k;
+    cp.normal_impulse = 10.0f * float(k + 1);
+    cp.friction_impulse = Vec3{float(k), 0, 1};
+    cp.local_anchor_a = corners[k];
+  }
+  // This step: key 7 again, plus key 9 that is new.
+  ContactConstraint constraints[2];
+  constraints[0].key = 7;
+  constraints[0].normal = Vec3{0, 1, 0};
+  lockstep::sim::tangent_basis(constraints[0].normal, &constraints[0].tangent1,
+                               &constraints[0].tangent2);
+  constraints[0].first_point = 0;
+  constraints[0].point_count = 4;
+  constraints[1] = constraints[0];
+  constraints[1].key = 9;
+  constraints[1].first_point = 4;
+  constraints[1].point_count = 1;
+  ContactPoint points[5];
+  points[0].feature = 3;  // same id as old point 2: matched by id, wherever it is
+  points[0].local_anchor_a = Vec3{0, 0, 0};
+  points[1].feature = 99;  // new id, 4 mm from old point 0 (the id of old point 0 is unused)
+  points[1].local_anchor_a = Vec3{-0.5f, 0, -0.496f};
+  points[2].feature = 98;  // new id, far from everything
+  points[2].local_anchor_a = Vec3{0, 0, 0.2f};
+  points[3].feature = 97;
+  points[3].local_anchor_a = Vec3{0.2f, 0, 0};
+  points[4].feature = 1;  // a different pair: never matched against key 7
+  lockstep::sim::SolverCounters counters;
+  lockstep::sim::match_warm_start(constraints, points, cache, &counters);
+
+  const Vec3 t1 = constraints[0].tangent1, t2 = constraints[0].tangent2;
+  auto projected = [&](Vec3 f) {
+    return std::make_pair(lockstep::sim::dot(t1, f), lockstep::sim::dot(t2, f));
+  };
+  EXPECT_EQ(points[0].normal_impulse, 30.0f);
+  EXPECT_EQ(std::make_pair(points[0].tangent_impulse.x, points[0].tangent_impulse.y),
+            projected(Vec3{2, 0, 1}));
+  EXPECT_EQ(points[1].normal_impulse, 10.0f);
+  // Old points 1 and 3 (20 and 40 N·s, friction (1,0,1) and (3,0,1)) are left: shared equally.
+  EXPECT_EQ(points[2].normal_impulse, 30.0f);
+  EXPECT_EQ(points[3].normal_impulse, 30.0f);
+  EXPECT_EQ(std::make_pair(points[3].tangent_impulse.x, points[3].tangent_impulse.y),
+            projected(Vec3{2, 0, 1}));
+  EXPECT_EQ(points[4].normal_impulse, 0.0f);
+  EXPECT_EQ(counters.warm_started_points, 2u);  // shares are a guess, not a match
 }
 
 // ---- stats --------------------------------------------------------------------------------------

@@ -23,8 +23,9 @@ static_assert(sizeof(BodySolverState) == 64, "keep the hot body data one cache l
 
 /// One manifold point as a constraint.
 struct ContactPoint {
-  Vec3 anchor_a{};  // r_A: body A's centre to the point, world axes (m)
-  Vec3 anchor_b{};  // r_B (m)
+  Vec3 anchor_a{};        // r_A: body A's centre to the point, world axes (m)
+  Vec3 anchor_b{};        // r_B (m)
+  Vec3 local_anchor_a{};  // r_A in body A's frame (m): warm-start matching by position
   float separation_m = 0;
   uint32_t feature = 0;
   float normal_mass = 0;       // 1/K (kg); 0 when the row is skipped (K ≈ 0 or not finite)
@@ -61,6 +62,7 @@ struct CachedPoint {
   uint32_t feature = 0;
   float normal_impulse = 0;  // N·s
   Vec3 friction_impulse{};   // world vector (N·s), re-projected on the next step's tangents
+  Vec3 local_anchor_a{};     // the point in body A's frame (m), for matching by position
 };
 struct ContactCache {
   std::vector<CachedManifold> manifolds;
@@ -90,7 +92,7 @@ float combine_friction(float mu_a, float mu_b);
 float combine_restitution(float e_a, float e_b);
 
 /// Copies matching impulses of last step's cache into this step's points (merge join on keys,
-/// then feature ids), re-projecting friction onto the new tangents.
+/// then feature ids, then nearest position), re-projecting friction onto the new tangents.
 void match_warm_start(std::span<const ContactConstraint> constraints,
                       std::span<ContactPoint> points, const ContactCache& cache,
                       SolverCounters* counters);

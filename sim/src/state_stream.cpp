@@ -15,7 +15,7 @@
 //     f32 mass, f32×3 principal inertia                                  (135 bytes per body)
 //   u32 warm-start manifold count, per manifold (ascending keys):
 //     u64 pair key, u8 point count, per point: u32 feature, f32 normal impulse,
-//     f32×3 friction impulse (world)
+//     f32×3 friction impulse (world), f32×3 point in body A's frame
 //   u32 queued input count, per input (in the total input order):
 //     u32 player, u32 sequence, u32 body index1, u32 body generation, i32×3 linear,
 //     i32×3 angular, u32 buttons
@@ -51,7 +51,7 @@ constexpr size_t kShapeBytes = 1 + 12 * 4;
 constexpr size_t kLiveBodyBytes =
     1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4;
 constexpr size_t kManifoldBytes = 8 + 1;
-constexpr size_t kPointBytes = 4 + 4 + 3 * 4;
+constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4;
 constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4;
 static_assert(kSlotBytes + kLiveBodyBytes == 135);
 
@@ -176,6 +176,7 @@ size_t encode_state(const WorldData& w, uint8_t* out) {
       o.u32(cp.feature);
       o.f32(cp.normal_impulse);
       o.vec3(cp.friction_impulse);
+      o.vec3(cp.local_anchor_a);
     }
   }
   o.u32(w.input_count);
@@ -358,8 +359,9 @@ Error parse_state(Reader& in, WorldData& w) {
       const uint32_t feature = in.u32();
       const float normal_impulse = in.f32();
       const Vec3 friction_impulse = in.vec3();
+      const Vec3 local_anchor_a = in.vec3();
       if (in.failed || !std::isfinite(normal_impulse) || !(normal_impulse >= 0.0f) ||
-          !finite3(friction_impulse)) {
+          !finite3(friction_impulse) || !finite3(local_anchor_a)) {
         return Error::snapshot_corrupt;
       }
       if constexpr (kApply) {
@@ -367,6 +369,7 @@ Error parse_state(Reader& in, WorldData& w) {
         cp.feature = feature;
         cp.normal_impulse = normal_impulse;
         cp.friction_impulse = friction_impulse;
+        cp.local_anchor_a = local_anchor_a;
       }
     }
     point_total += count;

@@ -566,6 +566,7 @@ StepStatus World::step() {
       ContactPoint& p = w.points[w.point_count++];
       p = ContactPoint{};
       p.anchor_a = m.points[k].position - ra.position;
+      p.local_anchor_a = inv_rotate(ra.orientation, p.anchor_a);
       p.anchor_b = m.points[k].position - rb.position;
       p.separation_m = m.points[k].separation;
       p.feature = m.points[k].feature;
@@ -603,7 +604,8 @@ StepStatus World::step() {
   lap(&st.ns_solve);
 
   // 9. Positions: semi-implicit Euler; q += ½dt·(ω⊗q), then normalize. Kinematic bodies move
-  // by their velocity too; static bodies never move.
+  // by their velocity too; static bodies never move. Position correction is the Baumgarte bias
+  // in the contact targets (contact_solver.cpp): there is no separate position pass.
   const float half_dt = 0.5f * dt;
   for (uint32_t slot = 0; slot < slots; ++slot) {
     BodyRecord& r = w.bodies[slot];
