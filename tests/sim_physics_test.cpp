@@ -388,7 +388,7 @@ TEST(SimPhysics, OffCentreImpulseSpinsBoxWithRightSign) {
   ASSERT_NE(world, nullptr);
   BodyId box = add(*world, box_def(Vec3{2, 3, 4}, kSlabHalf, 12.0f));
   BodyView b0 = view(*world, box);
-  EXPECT_NEAR(b0.mass_kg, kSlabMassKg, 1e-4);  // density × volume (2 m³... 2·1·0.5 = 1 m³)
+  EXPECT_NEAR(b0.mass_kg, kSlabMassKg, 1e-4);  // density 12 × volume 2·1·0.5 = 1 m³
 
   // +x impulse of 1 N·s at the top face centre (r = +0.5 y): r × P = (0, 0, −0.5), so the box
   // must spin about −z at 0.5 / 5 = 0.1 rad/s, and translate at P/m = 1/12 m/s.
@@ -485,9 +485,10 @@ TEST(SimPhysics, AngularVelocityIsIntegratedInWorldAxes) {
 // ================================================================================================
 
 // Baumgarte bias 0.2·(0.5 m)/dt = 6 m/s would be clamped to WorldDef::max_bias_velocity (2 m/s):
-// 0.5 m goes in ~15 steps at the clamp plus an exponential tail (×0.8 per step) below 0.17 m,
-// so ~35 steps are expected; 120 (2 s) is the bound. No body may ever move faster than the
-// clamp plus 0.5 m/s (three steps of gravity, g·dt = 0.16 m/s, and solver overshoot).
+// at 2 m/s the overlap shrinks by 3.3 cm per step, so 0.5 m takes ~15 steps (less than that if
+// the bias fell off exponentially below 0.17 m of overlap, ≤ ~35 steps); 120 (2 s) is the bound.
+// No body may ever move faster than the clamp plus 0.5 m/s (three steps of gravity, g·dt =
+// 0.16 m/s, and solver overshoot).
 constexpr int kSeparateStepBound = 120;
 
 TEST(SimPhysics, DeepOverlapSpheresSeparateGently) {
