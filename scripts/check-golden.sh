@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Compares lockstep-sim's hash chains with the committed golden files (tests/golden/*.txt).
 #
-#   scripts/check-golden.sh [--scene NAME]... [--golden-dir DIR] [--] COMMAND...
+#   scripts/check-golden.sh [--scene NAME]... [--golden-dir DIR] [--max-ticks N] [--] COMMAND...
 #
 # COMMAND runs lockstep-sim: a path (`build/ci/apps/lockstep-sim`), or a runner and a path
 # (`qemu-aarch64 build/x/apps/lockstep-sim`, `node --no-experimental-fetch build/x/lockstep-sim.js`).
 # Each golden file holds, after its `#` comment lines, exactly the `tick hash` lines that
 # lockstep-sim printed; its `# args:` line names the arguments it was made with, so the file
-# alone says how to reproduce it. Prints one line per scene:
-#   check-golden: SCENE: match (N lines, S s)
+# alone says how to reproduce it. --max-ticks N (a multiple of the file's --every) runs only the
+# first N ticks and compares the golden lines up to tick N: a documented prefix, for slow
+# runners only; the result line then says `match up to tick N`. Prints one line per scene:
+#   check-golden: SCENE: match (N lines, W s, C s cpu)
 #   check-golden: SCENE: tick T differs: expected '...', got '...'
 # Exit: 0 all match, 1 a mismatch or a failed run, 2 usage error, 77 no golden files (skip).
 # Never writes a golden file: regenerating them is scripts/update-golden.sh's deliberate job.
@@ -16,6 +18,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 golden_dir="$root/tests/golden"
+max_ticks=""
 scenes=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -27,12 +30,16 @@ while [ $# -gt 0 ]; do
     golden_dir=$2
     shift 2
     ;;
+  --max-ticks)
+    max_ticks=$2
+    shift 2
+    ;;
   --)
     shift
     break
     ;;
   -h | --help)
-    sed -n '2,16p' "$0"
+    sed -n '2,19p' "$0"
     exit 0
     ;;
   -*)
@@ -43,7 +50,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ $# -eq 0 ]; then
-  echo "usage: check-golden.sh [--scene NAME]... [--golden-dir DIR] [--] COMMAND..." >&2
+  echo "usage: check-golden.sh [--scene NAME]... [--golden-dir DIR] [--max-ticks N] [--] COMMAND..." >&2
   exit 2
 fi
 command=("$@")
@@ -57,6 +64,17 @@ if [ ${#scenes[@]} -eq 0 ]; then
   echo "check-golden: no golden files in $golden_dir: skipped"
   exit 77
 fi
+
+# Value of flag $1 in the args array (empty when absent).
+arg_value() {
+  local i
+  for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+    if [ "${args[$i]}" = "$1" ]; then
+      echo "${args[$((i + 1))]}"
+      return
+    fi
+  done
+}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -77,36 +95,58 @@ for scene in "${scenes[@]}"; do
   read -r -a args <<<"${args_line#'# args:'}"
   grep -v -e '^#' -e '^[[:space:]]*$' "$golden" >"$tmp/expected"
 
-  start_ns=$(date +%s%N)
-  "${command[@]}" "${args[@]}" >"$tmp/actual" 2>"$tmp/stderr"
-  rc=$?
-  seconds=$(awk -v ns=$(($(date +%s%N) - start_ns)) 'BEGIN { printf "%.1f", ns / 1e9 }')
-
-  # First differing line; its first field is the tick (lockstep-sim prints `tick hash`).
-  first=$(awk 'NR == FNR { want[FNR] = $0; n = FNR; next }
-               { got[FNR] = $0; m = FNR }
-               END {
-                 for (i = 1; i <= (n > m ? n : m); i++)
-                   if (want[i] != got[i]) { print i; exit }
-               }' "$tmp/expected" "$tmp/actual")
-  if [ "$rc" -ne 0 ] && [ -z "$first" ]; then
-    first=$(($(wc -l <"$tmp/expected") + 1))
+  prefix=""
+  ticks=$(arg_value --ticks)
+  if [ -n "$max_ticks" ] && [ -n "$ticks" ] && [ "$max_ticks" -lt "$ticks" ]; then
+    every=$(arg_value --every)
+    if [ $((max_ticks % ${every:-60})) -ne 0 ]; then
+      echo "check-golden: --max-ticks $max_ticks is not a multiple of --every ${every:-60}" >&2
+      exit 2
+    fi
+    for ((i = 0; i < ${#args[@]}; i++)); do
+      [ "${args[$i]}" != --ticks ] || args[$((i + 1))]=$max_ticks
+    done
+    awk -v n="$max_ticks" '$1 + 0 <= n' "$tmp/expected" >"$tmp/expected.prefix"
+    mv "$tmp/expected.prefix" "$tmp/expected"
+    prefix=" up to tick $max_ticks of $ticks"
   fi
-  if [ -z "$first" ]; then
-    echo "check-golden: $scene: match ($(wc -l <"$tmp/expected") lines, $seconds s)"
+
+  # Compare line by line as the output arrives, and stop at the first difference (the run is
+  # then ended by SIGPIPE as soon as it prints again, instead of running to its end).
+  start_ns=$(date +%s%N)
+  {
+    "${command[@]}" "${args[@]}" 2>"$tmp/stderr"
+    run_rc=$?
+    times >"$tmp/times" # second line: the run's user and system cpu time
+    exit $run_rc
+  } |
+    awk -v expected="$tmp/expected" '
+      { n++
+        if ((getline want < expected) <= 0) { printf "extra\t%s\t\t%s\n", n, $0; found = 1; exit }
+        if (want != $0) { printf "diff\t%s\t%s\t%s\n", n, want, $0; found = 1; exit } }
+      END { if (!found && (getline want < expected) > 0) printf "missing\t%s\t%s\t\n", n + 1, want }' \
+      >"$tmp/verdict"
+  rc=${PIPESTATUS[0]}
+  seconds=$(awk -v ns=$(($(date +%s%N) - start_ns)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+  cpu=$(awk 'NR == 2 { split($1 " " $2, t, /[ms ]/); printf "%.1f", t[1] * 60 + t[2] + t[4] * 60 + t[5] }' \
+    "$tmp/times" 2>/dev/null)
+  cpu=${cpu:-?}
+
+  if [ ! -s "$tmp/verdict" ] && [ "$rc" -eq 0 ]; then
+    echo "check-golden: $scene: match$prefix ($(wc -l <"$tmp/expected") lines, $seconds s, $cpu s cpu)"
     continue
   fi
 
   status=1
-  want=$(sed -n "${first}p" "$tmp/expected")
-  got=$(sed -n "${first}p" "$tmp/actual")
-  tick=$(awk '{ print $1 }' <<<"$want")
-  if [ -z "$want" ]; then
-    echo "check-golden: $scene: extra output after the last golden line: got '$got' (exit $rc, $seconds s)"
-  elif [ -z "$got" ]; then
-    echo "check-golden: $scene: tick $tick differs: expected '$want', got no line (exit $rc, $seconds s)"
+  if [ ! -s "$tmp/verdict" ]; then
+    echo "check-golden: $scene: every line matched but the run failed (exit $rc, $seconds s, $cpu s cpu)"
   else
-    echo "check-golden: $scene: tick $tick differs: expected '$want', got '$got' (exit $rc, $seconds s)"
+    IFS=$'\t' read -r kind line want got <"$tmp/verdict"
+    case $kind in
+    extra) echo "check-golden: $scene: extra output after the last golden line: '$got' ($seconds s, $cpu s cpu)" ;;
+    missing) echo "check-golden: $scene: tick $(awk '{ print $1 }' <<<"$want") differs: expected '$want', got no line (exit $rc, $seconds s, $cpu s cpu)" ;;
+    diff) echo "check-golden: $scene: tick $(awk '{ print $1 }' <<<"$want") differs: expected '$want', got '$got' ($seconds s, $cpu s cpu)" ;;
+    esac
   fi
   if [ -s "$tmp/stderr" ]; then
     sed 's/^/check-golden:   stderr: /' "$tmp/stderr" | head -5

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -666,6 +667,79 @@ TEST(CollideBoxBox, EqualBoxesStackedAndRotated) {
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(n.points[i].feature, m.points[i].feature);
   expect_swap_close(b, xf({0, 1.49f, 0}, kQy45), big, xf({}), kTol);
+}
+
+// Feature ids of a resting contact must not depend on rounding (warm starting matches by id).
+// Equal boxes stacked face to face have every incident corner on a reference side plane, so
+// without the clip band (collide_box.cpp) a corner is a vertex or a clip point by chance.
+// Perturbations of 1e-5 m and 1e-5 rad stand for rounding and the drift of a resting stack.
+struct JitterRng {  // an LCG: the same sequence on every platform
+  uint64_t state;
+  float next(float amplitude) {  // uniform in [-amplitude, amplitude)
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const float u = static_cast<float>(state >> 40) / 16777216.0f;
+    return (2.0f * u - 1.0f) * amplitude;
+  }
+};
+
+Quat jittered(Quat q, JitterRng& rng, float angle_rad) {
+  // A rotation by about angle_rad about a random axis: (½θ·axis, 1), normalized.
+  const Quat d{rng.next(0.5f * angle_rad), rng.next(0.5f * angle_rad), rng.next(0.5f * angle_rad),
+               1.0f};
+  return normalize(d * q);
+}
+
+// Sorted feature ids of a 4-point manifold.
+std::array<uint32_t, 4> sorted_ids(const Manifold& m) {
+  std::array<uint32_t, 4> ids{m.points[0].feature, m.points[1].feature, m.points[2].feature,
+                              m.points[3].feature};
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void check_stable_stack(Quat yaw, Vec3 base, uint64_t seed) {
+  ShapeDef b = box(0.5f, 0.5f, 0.5f);
+  JitterRng rng{seed};
+  const Vec3 top = base + Vec3{0, 0.995f, 0};  // 5 mm overlap
+  std::array<uint32_t, 4> first{};
+  for (int trial = 0; trial < 200; ++trial) {
+    const Vec3 d{rng.next(1e-5f), rng.next(1e-5f), rng.next(1e-5f)};
+    const Transform xa = xf(top + d, jittered(yaw, rng, 1e-5f));
+    const Transform xb = xf(base, jittered(yaw, rng, 1e-5f));
+    Manifold m = run(b, xa, b, xb);
+    ASSERT_EQ(m.count, 4) << "trial " << trial;
+    const std::array<uint32_t, 4> ids = sorted_ids(m);
+    if (trial == 0) first = ids;
+    EXPECT_EQ(ids, first) << "trial " << trial;
+    // Incident corners, not clip points: no line of the id is a reference side plane, and
+    // each point lies at a corner of the upper box's bottom face (the incident face or the
+    // reference face, whichever was chosen). 1e-4 m: the jitter moves corners by ~2e-5 m; a
+    // point partway along an edge would be ~0.1 m or more away.
+    const Mat3 ra = to_mat3(xa.q);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(lines_on_reference_sides(m.points[i].feature), 0) << "trial " << trial;
+      float best = 1e9f;
+      for (int c = 0; c < 4; ++c) {
+        const Vec3 corner = xa.p + ra * Vec3{(c & 1) ? 0.5f : -0.5f, -0.5f, (c & 2) ? 0.5f : -0.5f};
+        const Vec3 off = m.points[i].position - corner;
+        const float horizontal = std::sqrt(off.x * off.x + off.z * off.z);
+        if (horizontal < best) best = horizontal;
+      }
+      EXPECT_LT(best, 1e-4f) << "trial " << trial << " point " << i;
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+TEST(CollideBoxBox, EqualBoxesStackedKeepTheirIdsUnderJitter) {
+  check_stable_stack(Quat{}, Vec3{0, 0.5f, 0}, 11);
+}
+
+// The same, with both boxes turned 0.3 rad about y (sin 0.15 = 0.149438) and away from the
+// origin, where rounding of the turned side planes is larger.
+TEST(CollideBoxBox, TurnedEqualBoxesStackedKeepTheirIdsUnderJitter) {
+  const float s = 0.149438f;
+  check_stable_stack(Quat{0, s, 0, std::sqrt(1.0f - s * s)}, Vec3{7.3f, 12.5f, -4.1f}, 12);
 }
 
 TEST(CollideBoxBox, CrossedEdgesGiveOnePoint) {

@@ -7,8 +7,10 @@
 // nearly equal axes the manifold must not flip between reference faces, or between a face and
 // an edge, from one step to the next. Face axis: the incident face (the other box's face most
 // anti-parallel to the reference normal) is clipped against the reference face's four side
-// planes (Sutherland–Hodgman), the vertices within the margin below the reference face are
-// kept and reduced to 4. Edge axis: one point between the closest points of the two edges.
+// planes (Sutherland–Hodgman, with a small band so that a corner lying on a side plane stays a
+// vertex whatever rounding does: see clip_polygon), the vertices within the margin below the
+// reference face are kept and reduced to 4. Edge axis: one point between the closest points of the
+// two edges.
 //
 // capsule–box, in the box's frame. First the exact closest points of the segment and the solid
 // box: the squared distance along the segment is convex and piecewise quadratic between the
@@ -35,6 +37,11 @@ constexpr float kAxisRelTol = 0.05f;
 constexpr float kEdgeParallelSinSq = 1.0e-6f;
 // Two clipped capsule points closer than this (m) collapse into one.
 constexpr float kMinPointSpacing = 1.0e-4f;
+// Clip band (see clip_polygon): an incident vertex this far outside a reference side plane
+// still counts as inside (m), at most kClipBandRel of the face's half extent. Float rounding at
+// coordinates of ~1e3 m is ~1e-4 m; a resting box's drift between steps is far less.
+constexpr float kClipBand = 1.0e-3f;
+constexpr float kClipBandRel = 0.01f;
 // Room for a quad clipped by four planes (8) plus slack for rounding on near-degenerate input.
 constexpr int kMaxClipVertices = 16;
 
@@ -234,31 +241,37 @@ void capsule_region_point(const PointBox& pb, float radius, float margin, const 
   add_point(out, rot * mid + box_pos, sep, feature_id(kTagCapsuleBox, (3u << 24) | pb.region));
 }
 
-// Sutherland–Hodgman clipping that tracks, for every vertex, the line its outgoing edge lies
-// on (incident face edge 0..3 or reference side plane 4..7); a vertex is then named by its
-// incoming and outgoing lines, which stay the same while a resting box jitters.
+// Sutherland–Hodgman clipping that names every vertex by its incoming and outgoing lines
+// (incident face edge 0..3 or reference side plane 4..7), which stay the same while a resting
+// box jitters. A vertex within `band` outside a plane is kept as it is, and an edge gets a
+// crossing point only when its inside end is deeper than `band`: equal boxes stacked face to
+// face have their corners on the side planes up to rounding, and without the band a corner
+// would be a vertex on one step and a clip point (or a point anywhere along an edge that lies
+// in the plane) on the next. Crossings are thus at least `band` from both ends of their edge.
 struct ClipVertex {
   Vec3 p{};
+  uint32_t in_line = 0;
   uint32_t out_line = 0;
 };
 
 int clip_polygon(const ClipVertex* in, int n, Vec3 plane_normal, float plane_offset,
-                 uint32_t plane_line, ClipVertex* out) {
+                 uint32_t plane_line, float band, ClipVertex* out) {
   int m = 0;
   for (int k = 0; k < n; ++k) {
     const ClipVertex& a = in[k];
     const ClipVertex& b = in[k + 1 < n ? k + 1 : 0];
     float da = dot(plane_normal, a.p) - plane_offset;
     float db = dot(plane_normal, b.p) - plane_offset;
-    bool a_in = da <= 0.0f, b_in = db <= 0.0f;
+    bool a_in = da <= band, b_in = db <= band;
     if (a_in && m < kMaxClipVertices) out[m++] = a;
-    if (a_in != b_in && m < kMaxClipVertices) {
-      float t = da / (da - db);
-      out[m].p = a.p + (b.p - a.p) * t;
-      // Leaving: the next edge runs along the plane. Entering: it continues a's line.
-      out[m].out_line = a_in ? plane_line : a.out_line;
-      ++m;
-    }
+    if (a_in == b_in || m >= kMaxClipVertices) continue;
+    if (a_in ? !(da < -band) : !(db < -band)) continue;  // the kept end stands for the crossing
+    float t = da / (da - db);
+    out[m].p = a.p + (b.p - a.p) * t;
+    // Leaving: arrives along a's outgoing line, leaves along the plane. Entering: the reverse.
+    out[m].in_line = a_in ? a.out_line : plane_line;
+    out[m].out_line = a_in ? plane_line : b.in_line;
+    ++m;
   }
   return m;
 }
@@ -476,18 +489,22 @@ void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, 
   int u = (inc_axis + 1) % 3, v = (inc_axis + 2) % 3;
   Vec3 eu = axes_i[u] * hi[u], ev = axes_i[v] * hi[v];
 
+  // Incident vertex q arrives along edge q − 1 and leaves along edge q.
   ClipVertex poly[kMaxClipVertices], scratch[kMaxClipVertices];
-  poly[0] = {face_c + eu + ev, 0};
-  poly[1] = {face_c - eu + ev, 1};
-  poly[2] = {face_c - eu - ev, 2};
-  poly[3] = {face_c + eu - ev, 3};
+  poly[0] = {face_c + eu + ev, 3, 0};
+  poly[1] = {face_c - eu + ev, 0, 1};
+  poly[2] = {face_c - eu - ev, 1, 2};
+  poly[3] = {face_c + eu - ev, 2, 3};
   int n = 4;
   int j = (ref_axis + 1) % 3, k = (ref_axis + 2) % 3;
   float cj = dot(axes_r[j], pr), ck = dot(axes_r[k], pr);
-  n = clip_polygon(poly, n, axes_r[j], cj + hr[j], 4, scratch);
-  n = clip_polygon(scratch, n, -axes_r[j], hr[j] - cj, 5, poly);
-  n = clip_polygon(poly, n, axes_r[k], ck + hr[k], 6, scratch);
-  n = clip_polygon(scratch, n, -axes_r[k], hr[k] - ck, 7, poly);
+  float band = kClipBand;
+  if (band > kClipBandRel * hr[j]) band = kClipBandRel * hr[j];
+  if (band > kClipBandRel * hr[k]) band = kClipBandRel * hr[k];
+  n = clip_polygon(poly, n, axes_r[j], cj + hr[j], 4, band, scratch);
+  n = clip_polygon(scratch, n, -axes_r[j], hr[j] - cj, 5, band, poly);
+  n = clip_polygon(poly, n, axes_r[k], ck + hr[k], 6, band, scratch);
+  n = clip_polygon(scratch, n, -axes_r[k], hr[k] - ck, 7, band, poly);
 
   float ref_offset = dot(n_ref, pr) + hr[ref_axis];
   Vec3 pos[kMaxClipVertices];
@@ -497,10 +514,9 @@ void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, 
   for (int q = 0; q < n; ++q) {
     float s = dot(n_ref, poly[q].p) - ref_offset;
     if (s > margin) continue;
-    uint32_t in_line = poly[q > 0 ? q - 1 : n - 1].out_line;
     pos[count] = poly[q].p - n_ref * (0.5f * s);
     sep[count] = s;
-    vertex_id[count] = (in_line << 3) | poly[q].out_line;
+    vertex_id[count] = (poly[q].in_line << 3) | poly[q].out_line;
     count += 1;
   }
   int keep[kMaxManifoldPoints];

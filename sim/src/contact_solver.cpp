@@ -23,6 +23,10 @@
 //          inelastic so resting stacks do not jitter. Reflecting vn itself would hand the ball
 //          back this step's gravity increment on every bounce (e = 1 would gain ~g·dt² per step
 //          of flight, i.e. climb); vn₀ mirrors the discrete fall exactly.
+// Relax target (the relax passes after the positions are integrated, world.cpp): the same
+// without the Baumgarte bias, i.e. 0 for s ≤ 0, the speculative −s/dt for s > 0, and the bounce
+// max'ed in as above. Restitution thus stays in the targets instead of a pass of its own after
+// relax (Box2D v3): simpler, and the bounce survives the relax passes unchanged.
 //
 // Friction block. Per point the two tangent directions (t1, t2) = tangent_basis(n) form one
 // 2x2 block with K_t,ij = (mA⁻¹ + mB⁻¹)δij + (rA×ti)·IA⁻¹(rA×tj) + (rB×ti)·IB⁻¹(rB×tj).
@@ -37,22 +41,25 @@
 // Centroid row. Before its points, each manifold with two or more active points solves one
 // extra normal row: the same impulse δ added to every active point, i.e. an impulse n·δ at the
 // centroid of the anchors (equal force and torque). Its inverse effective mass is cnt·K(centroid)
-// and its target the mean of the points' targets; δ is clamped so that no point's accumulated
-// λ_n drops below 0. This is projected Gauss-Seidel along the feasible direction (1, …, 1) of
-// the manifold's impulses, so the fixed point is unchanged. Why: plain point-by-point sweeps
-// leave an unconverged manifold lopsided (the first point swept takes the most), which turns a
-// settling stack, and it rocks until it falls (see Warm start). Pushing the bulk through the
-// centroid first leaves the points only small, nearly symmetric residuals: a 10-box stack
-// stands within a millimetre instead of toppling.
+// and its target the mean of the points' targets (bias or relax); δ is clamped so that no
+// point's accumulated λ_n drops below 0. This is projected Gauss-Seidel along the feasible
+// direction (1, …, 1) of the manifold's impulses, so the fixed point is unchanged: it only
+// speeds convergence. Why it stays (tried without it, with stable feature ids and 4 relax
+// passes): plain point-by-point sweeps leave an unconverged manifold lopsided (the first point
+// swept takes the most), which tilts a settling stack, and it rocks. With 8 iterations the
+// 10-box stack test's top box then drifts 9 cm in 10 s (limit 1 cm; 17 cm with 1 mm offsets);
+// alternating the sweep direction still gives 6 cm (4 cm), 32 iterations 1.7 cm, and without
+// relax it takes ~64 iterations to get under 1 cm. With the centroid row: 0.0 mm (0.4 mm).
 //
 // Warm start. Last step's manifolds are found by a merge join on the pair key; within one, a
 // point takes the impulses of the old point with the same feature id, else of the nearest
 // unused old point within kWarmStartMatchDistance (in body A's frame), else an equal share of
 // what the old points left unmatched carried. Friction is cached as a world vector and
-// re-projected on this step's tangents. Why the fallbacks: equal boxes stacked face to face
-// have coincident corners whose ids (vertex or clip edge) flip with rounding, and clipping
-// sometimes moves a point along an edge; a point restarted from zero kicks a resting stack,
-// and a slender stack rocks almost without loss (Housner: r = 1 − 3/2·sin²α) until it falls.
+// re-projected on this step's tangents. Resting box–box corners keep their ids (the clip band
+// in collide_box.cpp); the fallbacks are for points that really change feature, e.g. a corner
+// crossing a side plane of the reference face as a box slides: a point restarted from zero
+// kicks a resting stack, and a slender stack rocks almost without loss (Housner:
+// r = 1 − 3/2·sin²α) until it falls.
 //
 // Order: manifolds in pair-key order; per manifold the centroid row, then the points in
 // manifold order, per point the normal row first and then the friction block (so the block
@@ -215,16 +222,18 @@ void prepare_contacts(std::span<ContactConstraint> constraints, std::span<Contac
       p.tangent_mass.b = dot(ra1, ia2) + dot(rb1, ib2);
       p.tangent_mass.c = inv_mass_sum + dot(ra2, ia2) + dot(rb2, ib2);
 
-      // Target normal velocity.
+      // Target normal velocity, with and without the bias.
       const float sep = p.separation_m;
-      float target;
+      float target, relax_target;
       if (sep > 0.0f) {
         target = -sep * s.inv_dt;
+        relax_target = target;
       } else {
         float depth = -sep - s.linear_slop_m;
         if (depth < 0.0f) depth = 0.0f;
         target = s.baumgarte * s.inv_dt * depth;
         if (target > s.max_bias_velocity) target = s.max_bias_velocity;
+        relax_target = 0.0f;
       }
       const Vec3 v_rel = point_velocity(a, ra) - point_velocity(b, rb);
       const float vn = dot(n, v_rel);
@@ -235,14 +244,16 @@ void prepare_contacts(std::span<ContactConstraint> constraints, std::span<Contac
         if (vn0 < -s.restitution_threshold) {
           const float bounce = -c.restitution * vn0;
           if (bounce > target) target = bounce;
+          if (bounce > relax_target) relax_target = bounce;
         }
       }
       p.target_velocity = target;
+      p.relax_target_velocity = relax_target;
     }
 
     // Centroid row over the active points.
     Vec3 sum_a{}, sum_b{};
-    float sum_target = 0.0f;
+    float sum_target = 0.0f, sum_relax_target = 0.0f;
     uint32_t active = 0;
     for (uint32_t i = 0; i < c.point_count; ++i) {
       const ContactPoint& p = points[c.first_point + i];
@@ -250,6 +261,7 @@ void prepare_contacts(std::span<ContactConstraint> constraints, std::span<Contac
       sum_a += p.anchor_a;
       sum_b += p.anchor_b;
       sum_target += p.target_velocity;
+      sum_relax_target += p.relax_target_velocity;
       ++active;
     }
     c.centroid_mass = 0.0f;
@@ -258,6 +270,7 @@ void prepare_contacts(std::span<ContactConstraint> constraints, std::span<Contac
     c.centroid_a = sum_a * inv_active;
     c.centroid_b = sum_b * inv_active;
     c.centroid_target = sum_target * inv_active;
+    c.centroid_relax_target = sum_relax_target * inv_active;
     const Vec3 rna = cross(c.centroid_a, n), rnb = cross(c.centroid_b, n);
     const float k = inv_mass_sum + dot(n, cross(a.inv_inertia_world * rna, c.centroid_a)) +
                     dot(n, cross(b.inv_inertia_world * rnb, c.centroid_b));
@@ -281,7 +294,7 @@ void warm_start_contacts(std::span<const ContactConstraint> constraints,
 }
 
 void solve_contacts(std::span<const ContactConstraint> constraints, std::span<ContactPoint> points,
-                    std::span<BodySolverState> bodies, SolverCounters* counters) {
+                    std::span<BodySolverState> bodies, bool use_bias, SolverCounters* counters) {
   for (const ContactConstraint& c : constraints) {
     BodySolverState& a = bodies[c.slot_a];
     BodySolverState& b = bodies[c.slot_b];
@@ -299,7 +312,8 @@ void solve_contacts(std::span<const ContactConstraint> constraints, std::span<Co
       }
       const Vec3 v_rel = point_velocity(a, c.centroid_a) - point_velocity(b, c.centroid_b);
       const float vn = dot(n, v_rel);
-      const float total = -c.centroid_mass * (vn - c.centroid_target);
+      const float target = use_bias ? c.centroid_target : c.centroid_relax_target;
+      const float total = -c.centroid_mass * (vn - target);
       float delta = total / static_cast<float>(active);
       if (delta < -min_impulse) delta = -min_impulse;  // every λ_n stays ≥ 0
       for (uint32_t i = 0; i < c.point_count; ++i) {
@@ -320,7 +334,8 @@ void solve_contacts(std::span<const ContactConstraint> constraints, std::span<Co
       {
         const Vec3 v_rel = point_velocity(a, ra) - point_velocity(b, rb);
         const float vn = dot(n, v_rel);
-        const float lambda = -p.normal_mass * (vn - p.target_velocity);
+        const float target = use_bias ? p.target_velocity : p.relax_target_velocity;
+        const float lambda = -p.normal_mass * (vn - target);
         float total = p.normal_impulse + lambda;
         if (total < 0.0f) total = 0.0f;
         const float applied = total - p.normal_impulse;

@@ -28,12 +28,13 @@ struct ContactPoint {
   Vec3 local_anchor_a{};  // r_A in body A's frame (m): warm-start matching by position
   float separation_m = 0;
   uint32_t feature = 0;
-  float normal_mass = 0;       // 1/K (kg); 0 when the row is skipped (K ≈ 0 or not finite)
-  float target_velocity = 0;   // normal velocity the row drives towards (m/s): bias, bounce or
-                               // the speculative allowance (negative)
-  TangentMass tangent_mass{};  // K_t (1/kg)
-  float normal_impulse = 0;    // accumulated λ_n ≥ 0 (N·s)
-  Vec2 tangent_impulse{};      // accumulated J along (t1, t2) (N·s)
+  float normal_mass = 0;            // 1/K (kg); 0 when the row is skipped (K ≈ 0 or not finite)
+  float target_velocity = 0;        // normal velocity the row drives towards (m/s): bias, bounce or
+                                    // the speculative allowance (negative)
+  float relax_target_velocity = 0;  // the same without the Baumgarte bias (m/s)
+  TangentMass tangent_mass{};       // K_t (1/kg)
+  float normal_impulse = 0;         // accumulated λ_n ≥ 0 (N·s)
+  Vec2 tangent_impulse{};           // accumulated J along (t1, t2) (N·s)
 };
 
 /// One manifold (a body pair with at least one point) as a constraint.
@@ -50,6 +51,7 @@ struct ContactConstraint {
   Vec3 centroid_a{}, centroid_b{};  // mean anchors of the active points (m)
   float centroid_mass = 0;          // 1/K at the centroid (kg); 0 = no centroid row
   float centroid_target = 0;        // mean target velocity of the active points (m/s)
+  float centroid_relax_target = 0;  // mean relax target velocity (m/s)
 };
 
 /// The warm-start cache: last step's manifolds, sorted by key, with their impulses.
@@ -107,9 +109,9 @@ void warm_start_contacts(std::span<const ContactConstraint> constraints,
                          std::span<const ContactPoint> points, std::span<BodySolverState> bodies);
 
 /// One Gauss-Seidel pass over every contact: per manifold the centroid row, then per point the
-/// normal row and the friction block.
+/// normal row and the friction block. `use_bias` false is a relax pass (targets without bias).
 void solve_contacts(std::span<const ContactConstraint> constraints, std::span<ContactPoint> points,
-                    std::span<BodySolverState> bodies, SolverCounters* counters);
+                    std::span<BodySolverState> bodies, bool use_bias, SolverCounters* counters);
 
 /// Writes this step's manifolds and impulses into `cache` (sorted by key, as the constraints).
 void store_contact_cache(std::span<const ContactConstraint> constraints,

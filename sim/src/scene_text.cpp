@@ -251,6 +251,7 @@ bool parse_scene_line(LineReader& reader, Scene* scene) {
 bool parse_world_line(LineReader& reader, WorldDef* def) {
   bool ok = reader.get_float("dt", &def->dt_s) && reader.get_vec3("gravity", &def->gravity) &&
             reader.get_u32("iterations", &def->velocity_iterations) &&
+            reader.get_u32("relax_iterations", &def->relax_iterations) &&
             reader.get_float("baumgarte", &def->baumgarte) &&
             reader.get_float("linear_slop", &def->linear_slop_m) &&
             reader.get_float("max_bias_velocity", &def->max_bias_velocity) &&
@@ -511,6 +512,7 @@ std::string format_scene_text(const Scene& scene) {
   append_key_float(&out, "dt", def.dt_s);
   append_key_vec3(&out, "gravity", def.gravity);
   append_key_u32(&out, "iterations", def.velocity_iterations);
+  append_key_u32(&out, "relax_iterations", def.relax_iterations);
   append_key_float(&out, "baumgarte", def.baumgarte);
   append_key_float(&out, "linear_slop", def.linear_slop_m);
   append_key_float(&out, "max_bias_velocity", def.max_bias_velocity);

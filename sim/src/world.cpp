@@ -1,6 +1,16 @@
 // The World: bodies in generation-checked slots, queued inputs, and the fixed-dt step
 //   inputs → velocities → broadphase → narrowphase → warm-start match → prepare → warm start →
-//   velocity iterations → positions → events and counters → state hash.
+//   velocity iterations (with bias) → speed clamps → positions → relax iterations (without
+//   bias) → speed clamps → events and counters → state hash.
+// Position correction as designed (Box2D v3's order, without substeps): the velocity
+// iterations drive every contact towards a target that includes the Baumgarte bias, so the
+// integrated positions remove the penetration; the relax passes then solve the same rows
+// towards the targets without the bias (the speculative allowance and the bounce stay), so
+// the velocities carried into the next step no longer hold the bias velocity. Without them a
+// stack is pushed apart every step, falls back and rocks: the bias feeds energy into it.
+// Restitution stays in the targets of both passes (contact_solver.cpp) rather than in a pass
+// of its own after relax as in Box2D v3: the relax target keeps the bounce, which is simpler
+// and bounces the same.
 // All memory is taken in World::create; nothing here allocates afterwards.
 #include "lockstep/sim/world.h"
 
@@ -592,15 +602,18 @@ StepStatus World::step() {
   prepare_contacts(constraints, points, bodies, settings, &sc);
   warm_start_contacts(constraints, points, bodies);
   for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
-    solve_contacts(constraints, points, bodies, &sc);
+    solve_contacts(constraints, points, bodies, true, &sc);
   }
   st.velocity_iterations = def.velocity_iterations;
-  for (uint32_t slot = 0; slot < slots; ++slot) {
-    if (!w.dynamic_flags[slot]) continue;
-    BodySolverState& s = w.solver_bodies[slot];
-    s.linear_velocity = clamp_speed(s.linear_velocity, def.max_linear_speed);
-    s.angular_velocity = clamp_speed(s.angular_velocity, def.max_angular_speed);
-  }
+  auto clamp_speeds = [&] {
+    for (uint32_t slot = 0; slot < slots; ++slot) {
+      if (!w.dynamic_flags[slot]) continue;
+      BodySolverState& s = w.solver_bodies[slot];
+      s.linear_velocity = clamp_speed(s.linear_velocity, def.max_linear_speed);
+      s.angular_velocity = clamp_speed(s.angular_velocity, def.max_angular_speed);
+    }
+  };
+  clamp_speeds();
   lap(&st.ns_solve);
 
   // 9. Positions: semi-implicit Euler; q += ½dt·(ω⊗q), then normalize. Kinematic bodies move
@@ -620,6 +633,18 @@ StepStatus World::step() {
     if (r.type == BodyType::dynamic) refresh_body_derived(w, slot);
   }
   lap(&st.ns_integrate_positions);
+
+  // 9b. Relax: the same rows without the bias, with the anchors and masses of prepare (the
+  // positions moved by one step's velocity only). Timed as part of the solve.
+  if (def.relax_iterations > 0) {
+    for (uint32_t it = 0; it < def.relax_iterations; ++it) {
+      solve_contacts(constraints, points, bodies, false, &sc);
+    }
+    clamp_speeds();
+    uint64_t ns_relax = 0;
+    lap(&ns_relax);
+    st.ns_solve += ns_relax;
+  }
 
   // 10. Events (merge join of last step's touching pairs with this step's) and the new cache.
   {

@@ -57,6 +57,7 @@ Error validate_world_def(const WorldDef& def) {
   if (def.velocity_iterations < 1 || def.velocity_iterations > kMaxVelocityIterations) {
     return Error::invalid_argument;
   }
+  if (def.relax_iterations > kMaxVelocityIterations) return Error::invalid_argument;
   if ((e = check_range(def.baumgarte, 0.0f, 1.0f)) != Error::none) return e;
   if ((e = check_range(def.linear_slop_m, 0.0f, 1.0f)) != Error::none) return e;
   if ((e = check_range(def.max_bias_velocity, 0.0f, 1.0e3f)) != Error::none) return e;

@@ -76,6 +76,10 @@ struct WorldDef {
   float dt_s = 1.0f / 60.0f;
   Vec3 gravity{0, -9.81f, 0};
   uint32_t velocity_iterations = 8;
+  // Passes without the Baumgarte bias after the positions are integrated (Box2D v3's relax):
+  // they take the bias velocity back out, so position correction does not feed energy into
+  // resting stacks. 0 keeps the biased velocities.
+  uint32_t relax_iterations = 4;
   // Contact tuning (seed 4.1).
   float baumgarte = 0.2f;                 // fraction of penetration removed per step
   float linear_slop_m = 0.005f;           // penetration left alone
