@@ -1,0 +1,157 @@
+// The wire protocol's messages as plain C++ values, and the one codec that turns them into
+// frames and back. FlatBuffers types never leave schema/: the server and the client SDK see
+// these structs only, and both use this codec (no second copy of encoding or verification).
+//
+// A frame is 4-byte little-endian length + FlatBuffer (see frame.h); encode_frame returns the
+// whole frame, ready to write; decode_body takes one frame body (what FrameDecoder yields),
+// runs the FlatBuffers Verifier with kVerifierMaxDepth / kVerifierMaxTables and checks the
+// file identifier before anything reads it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "lockstep/sim/types.h"
+
+namespace lockstep::schema {
+
+/// Protocol versions this build speaks (Hello/Welcome negotiate within the overlap).
+inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kMinProtocolVersion = 1;
+
+enum class ClientMode : uint8_t { lockstep = 0, thin = 1 };
+
+/// Mirrors wire.ErrorCode in protocol.fbs.
+enum class ErrorCode : uint16_t {
+  none = 0,
+  version_mismatch = 1,
+  bad_frame = 2,
+  unknown_message = 3,
+  not_joined = 4,
+  room_full = 5,
+  too_many_rooms = 6,
+  input_rejected = 7,
+  input_late = 8,
+  slow_consumer = 9,
+  timeout = 10,
+  server_shutdown = 11,
+  desync = 12,
+  bad_request = 13,
+  auth_failed = 14,
+};
+const char* error_code_name(ErrorCode code);
+
+struct Hello {
+  uint16_t protocol_version = kProtocolVersion;
+  uint16_t min_protocol_version = kMinProtocolVersion;
+  std::string room;
+  std::string player_name;
+  std::string auth_token;
+  ClientMode mode = ClientMode::lockstep;
+  uint16_t snapshot_rate_hz = 0;
+};
+
+struct Welcome {
+  uint16_t protocol_version = kProtocolVersion;
+  uint32_t player_id = 0;
+  uint16_t tick_rate_hz = 60;
+  uint16_t input_delay_ticks = 2;
+  std::string scene;
+  uint64_t world_def_fingerprint = 0;
+  uint64_t current_tick = 0;
+  uint64_t ns_into_tick = 0;
+  std::vector<sim::BodyId> owned_bodies;
+  uint16_t snapshot_rate_hz = 0;
+};
+
+struct Snapshot {
+  uint64_t tick = 0;
+  std::vector<uint8_t> state;  // sim::World::save_snapshot bytes
+  uint64_t state_hash = 0;
+};
+
+struct InputFrame {
+  uint64_t target_tick = 0;
+  uint32_t sequence = 0;
+  std::vector<sim::Input> inputs;
+};
+
+struct TickFrame {
+  uint64_t tick = 0;
+  std::vector<sim::Input> inputs;  // in the order they were applied
+  uint64_t state_hash = 0;
+};
+
+struct DesyncReport {
+  uint64_t tick = 0;
+  uint64_t client_hash = 0;
+  uint64_t server_hash = 0;
+};
+
+struct ResyncRequest {
+  std::string reason;
+};
+
+struct Ping {
+  uint64_t client_time_ns = 0;
+};
+
+struct Pong {
+  uint64_t client_time_ns = 0;
+  uint64_t server_tick = 0;
+  uint64_t ns_into_tick = 0;
+};
+
+struct ErrorMessage {
+  ErrorCode code = ErrorCode::none;
+  std::string reason;
+  bool fatal = false;
+  uint16_t server_protocol_version = kProtocolVersion;
+  uint16_t server_min_protocol_version = kMinProtocolVersion;
+};
+
+struct Disconnect {
+  ErrorCode code = ErrorCode::none;
+  std::string reason;
+};
+
+using Message = std::variant<Hello, Welcome, Snapshot, InputFrame, TickFrame, DesyncReport,
+                             ResyncRequest, Ping, Pong, ErrorMessage, Disconnect>;
+
+/// Name of the message kind ("Hello", "TickFrame", …) for logs and errors.
+const char* message_name(const Message& message);
+
+/// An encoded frame (length prefix + FlatBuffer), immutable so one buffer can be shared by
+/// every session it is broadcast to.
+using SharedFrame = std::shared_ptr<const std::vector<uint8_t>>;
+
+/// Encodes a message as a complete frame (4-byte LE length + FlatBuffer with identifier).
+std::vector<uint8_t> encode_frame(const Message& message);
+/// encode_frame into a shared buffer (encode once, send to many).
+SharedFrame encode_shared_frame(const Message& message);
+
+enum class DecodeError : uint8_t {
+  none = 0,
+  too_short,       // fewer bytes than a FlatBuffer with identifier
+  bad_identifier,  // not "LSW1"
+  verifier,        // the FlatBuffers Verifier rejected it (bounds, depth, tables)
+  no_message,      // an Envelope without a message
+  unknown_message, // a union member this build does not know (a newer peer)
+  bad_value,       // a field out of its documented range (e.g. an enum value)
+};
+const char* decode_error_name(DecodeError error);
+
+struct DecodeResult {
+  DecodeError error = DecodeError::none;
+  std::string detail;  // one line for logs and Error frames
+  bool ok() const { return error == DecodeError::none; }
+};
+
+/// Verifies and decodes one frame body (without its length prefix) into *out.
+DecodeResult decode_body(std::span<const uint8_t> body, Message* out);
+
+}  // namespace lockstep::schema
