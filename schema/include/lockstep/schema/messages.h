@@ -8,6 +8,7 @@
 // file identifier before anything reads it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -22,6 +23,13 @@ namespace lockstep::schema {
 /// Protocol versions this build speaks (Hello/Welcome negotiate within the overlap).
 inline constexpr uint16_t kProtocolVersion = 1;
 inline constexpr uint16_t kMinProtocolVersion = 1;
+
+/// Caps on strings, checked by decode_body (bad_value beyond): room, player and scene names;
+/// auth tokens; free-text reasons. encode_frame truncates a longer reason (it is only for logs)
+/// and leaves the others to the caller.
+inline constexpr size_t kMaxNameBytes = 64;
+inline constexpr size_t kMaxTokenBytes = 1024;
+inline constexpr size_t kMaxReasonBytes = 1024;
 
 enum class ClientMode : uint8_t { lockstep = 0, thin = 1 };
 
@@ -136,12 +144,12 @@ SharedFrame encode_shared_frame(const Message& message);
 
 enum class DecodeError : uint8_t {
   none = 0,
-  too_short,       // fewer bytes than a FlatBuffer with identifier
-  bad_identifier,  // not "LSW1"
-  verifier,        // the FlatBuffers Verifier rejected it (bounds, depth, tables)
-  no_message,      // an Envelope without a message
-  unknown_message, // a union member this build does not know (a newer peer)
-  bad_value,       // a field out of its documented range (e.g. an enum value)
+  too_short,        // fewer bytes than a FlatBuffer with identifier
+  bad_identifier,   // not "LSW1"
+  verifier,         // the FlatBuffers Verifier rejected it (bounds, depth, tables)
+  no_message,       // an Envelope without a message
+  unknown_message,  // a union member this build does not know (a newer peer)
+  bad_value,        // a field out of its documented range (e.g. an enum value)
 };
 const char* decode_error_name(DecodeError error);
 

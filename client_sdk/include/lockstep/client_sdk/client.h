@@ -1,0 +1,208 @@
+// The client a game links: one connection to a lockstep-server room.
+//
+//   Client client;
+//   client.connect("127.0.0.1", 7777, "default", "alice", "", {});
+//   client.run_thread();                      // or leave it out and let poll() drive the socket
+//   for (;;) {
+//     client.poll(std::chrono::milliseconds(5), [&](const Event& e) { ... });
+//     client.send_input(my_inputs);           // stamped for the server's tick + input delay
+//   }
+//
+// Two halves, two threads at most. The transport (socket, frames, pings, time sync) runs on an io
+// thread (run_thread) or inside poll(); it decodes every frame (FrameDecoder with the server cap,
+// then decode_body's Verifier) and queues the messages. Everything else — the local world, the
+// hash check, every event — happens on the caller's thread inside poll(), so an event's world
+// view is safe to read while the handler runs and the game never needs a lock.
+//
+// Lockstep mode: the client builds the room's scene (its WorldDef fingerprint must equal the
+// Welcome's), restores the join Snapshot, then for every TickFrame queues its inputs, steps and
+// compares the state hash with the server's. A mismatch raises a DesyncEvent, sends a
+// DesyncReport and (with auto_resync) a ResyncRequest, and the next Snapshot is restored.
+// Thin mode: no stepping; the server streams Snapshots at the granted rate and each one is
+// restored into a local world only to give the handler a view of it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "lockstep/schema/limits.h"
+#include "lockstep/schema/messages.h"
+#include "lockstep/sim/scene.h"
+#include "lockstep/sim/types.h"
+#include "lockstep/sim/world.h"
+
+namespace lockstep::client_sdk {
+
+using schema::ClientMode;
+using schema::ErrorCode;
+
+struct ClientOptions {
+  ClientMode mode = ClientMode::lockstep;
+  /// Snapshots per second asked for in thin mode (the server may grant fewer); 0 = its default.
+  uint16_t snapshot_rate_hz = 0;
+  /// On a desync, ask the server for a snapshot and restore it.
+  bool auto_resync = true;
+  /// Ping period; every Pong is a time-sync sample and an rtt measurement.
+  std::chrono::milliseconds ping_interval{250};
+  /// Give up when connecting (resolve + TCP connect) takes longer.
+  std::chrono::milliseconds connect_timeout{5000};
+  /// Disconnect when nothing arrives for this long (a room sends a TickFrame every tick).
+  std::chrono::milliseconds read_timeout{10000};
+  /// Largest frame body accepted from the server, checked before any body byte is buffered.
+  uint32_t max_frame_bytes = schema::kMaxServerFrameBytes;
+  /// Bytes the client may have queued for sending; beyond it the connection is closed.
+  size_t max_send_queue_bytes = 1u << 20;
+  /// Messages received but not yet taken by poll(); beyond it the connection is closed (a game
+  /// that stops polling must not make the client buffer without bound). 4096 ≈ 68 s at 60 Hz.
+  size_t max_pending_messages = 4096;
+  /// The scene to build instead of the built-in one the Welcome names (a game with its own
+  /// scene file); its WorldDef fingerprint is still checked against the Welcome's.
+  std::optional<sim::Scene> scene;
+};
+
+/// The room accepted us (lockstep mode: the join snapshot follows as a SnapshotEvent).
+struct JoinedEvent {
+  uint32_t player_id = 0;
+  std::vector<sim::BodyId> owned_bodies;
+  uint64_t tick = 0;  // the server's tick when it welcomed us
+  uint16_t tick_rate_hz = 0;
+  uint16_t input_delay_ticks = 0;
+  uint16_t snapshot_rate_hz = 0;  // granted (thin mode)
+  std::string scene;
+};
+
+/// A TickFrame was applied to the local world and its hash matched the server's (lockstep mode).
+struct TickAppliedEvent {
+  uint64_t tick = 0;
+  uint64_t state_hash = 0;
+  uint32_t input_count = 0;
+  const sim::World* world_view = nullptr;
+  /// The world right after this tick; valid while the handler runs (poll(handler) form).
+  const sim::World& world() const { return *world_view; }
+};
+
+/// A snapshot was restored: on join, after a resync, or each one of a thin client's stream.
+struct SnapshotEvent {
+  uint64_t tick = 0;
+  uint64_t state_hash = 0;
+  size_t state_bytes = 0;
+  bool resync = false;  // it answered our ResyncRequest
+  const sim::World* world_view = nullptr;
+  const sim::World& world() const { return *world_view; }
+};
+
+/// The local hash after `tick` differs from the server's: reported to the server already.
+struct DesyncEvent {
+  uint64_t tick = 0;
+  uint64_t local_hash = 0;
+  uint64_t server_hash = 0;
+};
+
+/// The connection is over (always the last event).
+struct DisconnectedEvent {
+  ErrorCode code = ErrorCode::none;  // none: closed by us or an orderly end of stream
+  std::string reason;
+};
+
+/// An Error frame from the server, or a local failure; `fatal` ones end the connection.
+struct ErrorEvent {
+  ErrorCode code = ErrorCode::none;
+  std::string message;
+  bool fatal = false;
+};
+
+using Event = std::variant<JoinedEvent, TickAppliedEvent, SnapshotEvent, DesyncEvent,
+                           DisconnectedEvent, ErrorEvent>;
+using EventHandler = std::function<void(const Event&)>;
+
+enum class ClientState : uint8_t { idle, connecting, joined, disconnected };
+
+struct ClientStats {
+  uint64_t ticks_applied = 0;   // TickFrames stepped locally (lockstep) or received (thin)
+  uint64_t ticks_verified = 0;  // stepped and equal to the server's hash
+  uint64_t desyncs = 0;
+  uint64_t snapshots = 0;  // restored (join, resyncs, thin stream)
+  uint64_t resyncs = 0;    // snapshots that answered a ResyncRequest
+  uint64_t errors = 0;     // Error frames received plus local failures
+  uint64_t input_frames_sent = 0;
+  uint64_t inputs_sent = 0;
+  uint64_t bytes_in = 0;   // wire bytes, frame headers included
+  uint64_t bytes_out = 0;
+  uint64_t frames_in = 0;
+  uint64_t frames_out = 0;
+  uint64_t pongs = 0;
+  std::chrono::nanoseconds rtt_last{0};
+  std::chrono::nanoseconds rtt_min{0};       // the time-sync window's least rtt
+  std::chrono::nanoseconds rtt_smoothed{0};  // SRTT, gain 1/8
+};
+
+class Client final {
+ public:
+  Client();
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  /// Starts connecting and sends Hello; false (and the reason in last_error()) when the
+  /// arguments are invalid or the client was already connected. Progress arrives as events.
+  bool connect(const std::string& host, uint16_t port, const std::string& room,
+               const std::string& name, const std::string& token,
+               const ClientOptions& options = {});
+  /// Moves the transport onto its own io thread; without it, poll() drives the socket.
+  void run_thread();
+
+  /// Runs ready transport work (unless run_thread), waiting up to `wait` for something to
+  /// arrive, then processes every received message on this thread, calling `handler` (or the
+  /// one from set_event_handler) once per event. Returns the number of events delivered.
+  size_t poll(std::chrono::milliseconds wait = std::chrono::milliseconds(0),
+              const EventHandler& handler = nullptr);
+  /// poll() that returns the events. A TickAppliedEvent's or SnapshotEvent's world view then
+  /// shows the state after the last event of the batch (use the handler form for every tick).
+  std::vector<Event> poll_events(std::chrono::milliseconds wait = std::chrono::milliseconds(0));
+  /// Handler used by poll() when it is not given one.
+  void set_event_handler(EventHandler handler);
+
+  /// Sends inputs for this player's bodies, stamped for max(last stamped tick, estimated server
+  /// tick + input delay); fills in Input::player. Returns the target tick, or nothing when not
+  /// joined (or disconnected). Thread-safe with respect to the io thread.
+  std::optional<uint64_t> send_input(std::span<const sim::Input> inputs);
+  /// Asks the server for a snapshot (lockstep mode: restored when it arrives).
+  void request_resync(const std::string& reason);
+  /// Closes the connection; a DisconnectedEvent follows on the next poll.
+  void close();
+
+  /// Test hook: before the next tick is stepped, moves `body` by `delta` in the local world
+  /// (World::debug_perturb_position), so that tick's hash differs from the server's.
+  void debug_perturb_next_tick(sim::BodyId body, sim::Vec3 delta);
+
+  ClientState state() const;
+  /// Joined data (0 / empty before the Welcome). Caller's thread.
+  uint32_t player_id() const;
+  const std::vector<sim::BodyId>& owned_bodies() const;
+  uint16_t tick_rate_hz() const;
+  uint16_t input_delay_ticks() const;
+  /// The local world (lockstep: after the last applied tick; thin: the last snapshot); null
+  /// before the join snapshot. Caller's thread only.
+  const sim::World* world() const;
+  /// The server's current tick as estimated by time sync, if there is an estimate.
+  std::optional<uint64_t> estimated_server_tick() const;
+  /// Counters; safe to call from any thread.
+  ClientStats stats() const;
+  /// The q-quantile (0 < q <= 1) of the last 1024 round trips; 0 without samples. Any thread.
+  std::chrono::nanoseconds rtt_quantile(double q) const;
+  /// Why connect() refused, or the last local failure. Caller's thread.
+  std::string last_error() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lockstep::client_sdk

@@ -1,0 +1,548 @@
+// The message codec: plain structs ↔ one FlatBuffers Envelope per frame.
+//
+// Layout of a frame: our 4-byte little-endian length (frame.h), then a FlatBuffer finished with
+// the "LSW1" identifier and *no* size prefix of its own. FinishSizePrefixed would give the same
+// bytes except for alignment: it aligns the buffer including its prefix, so the body that
+// FrameDecoder hands over (prefix stripped, placed at an aligned address) would have every
+// 8-byte field at 4 mod 8 and the Verifier's alignment check would reject it. Finishing without
+// a prefix and writing the header ourselves costs nothing: the builder's bytes are copied once
+// into the returned vector either way.
+//
+// Decoding never trusts the body: size and identifier first, then the Verifier (depth and table
+// limits from limits.h), then range checks on what the Verifier cannot know (enum values,
+// string caps, paired vectors). *out is written only on success.
+#include "lockstep/schema/messages.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <cstring>
+#include <string_view>
+#include <type_traits>
+
+#include "lockstep/schema/frame.h"
+#include "lockstep/schema/limits.h"
+#include "lockstep/schema/protocol_generated.h"
+
+namespace lockstep::schema {
+namespace {
+
+namespace fb = flatbuffers;
+namespace wire = lockstep::wire;
+
+// Our enums mirror the wire enums value for value; a change to either must show up here.
+static_assert(static_cast<uint16_t>(ErrorCode::auth_failed) ==
+              static_cast<uint16_t>(wire::ErrorCode::AuthFailed));
+static_assert(static_cast<uint16_t>(wire::ErrorCode::MAX) ==
+              static_cast<uint16_t>(ErrorCode::auth_failed));
+static_assert(static_cast<uint8_t>(ClientMode::thin) ==
+              static_cast<uint8_t>(wire::ClientMode::Thin));
+static_assert(static_cast<uint8_t>(wire::ClientMode::MAX) ==
+              static_cast<uint8_t>(ClientMode::thin));
+// Union member k (1-based) is variant alternative k - 1: checked per type in wire_type().
+static_assert(std::variant_size_v<Message> == static_cast<size_t>(wire::Message::MAX));
+static_assert(sizeof(wire::PlayerInput) == 44 && alignof(wire::PlayerInput) == 4);
+
+// The largest scalar in protocol.fbs is 64-bit, so a body read in place needs 8-byte alignment.
+constexpr uintptr_t kBodyAlignBytes = 8;
+// A FlatBuffer with identifier: root offset (4) + identifier (4).
+constexpr size_t kMinBodyBytes = sizeof(fb::uoffset_t) + fb::kFileIdentifierLength;
+
+template <class T>
+constexpr size_t variant_index() {
+  size_t index = 0;
+  bool found = false;
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    ((std::is_same_v<T, std::variant_alternative_t<I, Message>> ? (index = I, found = true)
+                                                                : false),
+     ...);
+  }
+  (std::make_index_sequence<std::variant_size_v<Message>>{});
+  return found ? index : std::variant_size_v<Message>;
+}
+
+template <class T>
+constexpr wire::Message wire_type() {
+  return static_cast<wire::Message>(variant_index<T>() + 1);
+}
+static_assert(wire_type<Hello>() == wire::Message::Hello);
+static_assert(wire_type<Welcome>() == wire::Message::Welcome);
+static_assert(wire_type<Snapshot>() == wire::Message::Snapshot);
+static_assert(wire_type<InputFrame>() == wire::Message::InputFrame);
+static_assert(wire_type<TickFrame>() == wire::Message::TickFrame);
+static_assert(wire_type<DesyncReport>() == wire::Message::DesyncReport);
+static_assert(wire_type<ResyncRequest>() == wire::Message::ResyncRequest);
+static_assert(wire_type<Ping>() == wire::Message::Ping);
+static_assert(wire_type<Pong>() == wire::Message::Pong);
+static_assert(wire_type<ErrorMessage>() == wire::Message::Error);
+static_assert(wire_type<Disconnect>() == wire::Message::Disconnect);
+
+constexpr const char* kMessageNames[] = {
+    "Hello",         "Welcome", "Snapshot", "InputFrame", "TickFrame",  "DesyncReport",
+    "ResyncRequest", "Ping",    "Pong",     "Error",      "Disconnect",
+};
+static_assert(std::size(kMessageNames) == std::variant_size_v<Message>);
+
+// ---- encoding ----
+
+// Cuts a free-text reason to the cap, backing off to a UTF-8 character boundary.
+std::string_view capped_reason(const std::string& reason) {
+  if (reason.size() <= kMaxReasonBytes) return reason;
+  size_t length = kMaxReasonBytes;
+  while (length > 0 && (static_cast<uint8_t>(reason[length]) & 0xC0u) == 0x80u)
+    --length;
+  return std::string_view(reason.data(), length);
+}
+
+fb::Offset<fb::String> create_string(fb::FlatBufferBuilder& builder, std::string_view text) {
+  return builder.CreateString(text.data(), text.size());
+}
+
+// Not CreateUninitializedVectorOfStructs: in FlatBuffers 2.0.8 it aligns to sizeof(T), and a
+// 44-byte struct is not a power of two, which corrupts the buffer's alignment. This is what
+// CreateVectorOfStructs(const T*, len) does, with the structs built one by one (the builder
+// grows downwards, so the last input is pushed first) instead of from a temporary array.
+fb::Offset<fb::Vector<const wire::PlayerInput*>> create_inputs(
+    fb::FlatBufferBuilder& builder, const std::vector<sim::Input>& inputs) {
+  constexpr size_t kAlign = alignof(wire::PlayerInput);
+  builder.StartVector(inputs.size() * sizeof(wire::PlayerInput) / kAlign, kAlign);
+  for (size_t i = inputs.size(); i-- > 0;) {
+    const sim::Input& in = inputs[i];
+    const wire::PlayerInput input(in.player, in.sequence, in.body.index1, in.body.generation,
+                                  in.linear_impulse[0], in.linear_impulse[1], in.linear_impulse[2],
+                                  in.angular_impulse[0], in.angular_impulse[1],
+                                  in.angular_impulse[2], in.buttons);
+    builder.PushBytes(reinterpret_cast<const uint8_t*>(&input), sizeof(input));
+  }
+  return fb::Offset<fb::Vector<const wire::PlayerInput*>>(builder.EndVector(inputs.size()));
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Hello& m) {
+  // Children (strings, vectors) must be finished before their table starts.
+  auto room = create_string(builder, m.room);
+  auto player_name = create_string(builder, m.player_name);
+  auto auth_token = create_string(builder, m.auth_token);
+  return wire::CreateHello(builder, m.protocol_version, m.min_protocol_version, room, player_name,
+                           auth_token, static_cast<wire::ClientMode>(m.mode), m.snapshot_rate_hz)
+      .Union();
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Welcome& m) {
+  auto scene = create_string(builder, m.scene);
+  uint32_t* index1 = nullptr;
+  auto owned_bodies = builder.CreateUninitializedVector(m.owned_bodies.size(), &index1);
+  for (sim::BodyId body : m.owned_bodies)
+    *index1++ = fb::EndianScalar(body.index1);
+  uint32_t* generation = nullptr;
+  auto owned_generations = builder.CreateUninitializedVector(m.owned_bodies.size(), &generation);
+  for (sim::BodyId body : m.owned_bodies)
+    *generation++ = fb::EndianScalar(body.generation);
+  return wire::CreateWelcome(builder, m.protocol_version, m.player_id, m.tick_rate_hz,
+                             m.input_delay_ticks, scene, m.world_def_fingerprint, m.current_tick,
+                             m.ns_into_tick, owned_bodies, owned_generations, m.snapshot_rate_hz)
+      .Union();
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Snapshot& m) {
+  auto state = builder.CreateVector(m.state.data(), m.state.size());
+  return wire::CreateSnapshot(builder, m.tick, state, m.state_hash).Union();
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const InputFrame& m) {
+  auto inputs = create_inputs(builder, m.inputs);
+  return wire::CreateInputFrame(builder, m.target_tick, m.sequence, inputs).Union();
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const TickFrame& m) {
+  auto inputs = create_inputs(builder, m.inputs);
+  return wire::CreateTickFrame(builder, m.tick, inputs, m.state_hash).Union();
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const DesyncReport& m) {
+  return wire::CreateDesyncReport(builder, m.tick, m.client_hash, m.server_hash).Union();
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const ResyncRequest& m) {
+  auto reason = create_string(builder, capped_reason(m.reason));
+  return wire::CreateResyncRequest(builder, reason).Union();
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Ping& m) {
+  return wire::CreatePing(builder, m.client_time_ns).Union();
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Pong& m) {
+  return wire::CreatePong(builder, m.client_time_ns, m.server_tick, m.ns_into_tick).Union();
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const ErrorMessage& m) {
+  auto reason = create_string(builder, capped_reason(m.reason));
+  return wire::CreateError(builder, static_cast<wire::ErrorCode>(m.code), reason, m.fatal,
+                           m.server_protocol_version, m.server_min_protocol_version)
+      .Union();
+}
+
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Disconnect& m) {
+  auto reason = create_string(builder, capped_reason(m.reason));
+  return wire::CreateDisconnect(builder, static_cast<wire::ErrorCode>(m.code), reason).Union();
+}
+
+// Builder's first block: enough for every message but snapshots and big input batches, which
+// get their payload size on top, so a frame is built without the builder reallocating.
+size_t initial_builder_bytes(const Message& message) {
+  constexpr size_t kBaseBytes = 512;
+  if (const auto* snapshot = std::get_if<Snapshot>(&message)) {
+    return kBaseBytes + snapshot->state.size();
+  }
+  if (const auto* frame = std::get_if<TickFrame>(&message)) {
+    return kBaseBytes + frame->inputs.size() * sizeof(wire::PlayerInput);
+  }
+  if (const auto* frame = std::get_if<InputFrame>(&message)) {
+    return kBaseBytes + frame->inputs.size() * sizeof(wire::PlayerInput);
+  }
+  return kBaseBytes;
+}
+
+// ---- decoding ----
+
+DecodeResult fail(DecodeError error, std::string detail) {
+  return DecodeResult{error, std::move(detail)};
+}
+
+// Reads an optional string under a cap; a missing string is empty.
+bool read_string(const fb::String* text, size_t max_bytes, const char* field, std::string* out,
+                 DecodeResult* result) {
+  if (text == nullptr) {
+    out->clear();
+    return true;
+  }
+  if (text->size() > max_bytes) {
+    *result =
+        fail(DecodeError::bad_value, std::string(field) + " is " + std::to_string(text->size()) +
+                                         " bytes (cap " + std::to_string(max_bytes) + ")");
+    return false;
+  }
+  out->assign(text->c_str(), text->size());
+  return true;
+}
+
+bool read_error_code(wire::ErrorCode code, const char* field, ErrorCode* out,
+                     DecodeResult* result) {
+  const auto value = static_cast<uint16_t>(code);
+  if (value > static_cast<uint16_t>(wire::ErrorCode::MAX)) {
+    *result = fail(DecodeError::bad_value,
+                   std::string(field) + " " + std::to_string(value) + " is not an ErrorCode");
+    return false;
+  }
+  *out = static_cast<ErrorCode>(value);
+  return true;
+}
+
+void read_inputs(const fb::Vector<const wire::PlayerInput*>* inputs, std::vector<sim::Input>* out) {
+  out->clear();
+  if (inputs == nullptr) return;
+  out->reserve(inputs->size());
+  for (const wire::PlayerInput* in : *inputs) {
+    sim::Input input;
+    input.player = in->player();
+    input.sequence = in->sequence();
+    input.body = sim::BodyId{in->body_index1(), in->body_generation()};
+    input.linear_impulse[0] = in->linear_x();
+    input.linear_impulse[1] = in->linear_y();
+    input.linear_impulse[2] = in->linear_z();
+    input.angular_impulse[0] = in->angular_x();
+    input.angular_impulse[1] = in->angular_y();
+    input.angular_impulse[2] = in->angular_z();
+    input.buttons = in->buttons();
+    out->push_back(input);
+  }
+}
+
+DecodeResult decode_message(const wire::Hello& in, Message* out) {
+  DecodeResult result;
+  Hello m;
+  m.protocol_version = in.protocol_version();
+  m.min_protocol_version = in.min_protocol_version();
+  if (!read_string(in.room(), kMaxNameBytes, "Hello.room", &m.room, &result) ||
+      !read_string(in.player_name(), kMaxNameBytes, "Hello.player_name", &m.player_name, &result) ||
+      !read_string(in.auth_token(), kMaxTokenBytes, "Hello.auth_token", &m.auth_token, &result)) {
+    return result;
+  }
+  const auto mode = static_cast<uint8_t>(in.mode());
+  if (mode > static_cast<uint8_t>(wire::ClientMode::MAX)) {
+    return fail(DecodeError::bad_value, "Hello.mode " + std::to_string(mode) + " is not a mode");
+  }
+  m.mode = static_cast<ClientMode>(mode);
+  m.snapshot_rate_hz = in.snapshot_rate_hz();
+  *out = std::move(m);
+  return result;
+}
+
+DecodeResult decode_message(const wire::Welcome& in, Message* out) {
+  DecodeResult result;
+  Welcome m;
+  m.protocol_version = in.protocol_version();
+  m.player_id = in.player_id();
+  m.tick_rate_hz = in.tick_rate_hz();
+  m.input_delay_ticks = in.input_delay_ticks();
+  if (!read_string(in.scene(), kMaxNameBytes, "Welcome.scene", &m.scene, &result)) return result;
+  m.world_def_fingerprint = in.world_def_fingerprint();
+  m.current_tick = in.current_tick();
+  m.ns_into_tick = in.ns_into_tick();
+  const auto* index1 = in.owned_bodies();
+  const auto* generation = in.owned_generations();
+  const uint32_t count = index1 != nullptr ? index1->size() : 0;
+  const uint32_t generations = generation != nullptr ? generation->size() : 0;
+  if (count != generations) {
+    return fail(DecodeError::bad_value, "Welcome.owned_bodies has " + std::to_string(count) +
+                                            " entries but owned_generations " +
+                                            std::to_string(generations));
+  }
+  m.owned_bodies.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    m.owned_bodies.push_back(sim::BodyId{index1->Get(i), generation->Get(i)});
+  }
+  m.snapshot_rate_hz = in.snapshot_rate_hz();
+  *out = std::move(m);
+  return result;
+}
+
+DecodeResult decode_message(const wire::Snapshot& in, Message* out) {
+  Snapshot m;
+  m.tick = in.tick();
+  if (const auto* state = in.state()) m.state.assign(state->begin(), state->end());
+  m.state_hash = in.state_hash();
+  *out = std::move(m);
+  return {};
+}
+
+DecodeResult decode_message(const wire::InputFrame& in, Message* out) {
+  InputFrame m;
+  m.target_tick = in.target_tick();
+  m.sequence = in.sequence();
+  read_inputs(in.inputs(), &m.inputs);
+  *out = std::move(m);
+  return {};
+}
+
+DecodeResult decode_message(const wire::TickFrame& in, Message* out) {
+  TickFrame m;
+  m.tick = in.tick();
+  read_inputs(in.inputs(), &m.inputs);
+  m.state_hash = in.state_hash();
+  *out = std::move(m);
+  return {};
+}
+
+DecodeResult decode_message(const wire::DesyncReport& in, Message* out) {
+  *out = DesyncReport{in.tick(), in.client_hash(), in.server_hash()};
+  return {};
+}
+
+DecodeResult decode_message(const wire::ResyncRequest& in, Message* out) {
+  DecodeResult result;
+  ResyncRequest m;
+  if (!read_string(in.reason(), kMaxReasonBytes, "ResyncRequest.reason", &m.reason, &result)) {
+    return result;
+  }
+  *out = std::move(m);
+  return result;
+}
+
+DecodeResult decode_message(const wire::Ping& in, Message* out) {
+  *out = Ping{in.client_time_ns()};
+  return {};
+}
+
+DecodeResult decode_message(const wire::Pong& in, Message* out) {
+  *out = Pong{in.client_time_ns(), in.server_tick(), in.ns_into_tick()};
+  return {};
+}
+
+DecodeResult decode_message(const wire::Error& in, Message* out) {
+  DecodeResult result;
+  ErrorMessage m;
+  if (!read_error_code(in.code(), "Error.code", &m.code, &result) ||
+      !read_string(in.reason(), kMaxReasonBytes, "Error.reason", &m.reason, &result)) {
+    return result;
+  }
+  m.fatal = in.fatal();
+  m.server_protocol_version = in.server_protocol_version();
+  m.server_min_protocol_version = in.server_min_protocol_version();
+  *out = std::move(m);
+  return result;
+}
+
+DecodeResult decode_message(const wire::Disconnect& in, Message* out) {
+  DecodeResult result;
+  Disconnect m;
+  if (!read_error_code(in.code(), "Disconnect.code", &m.code, &result) ||
+      !read_string(in.reason(), kMaxReasonBytes, "Disconnect.reason", &m.reason, &result)) {
+    return result;
+  }
+  *out = std::move(m);
+  return result;
+}
+
+// Decodes a verified, identified, aligned body.
+DecodeResult decode_verified(const uint8_t* body, size_t size, Message* out) {
+  fb::Verifier::Options options;
+  options.max_depth = kVerifierMaxDepth;
+  options.max_tables = kVerifierMaxTables;
+  fb::Verifier verifier(body, size, options);
+  if (!wire::VerifyEnvelopeBuffer(verifier)) {
+    return fail(DecodeError::verifier,
+                "FlatBuffers verifier rejected the " + std::to_string(size) + "-byte body");
+  }
+  const wire::Envelope* envelope = wire::GetEnvelope(body);
+  const wire::Message type = envelope->message_type();
+  if (type == wire::Message::NONE) {
+    return fail(DecodeError::no_message, "envelope carries no message");
+  }
+  if (static_cast<uint8_t>(type) > static_cast<uint8_t>(wire::Message::MAX)) {
+    return fail(
+        DecodeError::unknown_message,
+        "unknown message type " + std::to_string(static_cast<unsigned>(type)) + " (a newer peer?)");
+  }
+  if (envelope->message() == nullptr) {
+    return fail(DecodeError::no_message, std::string("envelope names ") +
+                                             kMessageNames[static_cast<size_t>(type) - 1] +
+                                             " but carries no table");
+  }
+  switch (type) {
+    case wire::Message::Hello:
+      return decode_message(*envelope->message_as_Hello(), out);
+    case wire::Message::Welcome:
+      return decode_message(*envelope->message_as_Welcome(), out);
+    case wire::Message::Snapshot:
+      return decode_message(*envelope->message_as_Snapshot(), out);
+    case wire::Message::InputFrame:
+      return decode_message(*envelope->message_as_InputFrame(), out);
+    case wire::Message::TickFrame:
+      return decode_message(*envelope->message_as_TickFrame(), out);
+    case wire::Message::DesyncReport:
+      return decode_message(*envelope->message_as_DesyncReport(), out);
+    case wire::Message::ResyncRequest:
+      return decode_message(*envelope->message_as_ResyncRequest(), out);
+    case wire::Message::Ping:
+      return decode_message(*envelope->message_as_Ping(), out);
+    case wire::Message::Pong:
+      return decode_message(*envelope->message_as_Pong(), out);
+    case wire::Message::Error:
+      return decode_message(*envelope->message_as_Error(), out);
+    case wire::Message::Disconnect:
+      return decode_message(*envelope->message_as_Disconnect(), out);
+    case wire::Message::NONE:
+      break;
+  }
+  return fail(DecodeError::unknown_message, "unhandled message type");
+}
+
+}  // namespace
+
+const char* error_code_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::none:
+      return "none";
+    case ErrorCode::version_mismatch:
+      return "version_mismatch";
+    case ErrorCode::bad_frame:
+      return "bad_frame";
+    case ErrorCode::unknown_message:
+      return "unknown_message";
+    case ErrorCode::not_joined:
+      return "not_joined";
+    case ErrorCode::room_full:
+      return "room_full";
+    case ErrorCode::too_many_rooms:
+      return "too_many_rooms";
+    case ErrorCode::input_rejected:
+      return "input_rejected";
+    case ErrorCode::input_late:
+      return "input_late";
+    case ErrorCode::slow_consumer:
+      return "slow_consumer";
+    case ErrorCode::timeout:
+      return "timeout";
+    case ErrorCode::server_shutdown:
+      return "server_shutdown";
+    case ErrorCode::desync:
+      return "desync";
+    case ErrorCode::bad_request:
+      return "bad_request";
+    case ErrorCode::auth_failed:
+      return "auth_failed";
+  }
+  return "unknown_error_code";
+}
+
+const char* message_name(const Message& message) {
+  if (message.valueless_by_exception()) return "valueless";
+  return kMessageNames[message.index()];
+}
+
+const char* decode_error_name(DecodeError error) {
+  switch (error) {
+    case DecodeError::none:
+      return "none";
+    case DecodeError::too_short:
+      return "too_short";
+    case DecodeError::bad_identifier:
+      return "bad_identifier";
+    case DecodeError::verifier:
+      return "verifier";
+    case DecodeError::no_message:
+      return "no_message";
+    case DecodeError::unknown_message:
+      return "unknown_message";
+    case DecodeError::bad_value:
+      return "bad_value";
+  }
+  return "unknown_decode_error";
+}
+
+std::vector<uint8_t> encode_frame(const Message& message) {
+  fb::FlatBufferBuilder builder(initial_builder_bytes(message));
+  const auto type = static_cast<wire::Message>(message.index() + 1);
+  const fb::Offset<void> body =
+      std::visit([&](const auto& m) { return encode_message(builder, m); }, message);
+  builder.Finish(wire::CreateEnvelope(builder, type, body), wire::EnvelopeIdentifier());
+
+  const size_t body_bytes = builder.GetSize();
+  std::vector<uint8_t> frame(kFrameHeaderBytes + body_bytes);
+  encode_frame_header(static_cast<uint32_t>(body_bytes),
+                      std::span<uint8_t, kFrameHeaderBytes>(frame.data(), kFrameHeaderBytes));
+  std::memcpy(frame.data() + kFrameHeaderBytes, builder.GetBufferPointer(), body_bytes);
+  return frame;
+}
+
+SharedFrame encode_shared_frame(const Message& message) {
+  return std::make_shared<const std::vector<uint8_t>>(encode_frame(message));
+}
+
+DecodeResult decode_body(std::span<const uint8_t> body, Message* out) {
+  if (body.size() < kMinBodyBytes) {
+    return fail(DecodeError::too_short, "body of " + std::to_string(body.size()) +
+                                            " bytes is shorter than a FlatBuffer with "
+                                            "identifier (" +
+                                            std::to_string(kMinBodyBytes) + ")");
+  }
+  if (body.size() >= FLATBUFFERS_MAX_BUFFER_SIZE) {
+    return fail(DecodeError::verifier, "body of " + std::to_string(body.size()) +
+                                           " bytes is over the FlatBuffers size limit");
+  }
+  if (!fb::BufferHasIdentifier(body.data(), wire::EnvelopeIdentifier())) {
+    return fail(DecodeError::bad_identifier, "file identifier is not LSW1");
+  }
+  Message scratch;
+  Message* target = out != nullptr ? out : &scratch;
+  // The Verifier checks alignment relative to the buffer start; reading in place needs it in
+  // memory too. FrameDecoder's bodies are aligned; anything else is decoded from a copy.
+  if (reinterpret_cast<uintptr_t>(body.data()) % kBodyAlignBytes != 0) {
+    std::vector<uint64_t> aligned((body.size() + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+    std::memcpy(aligned.data(), body.data(), body.size());
+    return decode_verified(reinterpret_cast<const uint8_t*>(aligned.data()), body.size(), target);
+  }
+  return decode_verified(body.data(), body.size(), target);
+}
+
+}  // namespace lockstep::schema

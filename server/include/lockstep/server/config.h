@@ -1,0 +1,83 @@
+// lockstep-server configuration: one plain struct with defaults, a validity check, and the
+// command-line / config-file options that fill it (CLI11; a config file is TOML or INI whose
+// keys are the long option names, e.g. `tick-rate = 60`).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace lockstep::server {
+
+/// What happens to an input whose target tick has already been stepped when it arrives.
+enum class LateInputPolicy : uint8_t {
+  apply_next_tick = 0,  // applied at the next tick to be stepped (counted as late)
+  drop = 1,             // rejected with Error{input_late} (counted as late)
+};
+
+/// "apply_next_tick" / "drop".
+const char* late_input_policy_name(LateInputPolicy policy);
+
+struct ServerConfig {
+  // ---- network ----------------------------------------------------------------------------
+  std::string bind_address = "0.0.0.0";
+  uint16_t port = 7777;  // 0 = an ephemeral port (Server::port() reports it)
+  uint32_t max_connections = 1024;
+  /// SO_SNDBUF of accepted sockets; 0 keeps the OS default (auto-tuned). Tests make it small so
+  /// a client that stops reading fills our queue quickly.
+  uint32_t socket_send_buffer_bytes = 0;
+
+  // ---- rooms ------------------------------------------------------------------------------
+  std::string scene = "inputs";         // a built-in scene (sim::builtin_scene_names())
+  std::string default_room = "default"; // room of a Hello with an empty room name
+  uint32_t tick_rate_hz = 60;           // 1..schema::kMaxTickRateHz
+  uint32_t input_delay_ticks = 2;       // announced in Welcome; < input_window_ticks
+  uint32_t max_rooms = 128;
+  uint32_t max_players_per_room = 4;     // lockstep clients, player ids 1..N
+  uint32_t max_spectators_per_room = 8;  // thin clients (player id 0, no inputs)
+  /// An empty room keeps ticking this long for a reconnect, then closes.
+  std::chrono::milliseconds empty_room_grace{10'000};
+  /// Ticks one wake of a room's timer may run when behind (TickClockConfig::max_catch_up_ticks).
+  uint32_t max_catch_up_ticks = 4;
+
+  // ---- inputs -----------------------------------------------------------------------------
+  LateInputPolicy late_input_policy = LateInputPolicy::apply_next_tick;
+  /// Future ticks an input may target: next tick .. next tick + window − 1.
+  uint32_t input_window_ticks = 64;
+  uint32_t max_inputs_per_player_per_tick = 16;
+
+  // ---- thin clients -------------------------------------------------------------------------
+  uint32_t max_snapshot_rate_hz = 20;      // granted rate = min(asked, this, tick rate)
+  uint32_t default_snapshot_rate_hz = 10;  // when a thin Hello asks for 0
+
+  // ---- sessions ---------------------------------------------------------------------------
+  /// Bytes a session may have queued for sending (in flight included); a client whose queue
+  /// would grow past it is disconnected with slow_consumer. 0 = auto: max(1 MiB, the scene's
+  /// largest snapshot frame + 64 KiB). An explicit value must hold the largest snapshot frame.
+  uint64_t queue_limit_bytes = 0;
+  /// A client must send something (Pings: the SDK sends one every 250 ms) at least this often;
+  /// a write that makes no progress for this long also ends the session.
+  std::chrono::milliseconds read_timeout{10'000};
+  /// How long a closing session (fatal Error, shutdown) may take to flush its queue.
+  std::chrono::milliseconds flush_timeout{1'000};
+
+  // ---- operations -------------------------------------------------------------------------
+  /// Per-room counters are logged this often (0 = never).
+  std::chrono::milliseconds stats_log_interval{10'000};
+  /// SIGINT/SIGTERM start a graceful shutdown inside run() (the app sets it; tests do not).
+  bool handle_signals = false;
+};
+
+/// Empty when `config` is usable, else one line saying what is wrong. Does not look at the
+/// scene's sizes (Server::start does, once the scene is built).
+std::string server_config_error(const ServerConfig& config);
+
+/// Adds the server's options to `app`, bound to the fields of *config (which must outlive the
+/// parse), plus `--config FILE` (TOML/INI, keys = long option names).
+void add_server_options(CLI::App& app, ServerConfig* config);
+
+}  // namespace lockstep::server

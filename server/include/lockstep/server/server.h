@@ -1,0 +1,142 @@
+// lockstep-server as a library: many rooms in one process, one thread, one io_context.
+//
+//   Server server(config);
+//   std::string error;
+//   if (!server.start(&error)) die(error);   // builds the scene once, binds, listens
+//   server.run();                            // until request_shutdown() / SIGINT / SIGTERM
+//   std::puts(("summary " + summary_json(server.stats())).c_str());
+//
+// Everything (acceptor, sessions, rooms and their tick timers) runs on the thread that calls
+// run(): no locks, and a room's step never waits for a socket. Only request_shutdown() and
+// collect_stats() may be called from other threads. The wire protocol and its tick numbering
+// are described in docs/server.md.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lockstep/schema/messages.h"
+#include "lockstep/server/config.h"
+
+namespace lockstep::server {
+
+inline constexpr size_t kErrorCodeCount = 16;  // schema::ErrorCode values 0..15
+
+/// One client of a room, for summaries (live clients and up to 64 that left).
+struct ClientSummary {
+  uint32_t player_id = 0;  // 0 for a thin client (spectator)
+  std::string name;
+  schema::ClientMode mode = schema::ClientMode::lockstep;
+  bool connected = false;
+  double connected_s = 0;
+  uint64_t bytes_in = 0;  // wire bytes, frame headers included
+  uint64_t bytes_out = 0;
+  uint64_t frames_in = 0;
+  uint64_t frames_out = 0;
+  uint64_t max_queued_bytes = 0;  // high-water mark of its outgoing queue
+  uint64_t errors = 0;            // Error frames sent to it
+  std::string end_reason;         // why it left ("" while connected)
+};
+
+struct RoomStats {
+  std::string name;
+  bool open = true;
+  uint64_t tick = 0;           // the world's tick (steps since the room opened)
+  uint64_t late_ticks = 0;     // started more than 2 ms after their due time
+  uint64_t capped_wakes = 0;   // timer wakes that hit max_catch_up_ticks
+  std::chrono::nanoseconds lateness_p50{0};
+  std::chrono::nanoseconds lateness_p99{0};
+  std::chrono::nanoseconds lateness_max{0};
+  std::chrono::nanoseconds step_time_max{0};  // longest world step
+  uint64_t step_time_total_ns = 0;
+  uint64_t inputs_accepted = 0;  // applied by the world
+  uint64_t inputs_rejected = 0;  // refused at arrival or by the world
+  uint64_t inputs_late = 0;      // arrived after their target tick (applied or dropped)
+  uint64_t inputs_late_dropped = 0;
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
+  uint32_t clients = 0;  // connected now
+  uint32_t clients_peak = 0;
+  uint64_t clients_joined = 0;
+  uint64_t snapshots_sent = 0;
+  uint64_t desync_reports = 0;
+  uint64_t protocol_errors = 0;  // fatal Errors sent to its members
+  uint64_t input_errors = 0;     // non-fatal Errors sent to its members
+  uint64_t slow_consumers = 0;
+  std::vector<ClientSummary> client_list;
+};
+
+struct ServerStats {
+  uint16_t port = 0;
+  double uptime_s = 0;
+  uint64_t connections_accepted = 0;
+  uint64_t connections_refused = 0;  // over max_connections
+  uint32_t sessions_open = 0;
+  uint64_t protocol_errors = 0;
+  uint64_t input_errors = 0;
+  uint64_t slow_consumer_disconnects = 0;
+  uint64_t timeouts = 0;
+  /// High-water mark of any session's outgoing queue (never above the queue limit).
+  uint64_t max_session_queued_bytes = 0;
+  uint64_t queue_limit_bytes = 0;  // the effective limit
+  uint64_t desync_reports = 0;
+  std::array<uint64_t, kErrorCodeCount> errors_by_code{};  // Error frames sent, by code
+  std::vector<RoomStats> rooms;  // open rooms, then up to 256 closed ones (oldest first)
+};
+
+/// One JSON object (one line): the rooms with ticks, late ticks, lateness p50/p99/max in µs,
+/// inputs, bytes, and per-client bytes out (total and per second).
+std::string summary_json(const ServerStats& stats);
+/// One human-readable line per room, for the log.
+std::string room_summary_line(const RoomStats& room);
+
+/// A client reported that its hash differs from the server's.
+struct DesyncEvent {
+  std::string room;
+  uint32_t player_id = 0;
+  std::string player_name;
+  schema::DesyncReport report;
+  uint64_t room_tick = 0;  // the room's tick when the report arrived
+};
+/// Called on the server's thread for every DesyncReport (issue 6 dumps the replay window here).
+using DesyncHook = std::function<void(const DesyncEvent&)>;
+
+struct ServerCore;
+
+class Server final {
+ public:
+  explicit Server(const ServerConfig& config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Checks the config, builds the scene once (name, sizes), binds and listens. False (and
+  /// *error set) on failure; call once.
+  bool start(std::string* error);
+  /// The bound port (the ephemeral one when configured with port 0); 0 before start().
+  uint16_t port() const;
+  /// Serves on the calling thread until a shutdown completes: stop accepting, Disconnect
+  /// {server_shutdown} to every session, flush (bounded by flush_timeout), stop the rooms.
+  void run();
+  /// Starts the graceful shutdown; thread-safe, idempotent.
+  void request_shutdown();
+  /// Counters, gathered on the server's thread; thread-safe. Nothing when the server thread
+  /// does not answer within `timeout`. While run() is not running it reads them directly.
+  std::optional<ServerStats> collect_stats(std::chrono::milliseconds timeout) const;
+  /// Counters; only on the server's thread or while run() is not running.
+  ServerStats stats() const;
+  /// Sets the desync hook; before run().
+  void set_desync_hook(DesyncHook hook);
+  const ServerConfig& config() const;
+
+ private:
+  std::unique_ptr<ServerCore> core_;
+};
+
+}  // namespace lockstep::server

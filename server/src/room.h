@@ -1,0 +1,137 @@
+// A room: one sim::World stepped on a fixed-rate schedule, its members, and the input window.
+//
+// Tick numbering (docs/server.md): the world's tick counts its steps. TickFrame{t} carries the
+// inputs applied by the step that made tick t and the state hash of tick t; a Snapshot{t} is the
+// state of tick t; an input stamped target_tick = t is applied by the step that makes tick t.
+// Tick t is due at start + floor(t·1e9/rate) (TickClock); tick 0 is the scene as built, at
+// room creation.
+//
+// Inputs land in a ring of input_window_ticks slots (slot = target tick mod window), each
+// with a fixed capacity of max_players × max_inputs_per_player_per_tick, all taken at
+// creation. Per step: the slot's inputs are queued into the world in arrival order (the world
+// keeps them in its total input order and refuses bad ones), the accepted ones are sorted the
+// same way for the TickFrame, the world steps, and one TickFrame is encoded and shared by every
+// lockstep member.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio/awaitable.hpp>
+#include <asio/steady_timer.hpp>
+
+#include "lockstep/schema/messages.h"
+#include "lockstep/server/server.h"
+#include "lockstep/server/tick_clock.h"
+#include "lockstep/sim/scene.h"
+#include "lockstep/sim/world.h"
+
+namespace lockstep::server {
+
+struct ServerCore;
+class Session;
+
+class Room final : public std::enable_shared_from_this<Room> {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// Builds the world from the server's scene; null (and *error) when the world refuses it.
+  static std::shared_ptr<Room> create(ServerCore& core, std::string name, std::string* error);
+  ~Room();
+
+  /// Starts the tick loop.
+  void start();
+  /// Stops ticking for good (shutdown or close); the members are not touched.
+  void stop();
+
+  /// Adds a member and sends Welcome + Snapshot; on refusal returns the error code (the session
+  /// sends the fatal Error).
+  schema::ErrorCode join(const std::shared_ptr<Session>& session, const schema::Hello& hello,
+                         uint16_t protocol_version, std::string* reason);
+  /// Removes a member (idempotent); records its summary.
+  void leave(Session& session, const std::string& reason);
+
+  void on_input(Session& session, const schema::InputFrame& frame);
+  void on_resync_request(Session& session);
+  void on_desync_report(Session& session, const schema::DesyncReport& report);
+  schema::Pong make_pong(uint64_t client_time_ns) const;
+
+  void count_error(bool fatal) { ++(fatal ? protocol_errors_ : input_errors_); }
+  void count_slow_consumer() { ++slow_consumers_; }
+
+  const std::string& name() const { return name_; }
+  bool stopped() const { return stopped_; }
+  uint32_t client_count() const { return client_count_; }
+  uint64_t tick() const { return world_->tick(); }
+  RoomStats stats() const;
+
+ private:
+  struct Member {
+    std::shared_ptr<Session> session;  // null = free slot
+    uint32_t snapshot_interval_ticks = 0;  // thin members
+    uint64_t next_snapshot_tick = 0;
+    bool resync_pending = false;
+    uint32_t world_rejects = 0;  // inputs the world refused in the current step
+    sim::Error last_world_reject = sim::Error::none;
+  };
+  struct TickSlot {
+    uint64_t tick = 0;    // the target tick whose inputs the slot holds (0 = none yet)
+    uint32_t count = 0;   // inputs held
+  };
+
+  Room(ServerCore& core, std::string name);
+  asio::awaitable<void> tick_loop();
+  void run_tick();
+  /// The Snapshot frame of the current tick (encoded once per tick, shared).
+  schema::SharedFrame snapshot_frame();
+  Member* find_member(const Session& session);
+  /// Members' slots: players_[p − 1] is player p; spectators_ hold thin clients.
+  template <class Fn>
+  void for_each_member(Fn&& fn);
+  void start_grace_timer();
+  /// Checks one input; empty when it may be buffered, else why not.
+  std::string check_input(uint32_t player_id, const sim::Input& input) const;
+
+  ServerCore& core_;
+  std::string name_;
+  std::unique_ptr<sim::World> world_;
+  TickClock clock_;
+  asio::steady_timer tick_timer_;
+  asio::steady_timer grace_timer_;
+  bool stopped_ = false;
+  bool scene_has_owners_ = false;
+  Clock::time_point opened_;
+
+  std::vector<Member> players_;
+  std::vector<Member> spectators_;
+  uint32_t client_count_ = 0;
+  std::vector<std::vector<sim::BodyId>> owned_bodies_;  // [player − 1]
+
+  // Input window (all capacity taken at creation).
+  uint32_t window_ticks_ = 0;
+  uint32_t slot_capacity_ = 0;
+  std::vector<TickSlot> slots_;
+  std::vector<sim::Input> slot_inputs_;      // window × slot_capacity_
+  std::vector<uint16_t> slot_player_counts_; // window × max_players
+  std::vector<sim::Input> applied_;          // this step's accepted inputs
+
+  std::vector<uint8_t> snapshot_buffer_;  // max_snapshot_size bytes
+  schema::SharedFrame cached_snapshot_;
+  uint64_t cached_snapshot_tick_ = UINT64_MAX;
+
+  // Counters.
+  uint64_t inputs_accepted_ = 0, inputs_rejected_ = 0, inputs_late_ = 0, inputs_late_dropped_ = 0;
+  uint64_t snapshots_sent_ = 0, desync_reports_ = 0;
+  uint64_t protocol_errors_ = 0, input_errors_ = 0, slow_consumers_ = 0;
+  uint64_t clients_joined_ = 0;
+  uint32_t clients_peak_ = 0;
+  uint64_t departed_bytes_in_ = 0, departed_bytes_out_ = 0;
+  std::chrono::nanoseconds step_time_max_{0};
+  uint64_t step_time_total_ns_ = 0;
+  std::vector<ClientSummary> departed_;  // the last kMaxDeparted that left
+};
+
+}  // namespace lockstep::server

@@ -1,0 +1,381 @@
+// Session: framing, decoding, the bounded write queue, deadlines and the close handshake.
+#include "session.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include "lockstep/schema/limits.h"
+#include "room.h"
+#include "server_core.h"
+
+namespace lockstep::server {
+namespace {
+
+constexpr auto use_nothrow = asio::experimental::as_tuple(asio::use_awaitable);
+
+// Frames gathered into one write: enough to send a burst of ticks in one syscall.
+constexpr size_t kMaxWriteBatch = 32;
+
+// Client-chosen text goes into logs and JSON: keep printable ASCII, cap the length.
+std::string sanitize_name(const std::string& text) {
+  std::string out;
+  out.reserve(std::min(text.size(), schema::kMaxNameBytes));
+  for (char c : text) {
+    if (out.size() >= schema::kMaxNameBytes) break;
+    out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  }
+  return out;
+}
+
+size_t code_index(schema::ErrorCode code) {
+  return std::min<size_t>(static_cast<size_t>(code), kErrorCodeCount - 1);
+}
+
+}  // namespace
+
+Session::Session(ServerCore& core, asio::ip::tcp::socket socket, uint64_t id, std::string remote)
+    : core_(core),
+      socket_(std::move(socket)),
+      write_wakeup_(socket_.get_executor()),
+      watchdog_timer_(socket_.get_executor()),
+      id_(id),
+      remote_(std::move(remote)),
+      decoder_(schema::kMaxClientFrameBytes) {
+  opened_ = last_read_ = Clock::now();
+}
+
+Session::~Session() {
+  spdlog::trace("session {} destroyed", id_);
+}
+
+void Session::start() {
+  spdlog::debug("session {} connected from {}", id_, remote_);
+  auto executor = socket_.get_executor();
+  asio::co_spawn(executor, [self = shared_from_this()] { return self->reader(); }, asio::detached);
+  asio::co_spawn(executor, [self = shared_from_this()] { return self->writer(); }, asio::detached);
+  asio::co_spawn(executor, [self = shared_from_this()] { return self->watchdog(); },
+                 asio::detached);
+}
+
+// ---- reading -------------------------------------------------------------------------------
+
+asio::awaitable<void> Session::reader() {
+  for (;;) {
+    auto [ec, n] = co_await socket_.async_read_some(asio::buffer(read_buffer_), use_nothrow);
+    if (state_ == State::closed) co_return;
+    if (ec) {
+      if (ec == asio::error::eof && state_ != State::closing) {
+        // The peer finished sending: fine between frames, a truncated frame otherwise.
+        if (decoder_.finish() != schema::FrameError::none) {
+          peer_eof_ = true;
+          protocol_error(schema::ErrorCode::bad_frame, decoder_.error_text());
+        } else {
+          close_now("peer closed the connection");
+        }
+      } else if (ec == asio::error::eof && !fin_sent_) {
+        peer_eof_ = true;  // closing: the writer closes once our last frame is out
+      } else {
+        close_now(ec == asio::error::eof ? end_reason_ : "read failed: " + ec.message());
+      }
+      co_return;
+    }
+    bytes_in_ += n;
+    last_read_ = Clock::now();
+    // While closing, bytes are read and dropped until the peer's FIN (a close with unread
+    // data would send a reset, which may destroy our last frame before the peer reads it).
+    std::span<const uint8_t> bytes(read_buffer_.data(), n);
+    while (!bytes.empty() && (state_ == State::handshake || state_ == State::joined)) {
+      bytes = bytes.subspan(decoder_.feed(bytes));
+      if (decoder_.has_frame()) handle_body(decoder_.frame());
+      if (decoder_.error() != schema::FrameError::none) {
+        protocol_error(schema::ErrorCode::bad_frame, decoder_.error_text());
+      }
+    }
+  }
+}
+
+void Session::handle_body(std::span<const uint8_t> body) {
+  ++frames_in_;
+  schema::Message message;
+  const schema::DecodeResult result = schema::decode_body(body, &message);
+  if (!result.ok()) {
+    const schema::ErrorCode code = result.error == schema::DecodeError::unknown_message
+                                       ? schema::ErrorCode::unknown_message
+                                       : schema::ErrorCode::bad_frame;
+    protocol_error(code, fmt::format("{}: {}", schema::decode_error_name(result.error),
+                                     result.detail));
+    return;
+  }
+  if (state_ == State::handshake) {
+    if (const auto* hello = std::get_if<schema::Hello>(&message)) {
+      on_hello(*hello);
+    } else {
+      protocol_error(schema::ErrorCode::not_joined,
+                     fmt::format("{} before Hello", schema::message_name(message)));
+    }
+    return;
+  }
+  if (state_ != State::joined || room_ == nullptr) return;
+  if (const auto* input = std::get_if<schema::InputFrame>(&message)) {
+    room_->on_input(*this, *input);
+  } else if (const auto* ping = std::get_if<schema::Ping>(&message)) {
+    send(schema::encode_shared_frame(room_->make_pong(ping->client_time_ns)));
+  } else if (std::holds_alternative<schema::Pong>(message)) {
+    // A heartbeat answer: receiving it already moved the read deadline.
+  } else if (const auto* report = std::get_if<schema::DesyncReport>(&message)) {
+    room_->on_desync_report(*this, *report);
+  } else if (std::holds_alternative<schema::ResyncRequest>(message)) {
+    room_->on_resync_request(*this);
+  } else if (const auto* bye = std::get_if<schema::Disconnect>(&message)) {
+    begin_close(nullptr, false, "left: " + sanitize_name(bye->reason));
+  } else if (std::holds_alternative<schema::Hello>(message)) {
+    protocol_error(schema::ErrorCode::bad_request, "a second Hello");
+  } else {
+    protocol_error(schema::ErrorCode::unknown_message,
+                   fmt::format("{} is not a client message", schema::message_name(message)));
+  }
+}
+
+void Session::on_hello(const schema::Hello& hello) {
+  // Versions: the overlap of [client min, client max] and ours; the highest common one wins.
+  const uint16_t low = std::max(hello.min_protocol_version, schema::kMinProtocolVersion);
+  const uint16_t high = std::min(hello.protocol_version, schema::kProtocolVersion);
+  if (hello.min_protocol_version > hello.protocol_version || low > high) {
+    protocol_error(schema::ErrorCode::version_mismatch,
+                   fmt::format("server speaks {}..{}, client {}..{}", schema::kMinProtocolVersion,
+                               schema::kProtocolVersion, hello.min_protocol_version,
+                               hello.protocol_version));
+    return;
+  }
+  player_name_ = sanitize_name(hello.player_name);
+  mode_ = hello.mode;
+  const std::string room_name =
+      hello.room.empty() ? core_.config.default_room : sanitize_name(hello.room);
+  // auth_token is not checked yet (signed join tokens are planned, DESIGN.md).
+  schema::ErrorCode code = schema::ErrorCode::none;
+  std::string reason;
+  std::shared_ptr<Room> room = core_.find_or_create_room(room_name, &code, &reason);
+  if (room == nullptr) {
+    protocol_error(code, reason);
+    return;
+  }
+  code = room->join(shared_from_this(), hello, high, &reason);
+  if (code != schema::ErrorCode::none) protocol_error(code, reason);
+}
+
+// ---- writing -------------------------------------------------------------------------------
+
+bool Session::send(const schema::SharedFrame& frame) {
+  if (state_ != State::handshake && state_ != State::joined) return false;
+  const uint64_t size = frame->size();
+  if (queued_bytes_ + size + kControlReserveBytes > core_.queue_limit_bytes) {
+    slow_consumer(size);
+    return false;
+  }
+  queue_.push_back(frame);
+  queued_bytes_ += size;
+  max_queued_bytes_ = std::max(max_queued_bytes_, queued_bytes_);
+  core_.note_queued_bytes(queued_bytes_);
+  wake_writer();
+  return true;
+}
+
+void Session::wake_writer() {
+  write_wakeup_.cancel();  // the writer re-checks the queue whenever its wait ends
+}
+
+asio::awaitable<void> Session::writer() {
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(kMaxWriteBatch);
+  for (;;) {
+    if (state_ == State::closed) co_return;
+    if (queue_.empty()) {
+      if (state_ == State::closing) {
+        // Everything is out: send our FIN; the socket closes at the peer's FIN (or deadline).
+        std::error_code ignored;
+        socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+        fin_sent_ = true;
+        if (peer_eof_) close_now(end_reason_);
+        co_return;
+      }
+      write_wakeup_.expires_at(Clock::time_point::max());
+      co_await write_wakeup_.async_wait(use_nothrow);
+      continue;
+    }
+    in_flight_ = std::min(queue_.size(), kMaxWriteBatch);
+    buffers.clear();
+    for (size_t i = 0; i < in_flight_; ++i)
+      buffers.push_back(asio::buffer(*queue_[i]));
+    write_started_ = Clock::now();
+    auto [ec, written] = co_await asio::async_write(socket_, buffers, use_nothrow);
+    write_started_ = Clock::time_point{};
+    if (state_ == State::closed) co_return;
+    if (ec) {
+      close_now("write failed: " + ec.message());
+      co_return;
+    }
+    bytes_out_ += written;
+    frames_out_ += in_flight_;
+    for (size_t i = 0; i < in_flight_; ++i) {
+      queued_bytes_ -= queue_.front()->size();
+      queue_.pop_front();
+    }
+    in_flight_ = 0;
+  }
+}
+
+void Session::slow_consumer(uint64_t frame_bytes) {
+  ++core_.slow_consumer_disconnects;
+  ++core_.errors_by_code[code_index(schema::ErrorCode::slow_consumer)];
+  if (room_ != nullptr) room_->count_slow_consumer();
+  const std::string detail =
+      fmt::format("outgoing queue of {} B plus a {} B frame would pass the limit of {} B",
+                  queued_bytes_, frame_bytes, core_.queue_limit_bytes);
+  spdlog::warn("session {} ({}, player {} '{}'): slow consumer: {}", id_, remote_, player_id_,
+               player_name_, detail);
+  begin_close(schema::encode_shared_frame(
+                  schema::Disconnect{schema::ErrorCode::slow_consumer, detail}),
+              false, "slow consumer");
+}
+
+// ---- errors and closing --------------------------------------------------------------------
+
+schema::SharedFrame Session::count_error(schema::ErrorCode code, const std::string& detail,
+                                         bool fatal) {
+  const size_t index = code_index(code);
+  ++core_.errors_by_code[index];
+  ++(fatal ? core_.protocol_errors : core_.input_errors);
+  if (room_ != nullptr) room_->count_error(fatal);
+  ++errors_sent_;
+  const uint32_t bit = 1u << index;
+  if ((logged_kinds_ & bit) == 0) {
+    logged_kinds_ |= bit;
+    spdlog::warn("session {} ({}, player {} '{}'): {} {}: {} (logged once per connection)", id_,
+                 remote_, player_id_, player_name_, fatal ? "closing on" : "rejected,",
+                 schema::error_code_name(code), detail);
+  }
+  schema::ErrorMessage error;
+  error.code = code;
+  error.reason = detail;
+  error.fatal = fatal;
+  return schema::encode_shared_frame(error);
+}
+
+void Session::input_error(schema::ErrorCode code, const std::string& detail) {
+  if (state_ != State::joined) return;
+  send(count_error(code, detail, false));
+}
+
+void Session::protocol_error(schema::ErrorCode code, const std::string& detail) {
+  if (state_ == State::closing || state_ == State::closed) return;
+  const schema::SharedFrame frame = count_error(code, detail, true);
+  begin_close(frame, false, fmt::format("{}: {}", schema::error_code_name(code), detail));
+}
+
+void Session::begin_close(const schema::SharedFrame& last_frame, bool keep_queue,
+                          std::string reason) {
+  if (state_ == State::closing || state_ == State::closed) return;
+  auto self = shared_from_this();
+  state_ = State::closing;
+  end_reason_ = std::move(reason);
+  close_deadline_ = Clock::now() + core_.config.flush_timeout;
+  if (room_ != nullptr) room_->leave(*this, end_reason_);
+  if (!keep_queue) {
+    // Frames being written stay (their bytes are referenced by the write); the rest go.
+    while (queue_.size() > in_flight_) {
+      queued_bytes_ -= queue_.back()->size();
+      queue_.pop_back();
+    }
+  }
+  // The reserve kept free by send() guarantees the last frame fits under the limit.
+  if (last_frame != nullptr && queued_bytes_ + last_frame->size() <= core_.queue_limit_bytes) {
+    queue_.push_back(last_frame);
+    queued_bytes_ += last_frame->size();
+    max_queued_bytes_ = std::max(max_queued_bytes_, queued_bytes_);
+    core_.note_queued_bytes(queued_bytes_);
+  }
+  spdlog::debug("session {} closing: {}", id_, end_reason_);
+  wake_writer();
+}
+
+void Session::close_now(const std::string& reason) {
+  if (state_ == State::closed) return;
+  auto self = shared_from_this();  // the server's map may hold the last reference
+  if (end_reason_.empty()) end_reason_ = reason;
+  if (room_ != nullptr) room_->leave(*this, end_reason_);
+  state_ = State::closed;
+  closed_at_ = Clock::now();
+  std::error_code ignored;
+  socket_.close(ignored);
+  write_wakeup_.cancel();
+  watchdog_timer_.cancel();
+  spdlog::debug("session {} ({}) closed: {} (in {} B, out {} B)", id_, remote_, reason, bytes_in_,
+                bytes_out_);
+  core_.on_session_closed(id_);
+}
+
+asio::awaitable<void> Session::watchdog() {
+  using std::chrono::milliseconds;
+  const milliseconds period = std::clamp(
+      std::min(core_.config.read_timeout, core_.config.flush_timeout) / 4, milliseconds(5),
+      milliseconds(250));
+  for (;;) {
+    watchdog_timer_.expires_after(period);
+    co_await watchdog_timer_.async_wait(use_nothrow);
+    if (state_ == State::closed) co_return;
+    const Clock::time_point now = Clock::now();
+    if (state_ == State::closing) {
+      if (now >= close_deadline_) close_now(end_reason_);
+      continue;
+    }
+    if (now - last_read_ > core_.config.read_timeout) {
+      ++core_.timeouts;
+      protocol_error(schema::ErrorCode::timeout,
+                     fmt::format("nothing received for {} ms (send Pings)",
+                                 core_.config.read_timeout.count()));
+    } else if (write_started_ != Clock::time_point{} &&
+               now - write_started_ > core_.config.read_timeout) {
+      // The peer has not taken a byte for a whole read timeout: as good as a full queue.
+      slow_consumer(0);
+    }
+  }
+}
+
+// ---- membership ----------------------------------------------------------------------------
+
+void Session::set_room(std::shared_ptr<Room> room, uint32_t player_id) {
+  room_ = std::move(room);
+  player_id_ = player_id;
+  state_ = State::joined;
+}
+
+void Session::clear_room() {
+  room_.reset();
+}
+
+ClientSummary Session::summary() const {
+  ClientSummary s;
+  s.player_id = player_id_;
+  s.name = player_name_;
+  s.mode = mode_;
+  s.connected = state_ != State::closed;
+  const Clock::time_point end = state_ == State::closed ? closed_at_ : Clock::now();
+  s.connected_s = std::chrono::duration<double>(end - opened_).count();
+  s.bytes_in = bytes_in_;
+  s.bytes_out = bytes_out_;
+  s.frames_in = frames_in_;
+  s.frames_out = frames_out_;
+  s.max_queued_bytes = max_queued_bytes_;
+  s.errors = errors_sent_;
+  s.end_reason = end_reason_;
+  return s;
+}
+
+}  // namespace lockstep::server

@@ -1,0 +1,122 @@
+// One client connection: a reader, a writer and a watchdog coroutine on the server's single
+// thread (so no strand is needed), a FrameDecoder with the client frame cap, and an outgoing
+// queue of shared frames bounded in bytes.
+//
+// States: handshake (only Hello is allowed) → joined (a room member) → closing (a last frame
+// may be queued; incoming bytes are read and dropped so the close is a FIN, not a reset that
+// could destroy the frames still in flight) → closed.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+
+#include <asio/awaitable.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+
+#include "lockstep/schema/frame.h"
+#include "lockstep/schema/messages.h"
+#include "lockstep/server/server.h"
+
+namespace lockstep::server {
+
+struct ServerCore;
+class Room;
+
+/// Bytes of every queue kept free for the last frame (Error or Disconnect, reason ≤ 1 KiB), so
+/// that frame always fits and the queue still never exceeds its limit.
+inline constexpr uint64_t kControlReserveBytes = 2048;
+
+class Session final : public std::enable_shared_from_this<Session> {
+ public:
+  using Clock = std::chrono::steady_clock;
+  enum class State : uint8_t { handshake, joined, closing, closed };
+
+  Session(ServerCore& core, asio::ip::tcp::socket socket, uint64_t id, std::string remote);
+  ~Session();
+
+  /// Spawns the reader, writer and watchdog coroutines.
+  void start();
+
+  /// Queues a frame; false when the session is closing or the frame would overflow the queue
+  /// (the session is then closed with slow_consumer).
+  bool send(const schema::SharedFrame& frame);
+  /// Sends a non-fatal Error frame (input-level problems); counted, logged once per kind.
+  void input_error(schema::ErrorCode code, const std::string& detail);
+  /// Sends a fatal Error frame and closes once it is flushed; counted, logged once per kind.
+  void protocol_error(schema::ErrorCode code, const std::string& detail);
+  /// Leaves the room, optionally drops the queued frames, queues `last_frame` (may be null)
+  /// and closes once the queue is flushed or flush_timeout passes.
+  void begin_close(const schema::SharedFrame& last_frame, bool keep_queue, std::string reason);
+  /// Closes the socket now; idempotent.
+  void close_now(const std::string& reason);
+
+  /// Called by Room::join / Room::leave.
+  void set_room(std::shared_ptr<Room> room, uint32_t player_id);
+  void clear_room();
+
+  uint64_t id() const { return id_; }
+  State state() const { return state_; }
+  const std::string& remote() const { return remote_; }
+  const std::string& player_name() const { return player_name_; }
+  schema::ClientMode mode() const { return mode_; }
+  uint32_t player_id() const { return player_id_; }
+  uint64_t queued_bytes() const { return queued_bytes_; }
+  ClientSummary summary() const;
+
+ private:
+  asio::awaitable<void> reader();
+  asio::awaitable<void> writer();
+  asio::awaitable<void> watchdog();
+
+  void handle_body(std::span<const uint8_t> body);
+  void on_hello(const schema::Hello& hello);
+  /// Counts an Error of `code` and logs it once per kind; returns the frame to send.
+  schema::SharedFrame count_error(schema::ErrorCode code, const std::string& detail, bool fatal);
+  void slow_consumer(uint64_t frame_bytes);
+  void wake_writer();
+
+  ServerCore& core_;
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer write_wakeup_;  // the writer waits on it while the queue is empty
+  asio::steady_timer watchdog_timer_;
+  uint64_t id_ = 0;
+  std::string remote_;
+  State state_ = State::handshake;
+
+  // Incoming.
+  schema::FrameDecoder decoder_;
+  std::array<uint8_t, 8192> read_buffer_{};
+  Clock::time_point last_read_;
+
+  // Outgoing: frames in order; the first in_flight_ of them are being written.
+  std::deque<schema::SharedFrame> queue_;
+  size_t in_flight_ = 0;
+  uint64_t queued_bytes_ = 0;  // all of queue_, in flight included
+  Clock::time_point write_started_{};  // of the write in progress; epoch when idle
+  Clock::time_point close_deadline_{};
+  bool peer_eof_ = false;  // the peer's FIN arrived
+  bool fin_sent_ = false;  // ours went out (closing, queue flushed)
+
+  // Membership.
+  std::shared_ptr<Room> room_;
+  uint32_t player_id_ = 0;
+  std::string player_name_;
+  schema::ClientMode mode_ = schema::ClientMode::lockstep;
+  Clock::time_point opened_;
+  Clock::time_point closed_at_{};
+  std::string end_reason_;
+
+  // Counters.
+  uint64_t bytes_in_ = 0, bytes_out_ = 0, frames_in_ = 0, frames_out_ = 0;
+  uint64_t max_queued_bytes_ = 0;
+  uint64_t errors_sent_ = 0;
+  uint32_t logged_kinds_ = 0;  // bit per ErrorCode already logged for this connection
+};
+
+}  // namespace lockstep::server
