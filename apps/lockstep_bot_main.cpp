@@ -120,13 +120,16 @@ int main(int argc, char** argv) {
     } else if (const auto* c = std::get_if<client_sdk::DisconnectedEvent>(&event)) {
       if (!finished) {
         ++disconnects;
-        log(std::string("disconnected: ") + schema::error_code_name(c->code) + ": " + c->reason);
+        std::string code;
+        if (c->code != schema::ErrorCode::none)
+          code = schema::error_code_name(c->code) + std::string(": ");
+        log("disconnected: " + code + c->reason);
       }
     }
   };
 
-  const auto play_time = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(seconds));
+  const auto play_time =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   while (!g_stop && client.state() != client_sdk::ClientState::disconnected) {
     client.poll(std::chrono::milliseconds(5), handler);
     const Clock::time_point now = Clock::now();

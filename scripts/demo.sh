@@ -1,12 +1,154 @@
 #!/usr/bin/env bash
-# The README's first command: install what is missing, build, and run the main job.
-# Until the network service lands this is the simulation runner on the `pile` demo scene
-# (1,000 mixed bodies), printing the state hash every second of simulated time.
+# The README's first command: the service end to end on this machine.
+#   1. install what is missing (scripts/setup.sh) and build (preset default);
+#   2. start lockstep-server on 127.0.0.1 on a free port (the `inputs` scene, 60 Hz);
+#   3. run 4 lockstep-bots in room "default" for 10 s, in parallel: each sends seeded inputs for
+#      its bodies every tick and verifies every tick's state hash against the server's;
+#   4. stop the server with SIGINT and print a summary: ticks, desyncs, per-client bandwidth,
+#      p50/p99 tick lateness (from the server's `summary {json}` line).
+# Exit 0 only when every bot verified its ticks with no desync and no error. Every process it
+# starts is stopped on any failure or interrupt.
+# Environment: DEMO_SECONDS (10), DEMO_BOTS (4), DEMO_PRESET (default); DEMO_BUILD_DIR=DIR uses
+# an already configured build tree instead of the preset's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+seconds=${DEMO_SECONDS:-10}
+bots=${DEMO_BOTS:-4}
+preset=${DEMO_PRESET:-default}
+
 bash scripts/setup.sh
-cmake --preset default >/dev/null
-cmake --build --preset default -j "$(nproc)" --target lockstep-sim
-echo "== lockstep-sim --scene pile --ticks 600 (hash every 60 ticks = 1 s) =="
-./build/default/apps/lockstep-sim --scene pile --ticks 600 --every 60
+if [ -n "${DEMO_BUILD_DIR:-}" ]; then
+  cmake --build "$DEMO_BUILD_DIR" -j "$(nproc)" --target lockstep-server lockstep-bot
+  bin="$(cd "$DEMO_BUILD_DIR" && pwd)/apps"
+else
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$(nproc)" --target lockstep-server lockstep-bot
+  bin="$root/build/$preset/apps"
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-demo.XXXXXX")
+server_pid=""
+bot_pids=()
+cleanup() {
+  local pid
+  for pid in "${bot_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  if [ -n "$server_pid" ]; then kill -TERM "$server_pid" 2>/dev/null || true; fi
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "demo: interrupted" >&2; exit 130' INT TERM
+
+fail() {
+  echo "demo: FAILED: $*" >&2
+  for f in "$work"/server.log "$work"/bot*.log; do
+    [ -s "$f" ] && { echo "--- $(basename "$f") (last lines)" >&2; tail -n 15 "$f" >&2; }
+  done
+  exit 1
+}
+
+# Port 0: the kernel picks a free port and the server prints `listening port=N`.
+"$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn \
+  >"$work/server.out" 2>"$work/server.log" &
+server_pid=$!
+port=""
+for _ in $(seq 100); do
+  port=$(sed -n 's/^listening port=\([0-9][0-9]*\)$/\1/p' "$work/server.out")
+  [ -n "$port" ] && break
+  kill -0 "$server_pid" 2>/dev/null || fail "lockstep-server exited at start"
+  sleep 0.1
+done
+[ -n "$port" ] || fail "lockstep-server did not report its port within 10 s"
+echo "== lockstep-server on 127.0.0.1:$port; $bots lockstep-bots in room \"default\" for ${seconds} s =="
+
+for b in $(seq 1 "$bots"); do
+  # timeout: a bot that never finishes is a failure, not a hang (15 s join limit + margin).
+  timeout --signal=INT --kill-after=5 $((seconds + 30)) \
+    "$bin/lockstep-bot" --host 127.0.0.1 --port "$port" --room default --name "bot$b" \
+    --seed "$b" --seconds "$seconds" >"$work/bot$b.out" 2>"$work/bot$b.log" &
+  bot_pids+=($!)
+done
+
+failed_bots=0
+for b in $(seq 1 "$bots"); do
+  if ! wait "${bot_pids[$((b - 1))]}"; then failed_bots=$((failed_bots + 1)); fi
+done
+bot_pids=()
+
+# Graceful stop: SIGINT → Disconnect to clients, summary line, exit 0.
+kill -INT "$server_pid"
+server_rc=0
+for _ in $(seq 100); do
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$server_pid" 2>/dev/null; then
+  kill -KILL "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+  fail "lockstep-server did not stop within 10 s of SIGINT"
+fi
+wait "$server_pid" || server_rc=$?
+server_pid=""
+
+# ---- summary ------------------------------------------------------------------------------
+field() {  # field NAME LINE: the value of "key=value" in a bot's summary line
+  sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"
+}
+json_number() {  # json_number KEY JSON: the first "KEY":number in the summary JSON
+  grep -o "\"$1\":[-0-9.]*" <<<"$2" | head -n 1 | cut -d: -f2
+}
+
+total_ticks=0
+total_desyncs=0
+total_errors=0
+echo
+echo "client   ticks verified  desyncs  rtt p50 (ms)  in (B/s)   out (B/s)  errors"
+for b in $(seq 1 "$bots"); do
+  line=$(grep '^ticks_verified=' "$work/bot$b.out" || true)
+  if [ -z "$line" ]; then
+    echo "bot$b    (no summary line)"
+    total_errors=$((total_errors + 1))
+    continue
+  fi
+  ticks=$(field ticks_verified "$line")
+  desyncs=$(field desyncs "$line")
+  errors=$(field errors "$line")
+  printf '%-8s %14s %8s %13s %9s %11s %7s\n' "bot$b" "$ticks" "$desyncs" \
+    "$(field rtt_ms_p50 "$line")" "$(field bytes_in_per_s "$line")" \
+    "$(field bytes_out_per_s "$line")" "$errors"
+  total_ticks=$((total_ticks + ticks))
+  total_desyncs=$((total_desyncs + desyncs))
+  total_errors=$((total_errors + errors))
+done
+
+summary=$(sed -n 's/^summary //p' "$work/server.out")
+[ -n "$summary" ] || fail "lockstep-server printed no summary line (exit status $server_rc)"
+room_json=$(grep -o '"rooms":\[.*' <<<"$summary")
+echo
+echo "server: room default: $(json_number ticks "$room_json") ticks," \
+  "$(json_number late_ticks "$room_json") late (> 2 ms)," \
+  "tick lateness p50 $(json_number lateness_p50_us "$room_json") µs," \
+  "p99 $(json_number lateness_p99_us "$room_json") µs," \
+  "max $(json_number lateness_max_us "$room_json") µs;" \
+  "inputs accepted $(json_number inputs_accepted "$room_json")," \
+  "late $(json_number inputs_late "$room_json")," \
+  "rejected $(json_number inputs_rejected "$room_json");" \
+  "desync reports $(json_number desync_reports "$summary")"
+# Per client, as the server counted it (bytes it sent to each client per connected second).
+grep -o '"player":[0-9]*,"name":"[^"]*","mode":"[a-z]*","connected":[a-z]*,"seconds":[0-9.]*,"bytes_in":[0-9]*,"bytes_out":[0-9]*,"bytes_out_per_s":[0-9]*' \
+  <<<"$summary" | while read -r client; do
+  name=$(sed -n 's/.*"name":"\([^"]*\)".*/\1/p' <<<"$client")
+  echo "server → $name: $(json_number bytes_out_per_s "$client") B/s" \
+    "($(json_number bytes_out "$client") B in $(json_number seconds "$client") s)"
+done
+
+server_desyncs=$(json_number desync_reports "$summary")
+echo
+if [ "$failed_bots" -ne 0 ] || [ "$total_desyncs" -ne 0 ] || [ "$total_errors" -ne 0 ] ||
+   [ "$server_rc" -ne 0 ] || [ "${server_desyncs:-0}" -ne 0 ] || [ "$total_ticks" -eq 0 ]; then
+  fail "$failed_bots bot(s) failed, $total_desyncs desync(s), $total_errors error(s)," \
+       "server exit $server_rc, ${server_desyncs:-?} desync report(s)"
+fi
+echo "demo: OK — $bots bots, $total_ticks ticks verified, 0 desyncs, 0 errors"

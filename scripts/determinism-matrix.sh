@@ -40,10 +40,11 @@ normal_targets=(
 injected_targets=(aarch64-gcc-O2-fpcontract-fast i686-gcc-O2-x87)
 
 # target_spec NAME: sets toolchain, opt (0/2/3), group (installer group), runner (array),
-# exe (path inside the build folder), inject (test-only flags), cross (1: stage xxhash.h).
+# exe (path inside the build folder), inject_flags (test-only flags), cross (1: stage xxhash.h),
+# slow (1: -O0 or emulated, see --slow-ticks).
 target_spec() {
   local name=$1
-  inject=""
+  inject_flags=""
   cross=0
   slow=0
   runner=()
@@ -73,8 +74,8 @@ target_spec() {
   *) return 1 ;;
   esac
   case "$name" in
-  *-fpcontract-fast) inject="-ffp-contract=fast" ;;
-  *-x87) inject="-mfpmath=387" ;;
+  *-fpcontract-fast) inject_flags="-ffp-contract=fast" ;;
+  *-x87) inject_flags="-mfpmath=387" ;;
   esac
   [ -f "$toolchains/$toolchain.cmake" ]
 }
@@ -94,7 +95,7 @@ if [ "${1:-}" = "--_build-one" ]; then
   cmake_args=(-S "$root" -B "$dir" -G Ninja
     -DCMAKE_TOOLCHAIN_FILE="$toolchains/$toolchain.cmake"
     -DLOCKSTEP_SIM_ONLY=ON
-    -DLOCKSTEP_INJECT_NONDETERMINISM="$inject")
+    -DLOCKSTEP_INJECT_NONDETERMINISM="$inject_flags")
   case $opt in
   0) cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g") ;;
   2) cmake_args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g -DNDEBUG") ;;
@@ -196,7 +197,7 @@ while [ $# -gt 0 ]; do
     done
     for t in "${injected_targets[@]}"; do
       target_spec "$t"
-      echo "$t  toolchain=cmake/toolchains/$toolchain.cmake -O$opt injected='$inject' (--inject-nondeterminism)"
+      echo "$t  toolchain=cmake/toolchains/$toolchain.cmake -O$opt injected='$inject_flags' (--inject-nondeterminism)"
     done
     exit 0
     ;;
@@ -222,6 +223,7 @@ for t in "${targets[@]}"; do
     echo "determinism-matrix: unknown target $t (see --list)" >&2
     exit 2
   }
+  ! is_injected "$t" || inject=1 # named with --targets: still expected to be caught
 done
 if [ ${#scenes[@]} -eq 0 ]; then
   for f in "$golden_dir"/*.txt; do

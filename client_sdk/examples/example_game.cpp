@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
                       static_cast<unsigned long long>(tick->state_hash));
         }
       } else if (const auto* desync = std::get_if<sdk::DesyncEvent>(&event)) {
-        std::fprintf(stderr, "desync at tick %llu\n", static_cast<unsigned long long>(desync->tick));
+        std::fprintf(stderr, "desync at tick %llu\n",
+                     static_cast<unsigned long long>(desync->tick));
         failed = true;
       } else if (const auto* gone = std::get_if<sdk::DisconnectedEvent>(&event)) {
         std::fprintf(stderr, "disconnected: %s\n", gone->reason.c_str());

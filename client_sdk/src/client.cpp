@@ -32,8 +32,8 @@ struct Client::Impl {
   uint32_t input_frame_sequence = 0;
 
   // Session counters, readable from any thread.
-  std::atomic<uint64_t> ticks_applied{0}, ticks_verified{0}, desyncs{0}, snapshots{0},
-      resyncs{0}, errors{0}, input_frames_sent{0}, inputs_sent{0};
+  std::atomic<uint64_t> ticks_applied{0}, ticks_verified{0}, desyncs{0}, snapshots{0}, resyncs{0},
+      errors{0}, input_frames_sent{0}, inputs_sent{0};
 
   // Delivery of one poll() call.
   const EventHandler* current = nullptr;
@@ -214,7 +214,8 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
   }
   // The frame's inputs in the order the server applied them; a refusal here that the server
   // accepted shows up as a hash mismatch below, which is the check that matters.
-  for (const sim::Input& input : frame.inputs) world->queue_input(input);
+  for (const sim::Input& input : frame.inputs)
+    world->queue_input(input);
   if (perturb_next_tick) {
     world->debug_perturb_position(perturb_next_tick->first, perturb_next_tick->second);
     perturb_next_tick.reset();
@@ -266,8 +267,9 @@ bool Client::connect(const std::string& host, uint16_t port, const std::string& 
       options.max_send_queue_bytes < schema::kMaxClientFrameBytes ||
       options.ping_interval.count() <= 0 || options.read_timeout.count() <= 0 ||
       options.connect_timeout.count() <= 0) {
-    s.last_error = "invalid ClientOptions: caps and intervals must be positive (send queue at "
-                   "least one client frame)";
+    s.last_error =
+        "invalid ClientOptions: caps and intervals must be positive (send queue at "
+        "least one client frame)";
     return false;
   }
   s.options = options;
@@ -342,7 +344,8 @@ std::optional<uint64_t> Client::send_input(std::span<const sim::Input> inputs) {
   frame.target_tick = stamped;
   frame.sequence = ++s.input_frame_sequence;
   frame.inputs.assign(inputs.begin(), inputs.end());
-  for (sim::Input& input : frame.inputs) input.player = s.player_id;
+  for (sim::Input& input : frame.inputs)
+    input.player = s.player_id;
   schema::SharedFrame encoded = schema::encode_shared_frame(frame);
   if (encoded->size() > schema::kFrameHeaderBytes + schema::kMaxClientFrameBytes) {
     s.last_error = "send_input: " + std::to_string(inputs.size()) +

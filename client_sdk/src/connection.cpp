@@ -86,9 +86,8 @@ void Connection::send(schema::SharedFrame frame) {
 }
 
 void Connection::close(schema::ErrorCode code, std::string reason) {
-  asio::post(io_, [this, code, reason = std::move(reason)]() mutable {
-    end(code, std::move(reason));
-  });
+  asio::post(io_,
+             [this, code, reason = std::move(reason)]() mutable { end(code, std::move(reason)); });
 }
 
 std::optional<uint64_t> Connection::target_tick(SteadyTime now, uint32_t input_delay_ticks) const {
@@ -128,8 +127,7 @@ std::chrono::nanoseconds Connection::rtt_quantile(double q) const {
 
 // ---- coroutines ---------------------------------------------------------------------------
 
-asio::awaitable<void> Connection::run(std::string host, uint16_t port,
-                                      schema::SharedFrame hello) {
+asio::awaitable<void> Connection::run(std::string host, uint16_t port, schema::SharedFrame hello) {
   asio::error_code ec;
   const asio::ip::tcp::resolver::results_type endpoints = co_await resolver_.async_resolve(
       host, std::to_string(port), asio::redirect_error(use_awaitable, ec));
@@ -159,8 +157,8 @@ asio::awaitable<void> Connection::reader() {
   std::vector<uint8_t> chunk(kReadChunkBytes);
   while (!closed_) {
     asio::error_code ec;
-    const size_t n =
-        co_await socket_.async_read_some(asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
+    const size_t n = co_await socket_.async_read_some(asio::buffer(chunk),
+                                                      asio::redirect_error(use_awaitable, ec));
     if (closed_) co_return;
     if (ec) {
       if (ec == asio::error::eof) {
@@ -172,11 +170,10 @@ asio::awaitable<void> Connection::reader() {
     }
     counters_.bytes_in.fetch_add(n, std::memory_order_relaxed);
     deadline_ = Clock::now() + config_.read_timeout;
-    const schema::FrameError error =
-        decoder_.feed_all(std::span<const uint8_t>(chunk.data(), n),
-                          [this](std::span<const uint8_t> body) {
-                            if (!closed_) handle_body(body);
-                          });
+    const schema::FrameError error = decoder_.feed_all(std::span<const uint8_t>(chunk.data(), n),
+                                                       [this](std::span<const uint8_t> body) {
+                                                         if (!closed_) handle_body(body);
+                                                       });
     if (error != schema::FrameError::none) {
       end(schema::ErrorCode::bad_frame, "bad frame from the server: " + decoder_.error_text());
       co_return;
@@ -209,7 +206,8 @@ asio::awaitable<void> Connection::writer() {
       end(schema::ErrorCode::none, "write failed: " + ec.message());
       co_return;
     }
-    for (size_t i = 0; i < frames; ++i) send_queue_.pop_front();
+    for (size_t i = 0; i < frames; ++i)
+      send_queue_.pop_front();
     send_queue_bytes_ -= bytes;
     counters_.bytes_out.fetch_add(bytes, std::memory_order_relaxed);
     counters_.frames_out.fetch_add(frames, std::memory_order_relaxed);
@@ -302,9 +300,9 @@ void Connection::handle_body(std::span<const uint8_t> body) {
 void Connection::enqueue(schema::SharedFrame frame) {
   if (closed_) return;
   if (send_queue_bytes_ + frame->size() > config_.max_send_queue_bytes) {
-    end(schema::ErrorCode::slow_consumer,
-        "send queue over " + std::to_string(config_.max_send_queue_bytes) +
-            " bytes: the server is not reading");
+    end(schema::ErrorCode::slow_consumer, "send queue over " +
+                                              std::to_string(config_.max_send_queue_bytes) +
+                                              " bytes: the server is not reading");
     return;
   }
   send_queue_bytes_ += frame->size();
@@ -322,9 +320,8 @@ void Connection::push_inbound(Inbound item, bool bounded) {
   }
   if (bounded) {
     // Still set: the queue was full. The game has stopped polling; stop buffering for it.
-    end(schema::ErrorCode::slow_consumer,
-        "over " + std::to_string(config_.max_pending_messages) +
-            " received messages not taken by poll()");
+    end(schema::ErrorCode::slow_consumer, "over " + std::to_string(config_.max_pending_messages) +
+                                              " received messages not taken by poll()");
     return;
   }
   inbound_ready_.notify_all();

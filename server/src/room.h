@@ -74,6 +74,7 @@ class Room final : public std::enable_shared_from_this<Room> {
     uint32_t snapshot_interval_ticks = 0;  // thin members
     uint64_t next_snapshot_tick = 0;
     bool resync_pending = false;
+    bool desync_logged = false;
     uint32_t world_rejects = 0;  // inputs the world refused in the current step
     sim::Error last_world_reject = sim::Error::none;
   };
@@ -103,6 +104,7 @@ class Room final : public std::enable_shared_from_this<Room> {
   asio::steady_timer grace_timer_;
   bool stopped_ = false;
   bool scene_has_owners_ = false;
+  bool overflow_logged_ = false;
   Clock::time_point opened_;
 
   std::vector<Member> players_;

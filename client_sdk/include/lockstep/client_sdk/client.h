@@ -133,7 +133,7 @@ struct ClientStats {
   uint64_t errors = 0;     // Error frames received plus local failures
   uint64_t input_frames_sent = 0;
   uint64_t inputs_sent = 0;
-  uint64_t bytes_in = 0;   // wire bytes, frame headers included
+  uint64_t bytes_in = 0;  // wire bytes, frame headers included
   uint64_t bytes_out = 0;
   uint64_t frames_in = 0;
   uint64_t frames_out = 0;

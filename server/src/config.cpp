@@ -1,0 +1,133 @@
+// Server configuration: checks and the CLI11 options (flags and config file share the names).
+#include "lockstep/server/config.h"
+
+#include <map>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "lockstep/schema/tick_schedule.h"
+
+namespace lockstep::server {
+
+const char* late_input_policy_name(LateInputPolicy policy) {
+  switch (policy) {
+    case LateInputPolicy::apply_next_tick: return "apply_next_tick";
+    case LateInputPolicy::drop: return "drop";
+  }
+  return "?";
+}
+
+std::string server_config_error(const ServerConfig& c) {
+  if (!schema::valid_tick_rate(c.tick_rate_hz)) {
+    return fmt::format("tick rate {} Hz is outside 1..{}", c.tick_rate_hz,
+                       schema::kMaxTickRateHz);
+  }
+  if (c.input_window_ticks < 2 || c.input_window_ticks > 4096) {
+    return fmt::format("input window {} ticks is outside 2..4096", c.input_window_ticks);
+  }
+  if (c.input_delay_ticks >= c.input_window_ticks || c.input_delay_ticks > 65535) {
+    return fmt::format("input delay {} ticks must be below the input window ({} ticks)",
+                       c.input_delay_ticks, c.input_window_ticks);
+  }
+  if (c.max_rooms < 1) return "max rooms must be at least 1";
+  if (c.max_players_per_room < 1 || c.max_players_per_room > 1024) {
+    return fmt::format("max players per room {} is outside 1..1024", c.max_players_per_room);
+  }
+  if (c.max_spectators_per_room > 1024) {
+    return fmt::format("max spectators per room {} is over 1024", c.max_spectators_per_room);
+  }
+  if (c.max_inputs_per_player_per_tick < 1 || c.max_inputs_per_player_per_tick > 1024) {
+    return fmt::format("max inputs per player per tick {} is outside 1..1024",
+                       c.max_inputs_per_player_per_tick);
+  }
+  if (c.max_catch_up_ticks < 1) return "max catch-up ticks must be at least 1";
+  if (c.max_snapshot_rate_hz < 1 || c.default_snapshot_rate_hz < 1) {
+    return "snapshot rates must be at least 1 Hz";
+  }
+  if (c.max_connections < 1) return "max connections must be at least 1";
+  if (c.read_timeout.count() < 1 || c.flush_timeout.count() < 1) {
+    return "read and flush timeouts must be at least 1 ms";
+  }
+  if (c.empty_room_grace.count() < 0 || c.stats_log_interval.count() < 0) {
+    return "durations must not be negative";
+  }
+  if (c.default_room.empty() || c.default_room.size() > 64) {
+    return "the default room name must be 1..64 bytes";
+  }
+  if (c.socket_send_buffer_bytes > (1u << 30)) return "socket send buffer is over 1 GiB";
+  return {};
+}
+
+void add_server_options(CLI::App& app, ServerConfig* config) {
+  using std::chrono::milliseconds;
+  app.set_config("--config", "", "Read options from a TOML/INI file (keys = long option names)");
+  app.add_option("--bind", config->bind_address, "Address to listen on")->capture_default_str();
+  app.add_option("--port", config->port, "TCP port (0 = ephemeral)")->capture_default_str();
+  app.add_option("--max-connections", config->max_connections, "Open connections at most")
+      ->capture_default_str();
+  app.add_option("--socket-send-buffer-bytes", config->socket_send_buffer_bytes,
+                 "SO_SNDBUF of client sockets (0 = OS default)")
+      ->capture_default_str();
+  app.add_option("--scene", config->scene, "Built-in scene every room starts from")
+      ->capture_default_str();
+  app.add_option("--default-room", config->default_room, "Room of a Hello without a room name")
+      ->capture_default_str();
+  app.add_option("--tick-rate", config->tick_rate_hz, "Ticks per second (1..1000)")
+      ->capture_default_str();
+  app.add_option("--input-delay", config->input_delay_ticks,
+                 "Input delay in ticks announced to clients")
+      ->capture_default_str();
+  app.add_option("--max-rooms", config->max_rooms, "Rooms at most")->capture_default_str();
+  app.add_option("--max-players", config->max_players_per_room,
+                 "Lockstep players per room at most")
+      ->capture_default_str();
+  app.add_option("--max-spectators", config->max_spectators_per_room,
+                 "Thin clients (spectators) per room at most")
+      ->capture_default_str();
+  app.add_option_function<int64_t>(
+         "--empty-room-grace-ms",
+         [config](int64_t v) { config->empty_room_grace = milliseconds(v); },
+         "An empty room closes after this long")
+      ->default_str(std::to_string(config->empty_room_grace.count()));
+  app.add_option("--max-catch-up-ticks", config->max_catch_up_ticks,
+                 "Ticks run per timer wake at most when behind")
+      ->capture_default_str();
+  const std::map<std::string, LateInputPolicy> policies = {
+      {"apply_next_tick", LateInputPolicy::apply_next_tick}, {"drop", LateInputPolicy::drop}};
+  app.add_option("--late-inputs", config->late_input_policy,
+                 "Inputs for a tick already stepped: apply_next_tick or drop")
+      ->transform(CLI::CheckedTransformer(policies, CLI::ignore_case))
+      ->default_str(late_input_policy_name(config->late_input_policy));
+  app.add_option("--input-window", config->input_window_ticks,
+                 "Future ticks an input may target")
+      ->capture_default_str();
+  app.add_option("--max-inputs-per-tick", config->max_inputs_per_player_per_tick,
+                 "Inputs per player per tick at most")
+      ->capture_default_str();
+  app.add_option("--max-snapshot-rate", config->max_snapshot_rate_hz,
+                 "Snapshots per second granted to thin clients at most")
+      ->capture_default_str();
+  app.add_option("--default-snapshot-rate", config->default_snapshot_rate_hz,
+                 "Snapshot rate of a thin client that asks for 0")
+      ->capture_default_str();
+  app.add_option("--queue-limit-bytes", config->queue_limit_bytes,
+                 "Outgoing queue per client in bytes; over it the client is dropped (0 = auto)")
+      ->capture_default_str();
+  app.add_option_function<int64_t>(
+         "--read-timeout-ms", [config](int64_t v) { config->read_timeout = milliseconds(v); },
+         "Drop a client that sends nothing for this long")
+      ->default_str(std::to_string(config->read_timeout.count()));
+  app.add_option_function<int64_t>(
+         "--flush-timeout-ms", [config](int64_t v) { config->flush_timeout = milliseconds(v); },
+         "Time a closing connection may take to flush")
+      ->default_str(std::to_string(config->flush_timeout.count()));
+  app.add_option_function<int64_t>(
+         "--stats-interval-ms",
+         [config](int64_t v) { config->stats_log_interval = milliseconds(v); },
+         "Log per-room counters this often (0 = never)")
+      ->default_str(std::to_string(config->stats_log_interval.count()));
+}
+
+}  // namespace lockstep::server

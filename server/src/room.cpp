@@ -1,0 +1,544 @@
+// Room: the tick loop, joins, the input window and the per-tick broadcast.
+#include "room.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include "server_core.h"
+#include "session.h"
+
+namespace lockstep::server {
+namespace {
+
+constexpr auto use_nothrow = asio::experimental::as_tuple(asio::use_awaitable);
+constexpr size_t kMaxDeparted = 64;
+// A tick that starts more than this after its due time counts as late (see TickClockConfig).
+constexpr std::chrono::nanoseconds kLateThreshold{2'000'000};
+
+// The sim's total input order (player, sequence, body index, generation, impulses, buttons;
+// sim/src/world.cpp input_less), so a TickFrame lists its inputs in the order the world applied
+// them. The world sorts its own queue; this only makes the frame canonical.
+bool input_less(const sim::Input& a, const sim::Input& b) {
+  if (a.player != b.player) return a.player < b.player;
+  if (a.sequence != b.sequence) return a.sequence < b.sequence;
+  if (a.body.index1 != b.body.index1) return a.body.index1 < b.body.index1;
+  if (a.body.generation != b.body.generation) return a.body.generation < b.body.generation;
+  for (int i = 0; i < 3; ++i) {
+    if (a.linear_impulse[i] != b.linear_impulse[i]) return a.linear_impulse[i] < b.linear_impulse[i];
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (a.angular_impulse[i] != b.angular_impulse[i])
+      return a.angular_impulse[i] < b.angular_impulse[i];
+  }
+  return a.buttons < b.buttons;
+}
+
+// Insertion sort: a tick holds at most a few hundred inputs, usually arriving nearly sorted.
+void sort_inputs(std::vector<sim::Input>& inputs) {
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const sim::Input value = inputs[i];
+    size_t j = i;
+    while (j > 0 && input_less(value, inputs[j - 1])) {
+      inputs[j] = inputs[j - 1];
+      --j;
+    }
+    inputs[j] = value;
+  }
+}
+
+}  // namespace
+
+Room::Room(ServerCore& core, std::string name)
+    : core_(core),
+      name_(std::move(name)),
+      clock_(TickClockConfig{core.config.tick_rate_hz, core.config.max_catch_up_ticks,
+                             kLateThreshold},
+             Clock::now()),
+      tick_timer_(core.io),
+      grace_timer_(core.io) {
+  opened_ = clock_.start();
+  // Tick 0 is the scene as built, due at creation: start it now, so the loop's first wake
+  // steps tick 1.
+  clock_.advance(opened_);
+}
+
+Room::~Room() {
+  spdlog::trace("room {} destroyed", name_);
+}
+
+std::shared_ptr<Room> Room::create(ServerCore& core, std::string name, std::string* error) {
+  std::shared_ptr<Room> room(new Room(core, std::move(name)));
+  sim::Error world_error = sim::Error::none;
+  size_t failed_body = 0;
+  room->world_ = sim::build_world(core.scene, &world_error, &failed_body);
+  if (room->world_ == nullptr) {
+    *error = fmt::format("scene {} cannot be built: {}", core.scene.name,
+                         sim::error_message(world_error));
+    return nullptr;
+  }
+  const ServerConfig& config = core.config;
+  const uint32_t max_players = config.max_players_per_room;
+  room->players_.resize(max_players);
+  room->spectators_.resize(config.max_spectators_per_room);
+
+  // Ownership: a player owns the bodies whose owner_player is its id; in a scene where nobody
+  // owns a body, every player may push every dynamic body.
+  std::vector<sim::BodyId> ids(room->world_->body_count());
+  ids.resize(room->world_->list_bodies(ids));
+  room->owned_bodies_.resize(max_players);
+  std::vector<sim::BodyId> dynamic_bodies;
+  for (const sim::BodyId id : ids) {
+    sim::BodyView view;
+    if (room->world_->get_body(id, &view) != sim::Error::none) continue;
+    if (view.owner_player != 0) room->scene_has_owners_ = true;
+    if (view.type != sim::BodyType::dynamic) continue;
+    dynamic_bodies.push_back(id);
+    if (view.owner_player >= 1 && view.owner_player <= max_players) {
+      room->owned_bodies_[view.owner_player - 1].push_back(id);
+    }
+  }
+  if (!room->scene_has_owners_) {
+    for (auto& owned : room->owned_bodies_)
+      owned = dynamic_bodies;
+  }
+
+  room->window_ticks_ = config.input_window_ticks;
+  room->slot_capacity_ = max_players * config.max_inputs_per_player_per_tick;
+  room->slots_.resize(room->window_ticks_);
+  room->slot_inputs_.resize(size_t{room->window_ticks_} * room->slot_capacity_);
+  room->slot_player_counts_.resize(size_t{room->window_ticks_} * max_players);
+  room->applied_.reserve(room->slot_capacity_);
+  room->snapshot_buffer_.resize(room->world_->max_snapshot_size());
+  room->departed_.reserve(kMaxDeparted);
+  return room;
+}
+
+void Room::start() {
+  asio::co_spawn(core_.io, [self = shared_from_this()] { return self->tick_loop(); },
+                 asio::detached);
+  start_grace_timer();  // closes the room if its first join fails
+  spdlog::info("room {} opened: scene {}, {} Hz, input delay {} ticks, {} players", name_,
+               core_.scene.name, core_.config.tick_rate_hz, core_.config.input_delay_ticks,
+               players_.size());
+}
+
+void Room::stop() {
+  stopped_ = true;
+  tick_timer_.cancel();
+  grace_timer_.cancel();
+}
+
+asio::awaitable<void> Room::tick_loop() {
+  while (!stopped_) {
+    tick_timer_.expires_at(clock_.next_deadline());
+    co_await tick_timer_.async_wait(use_nothrow);
+    if (stopped_) co_return;
+    // A deadline already past (catching up) completes at once, after other ready handlers.
+    for (uint32_t n = clock_.advance(Clock::now()); n > 0 && !stopped_; --n)
+      run_tick();
+  }
+}
+
+template <class Fn>
+void Room::for_each_member(Fn&& fn) {
+  // By index over fixed slots: a send may close a session, which empties its slot mid-loop.
+  for (Member& m : players_) {
+    if (m.session != nullptr) fn(m);
+  }
+  for (Member& m : spectators_) {
+    if (m.session != nullptr) fn(m);
+  }
+}
+
+Room::Member* Room::find_member(const Session& session) {
+  const uint32_t player = session.player_id();
+  if (player >= 1 && player <= players_.size() && players_[player - 1].session.get() == &session) {
+    return &players_[player - 1];
+  }
+  for (Member& m : spectators_) {
+    if (m.session.get() == &session) return &m;
+  }
+  return nullptr;
+}
+
+// ---- the tick ------------------------------------------------------------------------------
+
+void Room::run_tick() {
+  const uint64_t tick = world_->tick() + 1;
+  const size_t slot_index = static_cast<size_t>(tick % window_ticks_);
+  TickSlot& slot = slots_[slot_index];
+  applied_.clear();
+  if (slot.tick == tick) {
+    const sim::Input* inputs = &slot_inputs_[slot_index * slot_capacity_];
+    for (uint32_t i = 0; i < slot.count; ++i) {
+      const sim::Error e = world_->queue_input(inputs[i]);
+      if (e == sim::Error::none) {
+        applied_.push_back(inputs[i]);
+        continue;
+      }
+      // Out of range, or the world's per-tick input capacity: refused by the world.
+      ++inputs_rejected_;
+      const uint32_t player = inputs[i].player;
+      if (player >= 1 && player <= players_.size()) {
+        ++players_[player - 1].world_rejects;
+        players_[player - 1].last_world_reject = e;
+      }
+    }
+    slot.tick = 0;
+    slot.count = 0;
+  }
+  sort_inputs(applied_);
+  inputs_accepted_ += applied_.size();
+
+  const Clock::time_point step_start = Clock::now();
+  const sim::StepStatus status = world_->step();
+  const std::chrono::nanoseconds step_time = Clock::now() - step_start;
+  step_time_max_ = std::max(step_time_max_, step_time);
+  step_time_total_ns_ += static_cast<uint64_t>(step_time.count());
+  if (!status.ok() && !overflow_logged_) {
+    overflow_logged_ = true;
+    spdlog::warn("room {}: a world capacity ran out at tick {} (overflow bits {:#x}); the step "
+                 "degraded deterministically (logged once per room)",
+                 name_, world_->tick(), status.overflow);
+  }
+
+  // One TickFrame, encoded once, shared by every lockstep member.
+  schema::TickFrame frame;
+  frame.tick = world_->tick();
+  frame.inputs = std::move(applied_);
+  frame.state_hash = world_->state_hash();
+  const schema::SharedFrame encoded = schema::encode_shared_frame(frame);
+  applied_ = std::move(frame.inputs);  // keep the capacity
+
+  for (size_t i = 0; i < players_.size(); ++i) {
+    const std::shared_ptr<Session> session = players_[i].session;
+    if (session == nullptr) continue;
+    session->send(encoded);
+    if (players_[i].world_rejects > 0 && players_[i].session != nullptr) {
+      session->input_error(schema::ErrorCode::input_rejected,
+                           fmt::format("{} inputs refused by the world at tick {}: {}",
+                                       players_[i].world_rejects, frame.tick,
+                                       sim::error_message(players_[i].last_world_reject)));
+    }
+    players_[i].world_rejects = 0;
+  }
+
+  // Snapshots: thin members at their rate, resync requests of anyone.
+  for_each_member([&](Member& m) {
+    const bool thin_due = m.snapshot_interval_ticks > 0 && frame.tick >= m.next_snapshot_tick;
+    if (!thin_due && !m.resync_pending) return;
+    if (thin_due) m.next_snapshot_tick = frame.tick + m.snapshot_interval_ticks;
+    m.resync_pending = false;
+    const std::shared_ptr<Session> session = m.session;
+    if (session->send(snapshot_frame())) ++snapshots_sent_;
+  });
+}
+
+schema::SharedFrame Room::snapshot_frame() {
+  if (cached_snapshot_ != nullptr && cached_snapshot_tick_ == world_->tick()) {
+    return cached_snapshot_;
+  }
+  size_t written = 0;
+  const sim::Error e = world_->save_snapshot(snapshot_buffer_, &written);
+  if (e != sim::Error::none) {
+    // Cannot happen: the buffer holds max_snapshot_size(). Send an empty state rather than stop.
+    spdlog::error("room {}: save_snapshot failed: {}", name_, sim::error_message(e));
+    written = 0;
+  }
+  schema::Snapshot snapshot;
+  snapshot.tick = world_->tick();
+  snapshot.state.assign(snapshot_buffer_.begin(),
+                        snapshot_buffer_.begin() + static_cast<std::ptrdiff_t>(written));
+  snapshot.state_hash = world_->state_hash();
+  cached_snapshot_ = schema::encode_shared_frame(snapshot);
+  cached_snapshot_tick_ = world_->tick();
+  return cached_snapshot_;
+}
+
+// ---- members -------------------------------------------------------------------------------
+
+schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const schema::Hello& hello,
+                             uint16_t protocol_version, std::string* reason) {
+  if (stopped_) {
+    *reason = fmt::format("room {} is closing", name_);
+    return schema::ErrorCode::server_shutdown;
+  }
+  const ServerConfig& config = core_.config;
+  const bool thin = hello.mode == schema::ClientMode::thin;
+  Member* member = nullptr;
+  uint32_t player_id = 0;
+  if (thin) {
+    for (Member& m : spectators_) {
+      if (m.session == nullptr) {
+        member = &m;
+        break;
+      }
+    }
+    if (member == nullptr) {
+      *reason = fmt::format("room {} has all {} spectator places taken", name_,
+                            spectators_.size());
+      return schema::ErrorCode::room_full;
+    }
+  } else {
+    for (size_t i = 0; i < players_.size(); ++i) {
+      if (players_[i].session == nullptr) {
+        member = &players_[i];
+        player_id = static_cast<uint32_t>(i + 1);
+        break;
+      }
+    }
+    if (member == nullptr) {
+      *reason = fmt::format("room {} is full ({} players)", name_, players_.size());
+      return schema::ErrorCode::room_full;
+    }
+  }
+  *member = Member{};
+  member->session = session;
+  uint16_t granted_rate_hz = 0;
+  if (thin) {
+    // Whole ticks between snapshots, so the granted rate is at most the one asked for.
+    uint32_t wanted = hello.snapshot_rate_hz != 0 ? hello.snapshot_rate_hz
+                                                  : config.default_snapshot_rate_hz;
+    wanted = std::clamp<uint32_t>(wanted, 1, std::min(config.max_snapshot_rate_hz,
+                                                      config.tick_rate_hz));
+    member->snapshot_interval_ticks = (config.tick_rate_hz + wanted - 1) / wanted;
+    member->next_snapshot_tick = world_->tick() + member->snapshot_interval_ticks;
+    granted_rate_hz =
+        static_cast<uint16_t>(std::max<uint32_t>(1, config.tick_rate_hz /
+                                                        member->snapshot_interval_ticks));
+  }
+  session->set_room(shared_from_this(), player_id);
+  ++client_count_;
+  ++clients_joined_;
+  clients_peak_ = std::max(clients_peak_, client_count_);
+  grace_timer_.cancel();
+
+  const SchedulePosition position = clock_.position(Clock::now());
+  schema::Welcome welcome;
+  welcome.protocol_version = protocol_version;
+  welcome.player_id = player_id;
+  welcome.tick_rate_hz = static_cast<uint16_t>(config.tick_rate_hz);
+  welcome.input_delay_ticks = static_cast<uint16_t>(config.input_delay_ticks);
+  welcome.scene = core_.scene.name;
+  welcome.world_def_fingerprint = core_.world_def_fingerprint;
+  welcome.current_tick = position.tick;
+  welcome.ns_into_tick = static_cast<uint64_t>(std::max<int64_t>(0, position.since_due.count()));
+  if (player_id != 0) welcome.owned_bodies = owned_bodies_[player_id - 1];
+  welcome.snapshot_rate_hz = granted_rate_hz;
+  spdlog::info("room {}: '{}' joined as {} {} from {} (tick {}, protocol {})", name_,
+               session->player_name(), thin ? "thin spectator" : "player",
+               player_id, session->remote(), world_->tick(), protocol_version);
+  // Welcome, then the state of the current tick; every TickFrame after it follows.
+  if (session->send(schema::encode_shared_frame(welcome)) && session->send(snapshot_frame())) {
+    ++snapshots_sent_;
+  }
+  return schema::ErrorCode::none;
+}
+
+void Room::leave(Session& session, const std::string& reason) {
+  Member* member = find_member(session);
+  if (member == nullptr) return;
+  auto self = shared_from_this();  // the session may hold the last reference
+  ClientSummary summary = session.summary();
+  summary.connected = false;
+  summary.end_reason = reason;
+  departed_bytes_in_ += summary.bytes_in;
+  departed_bytes_out_ += summary.bytes_out;
+  if (departed_.size() == kMaxDeparted) departed_.erase(departed_.begin());
+  departed_.push_back(std::move(summary));
+  member->session.reset();
+  --client_count_;
+  spdlog::info("room {}: player {} '{}' left at tick {}: {}", name_, session.player_id(),
+               session.player_name(), world_->tick(), reason);
+  session.clear_room();
+  if (client_count_ == 0 && !stopped_) start_grace_timer();
+}
+
+void Room::start_grace_timer() {
+  grace_timer_.expires_after(core_.config.empty_room_grace);
+  grace_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+    if (ec || self->stopped_ || self->client_count_ > 0) return;
+    self->core_.close_room(self->name_);
+  });
+}
+
+// ---- inputs and requests -------------------------------------------------------------------
+
+std::string Room::check_input(uint32_t player_id, const sim::Input& input) const {
+  if (input.player != player_id) {
+    return fmt::format("an input names player {}, but this is player {}", input.player,
+                       player_id);
+  }
+  sim::BodyView view;
+  if (world_->get_body(input.body, &view) != sim::Error::none) {
+    return fmt::format("body {}:{} does not exist", input.body.index1, input.body.generation);
+  }
+  if (view.type != sim::BodyType::dynamic) {
+    return fmt::format("body {}:{} is not dynamic", input.body.index1, input.body.generation);
+  }
+  if (scene_has_owners_ && view.owner_player != player_id) {
+    return fmt::format("body {}:{} is not owned by player {} (owner: {})", input.body.index1,
+                       input.body.generation, player_id, view.owner_player);
+  }
+  return {};
+}
+
+void Room::on_input(Session& session, const schema::InputFrame& frame) {
+  if (find_member(session) == nullptr) return;
+  const uint32_t player = session.player_id();
+  const uint64_t count = frame.inputs.size();
+  if (player == 0) {
+    inputs_rejected_ += count;
+    session.input_error(schema::ErrorCode::input_rejected,
+                        "thin clients (spectators) cannot send inputs");
+    return;
+  }
+  const uint64_t next_tick = world_->tick() + 1;
+  uint64_t target = frame.target_tick;
+  if (target < next_tick) {
+    inputs_late_ += count;
+    if (core_.config.late_input_policy == LateInputPolicy::drop) {
+      inputs_late_dropped_ += count;
+      session.input_error(schema::ErrorCode::input_late,
+                          fmt::format("InputFrame {} for tick {} arrived when tick {} was next: "
+                                      "dropped",
+                                      frame.sequence, frame.target_tick, next_tick));
+      return;
+    }
+    target = next_tick;
+  }
+  if (target >= next_tick + window_ticks_) {
+    inputs_rejected_ += count;
+    session.input_error(schema::ErrorCode::input_rejected,
+                        fmt::format("InputFrame {} targets tick {}, beyond the input window "
+                                    "(ticks {}..{})",
+                                    frame.sequence, target, next_tick,
+                                    next_tick + window_ticks_ - 1));
+    return;
+  }
+  const size_t slot_index = static_cast<size_t>(target % window_ticks_);
+  TickSlot& slot = slots_[slot_index];
+  const size_t max_players = players_.size();
+  if (slot.tick != target) {  // the slot last held a tick already stepped
+    slot.tick = target;
+    slot.count = 0;
+    std::fill_n(slot_player_counts_.begin() + static_cast<std::ptrdiff_t>(slot_index * max_players),
+                max_players, uint16_t{0});
+  }
+  uint16_t& player_count = slot_player_counts_[slot_index * max_players + (player - 1)];
+  sim::Input* slot_inputs = &slot_inputs_[slot_index * slot_capacity_];
+  uint64_t rejected = 0;
+  std::string first_reason;
+  for (sim::Input input : frame.inputs) {
+    if (input.player == 0) input.player = player;  // the server knows who sent it
+    std::string why = check_input(player, input);
+    if (why.empty() && player_count >= core_.config.max_inputs_per_player_per_tick) {
+      why = fmt::format("more than {} inputs for tick {}",
+                        core_.config.max_inputs_per_player_per_tick, target);
+    }
+    if (why.empty() && slot.count >= slot_capacity_) why = "the tick's input buffer is full";
+    if (!why.empty()) {
+      if (rejected++ == 0) first_reason = std::move(why);
+      continue;
+    }
+    slot_inputs[slot.count++] = input;
+    ++player_count;
+  }
+  if (rejected > 0) {
+    inputs_rejected_ += rejected;
+    session.input_error(schema::ErrorCode::input_rejected,
+                        fmt::format("{} of {} inputs of InputFrame {} rejected; first: {}",
+                                    rejected, count, frame.sequence, first_reason));
+  }
+}
+
+void Room::on_resync_request(Session& session) {
+  // Served after the next step, so a flood of requests costs one snapshot per tick at most.
+  if (Member* m = find_member(session)) m->resync_pending = true;
+}
+
+void Room::on_desync_report(Session& session, const schema::DesyncReport& report) {
+  Member* member = find_member(session);
+  if (member == nullptr) return;
+  ++desync_reports_;
+  ++core_.desync_reports;
+  if (!member->desync_logged) {
+    member->desync_logged = true;
+    spdlog::warn("room {}: player {} '{}' reports a desync at tick {}: client hash {:016x}, "
+                 "server hash {:016x} (logged once per connection)",
+                 name_, session.player_id(), session.player_name(), report.tick,
+                 report.client_hash, report.server_hash);
+  }
+  // Issue 6: dump this room's replay window (keyframe + per-tick frames) here; the hook lets
+  // the embedding application (and tests) see every report meanwhile.
+  if (core_.desync_hook) {
+    DesyncEvent event;
+    event.room = name_;
+    event.player_id = session.player_id();
+    event.player_name = session.player_name();
+    event.report = report;
+    event.room_tick = world_->tick();
+    core_.desync_hook(event);
+  }
+}
+
+schema::Pong Room::make_pong(uint64_t client_time_ns) const {
+  const SchedulePosition position = clock_.position(Clock::now());
+  schema::Pong pong;
+  pong.client_time_ns = client_time_ns;
+  pong.server_tick = position.tick;
+  pong.ns_into_tick = static_cast<uint64_t>(std::max<int64_t>(0, position.since_due.count()));
+  return pong;
+}
+
+// ---- stats ---------------------------------------------------------------------------------
+
+RoomStats Room::stats() const {
+  RoomStats s;
+  s.name = name_;
+  s.open = !stopped_;
+  s.tick = world_->tick();
+  const TickClockCounters& clock = clock_.counters();
+  s.late_ticks = clock.late_ticks;
+  s.capped_wakes = clock.capped_wakes;
+  s.lateness_p50 = clock_.lateness().quantile(0.50);
+  s.lateness_p99 = clock_.lateness().quantile(0.99);
+  s.lateness_max = clock.max_lateness;
+  s.step_time_max = step_time_max_;
+  s.step_time_total_ns = step_time_total_ns_;
+  s.inputs_accepted = inputs_accepted_;
+  s.inputs_rejected = inputs_rejected_;
+  s.inputs_late = inputs_late_;
+  s.inputs_late_dropped = inputs_late_dropped_;
+  s.bytes_in = departed_bytes_in_;
+  s.bytes_out = departed_bytes_out_;
+  s.clients = client_count_;
+  s.clients_peak = clients_peak_;
+  s.clients_joined = clients_joined_;
+  s.snapshots_sent = snapshots_sent_;
+  s.desync_reports = desync_reports_;
+  s.protocol_errors = protocol_errors_;
+  s.input_errors = input_errors_;
+  s.slow_consumers = slow_consumers_;
+  s.client_list = departed_;
+  auto add_live = [&s](const Member& m) {
+    if (m.session == nullptr) return;
+    ClientSummary c = m.session->summary();
+    s.bytes_in += c.bytes_in;
+    s.bytes_out += c.bytes_out;
+    s.client_list.push_back(std::move(c));
+  };
+  for (const Member& m : players_)
+    add_live(m);
+  for (const Member& m : spectators_)
+    add_live(m);
+  return s;
+}
+
+}  // namespace lockstep::server

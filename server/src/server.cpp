@@ -1,0 +1,440 @@
+// Server: start (scene check, bind), the accept loop, rooms by name, shutdown, stats.
+#include "lockstep/server/server.h"
+
+#include <algorithm>
+#include <csignal>
+#include <future>
+#include <utility>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/post.hpp>
+#include <asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include "lockstep/schema/limits.h"
+#include "lockstep/sim/world.h"
+#include "room.h"
+#include "server_core.h"
+#include "session.h"
+
+namespace lockstep::server {
+namespace {
+
+constexpr auto use_nothrow = asio::experimental::as_tuple(asio::use_awaitable);
+
+// Envelope, table and vector headers around a snapshot's state bytes (generous).
+constexpr uint64_t kSnapshotEnvelopeBytes = 256;
+constexpr uint64_t kAutoQueueLimitMinBytes = 1u << 20;
+constexpr uint64_t kAutoQueueLimitHeadroomBytes = 64u << 10;
+
+}  // namespace
+
+ServerCore::ServerCore(const ServerConfig& config_in) : config(config_in) {}
+
+asio::awaitable<void> ServerCore::accept_loop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(use_nothrow);
+    if (shutting_down || !acceptor.is_open()) co_return;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) co_return;
+      // E.g. out of file descriptors: back off instead of spinning.
+      spdlog::warn("accept failed: {}", ec.message());
+      asio::steady_timer backoff(io, std::chrono::milliseconds(50));
+      co_await backoff.async_wait(use_nothrow);
+      continue;
+    }
+    if (sessions.size() >= config.max_connections) {
+      ++connections_refused;
+      if (connections_refused == 1) {
+        spdlog::warn("refusing connections over max_connections = {} (logged once)",
+                     config.max_connections);
+      }
+      std::error_code ignored;
+      socket.close(ignored);
+      continue;
+    }
+    std::error_code option_error;
+    socket.set_option(asio::ip::tcp::no_delay(true), option_error);
+    if (config.socket_send_buffer_bytes != 0) {
+      socket.set_option(
+          asio::socket_base::send_buffer_size(static_cast<int>(config.socket_send_buffer_bytes)),
+          option_error);
+    }
+    std::error_code endpoint_error;
+    const auto endpoint = socket.remote_endpoint(endpoint_error);
+    const std::string remote =
+        endpoint_error ? std::string("?")
+                       : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    ++connections_accepted;
+    const uint64_t id = next_session_id++;
+    auto session = std::make_shared<Session>(*this, std::move(socket), id, remote);
+    sessions.emplace(id, session);
+    session->start();
+  }
+}
+
+asio::awaitable<void> ServerCore::stats_loop() {
+  while (!shutting_down) {
+    stats_timer.expires_after(config.stats_log_interval);
+    auto [ec] = co_await stats_timer.async_wait(use_nothrow);
+    if (ec || shutting_down) co_return;
+    for (const auto& [name, room] : rooms)
+      spdlog::info("{}", room_summary_line(room->stats()));
+  }
+}
+
+std::shared_ptr<Room> ServerCore::find_or_create_room(const std::string& name,
+                                                      schema::ErrorCode* code,
+                                                      std::string* reason) {
+  if (auto it = rooms.find(name); it != rooms.end()) return it->second;
+  if (shutting_down) {
+    *code = schema::ErrorCode::server_shutdown;
+    *reason = "the server is shutting down";
+    return nullptr;
+  }
+  if (rooms.size() >= config.max_rooms) {
+    *code = schema::ErrorCode::too_many_rooms;
+    *reason = fmt::format("room {} does not exist and the server already hosts {} rooms", name,
+                          rooms.size());
+    return nullptr;
+  }
+  std::string error;
+  std::shared_ptr<Room> room = Room::create(*this, name, &error);
+  if (room == nullptr) {
+    spdlog::error("room {}: {}", name, error);
+    *code = schema::ErrorCode::bad_request;
+    *reason = error;
+    return nullptr;
+  }
+  rooms.emplace(name, room);
+  room->start();
+  return room;
+}
+
+void ServerCore::close_room(const std::string& name) {
+  auto it = rooms.find(name);
+  if (it == rooms.end()) return;
+  std::shared_ptr<Room> room = it->second;
+  room->stop();
+  RoomStats summary = room->stats();
+  spdlog::info("room closed (empty for {} ms): {}", config.empty_room_grace.count(),
+               room_summary_line(summary));
+  if (closed_rooms.size() == kMaxClosedRooms) closed_rooms.pop_front();
+  closed_rooms.push_back(std::move(summary));
+  rooms.erase(it);
+}
+
+void ServerCore::on_session_closed(uint64_t id) {
+  sessions.erase(id);
+  if (shutting_down && sessions.empty()) {
+    // Nothing left to flush: let io_context::run() return.
+    shutdown_timer.cancel();
+    signals.cancel();
+  }
+}
+
+void ServerCore::begin_shutdown() {
+  if (shutting_down) return;
+  shutting_down = true;
+  spdlog::info("shutting down: {} sessions, {} rooms", sessions.size(), rooms.size());
+  std::error_code ignored;
+  acceptor.close(ignored);
+  stats_timer.cancel();
+  for (auto& [name, room] : rooms)
+    room->stop();
+  // Each session flushes what it has queued, then the Disconnect; bounded by flush_timeout.
+  const schema::SharedFrame bye = schema::encode_shared_frame(
+      schema::Disconnect{schema::ErrorCode::server_shutdown, "the server is shutting down"});
+  std::vector<std::shared_ptr<Session>> open;
+  for (auto& [id, session] : sessions)
+    open.push_back(session);
+  for (auto& session : open)
+    session->begin_close(bye, true, "server shutdown");
+  if (sessions.empty()) {
+    signals.cancel();
+    return;
+  }
+  shutdown_timer.expires_after(config.flush_timeout);
+  shutdown_timer.async_wait([this](std::error_code ec) {
+    if (ec) return;
+    std::vector<std::shared_ptr<Session>> left;
+    for (auto& [id, session] : sessions)
+      left.push_back(session);
+    if (!left.empty()) {
+      spdlog::warn("{} sessions did not flush within {} ms; closing them", left.size(),
+                   config.flush_timeout.count());
+    }
+    for (auto& session : left)
+      session->close_now("shutdown flush timed out");
+    signals.cancel();
+  });
+}
+
+ServerStats ServerCore::stats() const {
+  ServerStats s;
+  s.port = port;
+  s.uptime_s = std::chrono::duration<double>(Clock::now() - start_time).count();
+  s.connections_accepted = connections_accepted;
+  s.connections_refused = connections_refused;
+  s.sessions_open = static_cast<uint32_t>(sessions.size());
+  s.protocol_errors = protocol_errors;
+  s.input_errors = input_errors;
+  s.slow_consumer_disconnects = slow_consumer_disconnects;
+  s.timeouts = timeouts;
+  s.max_session_queued_bytes = max_session_queued_bytes;
+  s.queue_limit_bytes = queue_limit_bytes;
+  s.desync_reports = desync_reports;
+  s.errors_by_code = errors_by_code;
+  for (const auto& [name, room] : rooms)
+    s.rooms.push_back(room->stats());
+  for (const RoomStats& closed : closed_rooms)
+    s.rooms.push_back(closed);
+  return s;
+}
+
+// ---- Server --------------------------------------------------------------------------------
+
+Server::Server(const ServerConfig& config) : core_(std::make_unique<ServerCore>(config)) {}
+
+Server::~Server() {
+  // Sessions and rooms hold references into the core: destroy them while it is intact.
+  core_->sessions.clear();
+  core_->rooms.clear();
+}
+
+bool Server::start(std::string* error) {
+  ServerCore& core = *core_;
+  if (core.started) {
+    *error = "start() was already called";
+    return false;
+  }
+  if (std::string problem = server_config_error(core.config); !problem.empty()) {
+    *error = problem;
+    return false;
+  }
+  if (!sim::make_builtin_scene(core.config.scene, &core.scene)) {
+    std::string names;
+    for (std::string_view name : sim::builtin_scene_names())
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    *error = fmt::format("unknown scene '{}' (built-in scenes: {})", core.config.scene, names);
+    return false;
+  }
+  sim::Error world_error = sim::Error::none;
+  const std::unique_ptr<sim::World> world = sim::build_world(core.scene, &world_error);
+  if (world == nullptr) {
+    *error = fmt::format("scene {} cannot be built: {}", core.config.scene,
+                         sim::error_message(world_error));
+    return false;
+  }
+  core.world_def_fingerprint = sim::world_def_fingerprint(core.scene.def);
+  core.max_snapshot_frame_bytes = world->max_snapshot_size() + kSnapshotEnvelopeBytes;
+  if (core.max_snapshot_frame_bytes > schema::kMaxServerFrameBytes) {
+    *error = fmt::format("scene {} snapshots up to {} B, over the {} B frame cap",
+                         core.config.scene, core.max_snapshot_frame_bytes,
+                         schema::kMaxServerFrameBytes);
+    return false;
+  }
+  const uint64_t needed = core.max_snapshot_frame_bytes + kControlReserveBytes;
+  if (core.config.queue_limit_bytes == 0) {
+    core.queue_limit_bytes = std::max(kAutoQueueLimitMinBytes,
+                                      core.max_snapshot_frame_bytes +
+                                          kAutoQueueLimitHeadroomBytes);
+  } else if (core.config.queue_limit_bytes < needed) {
+    *error = fmt::format("queue limit {} B cannot hold scene {}'s largest snapshot frame: use at "
+                         "least {} B",
+                         core.config.queue_limit_bytes, core.config.scene, needed);
+    return false;
+  } else {
+    core.queue_limit_bytes = core.config.queue_limit_bytes;
+  }
+
+  std::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(core.config.bind_address, ec);
+  if (ec) {
+    *error = fmt::format("bad bind address '{}': {}", core.config.bind_address, ec.message());
+    return false;
+  }
+  const asio::ip::tcp::endpoint endpoint(address, core.config.port);
+  core.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) core.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) core.acceptor.bind(endpoint, ec);
+  if (!ec) core.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    *error = fmt::format("cannot listen on {}:{}: {}", core.config.bind_address,
+                         core.config.port, ec.message());
+    std::error_code ignored;
+    core.acceptor.close(ignored);
+    return false;
+  }
+  core.port = core.acceptor.local_endpoint(ec).port();
+  core.started = true;
+  core.start_time = ServerCore::Clock::now();
+  spdlog::info("listening on {}:{}: scene {}, {} Hz, input delay {}, late inputs {}, queue "
+               "limit {} B, up to {} rooms x {} players",
+               core.config.bind_address, core.port, core.config.scene, core.config.tick_rate_hz,
+               core.config.input_delay_ticks,
+               late_input_policy_name(core.config.late_input_policy), core.queue_limit_bytes,
+               core.config.max_rooms, core.config.max_players_per_room);
+  return true;
+}
+
+uint16_t Server::port() const {
+  return core_->port;
+}
+
+void Server::run() {
+  ServerCore& core = *core_;
+  if (!core.started) return;
+  core.running = true;
+  if (core.config.handle_signals) {
+    core.signals.add(SIGINT);
+    core.signals.add(SIGTERM);
+    core.signals.async_wait([&core](std::error_code ec, int signal_number) {
+      if (ec) return;
+      spdlog::info("signal {}: graceful shutdown (a second signal stops at once)", signal_number);
+      // Armed before begin_shutdown, which cancels it once nothing is left to flush.
+      core.signals.async_wait([&core](std::error_code ec2, int) {
+        if (ec2) return;
+        spdlog::warn("second signal: stopping now");
+        core.io.stop();
+      });
+      core.begin_shutdown();
+    });
+  }
+  if (core.config.stats_log_interval.count() > 0) {
+    asio::co_spawn(core.io, [&core] { return core.stats_loop(); }, asio::detached);
+  }
+  asio::co_spawn(core.io, [&core] { return core.accept_loop(); }, asio::detached);
+  core.io.run();
+  core.running = false;
+}
+
+void Server::request_shutdown() {
+  ServerCore* core = core_.get();
+  asio::post(core->io, [core] { core->begin_shutdown(); });
+}
+
+std::optional<ServerStats> Server::collect_stats(std::chrono::milliseconds timeout) const {
+  if (!core_->running) return core_->stats();
+  auto promise = std::make_shared<std::promise<ServerStats>>();
+  std::future<ServerStats> future = promise->get_future();
+  ServerCore* core = core_.get();
+  asio::post(core->io, [core, promise] { promise->set_value(core->stats()); });
+  if (future.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  return future.get();
+}
+
+ServerStats Server::stats() const {
+  return core_->stats();
+}
+
+void Server::set_desync_hook(DesyncHook hook) {
+  core_->desync_hook = std::move(hook);
+}
+
+const ServerConfig& Server::config() const {
+  return core_->config;
+}
+
+// ---- summaries -----------------------------------------------------------------------------
+
+namespace {
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+double us(std::chrono::nanoseconds d) {
+  return static_cast<double>(d.count()) / 1000.0;
+}
+
+}  // namespace
+
+std::string summary_json(const ServerStats& stats) {
+  std::string out = fmt::format(
+      "{{\"port\":{},\"uptime_s\":{:.3f},\"connections_accepted\":{},\"connections_refused\":{},"
+      "\"sessions_open\":{},\"protocol_errors\":{},\"input_errors\":{},"
+      "\"slow_consumer_disconnects\":{},\"timeouts\":{},\"max_session_queued_bytes\":{},"
+      "\"queue_limit_bytes\":{},\"desync_reports\":{},\"errors_by_code\":{{",
+      stats.port, stats.uptime_s, stats.connections_accepted, stats.connections_refused,
+      stats.sessions_open, stats.protocol_errors, stats.input_errors,
+      stats.slow_consumer_disconnects, stats.timeouts, stats.max_session_queued_bytes,
+      stats.queue_limit_bytes, stats.desync_reports);
+  bool first = true;
+  for (size_t i = 0; i < stats.errors_by_code.size(); ++i) {
+    if (stats.errors_by_code[i] == 0) continue;
+    out += fmt::format("{}\"{}\":{}", first ? "" : ",",
+                       schema::error_code_name(static_cast<schema::ErrorCode>(i)),
+                       stats.errors_by_code[i]);
+    first = false;
+  }
+  out += "},\"rooms\":[";
+  for (size_t r = 0; r < stats.rooms.size(); ++r) {
+    const RoomStats& room = stats.rooms[r];
+    const double step_mean_us =
+        room.tick > 0 ? static_cast<double>(room.step_time_total_ns) / 1000.0 /
+                            static_cast<double>(room.tick)
+                      : 0.0;
+    out += fmt::format(
+        "{}{{\"name\":{},\"open\":{},\"ticks\":{},\"late_ticks\":{},\"capped_wakes\":{},"
+        "\"lateness_p50_us\":{:.1f},\"lateness_p99_us\":{:.1f},\"lateness_max_us\":{:.1f},"
+        "\"step_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_accepted\":{},"
+        "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},\"bytes_in\":{},"
+        "\"bytes_out\":{},\"clients\":{},\"clients_peak\":{},\"clients_joined\":{},"
+        "\"snapshots_sent\":{},\"desync_reports\":{},\"protocol_errors\":{},\"input_errors\":{},"
+        "\"slow_consumers\":{},\"client_list\":[",
+        r == 0 ? "" : ",", json_string(room.name), room.open ? "true" : "false", room.tick,
+        room.late_ticks, room.capped_wakes, us(room.lateness_p50), us(room.lateness_p99),
+        us(room.lateness_max), step_mean_us, us(room.step_time_max), room.inputs_accepted,
+        room.inputs_rejected, room.inputs_late, room.inputs_late_dropped, room.bytes_in,
+        room.bytes_out, room.clients, room.clients_peak, room.clients_joined,
+        room.snapshots_sent, room.desync_reports, room.protocol_errors, room.input_errors,
+        room.slow_consumers);
+    for (size_t c = 0; c < room.client_list.size(); ++c) {
+      const ClientSummary& client = room.client_list[c];
+      const double per_s =
+          client.connected_s > 0 ? static_cast<double>(client.bytes_out) / client.connected_s
+                                 : 0.0;
+      out += fmt::format(
+          "{}{{\"player\":{},\"name\":{},\"mode\":\"{}\",\"connected\":{},\"seconds\":{:.3f},"
+          "\"bytes_in\":{},\"bytes_out\":{},\"bytes_out_per_s\":{:.0f},\"frames_out\":{},"
+          "\"max_queued_bytes\":{},\"errors\":{},\"end_reason\":{}}}",
+          c == 0 ? "" : ",", client.player_id, json_string(client.name),
+          client.mode == schema::ClientMode::thin ? "thin" : "lockstep",
+          client.connected ? "true" : "false", client.connected_s, client.bytes_in,
+          client.bytes_out, per_s, client.frames_out, client.max_queued_bytes, client.errors,
+          json_string(client.end_reason));
+    }
+    out += "]}";
+  }
+  out += "]}";
+  return out;
+}
+
+std::string room_summary_line(const RoomStats& room) {
+  return fmt::format(
+      "room {}: tick {}, late ticks {}, lateness p50 {:.3f} ms p99 {:.3f} ms max {:.3f} ms, "
+      "inputs {} accepted {} rejected {} late ({} dropped), bytes in {} out {}, clients {} "
+      "(peak {}, joined {}), desync reports {}, errors {} fatal {} input, slow consumers {}",
+      room.name, room.tick, room.late_ticks, us(room.lateness_p50) / 1000.0,
+      us(room.lateness_p99) / 1000.0, us(room.lateness_max) / 1000.0, room.inputs_accepted,
+      room.inputs_rejected, room.inputs_late, room.inputs_late_dropped, room.bytes_in,
+      room.bytes_out, room.clients, room.clients_peak, room.clients_joined, room.desync_reports,
+      room.protocol_errors, room.input_errors, room.slow_consumers);
+}
+
+}  // namespace lockstep::server

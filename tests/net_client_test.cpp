@@ -1,0 +1,421 @@
+// The client SDK over real sockets on 127.0.0.1, against a server hosted in this process on an
+// ephemeral port (its own thread). The room ticks at 240 Hz so 600 ticks take 2.5 s; every wait
+// is bounded (kWait) and ctest adds a TIMEOUT on top, so nothing here can hang.
+//
+// What is checked, and against what:
+// - hashes are compared between clients (each computed its own by stepping its own world) and
+//   each was compared by the SDK against the server's, so agreement is three-way;
+// - a desync is provoked by moving one body of one client's world (the test hook) and must be
+//   reported at exactly the next tick, counted by the server, and healed by a resync;
+// - thin-client rates are checked against the wall clock and the tick spacing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lockstep/client_sdk/client.h"
+#include "lockstep/server/server.h"
+#include "lockstep/sim/scene.h"
+
+namespace {
+
+using namespace lockstep;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kTickRateHz = 240;
+// 4 ticks = 16.7 ms at 240 Hz: ample for loopback even under sanitizers, so inputs are on time.
+constexpr uint32_t kInputDelayTicks = 4;
+// Upper bound of any single wait below; generous for a loaded 2-core machine under ASan.
+constexpr auto kWait = 20s;
+
+// A server on 127.0.0.1:0 running on its own thread for the life of the object.
+class TestServer {
+ public:
+  explicit TestServer(const std::function<void(server::ServerConfig&)>& tweak = nullptr) {
+    config_.bind_address = "127.0.0.1";
+    config_.port = 0;
+    config_.tick_rate_hz = kTickRateHz;
+    config_.input_delay_ticks = kInputDelayTicks;
+    config_.stats_log_interval = 0ms;
+    config_.handle_signals = false;
+    if (tweak) tweak(config_);
+    server_ = std::make_unique<server::Server>(config_);
+    std::string error;
+    started_ = server_->start(&error);
+    EXPECT_TRUE(started_) << error;
+    if (started_) thread_ = std::thread([this] { server_->run(); });
+  }
+  ~TestServer() { stop(); }
+
+  void stop() {
+    if (thread_.joinable()) {
+      server_->request_shutdown();
+      thread_.join();
+    }
+  }
+  uint16_t port() const { return server_->port(); }
+  bool started() const { return started_; }
+  server::ServerStats stats() const {
+    std::optional<server::ServerStats> stats = server_->collect_stats(5s);
+    EXPECT_TRUE(stats.has_value()) << "the server thread did not answer within 5 s";
+    return stats.value_or(server::ServerStats{});
+  }
+
+ private:
+  server::ServerConfig config_;
+  std::unique_ptr<server::Server> server_;
+  std::thread thread_;
+  bool started_ = false;
+};
+
+// One SDK client and everything it reported.
+struct TestClient {
+  explicit TestClient(std::string client_name) : name(std::move(client_name)) {}
+
+  bool connect(uint16_t port, client_sdk::ClientOptions options = {}, bool own_thread = true) {
+    const bool ok = client.connect("127.0.0.1", port, "default", name, "", options);
+    EXPECT_TRUE(ok) << client.last_error();
+    if (ok && own_thread) client.run_thread();
+    return ok;
+  }
+
+  void pump(std::chrono::milliseconds wait) {
+    client.poll(wait, [this](const client_sdk::Event& e) { handle(e); });
+  }
+
+  void handle(const client_sdk::Event& event) {
+    if (const auto* j = std::get_if<client_sdk::JoinedEvent>(&event)) {
+      joined = *j;
+    } else if (const auto* t = std::get_if<client_sdk::TickAppliedEvent>(&event)) {
+      // The world view must be the state the event names.
+      EXPECT_EQ(t->world().tick(), t->tick);
+      EXPECT_EQ(t->world().state_hash(), t->state_hash);
+      hashes[t->tick] = t->state_hash;
+      if (t->input_count > 0) ++ticks_with_inputs;
+      if (send_inputs && script) {
+        std::vector<sim::Input> all(64);
+        const uint32_t n = sim::scripted_inputs(seed, t->tick, *script, t->world(), all);
+        std::vector<sim::Input> mine;
+        for (uint32_t i = 0; i < n; ++i) {
+          if (all[i].player == client.player_id()) mine.push_back(all[i]);
+        }
+        if (!mine.empty()) {
+          const std::optional<uint64_t> target = client.send_input(mine);
+          EXPECT_TRUE(target.has_value());
+          if (target) {
+            // Stamped ahead of what we have verified, and never backwards.
+            EXPECT_GT(*target, t->tick);
+            EXPECT_GE(*target, last_target);
+            last_target = *target;
+            ++input_frames_sent;
+          }
+        }
+      }
+    } else if (const auto* s = std::get_if<client_sdk::SnapshotEvent>(&event)) {
+      snapshots.push_back({s->tick, s->state_hash, s->resync, Clock::now()});
+      if (s->world_view != nullptr) {
+        EXPECT_EQ(s->world().tick(), s->tick);
+        EXPECT_EQ(s->world().state_hash(), s->state_hash);
+        if (!script) script = sim::make_input_script(s->world());
+      }
+    } else if (const auto* d = std::get_if<client_sdk::DesyncEvent>(&event)) {
+      desyncs.push_back(*d);
+    } else if (const auto* x = std::get_if<client_sdk::ErrorEvent>(&event)) {
+      errors.push_back(*x);
+    } else if (const auto* c = std::get_if<client_sdk::DisconnectedEvent>(&event)) {
+      EXPECT_FALSE(disconnected.has_value()) << "a second DisconnectedEvent";
+      disconnected = *c;
+    }
+  }
+
+  uint64_t last_tick() const { return hashes.empty() ? 0 : hashes.rbegin()->first; }
+  uint64_t first_tick() const { return hashes.empty() ? 0 : hashes.begin()->first; }
+
+  struct SnapshotSeen {
+    uint64_t tick = 0;
+    uint64_t hash = 0;
+    bool resync = false;
+    Clock::time_point at;
+  };
+
+  std::string name;
+  client_sdk::Client client;
+  bool send_inputs = false;
+  uint64_t seed = sim::kDefaultInputSeed;
+  std::optional<sim::InputScript> script;
+  std::optional<client_sdk::JoinedEvent> joined;
+  std::map<uint64_t, uint64_t> hashes;  // tick → verified state hash
+  std::vector<SnapshotSeen> snapshots;
+  std::vector<client_sdk::DesyncEvent> desyncs;
+  std::vector<client_sdk::ErrorEvent> errors;
+  std::optional<client_sdk::DisconnectedEvent> disconnected;
+  uint64_t ticks_with_inputs = 0;
+  uint64_t input_frames_sent = 0;
+  uint64_t last_target = 0;
+};
+
+// Polls every client until `done` holds; false when kWait ran out first.
+bool pump_until(const std::vector<TestClient*>& clients, const std::function<bool()>& done,
+                std::chrono::milliseconds timeout =
+                    std::chrono::duration_cast<std::chrono::milliseconds>(kWait)) {
+  const Clock::time_point until = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() >= until) return false;
+    for (TestClient* c : clients)
+      c->pump(1ms);
+  }
+  return true;
+}
+
+std::string describe(const TestClient& c) {
+  std::string s = c.name + ": verified " + std::to_string(c.hashes.size()) + " ticks (" +
+                  std::to_string(c.first_tick()) + ".." + std::to_string(c.last_tick()) + "), " +
+                  std::to_string(c.desyncs.size()) + " desyncs, " +
+                  std::to_string(c.errors.size()) + " errors";
+  for (const auto& e : c.errors)
+    s += "\n  error: " + e.message;
+  if (c.disconnected) s += "\n  disconnected: " + c.disconnected->reason;
+  return s;
+}
+
+// Every tick both verified has the same hash; returns how many ticks they share.
+size_t expect_same_hashes(const TestClient& a, const TestClient& b, uint64_t from_tick = 0) {
+  size_t shared = 0;
+  for (const auto& [tick, hash] : a.hashes) {
+    if (tick < from_tick) continue;
+    const auto it = b.hashes.find(tick);
+    if (it == b.hashes.end()) continue;
+    ++shared;
+    EXPECT_EQ(hash, it->second) << a.name << " and " << b.name << " differ at tick " << tick;
+  }
+  return shared;
+}
+
+TEST(NetClient, JoinAndLateJoinSeeTheSameHashes) {
+  TestServer server;
+  ASSERT_TRUE(server.started());
+  TestClient early("early");
+  early.send_inputs = true;
+  ASSERT_TRUE(early.connect(server.port()));
+  ASSERT_TRUE(pump_until({&early}, [&] { return early.joined && early.hashes.size() >= 120; }))
+      << describe(early);
+  EXPECT_EQ(early.joined->player_id, 1u);
+  EXPECT_EQ(early.joined->tick_rate_hz, kTickRateHz);
+  EXPECT_EQ(early.joined->input_delay_ticks, kInputDelayTicks);
+  EXPECT_EQ(early.joined->scene, "inputs");
+  EXPECT_EQ(early.joined->owned_bodies.size(), 4u);  // the inputs scene: 4 bodies per player
+  ASSERT_FALSE(early.snapshots.empty());
+  // In sync from the first tick after the join snapshot: no tick is missing.
+  EXPECT_EQ(early.first_tick(), early.snapshots.front().tick + 1);
+  EXPECT_EQ(early.hashes.size(), early.last_tick() - early.first_tick() + 1);
+
+  // The late joiner is poll-driven (no io thread): the other way a game can run the SDK.
+  TestClient late("late");
+  ASSERT_TRUE(late.connect(server.port(), {}, /*own_thread=*/false));
+  ASSERT_TRUE(pump_until({&early, &late},
+                         [&] {
+                           return late.joined && late.hashes.size() >= 120 &&
+                                  early.last_tick() >= late.last_tick();
+                         }))
+      << describe(early) << "\n"
+      << describe(late);
+  EXPECT_EQ(late.joined->player_id, 2u);
+  EXPECT_GE(late.joined->tick, early.joined->tick + 120);
+  ASSERT_FALSE(late.snapshots.empty());
+  EXPECT_EQ(late.first_tick(), late.snapshots.front().tick + 1);
+  EXPECT_EQ(late.hashes.size(), late.last_tick() - late.first_tick() + 1);
+
+  // The late joiner's every tick is one the early client verified, with the same hash.
+  const size_t shared = expect_same_hashes(late, early);
+  EXPECT_EQ(shared, late.hashes.size());
+  // The early client's inputs moved the world, so the agreement is not about a resting scene.
+  EXPECT_GT(early.ticks_with_inputs, 100u);
+  for (const TestClient* c : {&early, &late}) {
+    EXPECT_TRUE(c->desyncs.empty()) << describe(*c);
+    EXPECT_TRUE(c->errors.empty()) << describe(*c);
+    EXPECT_FALSE(c->disconnected.has_value()) << describe(*c);
+  }
+}
+
+TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
+  TestServer server;
+  ASSERT_TRUE(server.started());
+  std::vector<std::unique_ptr<TestClient>> owned;
+  std::vector<TestClient*> clients;
+  for (int i = 0; i < 4; ++i) {
+    owned.push_back(std::make_unique<TestClient>("bot" + std::to_string(i)));
+    owned.back()->send_inputs = true;
+    owned.back()->seed = sim::kDefaultInputSeed + static_cast<uint64_t>(i);
+    clients.push_back(owned.back().get());
+    ASSERT_TRUE(owned.back()->connect(server.port()));
+  }
+  auto all_done = [&] {
+    return std::all_of(clients.begin(), clients.end(),
+                       [](const TestClient* c) { return c->hashes.size() >= 600; });
+  };
+  std::string state;
+  const bool finished = pump_until(clients, all_done, 40s);
+  for (const TestClient* c : clients)
+    state += describe(*c) + "\n";
+  ASSERT_TRUE(finished) << state;
+
+  std::vector<uint32_t> players;
+  for (const TestClient* c : clients) {
+    EXPECT_TRUE(c->desyncs.empty()) << describe(*c);
+    EXPECT_TRUE(c->errors.empty()) << describe(*c);
+    EXPECT_FALSE(c->disconnected.has_value()) << describe(*c);
+    EXPECT_EQ(c->client.stats().desyncs, 0u);
+    EXPECT_GE(c->client.stats().ticks_verified, 600u);
+    EXPECT_GT(c->input_frames_sent, 500u);
+    players.push_back(c->joined->player_id);
+  }
+  std::sort(players.begin(), players.end());
+  EXPECT_EQ(players, (std::vector<uint32_t>{1, 2, 3, 4}));
+  // All four agree tick by tick over the span they share (at least 500 ticks).
+  for (size_t i = 1; i < clients.size(); ++i) {
+    EXPECT_GE(expect_same_hashes(*clients[0], *clients[i]), 500u);
+  }
+  // The server applied what the clients sent: nothing refused (the SDK stamps the right player
+  // and bodies), and on loopback with a 4-tick delay nearly nothing arrived late.
+  const server::ServerStats stats = server.stats();
+  ASSERT_FALSE(stats.rooms.empty());
+  const server::RoomStats& room = stats.rooms.front();
+  EXPECT_EQ(room.inputs_rejected, 0u);
+  EXPECT_GT(room.inputs_accepted, 4u * 500u * 4u);  // 4 clients × ≥500 frames × 4 bodies
+  EXPECT_LE(room.inputs_late * 20, room.inputs_accepted) << "over 5% of inputs arrived late";
+  EXPECT_EQ(room.desync_reports, 0u);
+}
+
+TEST(NetClient, InducedDesyncIsDetectedAtItsTickReportedAndHealedByResync) {
+  TestServer server;
+  ASSERT_TRUE(server.started());
+  TestClient victim("victim");
+  TestClient witness("witness");
+  victim.send_inputs = true;
+  witness.send_inputs = true;
+  ASSERT_TRUE(victim.connect(server.port()));
+  ASSERT_TRUE(witness.connect(server.port()));
+  ASSERT_TRUE(pump_until({&victim, &witness},
+                         [&] { return victim.hashes.size() >= 60 && witness.hashes.size() >= 60; }))
+      << describe(victim) << "\n"
+      << describe(witness);
+  ASSERT_TRUE(victim.desyncs.empty());
+
+  // Move one of the victim's own bodies by 0.5 m in its local world only: the next tick the
+  // victim steps cannot hash like the server's.
+  ASSERT_NE(victim.client.world(), nullptr);
+  const uint64_t perturbed_tick = victim.client.world()->tick() + 1;
+  ASSERT_FALSE(victim.client.owned_bodies().empty());
+  victim.client.debug_perturb_next_tick(victim.client.owned_bodies().front(), {0.5f, 0, 0});
+
+  ASSERT_TRUE(pump_until({&victim, &witness},
+                         [&] {
+                           return !victim.desyncs.empty() && victim.client.stats().resyncs >= 1 &&
+                                  victim.last_tick() >= perturbed_tick + 60 &&
+                                  witness.last_tick() >= victim.last_tick();
+                         }))
+      << describe(victim) << "\n"
+      << describe(witness);
+
+  ASSERT_EQ(victim.desyncs.size(), 1u) << describe(victim);
+  const client_sdk::DesyncEvent& desync = victim.desyncs.front();
+  EXPECT_EQ(desync.tick, perturbed_tick);
+  EXPECT_NE(desync.local_hash, desync.server_hash);
+  // The server's hash for that tick is the one the untouched client verified.
+  ASSERT_TRUE(witness.hashes.count(perturbed_tick));
+  EXPECT_EQ(desync.server_hash, witness.hashes.at(perturbed_tick));
+  EXPECT_FALSE(victim.hashes.count(perturbed_tick)) << "the bad tick was reported as applied";
+
+  // A resync snapshot came, later than the desync, and the victim agrees again from there on.
+  const auto resync = std::find_if(victim.snapshots.begin(), victim.snapshots.end(),
+                                   [](const auto& s) { return s.resync; });
+  ASSERT_NE(resync, victim.snapshots.end());
+  EXPECT_GE(resync->tick, perturbed_tick);
+  EXPECT_EQ(victim.hashes.lower_bound(perturbed_tick)->first, resync->tick + 1);
+  EXPECT_GE(expect_same_hashes(victim, witness, resync->tick + 1), 59u);
+  EXPECT_TRUE(witness.desyncs.empty()) << describe(witness);
+
+  // Reported: the server counted exactly one DesyncReport.
+  const server::ServerStats stats = server.stats();
+  EXPECT_EQ(stats.desync_reports, 1u);
+  ASSERT_FALSE(stats.rooms.empty());
+  EXPECT_EQ(stats.rooms.front().desync_reports, 1u);
+}
+
+TEST(NetClient, ThinClientGetsSnapshotsAtTheGrantedRate) {
+  TestServer server;
+  ASSERT_TRUE(server.started());
+  TestClient thin("spectator");
+  client_sdk::ClientOptions options;
+  options.mode = client_sdk::ClientMode::thin;
+  options.snapshot_rate_hz = 10;
+  ASSERT_TRUE(thin.connect(server.port(), options));
+  ASSERT_TRUE(pump_until({&thin}, [&] { return thin.snapshots.size() >= 16; })) << describe(thin);
+  ASSERT_TRUE(thin.joined.has_value());
+  EXPECT_EQ(thin.joined->snapshot_rate_hz, 10);
+  EXPECT_TRUE(thin.hashes.empty()) << "a thin client never steps";
+  EXPECT_TRUE(thin.errors.empty()) << describe(thin);
+
+  // Ticks between snapshots: 240 Hz / 10 Hz = 24 (the first one is the join snapshot).
+  for (size_t i = 2; i < thin.snapshots.size(); ++i) {
+    EXPECT_EQ(thin.snapshots[i].tick - thin.snapshots[i - 1].tick, 24u) << "snapshot " << i;
+  }
+  // Wall clock over 14 intervals: 1.4 s at 10 Hz. ±30% absorbs a loaded machine's jitter at
+  // both ends of the span (a few ticks), while 5 Hz or 20 Hz would be far outside.
+  const double span_s =
+      std::chrono::duration<double>(thin.snapshots.back().at - thin.snapshots[1].at).count();
+  const double rate_hz = static_cast<double>(thin.snapshots.size() - 2) / span_s;
+  EXPECT_NEAR(rate_hz, 10.0, 3.0);
+
+  // A rate above the server's limit is granted at the limit (default 20 Hz).
+  TestClient greedy("greedy");
+  options.snapshot_rate_hz = 1000;
+  ASSERT_TRUE(greedy.connect(server.port(), options));
+  ASSERT_TRUE(pump_until({&greedy}, [&] { return greedy.snapshots.size() >= 4; }))
+      << describe(greedy);
+  EXPECT_EQ(greedy.joined->snapshot_rate_hz, 20);
+  EXPECT_EQ(greedy.snapshots[3].tick - greedy.snapshots[2].tick, 12u);
+}
+
+TEST(NetClient, ServerShutdownGivesADisconnectEventWithItsReason) {
+  TestServer server;
+  ASSERT_TRUE(server.started());
+  TestClient c("leaver");
+  ASSERT_TRUE(c.connect(server.port()));
+  ASSERT_TRUE(pump_until({&c}, [&] { return c.hashes.size() >= 10; })) << describe(c);
+  server.stop();  // graceful: Disconnect{server_shutdown} to every session, then close
+  ASSERT_TRUE(pump_until({&c}, [&] { return c.disconnected.has_value(); })) << describe(c);
+  EXPECT_EQ(c.disconnected->code, schema::ErrorCode::server_shutdown);
+  EXPECT_FALSE(c.disconnected->reason.empty());
+  EXPECT_EQ(c.client.state(), client_sdk::ClientState::disconnected);
+  EXPECT_TRUE(c.errors.empty()) << describe(c);
+  // After the end nothing can be sent.
+  const sim::Input input;
+  EXPECT_FALSE(c.client.send_input(std::span<const sim::Input>(&input, 1)).has_value());
+}
+
+TEST(NetClient, ConnectingToAClosedPortEndsWithADisconnectEvent) {
+  uint16_t port = 0;
+  {
+    TestServer server;  // take an ephemeral port, then free it
+    ASSERT_TRUE(server.started());
+    port = server.port();
+  }
+  TestClient c("nobody-home");
+  ASSERT_TRUE(c.connect(port));
+  ASSERT_TRUE(pump_until(
+      {&c}, [&] { return c.disconnected.has_value(); }, 10s));
+  EXPECT_FALSE(c.joined.has_value());
+  EXPECT_NE(c.disconnected->reason.find("cannot connect"), std::string::npos)
+      << c.disconnected->reason;
+}
+
+}  // namespace

@@ -1,0 +1,1150 @@
+// lockstep-server over real loopback sockets: join and late join, inputs at their target tick,
+// malformed frames and bad inputs, slow consumers, deadlines, thin clients, resync and desync
+// reports, version negotiation, graceful shutdown, configuration.
+//
+// The server runs on port 0 in a background thread (its own io_context). The clients here are
+// deliberately raw — a socket plus the schema codec (encode_frame / FrameDecoder / decode_body),
+// not the client SDK — so they can send anything, stop reading, or misbehave. Each one checks
+// the server independently: it restores the join snapshot into its own sim::World, applies
+// every TickFrame's inputs, steps, and compares the hash with the server's.
+//
+// Every wait is bounded (poll() with a deadline); ctest adds a TIMEOUT on top.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <asio/connect.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/write.hpp>
+
+#include "lockstep/schema/frame.h"
+#include "lockstep/schema/limits.h"
+#include "lockstep/schema/messages.h"
+#include "lockstep/schema/protocol_generated.h"
+#include "lockstep/server/config.h"
+#include "lockstep/server/server.h"
+#include "lockstep/sim/scene.h"
+#include "lockstep/sim/world.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace schema = lockstep::schema;
+namespace server = lockstep::server;
+namespace sim = lockstep::sim;
+namespace wire = lockstep::wire;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using schema::ErrorCode;
+using schema::Message;
+
+// Generous bounds for a loaded 2-core machine under sanitizers; a healthy run takes a fraction.
+constexpr auto kReplyTimeout = 3000ms;
+
+// ---- a raw client --------------------------------------------------------------------------
+
+class RawClient {
+ public:
+  /// Connects to 127.0.0.1:port; receive_buffer_bytes > 0 sets SO_RCVBUF before connecting.
+  explicit RawClient(uint16_t port, int receive_buffer_bytes = 0)
+      : socket_(io_), decoder_(schema::kMaxServerFrameBytes) {
+    socket_.open(tcp::v4());
+    if (receive_buffer_bytes > 0) {
+      socket_.set_option(asio::socket_base::receive_buffer_size(receive_buffer_bytes));
+    }
+    socket_.connect(tcp::endpoint(asio::ip::address_v4::loopback(), port));
+    socket_.set_option(tcp::no_delay(true));
+  }
+
+  void send(const Message& message) { send_bytes(schema::encode_frame(message)); }
+  void send_bytes(std::span<const uint8_t> bytes) {
+    std::error_code ec;
+    asio::write(socket_, asio::buffer(bytes.data(), bytes.size()), ec);
+    // A write may fail once the server has closed us; the reads say what happened.
+  }
+  void shutdown_send() {
+    std::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+  }
+  void close() {
+    std::error_code ignored;
+    socket_.close(ignored);
+    closed_ = true;
+  }
+
+  /// The next message, or nothing on timeout or end of stream.
+  std::optional<Message> receive(std::chrono::milliseconds timeout) {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    while (pending_.empty() && !closed_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) break;
+      pollfd pfd{socket_.native_handle(), POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
+      std::error_code ec;
+      const size_t n = socket_.read_some(asio::buffer(buffer_), ec);
+      if (ec) {
+        closed_ = true;
+        reset_ = ec != asio::error::eof;
+        break;
+      }
+      const schema::FrameError error = decoder_.feed_all(
+          std::span<const uint8_t>(buffer_.data(), n), [this](std::span<const uint8_t> body) {
+            Message message;
+            const schema::DecodeResult result = schema::decode_body(body, &message);
+            EXPECT_TRUE(result.ok()) << "the server sent an undecodable frame: " << result.detail;
+            if (result.ok()) pending_.push_back(std::move(message));
+          });
+      EXPECT_EQ(error, schema::FrameError::none) << decoder_.error_text();
+    }
+    if (pending_.empty()) return std::nullopt;
+    Message message = std::move(pending_.front());
+    pending_.pop_front();
+    return message;
+  }
+
+  /// The next message of type T, skipping others (Pongs, Errors…) into *skipped if given.
+  template <class T>
+  std::optional<T> receive_of(std::chrono::milliseconds timeout,
+                              std::vector<Message>* skipped = nullptr) {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      std::optional<Message> message = receive(std::max(left, 0ms));
+      if (!message) return std::nullopt;
+      if (T* value = std::get_if<T>(&*message)) return std::move(*value);
+      if (skipped != nullptr) skipped->push_back(std::move(*message));
+    }
+  }
+
+  /// Reads until the server closes; every message read goes to *messages. False on timeout.
+  bool read_until_closed(std::chrono::milliseconds timeout, std::vector<Message>* messages) {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      std::optional<Message> message = receive(left);
+      if (message) {
+        messages->push_back(std::move(*message));
+      } else if (closed_) {
+        return true;
+      }
+    }
+    return closed_;
+  }
+
+  bool closed() const { return closed_; }
+  bool reset() const { return reset_; }
+
+ private:
+  asio::io_context io_;
+  tcp::socket socket_;
+  schema::FrameDecoder decoder_;
+  std::array<uint8_t, 1 << 16> buffer_{};
+  std::deque<Message> pending_;
+  bool closed_ = false;
+  bool reset_ = false;
+};
+
+// ---- the server in a background thread -----------------------------------------------------
+
+server::ServerConfig test_config() {
+  server::ServerConfig config;
+  config.bind_address = "127.0.0.1";
+  config.port = 0;
+  config.tick_rate_hz = 60;
+  config.read_timeout = 5000ms;
+  config.flush_timeout = 1000ms;
+  config.empty_room_grace = 1000ms;
+  config.stats_log_interval = 0ms;
+  return config;
+}
+
+class ServerRunner {
+ public:
+  explicit ServerRunner(const server::ServerConfig& config, server::DesyncHook hook = nullptr)
+      : server_(config) {
+    if (hook) server_.set_desync_hook(std::move(hook));
+    std::string error;
+    started_ = server_.start(&error);
+    EXPECT_TRUE(started_) << error;
+    if (started_) {
+      done_ = finished_.get_future();
+      thread_ = std::thread([this] {
+        server_.run();
+        finished_.set_value();
+      });
+    }
+  }
+  ~ServerRunner() { stop(); }
+
+  /// Requests a graceful shutdown and waits (bounded) for run() to return.
+  bool stop(std::chrono::milliseconds timeout = 5000ms) {
+    if (!thread_.joinable()) return true;
+    server_.request_shutdown();
+    if (done_.wait_for(timeout) != std::future_status::ready) {
+      ADD_FAILURE() << "Server::run() did not return within " << timeout.count() << " ms";
+      std::fflush(stdout);
+      std::abort();  // a hung server thread cannot be joined; fail loudly instead
+    }
+    thread_.join();
+    return true;
+  }
+
+  uint16_t port() const { return server_.port(); }
+  server::ServerStats stats() {
+    std::optional<server::ServerStats> stats = server_.collect_stats(2000ms);
+    EXPECT_TRUE(stats.has_value()) << "the server thread did not answer";
+    return stats.value_or(server::ServerStats{});
+  }
+  /// Polls stats until `done(stats)` holds (true) or `timeout` passes (false).
+  template <class Pred>
+  bool stats_eventually(Pred done, server::ServerStats* out,
+                        std::chrono::milliseconds timeout = kReplyTimeout) {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    for (;;) {
+      *out = stats();
+      if (done(*out)) return true;
+      if (Clock::now() > deadline) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  server::Server& server() { return server_; }
+
+ private:
+  server::Server server_;
+  bool started_ = false;
+  std::promise<void> finished_;
+  std::future<void> done_;
+  std::thread thread_;
+};
+
+// ---- joining and verifying -----------------------------------------------------------------
+
+sim::Scene make_scene(const std::string& name = "inputs") {
+  sim::Scene scene;
+  EXPECT_TRUE(sim::make_builtin_scene(name, &scene));
+  return scene;
+}
+
+schema::Hello hello(const std::string& room, const std::string& name,
+                    schema::ClientMode mode = schema::ClientMode::lockstep,
+                    uint16_t snapshot_rate_hz = 0) {
+  schema::Hello h;
+  h.room = room;
+  h.player_name = name;
+  h.mode = mode;
+  h.snapshot_rate_hz = snapshot_rate_hz;
+  return h;
+}
+
+// A joined lockstep client that verifies every TickFrame against its own world.
+struct Player {
+  std::unique_ptr<RawClient> client;
+  schema::Welcome welcome;
+  schema::Snapshot snapshot;
+  std::unique_ptr<sim::World> world;
+  std::map<uint64_t, uint64_t> hashes;          // tick → server hash, as received
+  std::map<uint64_t, schema::TickFrame> frames;  // every frame received
+  std::vector<Message> others;                   // non-TickFrame messages received after join
+  std::vector<uint64_t> others_after_tick;       // last TickFrame tick before each of them
+  uint64_t last_tick = 0;
+  bool gap = false;       // a TickFrame tick did not follow the previous one
+  uint64_t mismatches = 0;  // local hash != server hash
+
+  /// Reads and verifies TickFrames until `tick` has been seen; false on timeout.
+  bool pump_until(uint64_t tick, std::chrono::milliseconds timeout = kReplyTimeout) {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    while (last_tick < tick) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return false;
+      std::optional<Message> message = client->receive(left);
+      if (!message) return false;
+      handle(std::move(*message));
+    }
+    return true;
+  }
+  /// Reads and verifies whatever arrives for `duration`.
+  void pump_for(std::chrono::milliseconds duration) {
+    const Clock::time_point deadline = Clock::now() + duration;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return;
+      std::optional<Message> message = client->receive(left);
+      if (!message) return;
+      handle(std::move(*message));
+    }
+  }
+  void handle(Message message) {
+    auto* frame = std::get_if<schema::TickFrame>(&message);
+    if (frame == nullptr) {
+      others.push_back(std::move(message));
+      others_after_tick.push_back(last_tick);
+      return;
+    }
+    if (frame->tick != last_tick + 1) gap = true;
+    last_tick = frame->tick;
+    for (const sim::Input& input : frame->inputs)
+      EXPECT_EQ(world->queue_input(input), sim::Error::none) << "tick " << frame->tick;
+    world->step();
+    if (world->tick() != frame->tick || world->state_hash() != frame->state_hash) ++mismatches;
+    hashes[frame->tick] = frame->state_hash;
+    frames[frame->tick] = std::move(*frame);
+  }
+  template <class T>
+  std::vector<T> others_of() const {
+    std::vector<T> out;
+    for (const Message& m : others) {
+      if (const T* value = std::get_if<T>(&m)) out.push_back(*value);
+    }
+    return out;
+  }
+};
+
+/// Connects, says Hello, and expects Welcome then Snapshot (restored into a local world).
+Player join(uint16_t port, const std::string& room, const std::string& name) {
+  Player p;
+  p.client = std::make_unique<RawClient>(port);
+  p.client->send(hello(room, name));
+  std::optional<Message> first = p.client->receive(kReplyTimeout);
+  EXPECT_TRUE(first && std::holds_alternative<schema::Welcome>(*first))
+      << (first ? schema::message_name(*first) : "nothing");
+  if (first && std::holds_alternative<schema::Welcome>(*first)) {
+    p.welcome = std::get<schema::Welcome>(*first);
+  }
+  std::optional<Message> second = p.client->receive(kReplyTimeout);
+  EXPECT_TRUE(second && std::holds_alternative<schema::Snapshot>(*second))
+      << (second ? schema::message_name(*second) : "nothing");
+  if (second && std::holds_alternative<schema::Snapshot>(*second)) {
+    p.snapshot = std::get<schema::Snapshot>(*second);
+  }
+  p.world = sim::build_world(make_scene());
+  EXPECT_NE(p.world, nullptr);
+  EXPECT_EQ(p.world->restore_snapshot(p.snapshot.state), sim::Error::none);
+  EXPECT_EQ(p.world->tick(), p.snapshot.tick);
+  EXPECT_EQ(p.world->state_hash(), p.snapshot.state_hash);
+  p.last_tick = p.snapshot.tick;
+  return p;
+}
+
+/// Waits for an Error frame (skipping other messages); nothing on timeout.
+std::optional<schema::ErrorMessage> wait_error(RawClient& client,
+                                               std::chrono::milliseconds timeout = kReplyTimeout) {
+  return client.receive_of<schema::ErrorMessage>(timeout);
+}
+
+/// Bodies of the scene owned by `player`, from a world the test builds itself.
+std::vector<sim::BodyId> bodies_owned_by(uint32_t player) {
+  std::unique_ptr<sim::World> world = sim::build_world(make_scene());
+  std::vector<sim::BodyId> ids(world->body_count());
+  ids.resize(world->list_bodies(ids));
+  std::vector<sim::BodyId> owned;
+  for (sim::BodyId id : ids) {
+    sim::BodyView view;
+    EXPECT_EQ(world->get_body(id, &view), sim::Error::none);
+    if (view.owner_player == player && view.type == sim::BodyType::dynamic) owned.push_back(id);
+  }
+  return owned;
+}
+
+sim::Input push(uint32_t player, uint32_t sequence, sim::BodyId body, int32_t x_impulse) {
+  sim::Input input;
+  input.player = player;
+  input.sequence = sequence;
+  input.body = body;
+  input.linear_impulse[0] = x_impulse;
+  return input;
+}
+
+bool same_input(const sim::Input& a, const sim::Input& b) {
+  return a.player == b.player && a.sequence == b.sequence && a.body == b.body &&
+         std::equal(a.linear_impulse, a.linear_impulse + 3, b.linear_impulse) &&
+         std::equal(a.angular_impulse, a.angular_impulse + 3, b.angular_impulse) &&
+         a.buttons == b.buttons;
+}
+
+std::vector<uint8_t> header(uint32_t body_bytes) {
+  std::vector<uint8_t> out(4);
+  schema::encode_frame_header(body_bytes, std::span<uint8_t, 4>(out.data(), 4));
+  return out;
+}
+
+// ---- join, late join, identical hashes ------------------------------------------------------
+
+TEST(NetServer, JoinGetsWelcomeSnapshotThenConsecutiveTickFrames) {
+  ServerRunner runner(test_config());
+  Player p = join(runner.port(), "alpha", "p1");
+
+  // The Welcome, checked against a scene and world the test builds itself.
+  const sim::Scene scene = make_scene();
+  EXPECT_EQ(p.welcome.protocol_version, schema::kProtocolVersion);
+  EXPECT_EQ(p.welcome.player_id, 1u);
+  EXPECT_EQ(p.welcome.tick_rate_hz, 60);
+  EXPECT_EQ(p.welcome.input_delay_ticks, 2);
+  EXPECT_EQ(p.welcome.scene, "inputs");
+  EXPECT_EQ(p.welcome.world_def_fingerprint, sim::world_def_fingerprint(scene.def));
+  const std::vector<sim::BodyId> owned = bodies_owned_by(1);
+  ASSERT_EQ(owned.size(), 4u);  // the inputs scene: 4 players × 4 spheres
+  EXPECT_EQ(p.welcome.owned_bodies, owned);
+  // Welcome's tick is the schedule's (time sync); the snapshot is at most a tick or two off.
+  EXPECT_LE(p.snapshot.tick, p.welcome.current_tick + 2);
+  EXPECT_LE(p.welcome.current_tick, p.snapshot.tick + 2);
+  EXPECT_LT(p.welcome.ns_into_tick, 1'000'000'000u);
+
+  // 31 consecutive TickFrames whose hashes this client reproduces.
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 1));
+  const Clock::time_point first = Clock::now();
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 31));
+  const auto elapsed = Clock::now() - first;
+  EXPECT_FALSE(p.gap);
+  EXPECT_EQ(p.mismatches, 0u);
+  EXPECT_EQ(p.hashes.size(), 31u);
+  // 30 intervals of 16.67 ms = 500 ms at 60 Hz; a late first frame can shorten it a little,
+  // a loaded machine lengthen it, but a server ticking at the wrong rate is far outside.
+  EXPECT_GT(elapsed, 400ms);
+  EXPECT_LT(elapsed, 1500ms);
+}
+
+TEST(NetServer, LateJoinerSeesTheSameHashesAsEarlyJoiner) {
+  ServerRunner runner(test_config());
+  Player early = join(runner.port(), "alpha", "early");
+  ASSERT_TRUE(early.pump_until(early.snapshot.tick + 20));
+  Player late = join(runner.port(), "alpha", "late");
+  EXPECT_EQ(late.welcome.player_id, 2u);
+  EXPECT_GT(late.snapshot.tick, early.snapshot.tick + 10);
+  const uint64_t end = late.snapshot.tick + 30;
+  ASSERT_TRUE(late.pump_until(end));
+  ASSERT_TRUE(early.pump_until(end));
+  EXPECT_FALSE(early.gap);
+  EXPECT_FALSE(late.gap);
+  EXPECT_EQ(early.mismatches, 0u);
+  EXPECT_EQ(late.mismatches, 0u);
+  // The late joiner's snapshot is the state the early joiner reached at that tick.
+  ASSERT_TRUE(early.hashes.count(late.snapshot.tick));
+  EXPECT_EQ(early.hashes[late.snapshot.tick], late.snapshot.state_hash);
+  size_t compared = 0;
+  for (const auto& [tick, hash] : late.hashes) {
+    ASSERT_TRUE(early.hashes.count(tick)) << tick;
+    EXPECT_EQ(early.hashes[tick], hash) << "tick " << tick;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 30u);
+}
+
+TEST(NetServer, RoomsAreSeparateAndFillUp) {
+  server::ServerConfig config = test_config();
+  config.max_players_per_room = 1;
+  config.max_rooms = 2;
+  ServerRunner runner(config);
+  Player a = join(runner.port(), "one", "a");
+  Player b = join(runner.port(), "two", "b");
+  EXPECT_EQ(a.welcome.player_id, 1u);
+  EXPECT_EQ(b.welcome.player_id, 1u);  // another room, its own player 1
+
+  RawClient full(runner.port());
+  full.send(hello("one", "c"));
+  std::optional<schema::ErrorMessage> error = wait_error(full);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->code, ErrorCode::room_full);
+  EXPECT_TRUE(error->fatal);
+  std::vector<Message> rest;
+  EXPECT_TRUE(full.read_until_closed(kReplyTimeout, &rest));
+
+  RawClient third_room(runner.port());
+  third_room.send(hello("three", "d"));
+  error = wait_error(third_room);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->code, ErrorCode::too_many_rooms);
+  EXPECT_TRUE(third_room.read_until_closed(kReplyTimeout, &rest));
+
+  ASSERT_TRUE(a.pump_until(a.last_tick + 5));
+  EXPECT_EQ(a.mismatches, 0u);
+}
+
+// ---- inputs --------------------------------------------------------------------------------
+
+TEST(NetServer, InputAppearsInTheTickFrameOfItsTargetTickSorted) {
+  ServerRunner runner(test_config());
+  Player p = join(runner.port(), "alpha", "p1");
+  const std::vector<sim::BodyId> owned = bodies_owned_by(1);
+  ASSERT_EQ(owned.size(), 4u);
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 1));
+  // Far enough ahead that it cannot be late on a loaded machine, well inside the window.
+  const uint64_t target = p.last_tick + 15;
+  schema::InputFrame frame;
+  frame.target_tick = target;
+  frame.sequence = 1;
+  // Out of order on purpose; player 0 is filled in by the server.
+  frame.inputs = {push(1, 3, owned[2], 3 << 10), push(0, 1, owned[0], 1 << 10),
+                  push(1, 2, owned[1], -(2 << 10))};
+  p.client->send(frame);
+  ASSERT_TRUE(p.pump_until(target + 3));
+  EXPECT_FALSE(p.gap);
+  EXPECT_EQ(p.mismatches, 0u);  // this client applied them too and got the server's hashes
+  ASSERT_TRUE(p.frames.count(target));
+  const std::vector<sim::Input>& applied = p.frames[target].inputs;
+  ASSERT_EQ(applied.size(), 3u);
+  // Sorted by (player, sequence, …), the order the world applies them.
+  EXPECT_TRUE(same_input(applied[0], push(1, 1, owned[0], 1 << 10)));
+  EXPECT_TRUE(same_input(applied[1], push(1, 2, owned[1], -(2 << 10))));
+  EXPECT_TRUE(same_input(applied[2], push(1, 3, owned[2], 3 << 10)));
+  for (const auto& [tick, tick_frame] : p.frames) {
+    if (tick != target) {
+      EXPECT_TRUE(tick_frame.inputs.empty()) << "tick " << tick;
+    }
+  }
+  EXPECT_TRUE(p.others_of<schema::ErrorMessage>().empty());
+  const server::ServerStats stats = runner.stats();
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].inputs_accepted, 3u);
+  EXPECT_EQ(stats.rooms[0].inputs_rejected, 0u);
+  EXPECT_EQ(stats.rooms[0].inputs_late, 0u);
+}
+
+TEST(NetServer, LateInputIsAppliedAtTheNextTick) {
+  ServerRunner runner(test_config());
+  Player p = join(runner.port(), "alpha", "p1");
+  const std::vector<sim::BodyId> owned = bodies_owned_by(1);
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 2));
+  const uint64_t sent_after = p.last_tick;
+  schema::InputFrame frame;
+  frame.target_tick = 1;  // long past
+  frame.sequence = 9;
+  frame.inputs = {push(1, 9, owned[3], 5 << 10)};
+  p.client->send(frame);
+  ASSERT_TRUE(p.pump_until(sent_after + 10));
+  uint64_t found_at = 0;
+  for (const auto& [tick, tick_frame] : p.frames) {
+    if (tick_frame.inputs.size() == 1 && same_input(tick_frame.inputs[0], frame.inputs[0])) {
+      found_at = tick;
+    }
+  }
+  // Applied by the first step after it arrived: after the last frame we had seen, and soon.
+  EXPECT_GT(found_at, sent_after);
+  EXPECT_LE(found_at, sent_after + 6);
+  EXPECT_EQ(p.mismatches, 0u);
+  const server::ServerStats stats = runner.stats();
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].inputs_late, 1u);
+  EXPECT_EQ(stats.rooms[0].inputs_late_dropped, 0u);
+  EXPECT_EQ(stats.rooms[0].inputs_accepted, 1u);
+}
+
+TEST(NetServer, LateInputIsDroppedUnderDropPolicy) {
+  server::ServerConfig config = test_config();
+  config.late_input_policy = server::LateInputPolicy::drop;
+  ServerRunner runner(config);
+  Player p = join(runner.port(), "alpha", "p1");
+  const std::vector<sim::BodyId> owned = bodies_owned_by(1);
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 2));
+  schema::InputFrame frame;
+  frame.target_tick = p.last_tick;  // already stepped
+  frame.sequence = 4;
+  frame.inputs = {push(1, 4, owned[0], 5 << 10)};
+  p.client->send(frame);
+  ASSERT_TRUE(p.pump_until(p.last_tick + 10));
+  const std::vector<schema::ErrorMessage> errors = p.others_of<schema::ErrorMessage>();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, ErrorCode::input_late);
+  EXPECT_FALSE(errors[0].fatal);
+  for (const auto& [tick, tick_frame] : p.frames)
+    EXPECT_TRUE(tick_frame.inputs.empty()) << "tick " << tick;
+  EXPECT_FALSE(p.client->closed());
+  const server::ServerStats stats = runner.stats();
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].inputs_late, 1u);
+  EXPECT_EQ(stats.rooms[0].inputs_late_dropped, 1u);
+  EXPECT_EQ(stats.rooms[0].inputs_accepted, 0u);
+}
+
+struct BadInputCase {
+  const char* name;
+  // Builds the InputFrame from the next tick to be stepped and the player's bodies.
+  std::function<schema::InputFrame(uint64_t next_tick)> make;
+  uint32_t expected_rejected;  // inputs_rejected counted by the room
+};
+
+class NetServerBadInput : public ::testing::TestWithParam<int> {};
+
+std::vector<BadInputCase> bad_input_cases() {
+  const std::vector<sim::BodyId> mine = bodies_owned_by(1);
+  const std::vector<sim::BodyId> theirs = bodies_owned_by(2);
+  const std::vector<sim::BodyId> nobodys = bodies_owned_by(0);
+  std::vector<BadInputCase> cases;
+  cases.push_back({"body_owned_by_another_player",
+                   [=](uint64_t next) {
+                     return schema::InputFrame{next + 10, 1, {push(1, 1, theirs[0], 1024)}};
+                   },
+                   1});
+  cases.push_back({"body_nobody_owns",
+                   [=](uint64_t next) {
+                     // A dynamic body with owner 0: in a scene with owners, nobody may push it.
+                     return schema::InputFrame{next + 10, 2, {push(1, 1, nobodys[0], 1024)}};
+                   },
+                   1});
+  cases.push_back({"body_that_does_not_exist",
+                   [=](uint64_t next) {
+                     return schema::InputFrame{next + 10, 2,
+                                               {push(1, 1, sim::BodyId{999, 1}, 1024)}};
+                   },
+                   1});
+  cases.push_back({"other_player_in_the_input",
+                   [=](uint64_t next) {
+                     return schema::InputFrame{next + 10, 3, {push(2, 1, mine[0], 1024)}};
+                   },
+                   1});
+  cases.push_back({"impulse_out_of_range",
+                   [=](uint64_t next) {
+                     // The world refuses it when the tick is stepped (WorldDef input limits).
+                     return schema::InputFrame{next + 10, 4, {push(1, 1, mine[0], INT32_MAX)}};
+                   },
+                   1});
+  cases.push_back({"too_many_inputs_for_one_tick",
+                   [=](uint64_t next) {
+                     schema::InputFrame frame{next + 10, 5, {}};
+                     for (uint32_t i = 0; i < 17; ++i)  // the limit is 16 per player per tick
+                       frame.inputs.push_back(push(1, i, mine[i % 4], 0));
+                     return frame;
+                   },
+                   1});
+  cases.push_back({"target_beyond_the_window",
+                   [=](uint64_t next) {
+                     // The window is 64 ticks; 200 stays beyond it however far the room
+                     // has moved since `next` was seen.
+                     return schema::InputFrame{next + 200, 6, {push(1, 1, mine[0], 1024)}};
+                   },
+                   1});
+  return cases;
+}
+
+TEST_P(NetServerBadInput, IsRejectedWithAnErrorAndTheConnectionStays) {
+  const BadInputCase bad = bad_input_cases()[static_cast<size_t>(GetParam())];
+  SCOPED_TRACE(bad.name);
+  ServerRunner runner(test_config());
+  Player p = join(runner.port(), "alpha", "p1");
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 1));
+  const schema::InputFrame frame = bad.make(p.last_tick + 1);
+  p.client->send(frame);
+  ASSERT_TRUE(p.pump_until(p.last_tick + 20));  // covers the target tick of every case
+  const std::vector<schema::ErrorMessage> errors = p.others_of<schema::ErrorMessage>();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, ErrorCode::input_rejected) << errors[0].reason;
+  EXPECT_FALSE(errors[0].fatal);
+  EXPECT_FALSE(p.client->closed());
+  EXPECT_FALSE(p.gap);
+  EXPECT_EQ(p.mismatches, 0u);
+  size_t applied = 0;
+  for (const auto& [tick, tick_frame] : p.frames)
+    applied += tick_frame.inputs.size();
+  const server::ServerStats stats = runner.stats();
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].inputs_rejected, bad.expected_rejected);
+  EXPECT_EQ(applied, frame.inputs.size() - bad.expected_rejected);
+  EXPECT_EQ(stats.rooms[0].inputs_accepted, applied);
+  EXPECT_EQ(stats.input_errors, 1u);
+  EXPECT_EQ(stats.protocol_errors, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, NetServerBadInput, ::testing::Range(0, 7),
+                         [](const ::testing::TestParamInfo<int>& param_info) {
+                           return std::string(
+                               bad_input_cases()[static_cast<size_t>(param_info.param)].name);
+                         });
+
+// ---- malformed frames and protocol violations ----------------------------------------------
+
+struct MalformedCase {
+  const char* name;
+  bool join_first;  // send Hello (and take Welcome + Snapshot) before the bad bytes
+  std::function<std::vector<uint8_t>()> bytes;
+  bool then_shutdown_send;
+  ErrorCode expected;
+};
+
+std::vector<uint8_t> hello_frame() {
+  return schema::encode_frame(hello("alpha", "bad"));
+}
+
+std::vector<MalformedCase> malformed_cases() {
+  std::vector<MalformedCase> cases;
+  cases.push_back({"truncated", false,
+                   [] {
+                     std::vector<uint8_t> frame = hello_frame();
+                     frame.resize(frame.size() / 2);  // the stream ends inside the frame
+                     return frame;
+                   },
+                   true, ErrorCode::bad_frame});
+  cases.push_back({"length_shorter_than_the_flatbuffer", false,
+                   [] {
+                     std::vector<uint8_t> frame = hello_frame();
+                     const uint32_t body = static_cast<uint32_t>(frame.size() - 4);
+                     std::vector<uint8_t> out = header(body - 8);
+                     out.insert(out.end(), frame.begin() + 4, frame.end() - 8);
+                     return out;
+                   },
+                   false, ErrorCode::bad_frame});
+  cases.push_back({"random_bytes", false,
+                   [] {
+                     std::mt19937 rng(12345);
+                     std::vector<uint8_t> out = header(256);
+                     for (int i = 0; i < 256; ++i)
+                       out.push_back(static_cast<uint8_t>(rng()));
+                     return out;
+                   },
+                   false, ErrorCode::bad_frame});
+  cases.push_back({"wrong_file_identifier", false,
+                   [] {
+                     std::vector<uint8_t> frame = hello_frame();
+                     std::memcpy(frame.data() + 4 + 4, "XXXX", 4);  // body offset 4: identifier
+                     return frame;
+                   },
+                   false, ErrorCode::bad_frame});
+  cases.push_back({"over_the_cap", false,
+                   [] { return header(schema::kMaxClientFrameBytes + 1); }, false,
+                   ErrorCode::bad_frame});
+  cases.push_back({"zero_length", false, [] { return header(0); }, false,
+                   ErrorCode::bad_frame});
+  cases.push_back({"message_before_hello", false,
+                   [] { return schema::encode_frame(schema::InputFrame{10, 1, {}}); }, false,
+                   ErrorCode::not_joined});
+  cases.push_back({"unknown_union_member", true,
+                   [] {
+                     flatbuffers::FlatBufferBuilder builder;
+                     auto ping = wire::CreatePing(builder, 5);
+                     builder.FinishSizePrefixed(
+                         wire::CreateEnvelope(builder, static_cast<wire::Message>(200),
+                                              ping.Union()),
+                         "LSW1");
+                     return std::vector<uint8_t>(builder.GetBufferPointer(),
+                                                 builder.GetBufferPointer() + builder.GetSize());
+                   },
+                   false, ErrorCode::unknown_message});
+  cases.push_back({"server_message_from_a_client", true,
+                   [] { return schema::encode_frame(schema::TickFrame{5, {}, 7}); }, false,
+                   ErrorCode::unknown_message});
+  cases.push_back({"random_bytes_after_join", true,
+                   [] {
+                     std::mt19937 rng(777);
+                     std::vector<uint8_t> out = header(100);
+                     for (int i = 0; i < 100; ++i)
+                       out.push_back(static_cast<uint8_t>(rng()));
+                     return out;
+                   },
+                   false, ErrorCode::bad_frame});
+  return cases;
+}
+
+class NetServerMalformed : public ::testing::TestWithParam<int> {};
+
+TEST_P(NetServerMalformed, ClosesThatConnectionWhileTheRoomKeepsTicking) {
+  const MalformedCase bad = malformed_cases()[static_cast<size_t>(GetParam())];
+  SCOPED_TRACE(bad.name);
+  ServerRunner runner(test_config());
+  Player observer = join(runner.port(), "alpha", "observer");
+  ASSERT_TRUE(observer.pump_until(observer.snapshot.tick + 3));
+
+  RawClient client(runner.port());
+  if (bad.join_first) {
+    client.send(hello("alpha", "bad"));
+    ASSERT_TRUE(client.receive_of<schema::Welcome>(kReplyTimeout));
+    ASSERT_TRUE(client.receive_of<schema::Snapshot>(kReplyTimeout));
+  }
+  client.send_bytes(bad.bytes());
+  if (bad.then_shutdown_send) client.shutdown_send();
+  std::vector<Message> received;
+  ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received)) << "the server did not close";
+  EXPECT_FALSE(client.reset()) << "closed with a reset: the Error frame may have been lost";
+  // The last message is the fatal Error with the expected code.
+  ASSERT_FALSE(received.empty());
+  const auto* error = std::get_if<schema::ErrorMessage>(&received.back());
+  ASSERT_NE(error, nullptr) << schema::message_name(received.back());
+  EXPECT_EQ(error->code, bad.expected) << error->reason;
+  EXPECT_TRUE(error->fatal);
+  EXPECT_FALSE(error->reason.empty());
+
+  // The observer kept receiving every tick, before, during and after.
+  const uint64_t after = observer.last_tick;
+  ASSERT_TRUE(observer.pump_until(after + 10));
+  EXPECT_FALSE(observer.gap);
+  EXPECT_EQ(observer.mismatches, 0u);
+  EXPECT_TRUE(observer.others_of<schema::ErrorMessage>().empty());
+
+  server::ServerStats stats;
+  // The server closes its side at our FIN (or after flush_timeout): only the observer stays.
+  client.shutdown_send();
+  EXPECT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) { return s.sessions_open == 1; }, &stats));
+  EXPECT_EQ(stats.protocol_errors, 1u);
+  EXPECT_EQ(stats.errors_by_code[static_cast<size_t>(bad.expected)], 1u);
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].clients, 1u);
+  EXPECT_EQ(stats.rooms[0].protocol_errors, bad.join_first ? 1u : 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, NetServerMalformed, ::testing::Range(0, 10),
+                         [](const ::testing::TestParamInfo<int>& param_info) {
+                           return std::string(
+                               malformed_cases()[static_cast<size_t>(param_info.param)].name);
+                         });
+
+TEST(NetServer, VersionMismatchNamesBothRanges) {
+  ServerRunner runner(test_config());
+  RawClient client(runner.port());
+  schema::Hello h = hello("alpha", "future");
+  h.protocol_version = 4;
+  h.min_protocol_version = 3;
+  client.send(h);
+  std::vector<Message> received;
+  ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received));
+  ASSERT_EQ(received.size(), 1u);
+  const auto* error = std::get_if<schema::ErrorMessage>(&received[0]);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(error->code, ErrorCode::version_mismatch);
+  EXPECT_TRUE(error->fatal);
+  EXPECT_NE(error->reason.find("server speaks 1..1"), std::string::npos) << error->reason;
+  EXPECT_NE(error->reason.find("client 3..4"), std::string::npos) << error->reason;
+  EXPECT_EQ(error->server_protocol_version, schema::kProtocolVersion);
+  EXPECT_EQ(error->server_min_protocol_version, schema::kMinProtocolVersion);
+}
+
+TEST(NetServer, OverlappingVersionsNegotiateTheHighestCommonOne) {
+  ServerRunner runner(test_config());
+  RawClient client(runner.port());
+  schema::Hello h = hello("alpha", "newer");
+  h.protocol_version = 7;  // speaks 1..7; we speak 1..1
+  h.min_protocol_version = 1;
+  client.send(h);
+  std::optional<schema::Welcome> welcome = client.receive_of<schema::Welcome>(kReplyTimeout);
+  ASSERT_TRUE(welcome);
+  EXPECT_EQ(welcome->protocol_version, 1);
+}
+
+// ---- slow consumers, deadlines, heartbeats --------------------------------------------------
+
+TEST(NetServer, ClientThatStopsReadingIsDroppedAndItsQueueStaysBounded) {
+  server::ServerConfig config = test_config();
+  constexpr uint64_t kLimit = 256u << 10;  // the inputs scene's largest snapshot is ~165 KiB
+  config.queue_limit_bytes = kLimit;
+  config.socket_send_buffer_bytes = 16u << 10;  // keep the kernel from absorbing much
+  config.max_snapshot_rate_hz = 60;
+  config.flush_timeout = 3000ms;  // time for the test to read what was flushed
+  ServerRunner runner(config);
+  Player observer = join(runner.port(), "alpha", "observer");
+
+  // A thin client asking for a snapshot every tick (~14 KB each), never reading.
+  RawClient sloth(runner.port(), 4096);
+  sloth.send(hello("alpha", "sloth", schema::ClientMode::thin, 60));
+  const Clock::time_point deadline = Clock::now() + 15s;
+  server::ServerStats stats;
+  while (Clock::now() < deadline) {
+    observer.pump_for(50ms);
+    stats = runner.stats();
+    if (stats.slow_consumer_disconnects > 0) break;
+  }
+  ASSERT_EQ(stats.slow_consumer_disconnects, 1u);
+  // The queue filled up to within one snapshot of the limit and never past it.
+  EXPECT_LE(stats.max_session_queued_bytes, kLimit);
+  EXPECT_GT(stats.max_session_queued_bytes, kLimit / 2);
+  EXPECT_EQ(stats.queue_limit_bytes, kLimit);
+
+  // What was in flight, then Disconnect{slow_consumer}, then the end of the stream.
+  std::vector<Message> received;
+  ASSERT_TRUE(sloth.read_until_closed(5000ms, &received));
+  ASSERT_FALSE(received.empty());
+  EXPECT_TRUE(std::holds_alternative<schema::Welcome>(received.front()));
+  const auto* bye = std::get_if<schema::Disconnect>(&received.back());
+  ASSERT_NE(bye, nullptr) << schema::message_name(received.back());
+  EXPECT_EQ(bye->code, ErrorCode::slow_consumer);
+
+  // The room never waited for it.
+  ASSERT_TRUE(observer.pump_until(observer.last_tick + 10));
+  EXPECT_FALSE(observer.gap);
+  EXPECT_EQ(observer.mismatches, 0u);
+  stats = runner.stats();
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].slow_consumers, 1u);
+  EXPECT_LE(stats.max_session_queued_bytes, kLimit);
+}
+
+TEST(NetServer, SilentClientTimesOutWhilePingingClientStays) {
+  server::ServerConfig config = test_config();
+  config.read_timeout = 400ms;
+  ServerRunner runner(config);
+  Player silent = join(runner.port(), "alpha", "silent");
+  Player pinger = join(runner.port(), "alpha", "pinger");
+  const Clock::time_point start = Clock::now();
+  uint64_t pongs = 0;
+  while (Clock::now() - start < 1200ms) {
+    pinger.client->send(schema::Ping{static_cast<uint64_t>(pongs + 1)});
+    pinger.pump_for(100ms);
+    pongs = pinger.others_of<schema::Pong>().size();
+  }
+  for (size_t i = 0; i < pinger.others.size(); ++i) {
+    const auto* pong = std::get_if<schema::Pong>(&pinger.others[i]);
+    if (pong == nullptr) continue;
+    // The schedule position when the Ping arrived: at or just after the last tick stepped
+    // (one more when that tick was due but not stepped yet; two on a loaded machine).
+    const uint64_t stepped = pinger.others_after_tick[i];
+    EXPECT_GE(pong->server_tick, stepped);
+    EXPECT_LE(pong->server_tick, stepped + 2);
+    EXPECT_LT(pong->ns_into_tick, 1'000'000'000u);
+  }
+  EXPECT_GE(pongs, 5u);
+  EXPECT_TRUE(pinger.others_of<schema::ErrorMessage>().empty());
+  EXPECT_FALSE(pinger.client->closed());
+
+  std::vector<Message> received;
+  ASSERT_TRUE(silent.client->read_until_closed(kReplyTimeout, &received));
+  ASSERT_FALSE(received.empty());
+  const auto* error = std::get_if<schema::ErrorMessage>(&received.back());
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(error->code, ErrorCode::timeout);
+  EXPECT_TRUE(error->fatal);
+  EXPECT_EQ(runner.stats().timeouts, 1u);
+}
+
+// ---- thin clients, resync, desync reports --------------------------------------------------
+
+TEST(NetServer, ThinClientGetsSnapshotsAtTheGrantedRateAndNoTickFrames) {
+  server::ServerConfig config = test_config();
+  config.max_snapshot_rate_hz = 20;
+  ServerRunner runner(config);
+  RawClient thin(runner.port());
+  thin.send(hello("alpha", "dashboard", schema::ClientMode::thin, 30));  // more than allowed
+  std::optional<schema::Welcome> welcome = thin.receive_of<schema::Welcome>(kReplyTimeout);
+  ASSERT_TRUE(welcome);
+  EXPECT_EQ(welcome->player_id, 0u);  // spectators own nothing
+  EXPECT_TRUE(welcome->owned_bodies.empty());
+  EXPECT_EQ(welcome->snapshot_rate_hz, 20);
+  std::vector<uint64_t> ticks;
+  std::vector<Message> others;
+  while (ticks.size() < 6) {
+    std::optional<schema::Snapshot> snapshot =
+        thin.receive_of<schema::Snapshot>(kReplyTimeout, &others);
+    ASSERT_TRUE(snapshot);
+    std::unique_ptr<sim::World> world = sim::build_world(make_scene());
+    ASSERT_EQ(world->restore_snapshot(snapshot->state), sim::Error::none);
+    EXPECT_EQ(world->state_hash(), snapshot->state_hash);
+    ticks.push_back(snapshot->tick);
+  }
+  for (size_t i = 1; i < ticks.size(); ++i)
+    EXPECT_EQ(ticks[i], ticks[i - 1] + 3) << "20 Hz at 60 Hz is every 3rd tick";
+  EXPECT_TRUE(others.empty()) << schema::message_name(others.front());
+
+  // A spectator cannot push bodies.
+  thin.send(schema::InputFrame{ticks.back() + 10, 1, {push(0, 1, bodies_owned_by(1)[0], 1)}});
+  std::optional<schema::ErrorMessage> error = wait_error(thin);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->code, ErrorCode::input_rejected);
+  EXPECT_FALSE(error->fatal);
+}
+
+TEST(NetServer, ResyncRequestGetsASnapshotOfTheCurrentTick) {
+  ServerRunner runner(test_config());
+  Player p = join(runner.port(), "alpha", "p1");
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 3));
+  p.client->send(schema::ResyncRequest{"test"});
+  std::optional<schema::Snapshot> snapshot;
+  const Clock::time_point deadline = Clock::now() + kReplyTimeout;
+  while (!snapshot && Clock::now() < deadline) {
+    std::optional<Message> message = p.client->receive(kReplyTimeout);
+    ASSERT_TRUE(message);
+    if (auto* s = std::get_if<schema::Snapshot>(&*message)) {
+      snapshot = *s;
+    } else {
+      p.handle(std::move(*message));
+    }
+  }
+  ASSERT_TRUE(snapshot);
+  // It follows the TickFrame of its tick and carries that tick's hash.
+  EXPECT_EQ(snapshot->tick, p.last_tick);
+  EXPECT_EQ(snapshot->state_hash, p.hashes[p.last_tick]);
+  std::unique_ptr<sim::World> world = sim::build_world(make_scene());
+  ASSERT_EQ(world->restore_snapshot(snapshot->state), sim::Error::none);
+  EXPECT_EQ(world->state_hash(), snapshot->state_hash);
+}
+
+TEST(NetServer, DesyncReportIsCountedAndReachesTheHook) {
+  std::atomic<int> hook_calls{0};
+  std::promise<server::DesyncEvent> seen;
+  ServerRunner runner(test_config(), [&](const server::DesyncEvent& event) {
+    if (hook_calls.fetch_add(1) == 0) seen.set_value(event);
+  });
+  Player p = join(runner.port(), "alpha", "p1");
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 2));
+  p.client->send(schema::DesyncReport{p.last_tick, 0x1234, p.hashes[p.last_tick]});
+  std::future<server::DesyncEvent> future = seen.get_future();
+  ASSERT_EQ(future.wait_for(kReplyTimeout), std::future_status::ready);
+  const server::DesyncEvent event = future.get();
+  EXPECT_EQ(event.room, "alpha");
+  EXPECT_EQ(event.player_id, 1u);
+  EXPECT_EQ(event.player_name, "p1");
+  EXPECT_EQ(event.report.tick, p.last_tick);
+  EXPECT_EQ(event.report.client_hash, 0x1234u);
+  EXPECT_GE(event.room_tick, p.last_tick);
+  const server::ServerStats stats = runner.stats();
+  EXPECT_EQ(stats.desync_reports, 1u);
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].desync_reports, 1u);
+  ASSERT_TRUE(p.pump_until(p.last_tick + 3));  // still in the room, not an error
+  EXPECT_TRUE(p.others_of<schema::ErrorMessage>().empty());
+  p.client->close();
+  runner.stop();
+  EXPECT_EQ(hook_calls.load(), 1);
+}
+
+// ---- shutdown and room lifetime ------------------------------------------------------------
+
+TEST(NetServer, GracefulShutdownDisconnectsEveryClientAndRunReturns) {
+  ServerRunner runner(test_config());
+  Player a = join(runner.port(), "alpha", "a");
+  Player b = join(runner.port(), "beta", "b");
+  RawClient lurker(runner.port());  // connected, no Hello yet
+  ASSERT_TRUE(a.pump_until(a.snapshot.tick + 2));
+  // Let the server accept the lurker before it stops accepting.
+  ASSERT_TRUE(b.pump_until(b.snapshot.tick + 2));
+
+  const Clock::time_point start = Clock::now();
+  runner.server().request_shutdown();
+  for (RawClient* client : {a.client.get(), b.client.get(), &lurker}) {
+    std::vector<Message> received;
+    ASSERT_TRUE(client->read_until_closed(kReplyTimeout, &received));
+    ASSERT_FALSE(received.empty());
+    const auto* bye = std::get_if<schema::Disconnect>(&received.back());
+    ASSERT_NE(bye, nullptr) << schema::message_name(received.back());
+    EXPECT_EQ(bye->code, ErrorCode::server_shutdown);
+    EXPECT_FALSE(client->reset());
+    client->close();  // our FIN lets the server close at once instead of at flush_timeout
+  }
+  EXPECT_TRUE(runner.stop(3000ms));  // run() returned
+  // Well inside flush_timeout (1 s) once every client has closed its side.
+  EXPECT_LT(Clock::now() - start, 900ms);
+  const server::ServerStats stats = runner.server().stats();
+  EXPECT_EQ(stats.sessions_open, 0u);
+  ASSERT_EQ(stats.rooms.size(), 2u);
+  for (const server::RoomStats& room : stats.rooms) {
+    EXPECT_FALSE(room.open);
+    EXPECT_GT(room.tick, 0u);
+  }
+  const std::string json = server::summary_json(stats);
+  EXPECT_NE(json.find("\"name\":\"alpha\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"lateness_p99_us\""), std::string::npos);
+  EXPECT_NE(json.find("\"bytes_out_per_s\""), std::string::npos);
+}
+
+TEST(NetServer, EmptyRoomClosesAfterItsGracePeriodAndKeepsItsSummary) {
+  server::ServerConfig config = test_config();
+  config.empty_room_grace = 200ms;
+  ServerRunner runner(config);
+  {
+    Player p = join(runner.port(), "alpha", "p1");
+    ASSERT_TRUE(p.pump_until(p.snapshot.tick + 5));
+    p.client->send(schema::Disconnect{ErrorCode::none, "bye"});
+  }
+  server::ServerStats stats;
+  const Clock::time_point deadline = Clock::now() + kReplyTimeout;
+  while (Clock::now() < deadline) {
+    stats = runner.stats();
+    if (!stats.rooms.empty() && !stats.rooms[0].open) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_FALSE(stats.rooms[0].open);
+  EXPECT_EQ(stats.rooms[0].clients, 0u);
+  EXPECT_EQ(stats.rooms[0].clients_joined, 1u);
+  ASSERT_EQ(stats.rooms[0].client_list.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].client_list[0].name, "p1");
+  EXPECT_GT(stats.rooms[0].client_list[0].bytes_out, 0u);
+  // The same name opens a fresh room.
+  Player again = join(runner.port(), "alpha", "p2");
+  EXPECT_EQ(again.welcome.player_id, 1u);
+  EXPECT_LT(again.snapshot.tick, 30u);
+}
+
+// ---- configuration -------------------------------------------------------------------------
+
+TEST(NetServerConfig, FlagsAndConfigFileFillTheConfig) {
+  const std::string path =
+      ::testing::TempDir() + "lockstep_server_test_" + std::to_string(::getpid()) + ".toml";
+  {
+    std::ofstream file(path);
+    file << "tick-rate = 30\nmax-players = 8\nlate-inputs = \"drop\"\nscene = \"pile\"\n"
+            "read-timeout-ms = 1234\n";
+  }
+  server::ServerConfig config;
+  CLI::App app;
+  server::add_server_options(app, &config);
+  std::vector<std::string> args = {"--queue-limit-bytes", "4000000", "--config", path,
+                                   "--scene",             "bounce",  "--port",   "9000"};
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
+  ASSERT_NO_THROW(app.parse(args));
+  EXPECT_EQ(config.tick_rate_hz, 30u);
+  EXPECT_EQ(config.max_players_per_room, 8u);
+  EXPECT_EQ(config.late_input_policy, server::LateInputPolicy::drop);
+  EXPECT_EQ(config.read_timeout, 1234ms);
+  EXPECT_EQ(config.scene, "bounce");  // a flag beats the file
+  EXPECT_EQ(config.port, 9000);
+  EXPECT_EQ(config.queue_limit_bytes, 4000000u);
+  EXPECT_EQ(config.input_delay_ticks, 2u);  // untouched default
+  EXPECT_TRUE(server::server_config_error(config).empty());
+  std::remove(path.c_str());
+
+  CLI::App bad;
+  server::ServerConfig ignored;
+  server::add_server_options(bad, &ignored);
+  std::vector<std::string> bad_args = {"sometimes", "--late-inputs"};
+  EXPECT_THROW(bad.parse(bad_args), CLI::ParseError);
+}
+
+TEST(NetServerConfig, StartRefusesBadConfigurations) {
+  struct Case {
+    const char* name;
+    std::function<void(server::ServerConfig&)> change;
+    const char* expected_text;
+  };
+  const std::vector<Case> cases = {
+      {"unknown scene", [](server::ServerConfig& c) { c.scene = "nope"; }, "unknown scene"},
+      {"queue below a snapshot", [](server::ServerConfig& c) { c.queue_limit_bytes = 4096; },
+       "queue limit"},
+      {"delay beyond window",
+       [](server::ServerConfig& c) {
+         c.input_window_ticks = 4;
+         c.input_delay_ticks = 4;
+       },
+       "input delay"},
+      {"tick rate", [](server::ServerConfig& c) { c.tick_rate_hz = 0; }, "tick rate"},
+      {"bind address", [](server::ServerConfig& c) { c.bind_address = "not-an-ip"; },
+       "bind address"},
+  };
+  for (const Case& c : cases) {
+    server::ServerConfig config = test_config();
+    c.change(config);
+    server::Server s(config);
+    std::string error;
+    EXPECT_FALSE(s.start(&error)) << c.name;
+    EXPECT_NE(error.find(c.expected_text), std::string::npos) << c.name << ": " << error;
+  }
+}
+
+}  // namespace
