@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
   std::vector<sim::Input> mine;
   uint64_t disconnects = 0;
   uint64_t send_failures = 0;
+  std::optional<uint64_t> last_sent_tick;
   bool joined = false;
   bool finished = false;  // we closed on purpose: the disconnect that follows is expected
   Clock::time_point joined_at{};
@@ -106,12 +108,18 @@ int main(int argc, char** argv) {
       if (s->resync) log("resynced at tick " + std::to_string(s->tick));
     } else if (const auto* t = std::get_if<client_sdk::TickAppliedEvent>(&event)) {
       if (!have_script || finished) return;
+      // One input frame per server tick: after a poll that applied several ticks at once, the
+      // next stamp is still the one we sent for.
+      const std::optional<uint64_t> next_tick = client.next_input_tick();
+      if (!next_tick || (last_sent_tick && *next_tick <= *last_sent_tick)) return;
       const uint32_t n = sim::scripted_inputs(seed, t->tick, script, t->world(), scripted);
       mine.clear();
       for (uint32_t i = 0; i < n; ++i) {
         if (scripted[i].player == client.player_id()) mine.push_back(scripted[i]);
       }
-      if (!mine.empty() && !client.send_input(mine)) ++send_failures;
+      if (mine.empty()) return;
+      last_sent_tick = client.send_input(mine);
+      if (!last_sent_tick) ++send_failures;
     } else if (const auto* d = std::get_if<client_sdk::DesyncEvent>(&event)) {
       log("DESYNC at tick " + std::to_string(d->tick) + ": local hash " +
           std::to_string(d->local_hash) + ", server hash " + std::to_string(d->server_hash));

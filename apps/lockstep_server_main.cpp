@@ -18,9 +18,9 @@
 #include <fstream>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "lockstep/server/config.h"
 #include "lockstep/server/server.h"

@@ -87,8 +87,8 @@ struct TestClient {
     return ok;
   }
 
-  void pump(std::chrono::milliseconds wait) {
-    client.poll(wait, [this](const client_sdk::Event& e) { handle(e); });
+  size_t pump(std::chrono::milliseconds wait) {
+    return client.poll(wait, [this](const client_sdk::Event& e) { handle(e); });
   }
 
   void handle(const client_sdk::Event& event) {
@@ -100,7 +100,9 @@ struct TestClient {
       EXPECT_EQ(t->world().state_hash(), t->state_hash);
       hashes[t->tick] = t->state_hash;
       if (t->input_count > 0) ++ticks_with_inputs;
-      if (send_inputs && script) {
+      // Once per server tick (a poll may apply several ticks at once).
+      const std::optional<uint64_t> next = client.next_input_tick();
+      if (send_inputs && script && next && *next > last_target) {
         std::vector<sim::Input> all(64);
         const uint32_t n = sim::scripted_inputs(seed, t->tick, *script, t->world(), all);
         std::vector<sim::Input> mine;
@@ -111,9 +113,11 @@ struct TestClient {
           const std::optional<uint64_t> target = client.send_input(mine);
           EXPECT_TRUE(target.has_value());
           if (target) {
-            // Stamped ahead of what we have verified, and never backwards.
+            // Stamped no earlier than announced (time moves on), ahead of what we have
+            // verified, and never backwards.
+            EXPECT_GE(*target, *next);
             EXPECT_GT(*target, t->tick);
-            EXPECT_GE(*target, last_target);
+            EXPECT_GT(*target, last_target);
             last_target = *target;
             ++input_frames_sent;
           }
@@ -169,8 +173,10 @@ bool pump_until(const std::vector<TestClient*>& clients, const std::function<boo
   const Clock::time_point until = Clock::now() + timeout;
   while (!done()) {
     if (Clock::now() >= until) return false;
+    size_t events = 0;
     for (TestClient* c : clients)
-      c->pump(1ms);
+      events += c->pump(0ms);
+    if (events == 0) std::this_thread::sleep_for(200us);  // poll-driven clients need polling
   }
   return true;
 }
@@ -236,8 +242,9 @@ TEST(NetClient, JoinAndLateJoinSeeTheSameHashes) {
   // The late joiner's every tick is one the early client verified, with the same hash.
   const size_t shared = expect_same_hashes(late, early);
   EXPECT_EQ(shared, late.hashes.size());
-  // The early client's inputs moved the world, so the agreement is not about a resting scene.
-  EXPECT_GT(early.ticks_with_inputs, 100u);
+  // The early client's inputs moved the world, so the agreement is not about a resting scene
+  // (it sends once per tick it gets to; a loaded machine may batch a few ticks per poll).
+  EXPECT_GT(early.ticks_with_inputs, 60u);
   for (const TestClient* c : {&early, &late}) {
     EXPECT_TRUE(c->desyncs.empty()) << describe(*c);
     EXPECT_TRUE(c->errors.empty()) << describe(*c);
@@ -274,7 +281,9 @@ TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
     EXPECT_FALSE(c->disconnected.has_value()) << describe(*c);
     EXPECT_EQ(c->client.stats().desyncs, 0u);
     EXPECT_GE(c->client.stats().ticks_verified, 600u);
-    EXPECT_GT(c->input_frames_sent, 500u);
+    // One frame per tick the client got to: fewer when a poll applied several ticks at once
+    // (common under sanitizers), but most ticks on any machine.
+    EXPECT_GT(c->input_frames_sent, 300u);
     players.push_back(c->joined->player_id);
   }
   std::sort(players.begin(), players.end());
@@ -284,12 +293,19 @@ TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
     EXPECT_GE(expect_same_hashes(*clients[0], *clients[i]), 500u);
   }
   // The server applied what the clients sent: nothing refused (the SDK stamps the right player
-  // and bodies), and on loopback with a 4-tick delay nearly nothing arrived late.
+  // and bodies), all but those still in flight or buffered for future ticks when the stats
+  // were taken (at most ~16 ticks' worth: 4 clients × 16 frames × 4 inputs), and on loopback
+  // with a 4-tick delay nearly nothing arrived late.
+  uint64_t inputs_sent = 0;
+  for (const TestClient* c : clients)
+    inputs_sent += c->client.stats().inputs_sent;
   const server::ServerStats stats = server.stats();
   ASSERT_FALSE(stats.rooms.empty());
   const server::RoomStats& room = stats.rooms.front();
   EXPECT_EQ(room.inputs_rejected, 0u);
-  EXPECT_GT(room.inputs_accepted, 4u * 500u * 4u);  // 4 clients × ≥500 frames × 4 bodies
+  EXPECT_LE(room.inputs_accepted, inputs_sent);
+  EXPECT_GE(room.inputs_accepted + 4 * 16 * 4, inputs_sent);
+  EXPECT_GT(room.inputs_accepted, 4u * 300u * 4u);
   EXPECT_LE(room.inputs_late * 20, room.inputs_accepted) << "over 5% of inputs arrived late";
   EXPECT_EQ(room.desync_reports, 0u);
 }

@@ -99,7 +99,8 @@ class RawClient {
   std::optional<Message> receive(std::chrono::milliseconds timeout) {
     const Clock::time_point deadline = Clock::now() + timeout;
     while (pending_.empty() && !closed_) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) break;
       pollfd pfd{socket_.native_handle(), POLLIN, 0};
       if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
@@ -131,7 +132,8 @@ class RawClient {
                               std::vector<Message>* skipped = nullptr) {
     const Clock::time_point deadline = Clock::now() + timeout;
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       std::optional<Message> message = receive(std::max(left, 0ms));
       if (!message) return std::nullopt;
       if (T* value = std::get_if<T>(&*message)) return std::move(*value);
@@ -143,7 +145,8 @@ class RawClient {
   bool read_until_closed(std::chrono::milliseconds timeout, std::vector<Message>* messages) {
     const Clock::time_point deadline = Clock::now() + timeout;
     while (Clock::now() < deadline) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       std::optional<Message> message = receive(left);
       if (message) {
         messages->push_back(std::move(*message));
@@ -265,19 +268,20 @@ struct Player {
   schema::Welcome welcome;
   schema::Snapshot snapshot;
   std::unique_ptr<sim::World> world;
-  std::map<uint64_t, uint64_t> hashes;          // tick → server hash, as received
+  std::map<uint64_t, uint64_t> hashes;           // tick → server hash, as received
   std::map<uint64_t, schema::TickFrame> frames;  // every frame received
   std::vector<Message> others;                   // non-TickFrame messages received after join
   std::vector<uint64_t> others_after_tick;       // last TickFrame tick before each of them
   uint64_t last_tick = 0;
-  bool gap = false;       // a TickFrame tick did not follow the previous one
+  bool gap = false;         // a TickFrame tick did not follow the previous one
   uint64_t mismatches = 0;  // local hash != server hash
 
   /// Reads and verifies TickFrames until `tick` has been seen; false on timeout.
   bool pump_until(uint64_t tick, std::chrono::milliseconds timeout = kReplyTimeout) {
     const Clock::time_point deadline = Clock::now() + timeout;
     while (last_tick < tick) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) return false;
       std::optional<Message> message = client->receive(left);
       if (!message) return false;
@@ -289,7 +293,8 @@ struct Player {
   void pump_for(std::chrono::milliseconds duration) {
     const Clock::time_point deadline = Clock::now() + duration;
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) return;
       std::optional<Message> message = client->receive(left);
       if (!message) return;
@@ -603,12 +608,12 @@ std::vector<BadInputCase> bad_input_cases() {
                      return schema::InputFrame{next + 10, 2, {push(1, 1, nobodys[0], 1024)}};
                    },
                    1});
-  cases.push_back({"body_that_does_not_exist",
-                   [=](uint64_t next) {
-                     return schema::InputFrame{next + 10, 2,
-                                               {push(1, 1, sim::BodyId{999, 1}, 1024)}};
-                   },
-                   1});
+  cases.push_back(
+      {"body_that_does_not_exist",
+       [=](uint64_t next) {
+         return schema::InputFrame{next + 10, 2, {push(1, 1, sim::BodyId{999, 1}, 1024)}};
+       },
+       1});
   cases.push_back({"other_player_in_the_input",
                    [=](uint64_t next) {
                      return schema::InputFrame{next + 10, 3, {push(2, 1, mine[0], 1024)}};
@@ -720,29 +725,30 @@ std::vector<MalformedCase> malformed_cases() {
                      return frame;
                    },
                    false, ErrorCode::bad_frame});
-  cases.push_back({"over_the_cap", false,
-                   [] { return header(schema::kMaxClientFrameBytes + 1); }, false,
-                   ErrorCode::bad_frame});
-  cases.push_back({"zero_length", false, [] { return header(0); }, false,
-                   ErrorCode::bad_frame});
+  cases.push_back({"over_the_cap", false, [] { return header(schema::kMaxClientFrameBytes + 1); },
+                   false, ErrorCode::bad_frame});
+  cases.push_back({"zero_length", false, [] { return header(0); }, false, ErrorCode::bad_frame});
   cases.push_back({"message_before_hello", false,
-                   [] { return schema::encode_frame(schema::InputFrame{10, 1, {}}); }, false,
-                   ErrorCode::not_joined});
-  cases.push_back({"unknown_union_member", true,
                    [] {
-                     flatbuffers::FlatBufferBuilder builder;
-                     auto ping = wire::CreatePing(builder, 5);
-                     builder.FinishSizePrefixed(
-                         wire::CreateEnvelope(builder, static_cast<wire::Message>(200),
-                                              ping.Union()),
-                         "LSW1");
-                     return std::vector<uint8_t>(builder.GetBufferPointer(),
-                                                 builder.GetBufferPointer() + builder.GetSize());
+                     return schema::encode_frame(schema::InputFrame{10, 1, {}});
+                   },
+                   false, ErrorCode::not_joined});
+  cases.push_back(
+      {"unknown_union_member", true,
+       [] {
+         flatbuffers::FlatBufferBuilder builder;
+         auto ping = wire::CreatePing(builder, 5);
+         builder.FinishSizePrefixed(
+             wire::CreateEnvelope(builder, static_cast<wire::Message>(200), ping.Union()), "LSW1");
+         return std::vector<uint8_t>(builder.GetBufferPointer(),
+                                     builder.GetBufferPointer() + builder.GetSize());
+       },
+       false, ErrorCode::unknown_message});
+  cases.push_back({"server_message_from_a_client", true,
+                   [] {
+                     return schema::encode_frame(schema::TickFrame{5, {}, 7});
                    },
                    false, ErrorCode::unknown_message});
-  cases.push_back({"server_message_from_a_client", true,
-                   [] { return schema::encode_frame(schema::TickFrame{5, {}, 7}); }, false,
-                   ErrorCode::unknown_message});
   cases.push_back({"random_bytes_after_join", true,
                    [] {
                      std::mt19937 rng(777);
@@ -1095,8 +1101,8 @@ TEST(NetServerConfig, FlagsAndConfigFileFillTheConfig) {
   server::ServerConfig config;
   CLI::App app;
   server::add_server_options(app, &config);
-  std::vector<std::string> args = {"--queue-limit-bytes", "4000000", "--config", path,
-                                   "--scene",             "bounce",  "--port",   "9000"};
+  std::vector<std::string> args = {
+      "--queue-limit-bytes", "4000000", "--config", path, "--scene", "bounce", "--port", "9000"};
   std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
   ASSERT_NO_THROW(app.parse(args));
   EXPECT_EQ(config.tick_rate_hz, 30u);
@@ -1134,6 +1140,13 @@ TEST(NetServerConfig, StartRefusesBadConfigurations) {
        },
        "input delay"},
       {"tick rate", [](server::ServerConfig& c) { c.tick_rate_hz = 0; }, "tick rate"},
+      {"input window memory",
+       [](server::ServerConfig& c) {
+         c.input_window_ticks = 4096;
+         c.max_players_per_room = 1024;
+         c.max_inputs_per_player_per_tick = 1024;
+       },
+       "buffered inputs per room"},
       {"bind address", [](server::ServerConfig& c) { c.bind_address = "not-an-ip"; },
        "bind address"},
   };

@@ -329,8 +329,8 @@ void Client::set_event_handler(EventHandler handler) {
   impl_->handler = std::move(handler);
 }
 
-std::optional<uint64_t> Client::send_input(std::span<const sim::Input> inputs) {
-  Impl& s = *impl_;
+std::optional<uint64_t> Client::next_input_tick() const {
+  const Impl& s = *impl_;
   if (!s.connection || !s.joined || s.state == ClientState::disconnected) return std::nullopt;
   // Time sync puts the input where the server will be input_delay ticks from now; never
   // earlier than an input already sent, so a player's inputs reach the sim in order.
@@ -338,7 +338,14 @@ std::optional<uint64_t> Client::send_input(std::span<const sim::Input> inputs) {
       s.connection->target_tick(std::chrono::steady_clock::now(), s.input_delay_ticks);
   if (!target && s.world) target = s.world->tick() + s.input_delay_ticks;
   if (!target) return std::nullopt;
-  const uint64_t stamped = std::max(s.last_stamped_tick, *target);
+  return std::max(s.last_stamped_tick, *target);
+}
+
+std::optional<uint64_t> Client::send_input(std::span<const sim::Input> inputs) {
+  Impl& s = *impl_;
+  const std::optional<uint64_t> next = next_input_tick();
+  if (!next) return std::nullopt;
+  const uint64_t stamped = *next;
 
   schema::InputFrame frame;
   frame.target_tick = stamped;

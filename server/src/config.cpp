@@ -4,8 +4,8 @@
 #include <map>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "lockstep/schema/tick_schedule.h"
 
@@ -13,16 +13,17 @@ namespace lockstep::server {
 
 const char* late_input_policy_name(LateInputPolicy policy) {
   switch (policy) {
-    case LateInputPolicy::apply_next_tick: return "apply_next_tick";
-    case LateInputPolicy::drop: return "drop";
+    case LateInputPolicy::apply_next_tick:
+      return "apply_next_tick";
+    case LateInputPolicy::drop:
+      return "drop";
   }
   return "?";
 }
 
 std::string server_config_error(const ServerConfig& c) {
   if (!schema::valid_tick_rate(c.tick_rate_hz)) {
-    return fmt::format("tick rate {} Hz is outside 1..{}", c.tick_rate_hz,
-                       schema::kMaxTickRateHz);
+    return fmt::format("tick rate {} Hz is outside 1..{}", c.tick_rate_hz, schema::kMaxTickRateHz);
   }
   if (c.input_window_ticks < 2 || c.input_window_ticks > 4096) {
     return fmt::format("input window {} ticks is outside 2..4096", c.input_window_ticks);
@@ -41,6 +42,16 @@ std::string server_config_error(const ServerConfig& c) {
   if (c.max_inputs_per_player_per_tick < 1 || c.max_inputs_per_player_per_tick > 1024) {
     return fmt::format("max inputs per player per tick {} is outside 1..1024",
                        c.max_inputs_per_player_per_tick);
+  }
+  // Every room takes its whole input window at creation: keep that bounded (≤ 160 MiB).
+  const uint64_t window_inputs =
+      uint64_t{c.input_window_ticks} * c.max_players_per_room * c.max_inputs_per_player_per_tick;
+  if (window_inputs > (uint64_t{1} << 22)) {
+    return fmt::format(
+        "input window {} ticks x {} players x {} inputs per tick = {} buffered "
+        "inputs per room, over 4194304",
+        c.input_window_ticks, c.max_players_per_room, c.max_inputs_per_player_per_tick,
+        window_inputs);
   }
   if (c.max_catch_up_ticks < 1) return "max catch-up ticks must be at least 1";
   if (c.max_snapshot_rate_hz < 1 || c.default_snapshot_rate_hz < 1) {
@@ -80,8 +91,7 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
                  "Input delay in ticks announced to clients")
       ->capture_default_str();
   app.add_option("--max-rooms", config->max_rooms, "Rooms at most")->capture_default_str();
-  app.add_option("--max-players", config->max_players_per_room,
-                 "Lockstep players per room at most")
+  app.add_option("--max-players", config->max_players_per_room, "Lockstep players per room at most")
       ->capture_default_str();
   app.add_option("--max-spectators", config->max_spectators_per_room,
                  "Thin clients (spectators) per room at most")
@@ -100,8 +110,7 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
                  "Inputs for a tick already stepped: apply_next_tick or drop")
       ->transform(CLI::CheckedTransformer(policies, CLI::ignore_case))
       ->default_str(late_input_policy_name(config->late_input_policy));
-  app.add_option("--input-window", config->input_window_ticks,
-                 "Future ticks an input may target")
+  app.add_option("--input-window", config->input_window_ticks, "Future ticks an input may target")
       ->capture_default_str();
   app.add_option("--max-inputs-per-tick", config->max_inputs_per_player_per_tick,
                  "Inputs per player per tick at most")

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <utility>
 
+#include <spdlog/spdlog.h>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 #include "server_core.h"
 #include "session.h"
@@ -30,7 +30,8 @@ bool input_less(const sim::Input& a, const sim::Input& b) {
   if (a.body.index1 != b.body.index1) return a.body.index1 < b.body.index1;
   if (a.body.generation != b.body.generation) return a.body.generation < b.body.generation;
   for (int i = 0; i < 3; ++i) {
-    if (a.linear_impulse[i] != b.linear_impulse[i]) return a.linear_impulse[i] < b.linear_impulse[i];
+    if (a.linear_impulse[i] != b.linear_impulse[i])
+      return a.linear_impulse[i] < b.linear_impulse[i];
   }
   for (int i = 0; i < 3; ++i) {
     if (a.angular_impulse[i] != b.angular_impulse[i])
@@ -57,9 +58,9 @@ void sort_inputs(std::vector<sim::Input>& inputs) {
 Room::Room(ServerCore& core, std::string name)
     : core_(core),
       name_(std::move(name)),
-      clock_(TickClockConfig{core.config.tick_rate_hz, core.config.max_catch_up_ticks,
-                             kLateThreshold},
-             Clock::now()),
+      clock_(
+          TickClockConfig{core.config.tick_rate_hz, core.config.max_catch_up_ticks, kLateThreshold},
+          Clock::now()),
       tick_timer_(core.io),
       grace_timer_(core.io) {
   opened_ = clock_.start();
@@ -120,8 +121,8 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name, std::stri
 }
 
 void Room::start() {
-  asio::co_spawn(core_.io, [self = shared_from_this()] { return self->tick_loop(); },
-                 asio::detached);
+  asio::co_spawn(
+      core_.io, [self = shared_from_this()] { return self->tick_loop(); }, asio::detached);
   start_grace_timer();  // closes the room if its first join fails
   spdlog::info("room {} opened: scene {}, {} Hz, input delay {} ticks, {} players", name_,
                core_.scene.name, core_.config.tick_rate_hz, core_.config.input_delay_ticks,
@@ -203,9 +204,10 @@ void Room::run_tick() {
   step_time_total_ns_ += static_cast<uint64_t>(step_time.count());
   if (!status.ok() && !overflow_logged_) {
     overflow_logged_ = true;
-    spdlog::warn("room {}: a world capacity ran out at tick {} (overflow bits {:#x}); the step "
-                 "degraded deterministically (logged once per room)",
-                 name_, world_->tick(), status.overflow);
+    spdlog::warn(
+        "room {}: a world capacity ran out at tick {} (overflow bits {:#x}); the step "
+        "degraded deterministically (logged once per room)",
+        name_, world_->tick(), status.overflow);
   }
 
   // One TickFrame, encoded once, shared by every lockstep member.
@@ -221,10 +223,10 @@ void Room::run_tick() {
     if (session == nullptr) continue;
     session->send(encoded);
     if (players_[i].world_rejects > 0 && players_[i].session != nullptr) {
-      session->input_error(schema::ErrorCode::input_rejected,
-                           fmt::format("{} inputs refused by the world at tick {}: {}",
-                                       players_[i].world_rejects, frame.tick,
-                                       sim::error_message(players_[i].last_world_reject)));
+      session->input_error(
+          schema::ErrorCode::input_rejected,
+          fmt::format("{} inputs refused by the world at tick {}: {}", players_[i].world_rejects,
+                      frame.tick, sim::error_message(players_[i].last_world_reject)));
     }
     players_[i].world_rejects = 0;
   }
@@ -281,8 +283,7 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
       }
     }
     if (member == nullptr) {
-      *reason = fmt::format("room {} has all {} spectator places taken", name_,
-                            spectators_.size());
+      *reason = fmt::format("room {} has all {} spectator places taken", name_, spectators_.size());
       return schema::ErrorCode::room_full;
     }
   } else {
@@ -303,15 +304,14 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   uint16_t granted_rate_hz = 0;
   if (thin) {
     // Whole ticks between snapshots, so the granted rate is at most the one asked for.
-    uint32_t wanted = hello.snapshot_rate_hz != 0 ? hello.snapshot_rate_hz
-                                                  : config.default_snapshot_rate_hz;
-    wanted = std::clamp<uint32_t>(wanted, 1, std::min(config.max_snapshot_rate_hz,
-                                                      config.tick_rate_hz));
+    uint32_t wanted =
+        hello.snapshot_rate_hz != 0 ? hello.snapshot_rate_hz : config.default_snapshot_rate_hz;
+    wanted =
+        std::clamp<uint32_t>(wanted, 1, std::min(config.max_snapshot_rate_hz, config.tick_rate_hz));
     member->snapshot_interval_ticks = (config.tick_rate_hz + wanted - 1) / wanted;
     member->next_snapshot_tick = world_->tick() + member->snapshot_interval_ticks;
-    granted_rate_hz =
-        static_cast<uint16_t>(std::max<uint32_t>(1, config.tick_rate_hz /
-                                                        member->snapshot_interval_ticks));
+    granted_rate_hz = static_cast<uint16_t>(
+        std::max<uint32_t>(1, config.tick_rate_hz / member->snapshot_interval_ticks));
   }
   session->set_room(shared_from_this(), player_id);
   ++client_count_;
@@ -332,8 +332,8 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   if (player_id != 0) welcome.owned_bodies = owned_bodies_[player_id - 1];
   welcome.snapshot_rate_hz = granted_rate_hz;
   spdlog::info("room {}: '{}' joined as {} {} from {} (tick {}, protocol {})", name_,
-               session->player_name(), thin ? "thin spectator" : "player",
-               player_id, session->remote(), world_->tick(), protocol_version);
+               session->player_name(), thin ? "thin spectator" : "player", player_id,
+               session->remote(), world_->tick(), protocol_version);
   // Welcome, then the state of the current tick; every TickFrame after it follows.
   if (session->send(schema::encode_shared_frame(welcome)) && session->send(snapshot_frame())) {
     ++snapshots_sent_;
@@ -372,8 +372,7 @@ void Room::start_grace_timer() {
 
 std::string Room::check_input(uint32_t player_id, const sim::Input& input) const {
   if (input.player != player_id) {
-    return fmt::format("an input names player {}, but this is player {}", input.player,
-                       player_id);
+    return fmt::format("an input names player {}, but this is player {}", input.player, player_id);
   }
   sim::BodyView view;
   if (world_->get_body(input.body, &view) != sim::Error::none) {
@@ -415,11 +414,11 @@ void Room::on_input(Session& session, const schema::InputFrame& frame) {
   }
   if (target >= next_tick + window_ticks_) {
     inputs_rejected_ += count;
-    session.input_error(schema::ErrorCode::input_rejected,
-                        fmt::format("InputFrame {} targets tick {}, beyond the input window "
-                                    "(ticks {}..{})",
-                                    frame.sequence, target, next_tick,
-                                    next_tick + window_ticks_ - 1));
+    session.input_error(
+        schema::ErrorCode::input_rejected,
+        fmt::format("InputFrame {} targets tick {}, beyond the input window "
+                    "(ticks {}..{})",
+                    frame.sequence, target, next_tick, next_tick + window_ticks_ - 1));
     return;
   }
   const size_t slot_index = static_cast<size_t>(target % window_ticks_);
@@ -470,10 +469,11 @@ void Room::on_desync_report(Session& session, const schema::DesyncReport& report
   ++core_.desync_reports;
   if (!member->desync_logged) {
     member->desync_logged = true;
-    spdlog::warn("room {}: player {} '{}' reports a desync at tick {}: client hash {:016x}, "
-                 "server hash {:016x} (logged once per connection)",
-                 name_, session.player_id(), session.player_name(), report.tick,
-                 report.client_hash, report.server_hash);
+    spdlog::warn(
+        "room {}: player {} '{}' reports a desync at tick {}: client hash {:016x}, "
+        "server hash {:016x} (logged once per connection)",
+        name_, session.player_id(), session.player_name(), report.tick, report.client_hash,
+        report.server_hash);
   }
   // Issue 6: dump this room's replay window (keyframe + per-tick frames) here; the hook lets
   // the embedding application (and tests) see every report meanwhile.

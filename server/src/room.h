@@ -70,7 +70,7 @@ class Room final : public std::enable_shared_from_this<Room> {
 
  private:
   struct Member {
-    std::shared_ptr<Session> session;  // null = free slot
+    std::shared_ptr<Session> session;      // null = free slot
     uint32_t snapshot_interval_ticks = 0;  // thin members
     uint64_t next_snapshot_tick = 0;
     bool resync_pending = false;
@@ -79,8 +79,8 @@ class Room final : public std::enable_shared_from_this<Room> {
     sim::Error last_world_reject = sim::Error::none;
   };
   struct TickSlot {
-    uint64_t tick = 0;    // the target tick whose inputs the slot holds (0 = none yet)
-    uint32_t count = 0;   // inputs held
+    uint64_t tick = 0;   // the target tick whose inputs the slot holds (0 = none yet)
+    uint32_t count = 0;  // inputs held
   };
 
   Room(ServerCore& core, std::string name);
@@ -116,9 +116,9 @@ class Room final : public std::enable_shared_from_this<Room> {
   uint32_t window_ticks_ = 0;
   uint32_t slot_capacity_ = 0;
   std::vector<TickSlot> slots_;
-  std::vector<sim::Input> slot_inputs_;      // window × slot_capacity_
-  std::vector<uint16_t> slot_player_counts_; // window × max_players
-  std::vector<sim::Input> applied_;          // this step's accepted inputs
+  std::vector<sim::Input> slot_inputs_;       // window × slot_capacity_
+  std::vector<uint16_t> slot_player_counts_;  // window × max_players
+  std::vector<sim::Input> applied_;           // this step's accepted inputs
 
   std::vector<uint8_t> snapshot_buffer_;  // max_snapshot_size bytes
   schema::SharedFrame cached_snapshot_;

@@ -6,12 +6,12 @@
 #include <future>
 #include <utility>
 
+#include <spdlog/spdlog.h>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 #include "lockstep/schema/limits.h"
 #include "lockstep/sim/world.h"
@@ -34,6 +34,11 @@ constexpr uint64_t kAutoQueueLimitHeadroomBytes = 64u << 10;
 ServerCore::ServerCore(const ServerConfig& config_in) : config(config_in) {}
 
 asio::awaitable<void> ServerCore::accept_loop() {
+  // Connections accepted per wake at most: a burst of joins is taken in one go (each async
+  // completion waits its turn behind every due room), without holding the rooms up for long.
+  constexpr int kMaxAcceptBatch = 64;
+  std::error_code ignored;
+  acceptor.non_blocking(true, ignored);
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(use_nothrow);
     if (shutting_down || !acceptor.is_open()) co_return;
@@ -45,34 +50,44 @@ asio::awaitable<void> ServerCore::accept_loop() {
       co_await backoff.async_wait(use_nothrow);
       continue;
     }
-    if (sessions.size() >= config.max_connections) {
-      ++connections_refused;
-      if (connections_refused == 1) {
-        spdlog::warn("refusing connections over max_connections = {} (logged once)",
-                     config.max_connections);
-      }
-      std::error_code ignored;
-      socket.close(ignored);
-      continue;
+    admit(std::move(socket));
+    for (int i = 1; i < kMaxAcceptBatch; ++i) {
+      asio::ip::tcp::socket more(io);
+      acceptor.accept(more, ec);  // non-blocking: would_block once the backlog is empty
+      if (ec) break;
+      admit(std::move(more));
     }
-    std::error_code option_error;
-    socket.set_option(asio::ip::tcp::no_delay(true), option_error);
-    if (config.socket_send_buffer_bytes != 0) {
-      socket.set_option(
-          asio::socket_base::send_buffer_size(static_cast<int>(config.socket_send_buffer_bytes)),
-          option_error);
-    }
-    std::error_code endpoint_error;
-    const auto endpoint = socket.remote_endpoint(endpoint_error);
-    const std::string remote =
-        endpoint_error ? std::string("?")
-                       : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
-    ++connections_accepted;
-    const uint64_t id = next_session_id++;
-    auto session = std::make_shared<Session>(*this, std::move(socket), id, remote);
-    sessions.emplace(id, session);
-    session->start();
   }
+}
+
+void ServerCore::admit(asio::ip::tcp::socket socket) {
+  if (sessions.size() >= config.max_connections) {
+    ++connections_refused;
+    if (connections_refused == 1) {
+      spdlog::warn("refusing connections over max_connections = {} (logged once)",
+                   config.max_connections);
+    }
+    std::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  std::error_code option_error;
+  socket.set_option(asio::ip::tcp::no_delay(true), option_error);
+  if (config.socket_send_buffer_bytes != 0) {
+    socket.set_option(
+        asio::socket_base::send_buffer_size(static_cast<int>(config.socket_send_buffer_bytes)),
+        option_error);
+  }
+  std::error_code endpoint_error;
+  const auto endpoint = socket.remote_endpoint(endpoint_error);
+  const std::string remote =
+      endpoint_error ? std::string("?")
+                     : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  ++connections_accepted;
+  const uint64_t id = next_session_id++;
+  auto session = std::make_shared<Session>(*this, std::move(socket), id, remote);
+  sessions.emplace(id, session);
+  session->start();
 }
 
 asio::awaitable<void> ServerCore::stats_loop() {
@@ -231,20 +246,20 @@ bool Server::start(std::string* error) {
   core.world_def_fingerprint = sim::world_def_fingerprint(core.scene.def);
   core.max_snapshot_frame_bytes = world->max_snapshot_size() + kSnapshotEnvelopeBytes;
   if (core.max_snapshot_frame_bytes > schema::kMaxServerFrameBytes) {
-    *error = fmt::format("scene {} snapshots up to {} B, over the {} B frame cap",
-                         core.config.scene, core.max_snapshot_frame_bytes,
-                         schema::kMaxServerFrameBytes);
+    *error =
+        fmt::format("scene {} snapshots up to {} B, over the {} B frame cap", core.config.scene,
+                    core.max_snapshot_frame_bytes, schema::kMaxServerFrameBytes);
     return false;
   }
   const uint64_t needed = core.max_snapshot_frame_bytes + kControlReserveBytes;
   if (core.config.queue_limit_bytes == 0) {
     core.queue_limit_bytes = std::max(kAutoQueueLimitMinBytes,
-                                      core.max_snapshot_frame_bytes +
-                                          kAutoQueueLimitHeadroomBytes);
+                                      core.max_snapshot_frame_bytes + kAutoQueueLimitHeadroomBytes);
   } else if (core.config.queue_limit_bytes < needed) {
-    *error = fmt::format("queue limit {} B cannot hold scene {}'s largest snapshot frame: use at "
-                         "least {} B",
-                         core.config.queue_limit_bytes, core.config.scene, needed);
+    *error = fmt::format(
+        "queue limit {} B cannot hold scene {}'s largest snapshot frame: use at "
+        "least {} B",
+        core.config.queue_limit_bytes, core.config.scene, needed);
     return false;
   } else {
     core.queue_limit_bytes = core.config.queue_limit_bytes;
@@ -262,8 +277,8 @@ bool Server::start(std::string* error) {
   if (!ec) core.acceptor.bind(endpoint, ec);
   if (!ec) core.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    *error = fmt::format("cannot listen on {}:{}: {}", core.config.bind_address,
-                         core.config.port, ec.message());
+    *error = fmt::format("cannot listen on {}:{}: {}", core.config.bind_address, core.config.port,
+                         ec.message());
     std::error_code ignored;
     core.acceptor.close(ignored);
     return false;
@@ -271,12 +286,12 @@ bool Server::start(std::string* error) {
   core.port = core.acceptor.local_endpoint(ec).port();
   core.started = true;
   core.start_time = ServerCore::Clock::now();
-  spdlog::info("listening on {}:{}: scene {}, {} Hz, input delay {}, late inputs {}, queue "
-               "limit {} B, up to {} rooms x {} players",
-               core.config.bind_address, core.port, core.config.scene, core.config.tick_rate_hz,
-               core.config.input_delay_ticks,
-               late_input_policy_name(core.config.late_input_policy), core.queue_limit_bytes,
-               core.config.max_rooms, core.config.max_players_per_room);
+  spdlog::info(
+      "listening on {}:{}: scene {}, {} Hz, input delay {}, late inputs {}, queue "
+      "limit {} B, up to {} rooms x {} players",
+      core.config.bind_address, core.port, core.config.scene, core.config.tick_rate_hz,
+      core.config.input_delay_ticks, late_input_policy_name(core.config.late_input_policy),
+      core.queue_limit_bytes, core.config.max_rooms, core.config.max_players_per_room);
   return true;
 }
 
@@ -304,9 +319,11 @@ void Server::run() {
     });
   }
   if (core.config.stats_log_interval.count() > 0) {
-    asio::co_spawn(core.io, [&core] { return core.stats_loop(); }, asio::detached);
+    asio::co_spawn(
+        core.io, [&core] { return core.stats_loop(); }, asio::detached);
   }
-  asio::co_spawn(core.io, [&core] { return core.accept_loop(); }, asio::detached);
+  asio::co_spawn(
+      core.io, [&core] { return core.accept_loop(); }, asio::detached);
   core.io.run();
   core.running = false;
 }
@@ -385,10 +402,9 @@ std::string summary_json(const ServerStats& stats) {
   out += "},\"rooms\":[";
   for (size_t r = 0; r < stats.rooms.size(); ++r) {
     const RoomStats& room = stats.rooms[r];
-    const double step_mean_us =
-        room.tick > 0 ? static_cast<double>(room.step_time_total_ns) / 1000.0 /
-                            static_cast<double>(room.tick)
-                      : 0.0;
+    const double step_mean_us = room.tick > 0 ? static_cast<double>(room.step_time_total_ns) /
+                                                    1000.0 / static_cast<double>(room.tick)
+                                              : 0.0;
     out += fmt::format(
         "{}{{\"name\":{},\"open\":{},\"ticks\":{},\"late_ticks\":{},\"capped_wakes\":{},"
         "\"lateness_p50_us\":{:.1f},\"lateness_p99_us\":{:.1f},\"lateness_max_us\":{:.1f},"
@@ -401,14 +417,12 @@ std::string summary_json(const ServerStats& stats) {
         room.late_ticks, room.capped_wakes, us(room.lateness_p50), us(room.lateness_p99),
         us(room.lateness_max), step_mean_us, us(room.step_time_max), room.inputs_accepted,
         room.inputs_rejected, room.inputs_late, room.inputs_late_dropped, room.bytes_in,
-        room.bytes_out, room.clients, room.clients_peak, room.clients_joined,
-        room.snapshots_sent, room.desync_reports, room.protocol_errors, room.input_errors,
-        room.slow_consumers);
+        room.bytes_out, room.clients, room.clients_peak, room.clients_joined, room.snapshots_sent,
+        room.desync_reports, room.protocol_errors, room.input_errors, room.slow_consumers);
     for (size_t c = 0; c < room.client_list.size(); ++c) {
       const ClientSummary& client = room.client_list[c];
       const double per_s =
-          client.connected_s > 0 ? static_cast<double>(client.bytes_out) / client.connected_s
-                                 : 0.0;
+          client.connected_s > 0 ? static_cast<double>(client.bytes_out) / client.connected_s : 0.0;
       out += fmt::format(
           "{}{{\"player\":{},\"name\":{},\"mode\":\"{}\",\"connected\":{},\"seconds\":{:.3f},"
           "\"bytes_in\":{},\"bytes_out\":{},\"bytes_out_per_s\":{:.0f},\"frames_out\":{},"

@@ -70,6 +70,8 @@ struct ServerCore {
   static constexpr size_t kMaxClosedRooms = 256;
 
   asio::awaitable<void> accept_loop();
+  /// Starts a session for an accepted socket (or closes it over max_connections).
+  void admit(asio::ip::tcp::socket socket);
   asio::awaitable<void> stats_loop();
   /// Stop accepting, Disconnect every session, stop the rooms; run() returns once every
   /// session has flushed or flush_timeout has passed.

@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <utility>
 
+#include <spdlog/spdlog.h>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
-#include <spdlog/spdlog.h>
 
 #include "lockstep/schema/limits.h"
 #include "room.h"
@@ -58,10 +58,12 @@ Session::~Session() {
 void Session::start() {
   spdlog::debug("session {} connected from {}", id_, remote_);
   auto executor = socket_.get_executor();
-  asio::co_spawn(executor, [self = shared_from_this()] { return self->reader(); }, asio::detached);
-  asio::co_spawn(executor, [self = shared_from_this()] { return self->writer(); }, asio::detached);
-  asio::co_spawn(executor, [self = shared_from_this()] { return self->watchdog(); },
-                 asio::detached);
+  asio::co_spawn(
+      executor, [self = shared_from_this()] { return self->reader(); }, asio::detached);
+  asio::co_spawn(
+      executor, [self = shared_from_this()] { return self->writer(); }, asio::detached);
+  asio::co_spawn(
+      executor, [self = shared_from_this()] { return self->watchdog(); }, asio::detached);
 }
 
 // ---- reading -------------------------------------------------------------------------------
@@ -109,8 +111,8 @@ void Session::handle_body(std::span<const uint8_t> body) {
     const schema::ErrorCode code = result.error == schema::DecodeError::unknown_message
                                        ? schema::ErrorCode::unknown_message
                                        : schema::ErrorCode::bad_frame;
-    protocol_error(code, fmt::format("{}: {}", schema::decode_error_name(result.error),
-                                     result.detail));
+    protocol_error(code,
+                   fmt::format("{}: {}", schema::decode_error_name(result.error), result.detail));
     return;
   }
   if (state_ == State::handshake) {
@@ -148,10 +150,10 @@ void Session::on_hello(const schema::Hello& hello) {
   const uint16_t low = std::max(hello.min_protocol_version, schema::kMinProtocolVersion);
   const uint16_t high = std::min(hello.protocol_version, schema::kProtocolVersion);
   if (hello.min_protocol_version > hello.protocol_version || low > high) {
-    protocol_error(schema::ErrorCode::version_mismatch,
-                   fmt::format("server speaks {}..{}, client {}..{}", schema::kMinProtocolVersion,
-                               schema::kProtocolVersion, hello.min_protocol_version,
-                               hello.protocol_version));
+    protocol_error(
+        schema::ErrorCode::version_mismatch,
+        fmt::format("server speaks {}..{}, client {}..{}", schema::kMinProtocolVersion,
+                    schema::kProtocolVersion, hello.min_protocol_version, hello.protocol_version));
     return;
   }
   player_name_ = sanitize_name(hello.player_name);
@@ -240,9 +242,9 @@ void Session::slow_consumer(uint64_t frame_bytes) {
                   queued_bytes_, frame_bytes, core_.queue_limit_bytes);
   spdlog::warn("session {} ({}, player {} '{}'): slow consumer: {}", id_, remote_, player_id_,
                player_name_, detail);
-  begin_close(schema::encode_shared_frame(
-                  schema::Disconnect{schema::ErrorCode::slow_consumer, detail}),
-              false, "slow consumer");
+  begin_close(
+      schema::encode_shared_frame(schema::Disconnect{schema::ErrorCode::slow_consumer, detail}),
+      false, "slow consumer");
 }
 
 // ---- errors and closing --------------------------------------------------------------------
@@ -323,9 +325,9 @@ void Session::close_now(const std::string& reason) {
 
 asio::awaitable<void> Session::watchdog() {
   using std::chrono::milliseconds;
-  const milliseconds period = std::clamp(
-      std::min(core_.config.read_timeout, core_.config.flush_timeout) / 4, milliseconds(5),
-      milliseconds(250));
+  const milliseconds period =
+      std::clamp(std::min(core_.config.read_timeout, core_.config.flush_timeout) / 4,
+                 milliseconds(5), milliseconds(250));
   for (;;) {
     watchdog_timer_.expires_after(period);
     co_await watchdog_timer_.async_wait(use_nothrow);

@@ -97,7 +97,7 @@ class Session final : public std::enable_shared_from_this<Session> {
   // Outgoing: frames in order; the first in_flight_ of them are being written.
   std::deque<schema::SharedFrame> queue_;
   size_t in_flight_ = 0;
-  uint64_t queued_bytes_ = 0;  // all of queue_, in flight included
+  uint64_t queued_bytes_ = 0;          // all of queue_, in flight included
   Clock::time_point write_started_{};  // of the write in progress; epoch when idle
   Clock::time_point close_deadline_{};
   bool peer_eof_ = false;  // the peer's FIN arrived

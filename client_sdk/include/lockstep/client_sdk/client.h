@@ -171,8 +171,14 @@ class Client final {
 
   /// Sends inputs for this player's bodies, stamped for max(last stamped tick, estimated server
   /// tick + input delay); fills in Input::player. Returns the target tick, or nothing when not
-  /// joined (or disconnected). Thread-safe with respect to the io thread.
+  /// joined (or disconnected). Calls stamped for the same tick all apply at that tick, and the
+  /// server caps inputs per player per tick: send once per tick (see next_input_tick). Call it
+  /// from the thread that polls.
   std::optional<uint64_t> send_input(std::span<const sim::Input> inputs);
+  /// The tick send_input() would stamp now; nothing before the Welcome. A game that sends once
+  /// per tick skips sending while this is not past the tick it last sent for (after a poll that
+  /// applied several ticks at once, say).
+  std::optional<uint64_t> next_input_tick() const;
   /// Asks the server for a snapshot (lockstep mode: restored when it arrives).
   void request_resync(const std::string& reason);
   /// Closes the connection; a DisconnectedEvent follows on the next poll.

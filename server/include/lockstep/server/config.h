@@ -32,10 +32,10 @@ struct ServerConfig {
   uint32_t socket_send_buffer_bytes = 0;
 
   // ---- rooms ------------------------------------------------------------------------------
-  std::string scene = "inputs";         // a built-in scene (sim::builtin_scene_names())
-  std::string default_room = "default"; // room of a Hello with an empty room name
-  uint32_t tick_rate_hz = 60;           // 1..schema::kMaxTickRateHz
-  uint32_t input_delay_ticks = 2;       // announced in Welcome; < input_window_ticks
+  std::string scene = "inputs";          // a built-in scene (sim::builtin_scene_names())
+  std::string default_room = "default";  // room of a Hello with an empty room name
+  uint32_t tick_rate_hz = 60;            // 1..schema::kMaxTickRateHz
+  uint32_t input_delay_ticks = 2;        // announced in Welcome; < input_window_ticks
   uint32_t max_rooms = 128;
   uint32_t max_players_per_room = 4;     // lockstep clients, player ids 1..N
   uint32_t max_spectators_per_room = 8;  // thin clients (player id 0, no inputs)

@@ -47,9 +47,9 @@ struct ClientSummary {
 struct RoomStats {
   std::string name;
   bool open = true;
-  uint64_t tick = 0;           // the world's tick (steps since the room opened)
-  uint64_t late_ticks = 0;     // started more than 2 ms after their due time
-  uint64_t capped_wakes = 0;   // timer wakes that hit max_catch_up_ticks
+  uint64_t tick = 0;          // the world's tick (steps since the room opened)
+  uint64_t late_ticks = 0;    // started more than 2 ms after their due time
+  uint64_t capped_wakes = 0;  // timer wakes that hit max_catch_up_ticks
   std::chrono::nanoseconds lateness_p50{0};
   std::chrono::nanoseconds lateness_p99{0};
   std::chrono::nanoseconds lateness_max{0};
