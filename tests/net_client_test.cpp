@@ -435,3 +435,22 @@ TEST(NetClient, ConnectingToAClosedPortEndsWithADisconnectEvent) {
 }
 
 }  // namespace
+
+TEST(NetClient, AFrameOverTheClientsCapEndsTheConnectionAsABadFrame) {
+  TestServer server;
+  ASSERT_TRUE(server.started());
+  TestClient c("small-cap");
+  client_sdk::ClientOptions options;
+  // The Welcome (~200 bytes) fits; the join Snapshot of the inputs scene (100 bodies with
+  // their contacts, several KiB) does not, and must be refused from its header alone.
+  options.max_frame_bytes = 1024;
+  const sim::Input input;
+  EXPECT_FALSE(c.client.send_input(std::span<const sim::Input>(&input, 1)).has_value())
+      << "send_input before connect";
+  ASSERT_TRUE(c.connect(server.port(), options));
+  ASSERT_TRUE(pump_until({&c}, [&] { return c.disconnected.has_value(); })) << describe(c);
+  EXPECT_TRUE(c.joined.has_value());
+  EXPECT_TRUE(c.snapshots.empty());
+  EXPECT_EQ(c.disconnected->code, schema::ErrorCode::bad_frame);
+  EXPECT_NE(c.disconnected->reason.find("1024"), std::string::npos) << c.disconnected->reason;
+}

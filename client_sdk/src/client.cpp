@@ -307,8 +307,10 @@ size_t Client::poll(std::chrono::milliseconds wait, const EventHandler& handler)
   }
   s.current = handler ? &handler : &s.handler;
   s.delivered = 0;
+  // Bounded, so a server that sends faster than we step cannot keep poll() from returning.
   detail::Inbound item;
-  while (s.connection->pop(&item)) {
+  for (size_t taken = 0; taken < s.options.max_pending_messages && s.connection->pop(&item);
+       ++taken) {
     if (auto* message = std::get_if<schema::Message>(&item)) {
       if (s.state != ClientState::disconnected) s.handle(*message);
     } else {

@@ -47,7 +47,8 @@ struct ClientOptions {
   ClientMode mode = ClientMode::lockstep;
   /// Snapshots per second asked for in thin mode (the server may grant fewer); 0 = its default.
   uint16_t snapshot_rate_hz = 0;
-  /// On a desync, ask the server for a snapshot and restore it.
+  /// On a desync, ask the server for a snapshot and restore it. Without it the client stops
+  /// stepping after a desync until the game calls request_resync().
   bool auto_resync = true;
   /// Ping period; every Pong is a time-sync sample and an rtt measurement.
   std::chrono::milliseconds ping_interval{250};
