@@ -2,10 +2,14 @@
 // caller's thread inside poll(); the transport (connection.h) feeds it decoded messages.
 #include "lockstep/client_sdk/client.h"
 
+#include <algorithm>
 #include <atomic>
+#include <ctime>
+#include <filesystem>
 #include <utility>
 
 #include "connection.h"
+#include "lockstep/replays/recorder.h"
 
 namespace lockstep::client_sdk {
 
@@ -31,6 +35,12 @@ struct Client::Impl {
   uint64_t last_stamped_tick = 0;
   uint32_t input_frame_sequence = 0;
 
+  // Replay window (options.replay_dir): made at the join snapshot, fed every stepped tick.
+  std::string room;
+  std::string scene_name;  // "" for a custom ClientOptions::scene
+  replays::ReplayHeader replay_header;
+  std::unique_ptr<replays::ReplayWindow> replay_window;
+
   // Session counters, readable from any thread.
   std::atomic<uint64_t> ticks_applied{0}, ticks_verified{0}, desyncs{0}, snapshots{0}, resyncs{0},
       errors{0}, input_frames_sent{0}, inputs_sent{0};
@@ -53,7 +63,78 @@ struct Client::Impl {
   void on_welcome(const schema::Welcome& welcome);
   void on_snapshot(const schema::Snapshot& snapshot);
   void on_tick_frame(const schema::TickFrame& frame);
+  /// A snapshot was restored: the window starts (join) or restarts (resync) from it.
+  void replay_keyframe();
+  /// Writes the window for a desync at `tick`; the path, or "" and *error.
+  std::string write_desync_replay(uint64_t tick, std::string* error);
 };
+
+namespace {
+
+// Only [A-Za-z0-9_-] of a room name reach a file name, at most 48 bytes of them.
+std::string file_safe(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (out.size() == 48) break;
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_';
+    out.push_back(keep ? c : '_');
+  }
+  return out.empty() ? std::string("room") : out;
+}
+
+std::string utc_stamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  const size_t n = std::strftime(text, sizeof(text), "%Y%m%dT%H%M%SZ", &utc);
+  return std::string(text, n);
+}
+
+// Several clients in one process (tests, bots) never pick the same name.
+std::atomic<uint64_t> g_replay_file_sequence{0};
+
+}  // namespace
+
+void Client::Impl::replay_keyframe() {
+  if (options.replay_dir.empty() || options.mode != ClientMode::lockstep || !world) return;
+  if (!replay_window) {
+    replays::ReplayWindowConfig config;
+    config.window_ticks = std::max<uint32_t>(1, options.replay_window_seconds) * tick_rate_hz;
+    config.keyframe_interval_ticks = std::max<uint32_t>(1, options.replay_keyframe_interval_ticks);
+    replay_window = std::make_unique<replays::ReplayWindow>(*world, config);
+    replay_header = replays::make_replay_header(*world, scene_name, tick_rate_hz,
+                                                replays::ReplayWriterKind::client, player_id);
+    replay_header.room = room;
+    return;
+  }
+  replay_window->record_keyframe(*world);
+}
+
+std::string Client::Impl::write_desync_replay(uint64_t tick, std::string* error) {
+  if (!replay_window) {
+    *error = "no replay window (not joined with a snapshot yet)";
+    return {};
+  }
+  const std::string path =
+      options.replay_dir + "/desync-client-p" + std::to_string(player_id) + "-" + file_safe(room) +
+      "-tick" + std::to_string(tick) + "-" + utc_stamp() + "-" +
+      std::to_string(g_replay_file_sequence.fetch_add(1, std::memory_order_relaxed) + 1) + ".lsrp";
+  std::error_code ec;
+  std::filesystem::create_directories(options.replay_dir, ec);
+  if (ec) {
+    *error = "cannot create replay directory " + options.replay_dir + ": " + ec.message();
+    return {};
+  }
+  // With the live world the file ends with a keyframe of our (divergent) state at `tick`.
+  const replays::WriteResult written = replay_window->write_file(path, replay_header, world.get());
+  if (!written.ok) {
+    *error = written.error;
+    return {};
+  }
+  return path;
+}
 
 void Client::Impl::fail(ErrorCode code, std::string message, bool fatal) {
   errors.fetch_add(1, std::memory_order_relaxed);
@@ -125,7 +206,7 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
   sim::Scene scene;
   std::string problem;
   if (options.scene) {
-    scene = *options.scene;
+    scene = *options.scene;  // a custom world: replay files name no built-in scene
   } else if (!sim::make_builtin_scene(welcome.scene, &scene)) {
     problem = "the room's scene '" + welcome.scene +
               "' is not built in (pass ClientOptions::scene to supply it)";
@@ -135,6 +216,7 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
               "' differs from the server's: a different scene or library version";
   }
   if (problem.empty()) {
+    scene_name = options.scene ? std::string() : scene.name;
     sim::Error error = sim::Error::none;
     world = sim::build_world(scene, &error);
     if (!world) problem = "cannot build scene '" + scene.name + "'";
@@ -188,6 +270,7 @@ void Client::Impl::on_snapshot(const schema::Snapshot& snapshot) {
   }
   have_snapshot = true;
   awaiting_snapshot = false;
+  replay_keyframe();
   if (resync_requested) resyncs.fetch_add(1, std::memory_order_relaxed);
   resync_requested = false;
   snapshots.fetch_add(1, std::memory_order_relaxed);
@@ -223,6 +306,7 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
   world->step();
   ticks_applied.fetch_add(1, std::memory_order_relaxed);
   const uint64_t local_hash = world->state_hash();
+  if (replay_window) replay_window->record_step(*world, frame.inputs, frame.state_hash, local_hash);
   if (local_hash != frame.state_hash) {
     desyncs.fetch_add(1, std::memory_order_relaxed);
     schema::DesyncReport report;
@@ -233,7 +317,15 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
     // Until a snapshot arrives every later hash differs too: stop stepping.
     awaiting_snapshot = true;
     if (options.auto_resync) start_resync("desync at tick " + std::to_string(frame.tick));
-    deliver(DesyncEvent{frame.tick, local_hash, frame.state_hash});
+    DesyncEvent event;
+    event.tick = frame.tick;
+    event.local_hash = local_hash;
+    event.server_hash = frame.state_hash;
+    if (!options.replay_dir.empty()) {
+      event.replay_path = write_desync_replay(frame.tick, &event.replay_error);
+      if (event.replay_path.empty()) last_error = "replay not written: " + event.replay_error;
+    }
+    deliver(event);
     return;
   }
   ticks_verified.fetch_add(1, std::memory_order_relaxed);
@@ -273,6 +365,7 @@ bool Client::connect(const std::string& host, uint16_t port, const std::string& 
     return false;
   }
   s.options = options;
+  s.room = room;
   detail::ConnectionConfig config;
   config.ping_interval = options.ping_interval;
   config.connect_timeout = options.connect_timeout;

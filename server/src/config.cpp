@@ -68,6 +68,25 @@ std::string server_config_error(const ServerConfig& c) {
     return "the default room name must be 1..64 bytes";
   }
   if (c.socket_send_buffer_bytes > (1u << 30)) return "socket send buffer is over 1 GiB";
+  if (c.replay_window_seconds > 3600) {
+    return fmt::format("replay window {} s is over 3600 s", c.replay_window_seconds);
+  }
+  if (c.keyframe_interval_ticks < 1 || c.keyframe_interval_ticks > 1'000'000) {
+    return fmt::format("keyframe interval {} ticks is outside 1..1000000",
+                       c.keyframe_interval_ticks);
+  }
+  // A window holds about window / interval keyframes of a whole snapshot each: keep it sane.
+  const uint64_t window_ticks = uint64_t{c.replay_window_seconds} * c.tick_rate_hz;
+  if (window_ticks / c.keyframe_interval_ticks > 1024) {
+    return fmt::format(
+        "a replay window of {} ticks with a keyframe every {} ticks keeps over 1024 keyframes: "
+        "raise --keyframe-interval-ticks",
+        window_ticks, c.keyframe_interval_ticks);
+  }
+  if (c.replay_dump_interval.count() < 0) return "durations must not be negative";
+  if ((c.record_matches || c.dump_replays_on_shutdown) && c.replay_dir.empty()) {
+    return "--record-matches and --dump-replays-on-shutdown need a replay directory";
+  }
   return {};
 }
 
@@ -137,6 +156,24 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
          [config](int64_t v) { config->stats_log_interval = milliseconds(v); },
          "Log per-room counters this often (0 = never)")
       ->default_str(std::to_string(config->stats_log_interval.count()));
+  app.add_option("--replay-dir", config->replay_dir,
+                 "Directory of desync dumps and match recordings (created when needed)")
+      ->capture_default_str();
+  app.add_option("--replay-window-seconds", config->replay_window_seconds,
+                 "Seconds of past every room keeps for desync dumps (0 = none)")
+      ->capture_default_str();
+  app.add_option("--keyframe-interval-ticks", config->keyframe_interval_ticks,
+                 "A world snapshot every N ticks in replay windows and recordings")
+      ->capture_default_str();
+  app.add_option_function<int64_t>(
+         "--replay-dump-interval-ms",
+         [config](int64_t v) { config->replay_dump_interval = milliseconds(v); },
+         "At most one desync dump per room this often")
+      ->default_str(std::to_string(config->replay_dump_interval.count()));
+  app.add_flag("--dump-replays-on-shutdown", config->dump_replays_on_shutdown,
+               "Write every room's replay window on a graceful shutdown");
+  app.add_flag("--record-matches", config->record_matches,
+               "Stream every room's whole match to the replay directory");
 }
 
 }  // namespace lockstep::server

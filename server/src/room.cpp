@@ -2,6 +2,9 @@
 #include "room.h"
 
 #include <algorithm>
+#include <atomic>
+#include <ctime>
+#include <filesystem>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -53,6 +56,49 @@ void sort_inputs(std::vector<sim::Input>& inputs) {
   }
 }
 
+// ---- replay files ----
+
+// Room names come from clients: only [A-Za-z0-9_-] reach a file name (no '/', no ".."), and at
+// most 48 bytes of them.
+std::string file_safe(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (out.size() == 48) break;
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_';
+    out.push_back(keep ? c : '_');
+  }
+  return out.empty() ? std::string("room") : out;
+}
+
+std::string utc_stamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  const size_t n = std::strftime(text, sizeof(text), "%Y%m%dT%H%M%SZ", &utc);
+  return std::string(text, n);
+}
+
+// Two files named in the same second (or rooms whose names map to the same safe name) differ.
+std::atomic<uint64_t> g_replay_file_sequence{0};
+
+std::string replay_file_path(const std::string& dir, const char* kind, const std::string& room,
+                             uint64_t tick) {
+  return fmt::format("{}/{}-{}-tick{}-{}-{}.lsrp", dir, kind, file_safe(room), tick, utc_stamp(),
+                     g_replay_file_sequence.fetch_add(1, std::memory_order_relaxed) + 1);
+}
+
+bool make_replay_dir(const std::string& dir, std::string* error) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    *error = fmt::format("cannot create replay directory {}: {}", dir, ec.message());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Room::Room(ServerCore& core, std::string name)
@@ -74,17 +120,67 @@ Room::~Room() {
 }
 
 std::shared_ptr<Room> Room::create(ServerCore& core, std::string name, std::string* error) {
-  std::shared_ptr<Room> room(new Room(core, std::move(name)));
+  // The world and the replay recorders are made before the room (whose constructor starts the
+  // tick clock), so their cost — tens of MB zeroed for a long window — does not put the room
+  // behind its own schedule before it begins.
   sim::Error world_error = sim::Error::none;
   size_t failed_body = 0;
-  room->world_ = sim::build_world(core.scene, &world_error, &failed_body);
-  if (room->world_ == nullptr) {
+  std::unique_ptr<sim::World> world = sim::build_world(core.scene, &world_error, &failed_body);
+  if (world == nullptr) {
     *error = fmt::format("scene {} cannot be built: {}", core.scene.name,
                          sim::error_message(world_error));
     return nullptr;
   }
   const ServerConfig& config = core.config;
   const uint32_t max_players = config.max_players_per_room;
+  const uint32_t slot_capacity = max_players * config.max_inputs_per_player_per_tick;
+
+  // Replays: the window's memory is all taken here; it starts with a keyframe of tick 0.
+  replays::ReplayHeader replay_header =
+      replays::make_replay_header(*world, core.scene.name, config.tick_rate_hz);
+  replay_header.room = name;
+  std::unique_ptr<replays::ReplayWindow> replay_window;
+  if (!config.replay_dir.empty() && config.replay_window_seconds > 0) {
+    replays::ReplayWindowConfig window;
+    window.window_ticks = config.replay_window_seconds * config.tick_rate_hz;
+    window.keyframe_interval_ticks = config.keyframe_interval_ticks;
+    // A step never applies more than the room's input slot holds: size the ring for that.
+    window.max_inputs_per_tick = std::min(slot_capacity, world->def().max_inputs_per_tick);
+    replay_window = std::make_unique<replays::ReplayWindow>(*world, window);
+    spdlog::debug("room {}: replay window of {} ticks takes {} B", name, window.window_ticks,
+                  replay_window->memory_bytes());
+  }
+  std::unique_ptr<replays::ReplayStreamWriter> match_stream;
+  std::string match_path;
+  if (config.record_matches) {
+    // A room that cannot record still serves its players: the failure is logged.
+    std::string problem;
+    match_path = replay_file_path(config.replay_dir, "match", name, 0);
+    if (make_replay_dir(config.replay_dir, &problem)) {
+      auto stream = std::make_unique<replays::ReplayStreamWriter>();
+      replays::ReplayStreamOptions options;
+      options.flush_every_ticks = 1;  // kill -9 loses at most the tick being written
+      options.keyframe_interval_ticks = config.keyframe_interval_ticks;
+      const replays::WriteResult opened = stream->open(match_path, replay_header, *world, options);
+      if (opened.ok) {
+        match_stream = std::move(stream);
+      } else {
+        problem = opened.error;
+      }
+    }
+    if (match_stream == nullptr) {
+      spdlog::error("room {}: cannot record the match: {}", name, problem);
+    } else {
+      spdlog::info("room {}: recording the match to {}", name, match_path);
+    }
+  }
+
+  std::shared_ptr<Room> room(new Room(core, std::move(name)));
+  room->world_ = std::move(world);
+  room->replay_header_ = std::move(replay_header);
+  room->replay_window_ = std::move(replay_window);
+  room->match_stream_ = std::move(match_stream);
+  room->match_path_ = std::move(match_path);
   room->players_.resize(max_players);
   room->spectators_.resize(config.max_spectators_per_room);
 
@@ -110,7 +206,7 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name, std::stri
   }
 
   room->window_ticks_ = config.input_window_ticks;
-  room->slot_capacity_ = max_players * config.max_inputs_per_player_per_tick;
+  room->slot_capacity_ = slot_capacity;
   room->slots_.resize(room->window_ticks_);
   room->slot_inputs_.resize(size_t{room->window_ticks_} * room->slot_capacity_);
   room->slot_player_counts_.resize(size_t{room->window_ticks_} * max_players);
@@ -133,6 +229,16 @@ void Room::stop() {
   stopped_ = true;
   tick_timer_.cancel();
   grace_timer_.cancel();
+  finish_match_recording();
+  if (replay_dumps_ + replay_dump_failures_ + replay_dumps_suppressed_ +
+          replay_reports_outside_window_ >
+      0) {
+    spdlog::info(
+        "room {}: desync replays: {} written, {} failed, {} rate-limited, {} reports outside "
+        "the window",
+        name_, replay_dumps_, replay_dump_failures_, replay_dumps_suppressed_,
+        replay_reports_outside_window_);
+  }
 }
 
 asio::awaitable<void> Room::tick_loop() {
@@ -217,6 +323,7 @@ void Room::run_tick() {
   frame.state_hash = world_->state_hash();
   const schema::SharedFrame encoded = schema::encode_shared_frame(frame);
   applied_ = std::move(frame.inputs);  // keep the capacity
+  record_replay_tick(frame.state_hash);
 
   for (size_t i = 0; i < players_.size(); ++i) {
     const std::shared_ptr<Session> session = players_[i].session;
@@ -475,8 +582,8 @@ void Room::on_desync_report(Session& session, const schema::DesyncReport& report
         name_, session.player_id(), session.player_name(), report.tick, report.client_hash,
         report.server_hash);
   }
-  // Issue 6: dump this room's replay window (keyframe + per-tick frames) here; the hook lets
-  // the embedding application (and tests) see every report meanwhile.
+  maybe_dump_desync_replay(session, report);
+  // The hook lets the embedding application (and tests) see every report.
   if (core_.desync_hook) {
     DesyncEvent event;
     event.room = name_;
@@ -495,6 +602,103 @@ schema::Pong Room::make_pong(uint64_t client_time_ns) const {
   pong.server_tick = position.tick;
   pong.ns_into_tick = static_cast<uint64_t>(std::max<int64_t>(0, position.since_due.count()));
   return pong;
+}
+
+// ---- replays ------------------------------------------------------------------------------
+
+void Room::record_replay_tick(uint64_t state_hash) {
+  if (replay_window_ != nullptr &&
+      !replay_window_->record_step(*world_, applied_, state_hash, std::nullopt) &&
+      !replay_inputs_dropped_logged_) {
+    // Only when a tick held more inputs than the world takes per tick, which the world refused.
+    replay_inputs_dropped_logged_ = true;
+    spdlog::warn("room {}: the replay window dropped inputs at tick {} (logged once per room)",
+                 name_, world_->tick());
+  }
+  if (match_stream_ != nullptr) {
+    const replays::WriteResult written =
+        match_stream_->record_step(*world_, applied_, state_hash, std::nullopt);
+    if (!written.ok) {
+      // Disk full or the like: stop recording, keep what was written, keep serving.
+      spdlog::error("room {}: match recording stopped at tick {}: {}", name_, world_->tick(),
+                    written.error);
+      finish_match_recording();
+    }
+  }
+}
+
+void Room::maybe_dump_desync_replay(const Session& session, const schema::DesyncReport& report) {
+  if (replay_window_ == nullptr) return;
+  // Every player that desyncs at the same tick reports it: one file serves them all.
+  if (report.tick == last_dump_report_tick_) return;
+  const std::optional<uint64_t> first = replay_window_->first_written_tick();
+  const std::optional<uint64_t> last = replay_window_->last_tick();
+  if (!first || !last || report.tick < *first || report.tick > *last) {
+    // Too old for the window, or a tick not stepped yet (a broken or hostile client).
+    ++replay_reports_outside_window_;
+    spdlog::debug("room {}: desync report for tick {} is outside the replay window", name_,
+                  report.tick);
+    return;
+  }
+  const Clock::time_point now = Clock::now();
+  if (replay_dumped_ && now - last_replay_dump_ < core_.config.replay_dump_interval) {
+    if (replay_dumps_suppressed_++ == 0) {
+      spdlog::warn(
+          "room {}: desync dumps are limited to one per {} ms; not writing one for "
+          "tick {} (logged once per room)",
+          name_, core_.config.replay_dump_interval.count(), report.tick);
+    }
+    return;
+  }
+  replay_dumped_ = true;
+  last_replay_dump_ = now;
+  last_dump_report_tick_ = report.tick;
+  const std::string path = write_replay_window("desync");
+  if (!path.empty()) {
+    spdlog::warn("room {}: desync at tick {} reported by player {} '{}': replay written to {}",
+                 name_, report.tick, session.player_id(), session.player_name(), path);
+  }
+}
+
+std::string Room::write_replay_window(const char* kind) {
+  if (replay_window_ == nullptr) return {};
+  const Clock::time_point start = Clock::now();
+  std::string problem;
+  const std::string path = replay_file_path(core_.config.replay_dir, kind, name_, world_->tick());
+  if (make_replay_dir(core_.config.replay_dir, &problem)) {
+    // With the live world the file ends with a keyframe of this room's actual state.
+    const replays::WriteResult written =
+        replay_window_->write_file(path, replay_header_, world_.get());
+    if (written.ok) {
+      ++replay_dumps_;
+      spdlog::info("room {}: wrote replay window (ticks {}..{}) to {} in {:.1f} ms", name_,
+                   replay_window_->first_written_tick().value_or(0),
+                   replay_window_->last_tick().value_or(0), path,
+                   std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      return path;
+    }
+    problem = written.error;
+  }
+  ++replay_dump_failures_;
+  spdlog::error("room {}: cannot write its replay window: {}", name_, problem);
+  return {};
+}
+
+std::string Room::write_shutdown_replay() {
+  return write_replay_window("shutdown");
+}
+
+void Room::finish_match_recording() {
+  if (match_stream_ == nullptr) return;
+  const uint64_t bytes = match_stream_->file_bytes();
+  const replays::WriteResult finished = match_stream_->finish();
+  if (finished.ok) {
+    spdlog::info("room {}: match recording written to {} ({} B)", name_, match_path_, bytes);
+  } else {
+    spdlog::error("room {}: cannot finish the match recording {}: {}", name_, match_path_,
+                  finished.error);
+  }
+  match_stream_.reset();
 }
 
 // ---- stats ---------------------------------------------------------------------------------

@@ -12,6 +12,11 @@
 // keeps them in its total input order and refuses bad ones), the accepted ones are sorted the
 // same way for the TickFrame, the world steps, and one TickFrame is encoded and shared by every
 // lockstep member.
+//
+// Replays (issue 6): every room keeps a ReplayWindow of its last replay_window_seconds (memory
+// fixed here, at creation) fed after each step with the applied inputs and the hash; a
+// DesyncReport makes the room write it to replay_dir (rate-limited per room). With
+// record_matches the whole match is also streamed to disk, flushed every tick.
 #pragma once
 
 #include <chrono>
@@ -23,6 +28,7 @@
 #include <asio/awaitable.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "lockstep/replays/recorder.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/server.h"
 #include "lockstep/server/tick_clock.h"
@@ -44,8 +50,12 @@ class Room final : public std::enable_shared_from_this<Room> {
 
   /// Starts the tick loop.
   void start();
-  /// Stops ticking for good (shutdown or close); the members are not touched.
+  /// Stops ticking for good (shutdown or close) and publishes the match recording; the members
+  /// are not touched.
   void stop();
+  /// Writes the replay window to the replay directory (graceful shutdown); "" when there is no
+  /// window or the write failed (logged).
+  std::string write_shutdown_replay();
 
   /// Adds a member and sends Welcome + Snapshot; on refusal returns the error code (the session
   /// sends the fatal Error).
@@ -95,6 +105,14 @@ class Room final : public std::enable_shared_from_this<Room> {
   void start_grace_timer();
   /// Checks one input; empty when it may be buffered, else why not.
   std::string check_input(uint32_t player_id, const sim::Input& input) const;
+  /// Feeds the step just made (applied_ holds its inputs) to the window and the match stream.
+  void record_replay_tick(uint64_t state_hash);
+  /// A DesyncReport arrived: writes the window unless rate-limited or useless (counted).
+  void maybe_dump_desync_replay(const Session& session, const schema::DesyncReport& report);
+  /// Writes the window as "<kind>-<room>-tick<T>-<time>.lsrp"; the path, or "" (logged).
+  std::string write_replay_window(const char* kind);
+  /// Finishes (publishes) the whole-match recording, if any.
+  void finish_match_recording();
 
   ServerCore& core_;
   std::string name_;
@@ -119,6 +137,19 @@ class Room final : public std::enable_shared_from_this<Room> {
   std::vector<sim::Input> slot_inputs_;       // window × slot_capacity_
   std::vector<uint16_t> slot_player_counts_;  // window × max_players
   std::vector<sim::Input> applied_;           // this step's accepted inputs
+
+  // Replays: the always-on window (null when replay_window_seconds or replay_dir is 0/empty), the
+  // whole-match stream (record_matches), and the rate limit of desync dumps.
+  replays::ReplayHeader replay_header_;
+  std::unique_ptr<replays::ReplayWindow> replay_window_;
+  std::unique_ptr<replays::ReplayStreamWriter> match_stream_;
+  std::string match_path_;
+  bool replay_dumped_ = false;
+  Clock::time_point last_replay_dump_;
+  uint64_t last_dump_report_tick_ = UINT64_MAX;
+  uint64_t replay_dumps_ = 0, replay_dump_failures_ = 0, replay_dumps_suppressed_ = 0;
+  uint64_t replay_reports_outside_window_ = 0;
+  bool replay_inputs_dropped_logged_ = false;
 
   std::vector<uint8_t> snapshot_buffer_;  // max_snapshot_size bytes
   schema::SharedFrame cached_snapshot_;

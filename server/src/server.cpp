@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <future>
 #include <utility>
 
@@ -157,8 +158,10 @@ void ServerCore::begin_shutdown() {
   std::error_code ignored;
   acceptor.close(ignored);
   stats_timer.cancel();
-  for (auto& [name, room] : rooms)
-    room->stop();
+  for (auto& [name, room] : rooms) {
+    if (config.dump_replays_on_shutdown) room->write_shutdown_replay();
+    room->stop();  // also publishes its match recording
+  }
   // Each session flushes what it has queued, then the Disconnect; bounded by flush_timeout.
   const schema::SharedFrame bye = schema::encode_shared_frame(
       schema::Disconnect{schema::ErrorCode::server_shutdown, "the server is shutting down"});
@@ -242,6 +245,16 @@ bool Server::start(std::string* error) {
     *error = fmt::format("scene {} cannot be built: {}", core.config.scene,
                          sim::error_message(world_error));
     return false;
+  }
+  if (core.config.record_matches || core.config.dump_replays_on_shutdown) {
+    // Found out now rather than at the first room (desync dumps create it when needed).
+    std::error_code dir_error;
+    std::filesystem::create_directories(core.config.replay_dir, dir_error);
+    if (dir_error) {
+      *error = fmt::format("cannot create replay directory {}: {}", core.config.replay_dir,
+                           dir_error.message());
+      return false;
+    }
   }
   core.world_def_fingerprint = sim::world_def_fingerprint(core.scene.def);
   core.max_snapshot_frame_bytes = world->max_snapshot_size() + kSnapshotEnvelopeBytes;

@@ -18,6 +18,8 @@
 // Welcome's), restores the join Snapshot, then for every TickFrame queues its inputs, steps and
 // compares the state hash with the server's. A mismatch raises a DesyncEvent, sends a
 // DesyncReport and (with auto_resync) a ResyncRequest, and the next Snapshot is restored.
+// With ClientOptions::replay_dir the client also records a replay window and writes it (with
+// its own hashes beside the server's, and its own state at the bad tick) on a desync.
 // Thin mode: no stepping; the server streams Snapshots at the granted rate and each one is
 // restored into a local world only to give the handler a view of it.
 #pragma once
@@ -66,6 +68,13 @@ struct ClientOptions {
   /// The scene to build instead of the built-in one the Welcome names (a game with its own
   /// scene file); its WorldDef fingerprint is still checked against the Welcome's.
   std::optional<sim::Scene> scene;
+  /// Lockstep mode: keep a replay window (the last replay_window_seconds of ticks, inputs, the
+  /// server's hashes and our own, keyframes; memory fixed at the join snapshot) and write it to
+  /// this directory (created when needed) when a desync is detected. Empty = no replay window.
+  std::string replay_dir;
+  uint32_t replay_window_seconds = 10;
+  /// A keyframe (world snapshot) every N ticks in the replay window.
+  uint32_t replay_keyframe_interval_ticks = 120;
 };
 
 /// The room accepted us (lockstep mode: the join snapshot follows as a SnapshotEvent).
@@ -104,6 +113,10 @@ struct DesyncEvent {
   uint64_t tick = 0;
   uint64_t local_hash = 0;
   uint64_t server_hash = 0;
+  /// The replay window written for it (ClientOptions::replay_dir); "" when none was written.
+  std::string replay_path;
+  /// Why no replay was written although replay_dir is set ("" otherwise).
+  std::string replay_error;
 };
 
 /// The connection is over (always the last event).

@@ -65,6 +65,23 @@ struct ServerConfig {
   /// How long a closing session (fatal Error, shutdown) may take to flush its queue.
   std::chrono::milliseconds flush_timeout{1'000};
 
+  // ---- replays (docs/server.md "Replays") ----------------------------------------------------
+  /// Where desync dumps, shutdown dumps and whole-match recordings go (created when first
+  /// needed); empty = no replay files (and no replay windows).
+  std::string replay_dir = "replays";
+  /// Every room keeps this much of its past (ticks, inputs, hashes, keyframes) in memory fixed at
+  /// room creation, and writes it to replay_dir on a DesyncReport; 0 = no replay window.
+  uint32_t replay_window_seconds = 10;
+  /// A keyframe (world snapshot) every N ticks, in windows and whole-match recordings.
+  uint32_t keyframe_interval_ticks = 120;
+  /// At most one desync dump per room this often; reports in between are counted, not written
+  /// (a hostile client must not make the server write files in a loop).
+  std::chrono::milliseconds replay_dump_interval{10'000};
+  /// On a graceful shutdown every room also writes its window.
+  bool dump_replays_on_shutdown = false;
+  /// Streams every room's whole match to replay_dir (bounded memory, flushed every tick).
+  bool record_matches = false;
+
   // ---- operations -------------------------------------------------------------------------
   /// Per-room counters are logged this often (0 = never).
   std::chrono::milliseconds stats_log_interval{10'000};

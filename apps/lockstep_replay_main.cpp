@@ -1,0 +1,325 @@
+// lockstep-replay: inspect, verify, compare and export replay files (docs/replays.md).
+//
+//   lockstep-replay info FILE              header, tick range, players, records, integrity
+//   lockstep-replay verify FILE            re-simulate and compare every tick's hash
+//   lockstep-replay diff A B               first divergent tick, then body/field differences
+//   lockstep-replay dump FILE --tick T     full state at tick T as JSON
+//   lockstep-replay export FILE [-o CSV]   per-tick body positions and orientations
+//   lockstep-replay record-scripted --scene S --ticks N --seed X OUT   (golden replays)
+//
+// Exit codes: 0 success (verify: every hash matched; diff: no divergence), 1 a divergence was
+// found, 2 the file could not be read or used (one line on stderr), 64 bad command line.
+#include <CLI/CLI.hpp>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lockstep/replays/recorder.h"
+#include "lockstep/sim/scene.h"
+
+namespace {
+
+using namespace lockstep;
+
+constexpr int kExitDiverged = 1;
+constexpr int kExitBadFile = 2;
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "lockstep-replay: %s\n", message.c_str());
+  return kExitBadFile;
+}
+
+bool load(const std::string& path, replays::LoadedReplay* replay, int* exit_code) {
+  std::string error;
+  if (!replays::load_replay_file(path, replay, &error)) {
+    *exit_code = fail(error);
+    return false;
+  }
+  if (replay->truncated)
+    std::fprintf(stderr, "lockstep-replay: warning: %s: %s\n", path.c_str(),
+                 replay->integrity.c_str());
+  return true;
+}
+
+int cmd_info(const std::string& path) {
+  replays::LoadedReplay r;
+  int code = 0;
+  if (!load(path, &r, &code)) return code;
+  const replays::ReplayHeader& h = r.header;
+  std::set<uint32_t> players;
+  uint64_t inputs = 0;
+  for (const replays::ReplayTick& t : r.ticks) {
+    inputs += t.inputs.size();
+    for (const sim::Input& in : t.inputs)
+      players.insert(in.player);
+  }
+  std::printf("file: %s\n", path.c_str());
+  std::printf("format_version: %u\nlockstep_version: %s\n", h.format_version,
+              h.lockstep_version.c_str());
+  std::printf("writer: %s", h.writer == replays::ReplayWriterKind::client ? "client" : "server");
+  if (h.writer == replays::ReplayWriterKind::client) std::printf(" (player %u)", h.player_id);
+  std::printf("\nroom: %s\nscene: %s\n", h.room.c_str(),
+              h.scene.empty() ? "(custom)" : h.scene.c_str());
+  std::printf("world_def_fingerprint: %016" PRIx64 "\ntick_rate_hz: %u\n", h.world_def_fingerprint,
+              h.tick_rate_hz);
+  std::printf("ticks: %" PRIu64 "..%" PRIu64 " (%zu tick records, %.2f s)\n", h.first_tick,
+              r.last_tick(), r.ticks.size(),
+              h.tick_rate_hz ? static_cast<double>(r.ticks.size()) / h.tick_rate_hz : 0.0);
+  std::printf("keyframes: %zu at ticks", r.keyframes.size());
+  for (const replays::ReplayKeyframe& k : r.keyframes)
+    std::printf(" %" PRIu64, k.tick);
+  std::printf("\nplayers:");
+  for (uint32_t p : players)
+    std::printf(" %u", p);
+  if (players.empty()) std::printf(" (no inputs)");
+  std::printf("\ninputs: %" PRIu64 "\nrecords: %" PRIu64 "\nintegrity: %s\n", inputs, r.records,
+              r.integrity.c_str());
+  return 0;
+}
+
+int cmd_verify(const std::string& path, bool quiet) {
+  replays::LoadedReplay r;
+  int code = 0;
+  if (!load(path, &r, &code)) return code;
+  replays::VerifyOptions options;
+  const bool show_progress = !quiet && r.ticks.size() >= 2000;
+  if (show_progress) {
+    options.progress = [](uint64_t done, uint64_t total) {
+      if (done % 1024 != 0 && done != total) return;
+      std::fprintf(stderr, "\rverify: %" PRIu64 "/%" PRIu64 " ticks (%3.0f%%)", done, total,
+                   100.0 * static_cast<double>(done) / static_cast<double>(total));
+      if (done == total) std::fprintf(stderr, "\n");
+    };
+  }
+  const replays::VerifyResult v = replays::verify_replay(r, options);
+  if (!v.error.empty()) return fail(path + ": " + v.error);
+  const double rate = v.seconds > 0 ? static_cast<double>(v.ticks_verified) / v.seconds : 0.0;
+  const double real_time_s =
+      r.header.tick_rate_hz ? static_cast<double>(r.ticks.size()) / r.header.tick_rate_hz : 0.0;
+  if (v.rejected_inputs != 0)
+    std::fprintf(stderr, "lockstep-replay: warning: the world refused %u recorded inputs\n",
+                 v.rejected_inputs);
+  if (v.first_client_mismatch_tick)
+    std::printf(
+        "note: the client's own hash first differs from the authoritative one at tick %" PRIu64
+        "\n",
+        *v.first_client_mismatch_tick);
+  if (!v.ok) {
+    std::printf("DIVERGED at tick %" PRIu64 ": recorded hash %016" PRIx64
+                ", re-simulated %016" PRIx64 " (%" PRIu64 " ticks matched before it)\n",
+                *v.first_divergent_tick, v.expected_hash, v.actual_hash, v.ticks_verified);
+    return kExitDiverged;
+  }
+  std::printf("OK: %" PRIu64 " ticks verified (%" PRIu64 "..%" PRIu64
+              ") in %.3f s, %.0f ticks/s, "
+              "%.1fx real time\n",
+              v.ticks_verified, r.header.first_tick + 1, r.last_tick(), v.seconds, rate,
+              v.seconds > 0 ? real_time_s / v.seconds : 0.0);
+  return 0;
+}
+
+int cmd_diff(const std::string& path_a, const std::string& path_b, size_t max_fields) {
+  replays::LoadedReplay a, b;
+  int code = 0;
+  if (!load(path_a, &a, &code) || !load(path_b, &b, &code)) return code;
+  const replays::DiffResult d = replays::diff_replays(a, b, max_fields);
+  if (!d.ok) return fail(d.error);
+  if (!d.first_divergent_tick) {
+    std::printf("identical: hashes agree on every common tick (%" PRIu64 "..%" PRIu64 ")\n",
+                d.common_first_tick, d.common_last_tick);
+    return 0;
+  }
+  std::printf("first divergent tick: %" PRIu64 "\n", *d.first_divergent_tick);
+  std::printf("compared tick: %" PRIu64 " (%s)\n", *d.compared_tick, d.note.c_str());
+  if (d.fields.empty())
+    std::printf(
+        "no body field differs (the difference is in state get_body does not show, "
+        "e.g. the contact cache)\n");
+  for (const replays::FieldDiff& f : d.fields)
+    std::printf("body %u:%u %s A=%.9g B=%.9g ulps=%" PRIu64 "\n", f.body.index1, f.body.generation,
+                f.field.c_str(), f.value_a, f.value_b, f.ulps);
+  if (d.fields.size() == max_fields) std::printf("(stopped at %zu fields)\n", max_fields);
+  return kExitDiverged;
+}
+
+int cmd_dump(const std::string& path, uint64_t tick) {
+  replays::LoadedReplay r;
+  int code = 0;
+  if (!load(path, &r, &code)) return code;
+  std::string error;
+  std::unique_ptr<sim::World> world = replays::simulate_replay_to(r, tick, &error);
+  if (!world) return fail(path + ": " + error);
+  std::fputs(replays::dump_state_json(*world).c_str(), stdout);
+  return 0;
+}
+
+int cmd_export(const std::string& path, const std::string& out_path) {
+  replays::LoadedReplay r;
+  int code = 0;
+  if (!load(path, &r, &code)) return code;
+  std::string error;
+  bool ok;
+  if (out_path.empty() || out_path == "-") {
+    ok = replays::export_csv(r, std::cout, &error);
+  } else {
+    std::ofstream out(out_path);
+    if (!out) return fail("cannot create " + out_path);
+    ok = replays::export_csv(r, out, &error);
+  }
+  return ok ? 0 : fail(path + ": " + error);
+}
+
+// Pushes for scenes without player-owned bodies (pile): each of `players` players pushes a
+// pseudo-random dynamic body sideways every 20 ticks (SplitMix64 of seed and tick).
+uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint32_t scripted_pushes(uint64_t seed, uint64_t tick, uint32_t players,
+                         const std::vector<sim::BodyId>& dynamic_bodies,
+                         std::vector<sim::Input>* out) {
+  out->clear();
+  if (dynamic_bodies.empty()) return 0;
+  for (uint32_t p = 1; p <= players; ++p) {
+    const uint64_t r = mix64(seed ^ mix64(tick * 16 + p));
+    if ((tick + p * 5) % 20 != 0) continue;
+    sim::Input in;
+    in.player = p;
+    in.sequence = static_cast<uint32_t>(tick);
+    in.body = dynamic_bodies[r % dynamic_bodies.size()];
+    // ±(100..612) N·s sideways: a visible shove for bodies of a few hundred kg.
+    const auto impulse = [](uint64_t bits) {
+      const int32_t magnitude = 100 + static_cast<int32_t>(bits % 512);
+      return ((bits >> 9) & 1 ? magnitude : -magnitude) * (1 << sim::kInputScaleLog2);
+    };
+    in.linear_impulse[0] = impulse(r >> 8);
+    in.linear_impulse[2] = impulse(r >> 24);
+    out->push_back(in);
+  }
+  return static_cast<uint32_t>(out->size());
+}
+
+int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t seed,
+                        uint32_t players, uint32_t keyframe_interval, const std::string& out_path) {
+  sim::Scene scene;
+  if (!sim::make_builtin_scene(scene_name, &scene))
+    return fail("unknown scene '" + scene_name + "'");
+  scene.def.measure_stage_times = false;
+  sim::Error error = sim::Error::none;
+  std::unique_ptr<sim::World> world = sim::build_world(scene, &error);
+  if (!world) return fail(std::string("scene cannot be built: ") + sim::error_message(error));
+  const sim::InputScript script = sim::make_input_script(*world);
+  std::vector<sim::BodyId> dynamic_bodies;
+  {
+    std::vector<sim::BodyId> ids(world->body_count());
+    ids.resize(world->list_bodies(ids));
+    for (sim::BodyId id : ids) {
+      sim::BodyView v;
+      if (world->get_body(id, &v) == sim::Error::none && v.type == sim::BodyType::dynamic)
+        dynamic_bodies.push_back(id);
+    }
+  }
+  replays::ReplayHeader header = replays::make_replay_header(*world, scene_name, 60);
+  header.room = "record-scripted seed " + std::to_string(seed);
+  replays::ReplayStreamWriter writer;
+  replays::ReplayStreamOptions options;
+  options.flush_every_ticks = 64;
+  options.keyframe_interval_ticks = keyframe_interval;
+  replays::WriteResult result = writer.open(out_path, header, *world, options);
+  if (!result.ok) return fail(result.error);
+  std::vector<sim::Input> candidates(world->def().max_inputs_per_tick);
+  std::vector<sim::Input> applied;
+  for (uint64_t n = 0; n < ticks; ++n) {
+    const uint64_t tick = world->tick() + 1;  // inputs for the step that makes `tick`
+    if (!script.bodies.empty()) {
+      candidates.resize(world->def().max_inputs_per_tick);
+      candidates.resize(sim::scripted_inputs(seed, tick, script, *world, candidates));
+    } else {
+      scripted_pushes(seed, tick, players, dynamic_bodies, &candidates);
+    }
+    applied.clear();
+    for (const sim::Input& in : candidates)
+      if (world->queue_input(in) == sim::Error::none) applied.push_back(in);
+    world->step();
+    result = writer.record_step(*world, applied, world->state_hash(), std::nullopt);
+    if (!result.ok) return fail(result.error);
+  }
+  result = writer.finish();
+  if (!result.ok) return fail(result.error);
+  std::printf("wrote %s: scene %s, ticks %" PRIu64 "..%" PRIu64 ", %" PRIu64 " bytes\n",
+              out_path.c_str(), scene_name.c_str(), header.first_tick, world->tick(),
+              writer.file_bytes());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"lockstep-replay: inspect, verify, diff, dump and export lockstep replay files"};
+  app.require_subcommand(1);
+
+  std::string file, file_b, out_path;
+  bool quiet = false;
+  uint64_t tick = 0;
+  size_t max_fields = 200;
+
+  CLI::App* info = app.add_subcommand("info", "header, tick range, players, records, integrity");
+  info->add_option("FILE", file, "replay file")->required();
+
+  CLI::App* verify = app.add_subcommand("verify", "re-simulate and compare every tick's hash");
+  verify->add_option("FILE", file, "replay file")->required();
+  verify->add_flag("-q,--quiet", quiet, "no progress bar");
+
+  CLI::App* diff = app.add_subcommand("diff", "first divergent tick, body and field of A and B");
+  diff->add_option("A", file, "first replay file")->required();
+  diff->add_option("B", file_b, "second replay file")->required();
+  diff->add_option("--max-fields", max_fields, "stop listing after this many fields")
+      ->capture_default_str();
+
+  CLI::App* dump = app.add_subcommand("dump", "full state at a tick as JSON");
+  dump->add_option("FILE", file, "replay file")->required();
+  dump->add_option("--tick", tick, "tick to dump")->required();
+
+  CLI::App* exp = app.add_subcommand("export", "per-tick body positions/orientations as CSV");
+  exp->add_option("FILE", file, "replay file")->required();
+  exp->add_option("-o,--output", out_path, "CSV file (default: stdout)");
+
+  std::string scene = "inputs";
+  uint64_t ticks = 600;
+  uint64_t seed = 1;
+  uint32_t players = 4;
+  uint32_t keyframe_interval = 0;
+  CLI::App* record =
+      app.add_subcommand("record-scripted", "record a built-in scene driven by scripted inputs");
+  record->add_option("--scene", scene, "built-in scene")->capture_default_str();
+  record->add_option("--ticks", ticks, "ticks to record")->capture_default_str();
+  record->add_option("--seed", seed, "input script seed")->capture_default_str();
+  record->add_option("--players", players, "pushing players (scenes without owned bodies)")
+      ->capture_default_str();
+  record->add_option("--keyframe-interval", keyframe_interval, "extra keyframes every N ticks")
+      ->capture_default_str();
+  record->add_option("OUT", out_path, "replay file to write")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 64;
+  }
+
+  if (*info) return cmd_info(file);
+  if (*verify) return cmd_verify(file, quiet);
+  if (*diff) return cmd_diff(file, file_b, max_fields);
+  if (*dump) return cmd_dump(file, tick);
+  if (*exp) return cmd_export(file, out_path);
+  if (*record) return cmd_record_scripted(scene, ticks, seed, players, keyframe_interval, out_path);
+  return 64;
+}

@@ -1,0 +1,381 @@
+// Recording: the always-on window of a room or client, and whole-match streaming.
+//
+// The window is two rings sized at construction: tick records (window + one keyframe interval
+// of them, so that the keyframe at or before the window's start always still has every tick
+// after it) with a fixed input slot per tick, and keyframe slots of max_snapshot_size bytes.
+// record_tick / record_keyframe only copy into them.
+#include "lockstep/replays/recorder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lockstep/replays/record_file.h"
+#include "replay_codec.h"
+
+#ifndef LOCKSTEP_VERSION_STRING
+#define LOCKSTEP_VERSION_STRING "unknown"
+#endif
+
+namespace lockstep::replays {
+
+const char* lockstep_version_string() {
+  return LOCKSTEP_VERSION_STRING;
+}
+
+ReplayHeader make_replay_header(const sim::World& world, std::string scene, uint32_t tick_rate_hz,
+                                ReplayWriterKind writer, uint32_t player_id) {
+  ReplayHeader header;
+  header.lockstep_version = lockstep_version_string();
+  header.world_def = world.def();
+  header.world_def_fingerprint = sim::world_def_fingerprint(world.def());
+  header.tick_rate_hz = tick_rate_hz;
+  header.scene = std::move(scene);
+  header.first_tick = world.tick();
+  header.writer = writer;
+  header.player_id = player_id;
+  return header;
+}
+
+// ---- ReplayWindow -------------------------------------------------------------------------------
+
+struct ReplayWindow::State {
+  struct TickSlot {
+    uint64_t tick = 0;
+    uint64_t authoritative_hash = 0;
+    uint64_t client_hash = 0;
+    bool has_client_hash = false;
+    uint32_t input_count = 0;
+  };
+  struct KeyframeSlot {
+    uint64_t tick = 0;
+    uint64_t state_hash = 0;
+    size_t bytes = 0;
+  };
+
+  ReplayWindowConfig config;
+  size_t snapshot_capacity = 0;
+  uint32_t tick_capacity = 0;
+  uint32_t keyframe_capacity = 0;
+  std::unique_ptr<TickSlot[]> ticks;
+  std::unique_ptr<sim::Input[]> inputs;  // tick_capacity × max_inputs_per_tick
+  std::unique_ptr<KeyframeSlot[]> keyframes;
+  std::unique_ptr<uint8_t[]> snapshots;  // keyframe_capacity × snapshot_capacity
+
+  // Ticks held: (last_tick - tick_count, last_tick]; keyframes held: a ring, oldest first.
+  bool started = false;  // a keyframe has been recorded since the last restart
+  uint64_t last_tick = 0;
+  uint32_t tick_count = 0;
+  uint32_t keyframe_first = 0;
+  uint32_t keyframe_count = 0;
+  uint64_t dropped_inputs = 0;
+  uint64_t skipped_keyframes = 0;
+
+  TickSlot& tick_slot(uint64_t tick) { return ticks[tick % tick_capacity]; }
+  const TickSlot& tick_slot(uint64_t tick) const { return ticks[tick % tick_capacity]; }
+  const KeyframeSlot& keyframe(uint32_t i) const {
+    return keyframes[(keyframe_first + i) % keyframe_capacity];
+  }
+  uint8_t* snapshot_bytes(uint32_t slot) { return snapshots.get() + slot * snapshot_capacity; }
+  const uint8_t* snapshot_bytes(uint32_t slot) const {
+    return snapshots.get() + slot * snapshot_capacity;
+  }
+  uint64_t first_held_tick() const { return last_tick - tick_count; }  // the state before them
+
+  // Index (into the keyframe ring, 0 = oldest) of the keyframe to write first, or -1.
+  int64_t start_keyframe() const {
+    if (!started || keyframe_count == 0) return -1;
+    const uint64_t window = config.window_ticks;
+    const uint64_t window_start = last_tick > window ? last_tick - window : 0;
+    int64_t chosen = -1;
+    for (uint32_t i = 0; i < keyframe_count; ++i) {
+      const uint64_t t = keyframe(i).tick;
+      if (t < first_held_tick() || t > last_tick) continue;  // ticks after it are gone
+      if (chosen < 0 || t <= window_start) chosen = i;       // newest at or before the start
+    }
+    return chosen;
+  }
+};
+
+ReplayWindow::ReplayWindow(const sim::World& world, const ReplayWindowConfig& config)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.config = config;
+  if (s.config.keyframe_interval_ticks == 0) s.config.keyframe_interval_ticks = 1;
+  if (s.config.max_inputs_per_tick == 0)
+    s.config.max_inputs_per_tick = world.def().max_inputs_per_tick;
+  s.tick_capacity = s.config.window_ticks + s.config.keyframe_interval_ticks;
+  // Keyframes spanning the tick ring, one more for the keyframe just before it, one spare for
+  // the start keyframe (which need not fall on the interval).
+  // Keyframes that still have every tick after them are the multiples of the interval among
+  // the held ticks and the one just before them; one more for a start keyframe off the interval.
+  s.keyframe_capacity =
+      (s.tick_capacity + s.config.keyframe_interval_ticks - 1) / s.config.keyframe_interval_ticks +
+      2;
+  s.snapshot_capacity =
+      s.config.keyframe_slot_bytes ? s.config.keyframe_slot_bytes : world.max_snapshot_size();
+  s.ticks = std::make_unique<State::TickSlot[]>(s.tick_capacity);
+  s.inputs = std::make_unique<sim::Input[]>(size_t{s.tick_capacity} * s.config.max_inputs_per_tick);
+  s.keyframes = std::make_unique<State::KeyframeSlot[]>(s.keyframe_capacity);
+  s.snapshots = std::make_unique<uint8_t[]>(s.keyframe_capacity * s.snapshot_capacity);
+  record_keyframe(world);
+}
+
+ReplayWindow::~ReplayWindow() = default;
+
+bool ReplayWindow::record_tick(uint64_t tick, std::span<const sim::Input> applied_inputs,
+                               uint64_t authoritative_hash, std::optional<uint64_t> client_hash) {
+  State& s = *state_;
+  if (!s.started || tick != s.last_tick + 1) {
+    // A gap (or no keyframe yet): nothing held can be replayed into this tick. Wait for the
+    // next keyframe.
+    s.started = false;
+    s.tick_count = 0;
+    s.keyframe_count = 0;
+    return false;
+  }
+  s.last_tick = tick;
+  if (s.tick_count < s.tick_capacity) ++s.tick_count;
+  State::TickSlot& slot = s.tick_slot(tick);
+  slot.tick = tick;
+  slot.authoritative_hash = authoritative_hash;
+  slot.client_hash = client_hash.value_or(0);
+  slot.has_client_hash = client_hash.has_value();
+  const size_t count = std::min<size_t>(applied_inputs.size(), s.config.max_inputs_per_tick);
+  slot.input_count = static_cast<uint32_t>(count);
+  std::copy_n(applied_inputs.data(), count,
+              s.inputs.get() + (tick % s.tick_capacity) * s.config.max_inputs_per_tick);
+  s.dropped_inputs += applied_inputs.size() - count;
+  return count == applied_inputs.size();
+}
+
+bool ReplayWindow::record_keyframe(const sim::World& world) {
+  State& s = *state_;
+  const uint64_t tick = world.tick();
+  if (!s.started || tick != s.last_tick) {
+    // A restart (first keyframe, or the world jumped, e.g. a client restored a snapshot).
+    s.tick_count = 0;
+    s.keyframe_count = 0;
+    s.last_tick = tick;
+  }
+  if (s.keyframe_count > 0 &&
+      s.keyframes[(s.keyframe_first + s.keyframe_count - 1) % s.keyframe_capacity].tick == tick)
+    return true;  // already have this one
+  const bool full = s.keyframe_count == s.keyframe_capacity;
+  const uint32_t slot = full ? s.keyframe_first  // overwrite the oldest
+                             : (s.keyframe_first + s.keyframe_count) % s.keyframe_capacity;
+  size_t written = 0;
+  const sim::Error error = world.save_snapshot(
+      std::span<uint8_t>(s.snapshot_bytes(slot), s.snapshot_capacity), &written);
+  if (full) {
+    // The oldest keyframe's bytes are gone either way.
+    s.keyframe_first = (s.keyframe_first + 1) % s.keyframe_capacity;
+    --s.keyframe_count;
+  }
+  if (error != sim::Error::none) {
+    ++s.skipped_keyframes;
+    return false;
+  }
+  ++s.keyframe_count;
+  s.keyframes[slot] = {tick, world.state_hash(), written};
+  s.started = true;
+  return true;
+}
+
+bool ReplayWindow::record_step(const sim::World& world, std::span<const sim::Input> applied_inputs,
+                               uint64_t authoritative_hash, std::optional<uint64_t> client_hash) {
+  bool ok = record_tick(world.tick(), applied_inputs, authoritative_hash, client_hash);
+  if (keyframe_due(world.tick())) ok = record_keyframe(world) && ok;
+  return ok;
+}
+
+bool ReplayWindow::keyframe_due(uint64_t tick) const {
+  return tick % state_->config.keyframe_interval_ticks == 0;
+}
+
+std::optional<uint64_t> ReplayWindow::first_written_tick() const {
+  const int64_t k = state_->start_keyframe();
+  if (k < 0) return std::nullopt;
+  return state_->keyframe(static_cast<uint32_t>(k)).tick;
+}
+
+std::optional<uint64_t> ReplayWindow::last_tick() const {
+  if (!state_->started) return std::nullopt;
+  return state_->last_tick;
+}
+
+size_t ReplayWindow::memory_bytes() const {
+  const State& s = *state_;
+  return sizeof(State) + s.tick_capacity * sizeof(State::TickSlot) +
+         size_t{s.tick_capacity} * s.config.max_inputs_per_tick * sizeof(sim::Input) +
+         s.keyframe_capacity * (sizeof(State::KeyframeSlot) + s.snapshot_capacity);
+}
+
+uint64_t ReplayWindow::dropped_inputs() const {
+  return state_->dropped_inputs;
+}
+uint64_t ReplayWindow::skipped_keyframes() const {
+  return state_->skipped_keyframes;
+}
+const ReplayWindowConfig& ReplayWindow::config() const {
+  return state_->config;
+}
+
+WriteResult ReplayWindow::write_bytes(std::vector<uint8_t>* out, const ReplayHeader& header,
+                                      const sim::World* live_world) const {
+  out->clear();
+  detail::append_file_header(out);
+  const State& s = *state_;
+  const int64_t start = s.start_keyframe();
+  if (start < 0) return {false, "replay window holds no keyframe yet"};
+  const State::KeyframeSlot& first = s.keyframe(static_cast<uint32_t>(start));
+  detail::RecordEncoder encoder(64 * 1024);
+  ReplayHeader h = header;
+  h.first_tick = first.tick;
+  detail::append_record(out, encoder.header(h));
+  uint32_t next_keyframe = static_cast<uint32_t>(start);
+  for (uint64_t t = first.tick;; ++t) {
+    if (t > first.tick) {
+      const State::TickSlot& slot = s.tick_slot(t);
+      const sim::Input* inputs =
+          s.inputs.get() + (t % s.tick_capacity) * s.config.max_inputs_per_tick;
+      detail::append_record(
+          out,
+          encoder.tick(
+              t, std::span<const sim::Input>(inputs, slot.input_count), slot.authoritative_hash,
+              slot.has_client_hash ? std::optional<uint64_t>(slot.client_hash) : std::nullopt));
+    }
+    while (next_keyframe < s.keyframe_count && s.keyframe(next_keyframe).tick == t) {
+      const State::KeyframeSlot& k = s.keyframe(next_keyframe);
+      const uint32_t slot_index = (s.keyframe_first + next_keyframe) % s.keyframe_capacity;
+      detail::append_record(
+          out, encoder.keyframe(k.tick, k.state_hash,
+                                std::span<const uint8_t>(s.snapshot_bytes(slot_index), k.bytes)));
+      ++next_keyframe;
+    }
+    if (t == s.last_tick) break;
+  }
+  if (live_world != nullptr && live_world->tick() == s.last_tick) {
+    std::vector<uint8_t> snapshot(live_world->snapshot_size());
+    size_t written = 0;
+    if (live_world->save_snapshot(snapshot, &written) == sim::Error::none)
+      detail::append_record(out,
+                            encoder.keyframe(live_world->tick(), live_world->state_hash(),
+                                             std::span<const uint8_t>(snapshot.data(), written)));
+  }
+  return {true, {}};
+}
+
+WriteResult ReplayWindow::write_file(const std::string& path, const ReplayHeader& header,
+                                     const sim::World* live_world) const {
+  std::vector<uint8_t> bytes;
+  WriteResult result = write_bytes(&bytes, header, live_world);
+  if (!result.ok) return result;
+  // Re-frame through RecordWriter: walk the records just built (they are known good).
+  RecordWriter writer;
+  if (writer.open(path) != RecordError::none) return {false, writer.error_text()};
+  RecordReader reader(bytes);
+  std::span<const uint8_t> payload;
+  while (reader.next(&payload) == RecordError::none) {
+    if (writer.append(payload) != RecordError::none) return {false, writer.error_text()};
+  }
+  if (writer.finish() != RecordError::none) return {false, writer.error_text()};
+  return {true, {}};
+}
+
+// ---- ReplayStreamWriter -------------------------------------------------------------------------
+
+struct ReplayStreamWriter::State {
+  RecordWriter writer;
+  detail::RecordEncoder encoder{64 * 1024};
+  ReplayStreamOptions options;
+  std::vector<uint8_t> snapshot;  // max_snapshot_size, taken at open()
+  uint64_t ticks_since_flush = 0;
+  uint64_t ticks_since_sync = 0;
+  std::string empty;
+};
+
+ReplayStreamWriter::ReplayStreamWriter() : state_(std::make_unique<State>()) {}
+ReplayStreamWriter::~ReplayStreamWriter() = default;
+
+namespace {
+WriteResult record_result(const RecordWriter& writer, RecordError error) {
+  if (error == RecordError::none) return {true, {}};
+  return {false, writer.error_text().empty() ? record_error_message(error) : writer.error_text()};
+}
+}  // namespace
+
+WriteResult ReplayStreamWriter::open(const std::string& path, const ReplayHeader& header,
+                                     const sim::World& world, const ReplayStreamOptions& options) {
+  State& s = *state_;
+  s.options = options;
+  if (s.options.flush_every_ticks == 0) s.options.flush_every_ticks = 1;
+  s.snapshot.assign(world.max_snapshot_size(), 0);
+  s.ticks_since_flush = s.ticks_since_sync = 0;
+  RecordError error = s.writer.open(path);
+  if (error != RecordError::none) return record_result(s.writer, error);
+  ReplayHeader h = header;
+  h.first_tick = world.tick();
+  error = s.writer.append(s.encoder.header(h));
+  if (error != RecordError::none) return record_result(s.writer, error);
+  WriteResult result = record_keyframe(world);
+  if (!result.ok) return result;
+  return record_result(s.writer, s.writer.flush());
+}
+
+WriteResult ReplayStreamWriter::record_tick(uint64_t tick,
+                                            std::span<const sim::Input> applied_inputs,
+                                            uint64_t authoritative_hash,
+                                            std::optional<uint64_t> client_hash) {
+  State& s = *state_;
+  RecordError error =
+      s.writer.append(s.encoder.tick(tick, applied_inputs, authoritative_hash, client_hash));
+  if (error != RecordError::none) return record_result(s.writer, error);
+  if (++s.ticks_since_flush >= s.options.flush_every_ticks) {
+    s.ticks_since_flush = 0;
+    error = s.writer.flush();
+  }
+  if (error == RecordError::none && s.options.sync_every_ticks != 0 &&
+      ++s.ticks_since_sync >= s.options.sync_every_ticks) {
+    s.ticks_since_sync = 0;
+    error = s.writer.sync();
+  }
+  return record_result(s.writer, error);
+}
+
+WriteResult ReplayStreamWriter::record_keyframe(const sim::World& world) {
+  State& s = *state_;
+  size_t written = 0;
+  const sim::Error error = world.save_snapshot(s.snapshot, &written);
+  if (error != sim::Error::none)
+    return {false, std::string("snapshot failed: ") + sim::error_message(error)};
+  return record_result(s.writer, s.writer.append(s.encoder.keyframe(
+                                     world.tick(), world.state_hash(),
+                                     std::span<const uint8_t>(s.snapshot.data(), written))));
+}
+
+WriteResult ReplayStreamWriter::record_step(const sim::World& world,
+                                            std::span<const sim::Input> applied_inputs,
+                                            uint64_t authoritative_hash,
+                                            std::optional<uint64_t> client_hash) {
+  WriteResult result = record_tick(world.tick(), applied_inputs, authoritative_hash, client_hash);
+  if (result.ok && state_->options.keyframe_interval_ticks != 0 &&
+      world.tick() % state_->options.keyframe_interval_ticks == 0)
+    result = record_keyframe(world);
+  return result;
+}
+
+WriteResult ReplayStreamWriter::finish() {
+  return record_result(state_->writer, state_->writer.finish());
+}
+
+bool ReplayStreamWriter::is_open() const {
+  return state_->writer.is_open();
+}
+uint64_t ReplayStreamWriter::file_bytes() const {
+  return state_->writer.file_bytes();
+}
+const std::string& ReplayStreamWriter::temp_path() const {
+  return state_->writer.temp_path();
+}
+
+}  // namespace lockstep::replays

@@ -1,0 +1,56 @@
+// Internal: encoding and decoding of replay records (schema/replay.fbs) to and from plain structs.
+// The only place besides replay_codec.cpp that would see FlatBuffers types is nowhere: callers
+// get bytes out and structs in.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lockstep/replays/recorder.h"
+
+namespace lockstep::replays::detail {
+
+/// Reusable encoder: one FlatBufferBuilder whose buffer is kept between records.
+class RecordEncoder final {
+ public:
+  explicit RecordEncoder(size_t initial_bytes = 4096);
+  ~RecordEncoder();
+  RecordEncoder(const RecordEncoder&) = delete;
+  RecordEncoder& operator=(const RecordEncoder&) = delete;
+
+  /// Each returns the finished record's bytes, valid until the next call.
+  std::span<const uint8_t> header(const ReplayHeader& header);
+  std::span<const uint8_t> keyframe(uint64_t tick, uint64_t state_hash,
+                                    std::span<const uint8_t> snapshot);
+  std::span<const uint8_t> tick(uint64_t tick, std::span<const sim::Input> inputs,
+                                uint64_t authoritative_hash, std::optional<uint64_t> client_hash);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+enum class RecordKind : uint8_t { header, keyframe, tick };
+
+/// One decoded record; only the member of `kind` is filled.
+struct DecodedRecord {
+  RecordKind kind = RecordKind::header;
+  ReplayHeader header;
+  ReplayKeyframe keyframe;
+  ReplayTick tick;
+};
+
+/// Verifies (identifier, Verifier with limits.h caps) and decodes one record payload; false and
+/// *error (one line, without position) when it is not a valid replay record. `payload` need not
+/// be aligned: it is copied into *scratch first.
+bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scratch,
+                   DecodedRecord* out, std::string* error);
+
+/// Frames records in memory exactly as RecordWriter does on disk (for write_bytes).
+void append_file_header(std::vector<uint8_t>* out);
+void append_record(std::vector<uint8_t>* out, std::span<const uint8_t> payload);
+
+}  // namespace lockstep::replays::detail

@@ -1,0 +1,596 @@
+// Reading replays back: loading (every record checked), rebuilding the world, verification,
+// diffs, and the JSON / CSV views used by lockstep-replay.
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <ostream>
+
+#include "lockstep/replays/record_file.h"
+#include "lockstep/replays/recorder.h"
+#include "lockstep/sim/scene.h"
+#include "replay_codec.h"
+
+namespace lockstep::replays {
+namespace {
+
+std::string at_record(uint64_t index, uint64_t offset) {
+  return "record " + std::to_string(index) + " at byte " + std::to_string(offset) + ": ";
+}
+
+std::string hex64(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "%016" PRIx64, value);
+  return text;
+}
+
+}  // namespace
+
+bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string* error) {
+  LoadedReplay replay;
+  replay.file_bytes = bytes.size();
+  RecordReader reader(bytes);
+  std::vector<uint8_t> scratch;
+  detail::DecodedRecord record;
+  std::span<const uint8_t> payload;
+  bool have_header = false;
+  while (true) {
+    const uint64_t offset = reader.offset_bytes();
+    const uint64_t index = reader.records_read();
+    const RecordError status = reader.next(&payload);
+    if (status != RecordError::none) break;
+    std::string why;
+    if (!detail::decode_record(payload, &scratch, &record, &why)) {
+      *error = at_record(index, offset) + why;
+      return false;
+    }
+    if (!have_header) {
+      if (record.kind != detail::RecordKind::header) {
+        *error = at_record(index, offset) + "the file does not start with a header record";
+        return false;
+      }
+      if (record.header.format_version > kReplayFormatVersion) {
+        *error = "replay format version " + std::to_string(record.header.format_version) +
+                 " is newer than this build reads (" + std::to_string(kReplayFormatVersion) +
+                 "); written by lockstep " + record.header.lockstep_version;
+        return false;
+      }
+      if (record.header.format_version == 0) {
+        *error = at_record(index, offset) + "replay format version 0 is invalid";
+        return false;
+      }
+      replay.header = std::move(record.header);
+      have_header = true;
+      continue;
+    }
+    if (record.kind == detail::RecordKind::header) {
+      *error = at_record(index, offset) + "a second header record";
+      return false;
+    }
+    if (record.kind == detail::RecordKind::keyframe) {
+      const uint64_t expected =
+          replay.keyframes.empty() ? replay.header.first_tick : replay.last_tick();
+      if (record.keyframe.tick != expected) {
+        *error = at_record(index, offset) + "keyframe for tick " +
+                 std::to_string(record.keyframe.tick) + " where tick " + std::to_string(expected) +
+                 " was expected";
+        return false;
+      }
+      replay.keyframes.push_back(std::move(record.keyframe));
+      continue;
+    }
+    if (replay.keyframes.empty()) {
+      *error = at_record(index, offset) + "a tick record before the first keyframe";
+      return false;
+    }
+    if (record.tick.tick != replay.last_tick() + 1) {
+      *error = at_record(index, offset) + "tick " + std::to_string(record.tick.tick) +
+               " out of order (expected " + std::to_string(replay.last_tick() + 1) + ")";
+      return false;
+    }
+    replay.ticks.push_back(std::move(record.tick));
+  }
+  replay.records = reader.records_read();
+  switch (reader.error()) {
+    case RecordError::end_of_file:
+      replay.integrity = "intact: " + std::to_string(replay.records) + " records, " +
+                         std::to_string(replay.file_bytes) + " bytes";
+      break;
+    case RecordError::truncated:
+      replay.truncated = true;
+      replay.integrity =
+          "truncated (" + reader.message() + "); read up to the last complete record";
+      break;
+    case RecordError::bad_magic:
+      *error = "not a lockstep replay file: " + reader.message();
+      return false;
+    default:
+      *error = reader.message();
+      return false;
+  }
+  if (!have_header) {
+    *error = "replay file has no header record (" + replay.integrity + ")";
+    return false;
+  }
+  if (replay.keyframes.empty()) {
+    *error = "replay file has no keyframe record (" + replay.integrity + ")";
+    return false;
+  }
+  *out = std::move(replay);
+  return true;
+}
+
+bool load_replay_file(const std::string& path, LoadedReplay* out, std::string* error) {
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  if (!file) {
+    *error = "cannot open " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  const std::streamoff size = file.tellg();
+  if (size < 0 || static_cast<uint64_t>(size) > (uint64_t{4} << 30)) {
+    *error = "cannot read " + path + ": size unknown or over 4 GiB";
+    return false;
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  file.seekg(0);
+  if (!file.read(reinterpret_cast<char*>(bytes.data()), size)) {
+    *error = "cannot read " + path;
+    return false;
+  }
+  if (!load_replay(bytes, out, error)) {
+    *error = path + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<sim::World> make_replay_world(const LoadedReplay& replay, std::string* error) {
+  const ReplayHeader& h = replay.header;
+  const uint64_t fingerprint = sim::world_def_fingerprint(h.world_def);
+  if (fingerprint != h.world_def_fingerprint) {
+    *error = "WorldDef fingerprint mismatch: the file says " + hex64(h.world_def_fingerprint) +
+             ", its WorldDef hashes to " + hex64(fingerprint) + " in this build";
+    return nullptr;
+  }
+  if (!h.scene.empty()) {
+    sim::Scene scene;
+    if (!sim::make_builtin_scene(h.scene, &scene)) {
+      *error = "scene '" + h.scene + "' is not built into this lockstep build (" +
+               lockstep_version_string() + ")";
+      return nullptr;
+    }
+    const uint64_t scene_fingerprint = sim::world_def_fingerprint(scene.def);
+    if (scene_fingerprint != h.world_def_fingerprint) {
+      *error = "WorldDef fingerprint mismatch: the file says " + hex64(h.world_def_fingerprint) +
+               ", scene '" + h.scene + "' of this build has " + hex64(scene_fingerprint);
+      return nullptr;
+    }
+  }
+  sim::Error sim_error = sim::Error::none;
+  std::unique_ptr<sim::World> world = sim::World::create(h.world_def, &sim_error);
+  if (!world) {
+    *error = std::string("the file's WorldDef is refused: ") + sim::error_message(sim_error);
+    return nullptr;
+  }
+  const ReplayKeyframe& keyframe = replay.keyframes.front();
+  sim_error = world->restore_snapshot(keyframe.snapshot);
+  if (sim_error != sim::Error::none) {
+    *error = "keyframe at tick " + std::to_string(keyframe.tick) +
+             " cannot be restored: " + sim::error_message(sim_error);
+    return nullptr;
+  }
+  if (world->tick() != keyframe.tick || world->state_hash() != keyframe.state_hash) {
+    *error = "keyframe at tick " + std::to_string(keyframe.tick) +
+             " restores to a different state (tick " + std::to_string(world->tick()) + ", hash " +
+             hex64(world->state_hash()) + ", recorded " + hex64(keyframe.state_hash) + ")";
+    return nullptr;
+  }
+  return world;
+}
+
+namespace {
+
+// Queues a tick record's inputs and steps; returns how many inputs the world refused.
+uint32_t step_with(sim::World& world, const ReplayTick& tick) {
+  uint32_t rejected = 0;
+  for (const sim::Input& input : tick.inputs)
+    if (world.queue_input(input) != sim::Error::none) ++rejected;
+  world.step();
+  return rejected;
+}
+
+}  // namespace
+
+std::unique_ptr<sim::World> simulate_replay_to(const LoadedReplay& replay, uint64_t tick,
+                                               std::string* error) {
+  if (tick < replay.header.first_tick || tick > replay.last_tick()) {
+    *error = "tick " + std::to_string(tick) + " is outside the replay (ticks " +
+             std::to_string(replay.header.first_tick) + ".." + std::to_string(replay.last_tick()) +
+             ")";
+    return nullptr;
+  }
+  std::unique_ptr<sim::World> world = make_replay_world(replay, error);
+  if (!world) return nullptr;
+  // The newest keyframe at or before `tick` is the writer's own state there.
+  const ReplayKeyframe* start = &replay.keyframes.front();
+  for (const ReplayKeyframe& k : replay.keyframes)
+    if (k.tick <= tick) start = &k;
+  if (start != &replay.keyframes.front()) {
+    const sim::Error e = world->restore_snapshot(start->snapshot);
+    if (e != sim::Error::none) {
+      *error = "keyframe at tick " + std::to_string(start->tick) +
+               " cannot be restored: " + sim::error_message(e);
+      return nullptr;
+    }
+  }
+  const uint64_t first = replay.header.first_tick;
+  for (uint64_t t = start->tick + 1; t <= tick; ++t)
+    step_with(*world, replay.ticks[t - first - 1]);
+  return world;
+}
+
+VerifyResult verify_replay(const LoadedReplay& replay, const VerifyOptions& options) {
+  VerifyResult result;
+  std::unique_ptr<sim::World> world = make_replay_world(replay, &result.error);
+  if (!world) return result;
+  const auto start = std::chrono::steady_clock::now();
+  const uint64_t total = replay.ticks.size();
+  for (uint64_t i = 0; i < total; ++i) {
+    const ReplayTick& tick = replay.ticks[i];
+    result.rejected_inputs += step_with(*world, tick);
+    if (tick.client_hash && *tick.client_hash != tick.authoritative_hash &&
+        !result.first_client_mismatch_tick)
+      result.first_client_mismatch_tick = tick.tick;
+    if (world->state_hash() != tick.authoritative_hash) {
+      result.first_divergent_tick = tick.tick;
+      result.expected_hash = tick.authoritative_hash;
+      result.actual_hash = world->state_hash();
+      break;
+    }
+    ++result.ticks_verified;
+    if (options.progress && (i % 64 == 63 || i + 1 == total)) options.progress(i + 1, total);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.ok = !result.first_divergent_tick;
+  return result;
+}
+
+uint64_t float_ulp_distance(float a, float b) {
+  if (a != a || b != b) return std::numeric_limits<uint64_t>::max();
+  // Map the sign-magnitude bit patterns onto a line where adjacent floats are 1 apart.
+  const auto line = [](float f) {
+    const uint32_t bits = std::bit_cast<uint32_t>(f);
+    return (bits & 0x8000'0000u) ? -static_cast<int64_t>(bits & 0x7fff'ffffu)
+                                 : static_cast<int64_t>(bits);
+  };
+  const int64_t d = line(a) - line(b);
+  return static_cast<uint64_t>(d < 0 ? -d : d);
+}
+
+namespace {
+
+float vec_component(const sim::Vec3& v, int c) {
+  return c == 0 ? v.x : c == 1 ? v.y : v.z;
+}
+float quat_component(const sim::Quat& q, int c) {
+  return c == 0 ? q.x : c == 1 ? q.y : c == 2 ? q.z : q.w;
+}
+
+// The body's fields in their fixed comparison order.
+void body_fields(const sim::BodyView& v, float values[18]) {
+  int n = 0;
+  for (int c = 0; c < 3; ++c)
+    values[n++] = vec_component(v.position, c);
+  for (int c = 0; c < 4; ++c)
+    values[n++] = quat_component(v.orientation, c);
+  for (int c = 0; c < 3; ++c)
+    values[n++] = vec_component(v.linear_velocity, c);
+  for (int c = 0; c < 3; ++c)
+    values[n++] = vec_component(v.angular_velocity, c);
+  values[n++] = v.mass_kg;
+  values[n++] = v.shape.radius;
+  values[n++] = v.shape.half_extents.x;
+  values[n++] = v.shape.half_extents.y;
+  values[n++] = v.shape.half_extents.z;
+}
+
+constexpr const char* kFieldNames[18] = {"position.x",           "position.y",
+                                         "position.z",           "orientation.x",
+                                         "orientation.y",        "orientation.z",
+                                         "orientation.w",        "linear_velocity.x",
+                                         "linear_velocity.y",    "linear_velocity.z",
+                                         "angular_velocity.x",   "angular_velocity.y",
+                                         "angular_velocity.z",   "mass_kg",
+                                         "shape.radius",         "shape.half_extents.x",
+                                         "shape.half_extents.y", "shape.half_extents.z"};
+
+std::vector<sim::BodyId> bodies_of(const sim::World& world) {
+  std::vector<sim::BodyId> ids(world.body_count());
+  ids.resize(world.list_bodies(ids));
+  return ids;
+}
+
+}  // namespace
+
+std::vector<FieldDiff> diff_worlds(const sim::World& a, const sim::World& b, size_t max_fields) {
+  std::vector<FieldDiff> diffs;
+  const std::vector<sim::BodyId> ids_a = bodies_of(a), ids_b = bodies_of(b);
+  // Both lists are in slot order (index1 ascending): merge them.
+  size_t i = 0, j = 0;
+  const auto add = [&](FieldDiff d) {
+    if (diffs.size() < max_fields) diffs.push_back(std::move(d));
+  };
+  while (i < ids_a.size() || j < ids_b.size()) {
+    if (j == ids_b.size() || (i < ids_a.size() && ids_a[i].index1 < ids_b[j].index1)) {
+      add({ids_a[i], "alive", 1, 0, 0});
+      ++i;
+      continue;
+    }
+    if (i == ids_a.size() || ids_b[j].index1 < ids_a[i].index1) {
+      add({ids_b[j], "alive", 0, 1, 0});
+      ++j;
+      continue;
+    }
+    const sim::BodyId id = ids_a[i];
+    if (ids_a[i].generation != ids_b[j].generation) {
+      add({id, "generation", static_cast<double>(ids_a[i].generation),
+           static_cast<double>(ids_b[j].generation), 0});
+    } else {
+      sim::BodyView va, vb;
+      a.get_body(id, &va);
+      b.get_body(id, &vb);
+      if (va.type != vb.type)
+        add({id, "type", static_cast<double>(va.type), static_cast<double>(vb.type), 0});
+      if (va.owner_player != vb.owner_player)
+        add({id, "owner_player", static_cast<double>(va.owner_player),
+             static_cast<double>(vb.owner_player), 0});
+      float fa[18], fb[18];
+      body_fields(va, fa);
+      body_fields(vb, fb);
+      for (int f = 0; f < 18; ++f)
+        if (std::bit_cast<uint32_t>(fa[f]) != std::bit_cast<uint32_t>(fb[f]))
+          add({id, kFieldNames[f], fa[f], fb[f], float_ulp_distance(fa[f], fb[f])});
+    }
+    ++i;
+    ++j;
+  }
+  return diffs;
+}
+
+namespace {
+
+const ReplayKeyframe* keyframe_at(const LoadedReplay& replay, uint64_t tick) {
+  for (const ReplayKeyframe& k : replay.keyframes)
+    if (k.tick == tick) return &k;
+  return nullptr;
+}
+
+// The writer's state at `tick`: its keyframe there, or a re-simulation from its newest earlier
+// keyframe. *reproduced is false when the re-simulated hash is not the hash the writer recorded.
+std::unique_ptr<sim::World> writer_state_at(const LoadedReplay& replay, uint64_t tick,
+                                            bool* reproduced, std::string* error) {
+  std::unique_ptr<sim::World> world = simulate_replay_to(replay, tick, error);
+  if (!world) return nullptr;
+  if (keyframe_at(replay, tick)) {
+    *reproduced = true;
+  } else {
+    const ReplayTick& record = replay.ticks[tick - replay.header.first_tick - 1];
+    *reproduced = world->state_hash() == record.writer_hash();
+  }
+  return world;
+}
+
+}  // namespace
+
+DiffResult diff_replays(const LoadedReplay& a, const LoadedReplay& b, size_t max_fields) {
+  DiffResult result;
+  if (a.header.world_def_fingerprint != b.header.world_def_fingerprint) {
+    result.error = "the replays have different WorldDefs (fingerprints " +
+                   hex64(a.header.world_def_fingerprint) + " and " +
+                   hex64(b.header.world_def_fingerprint) + "): not the same match";
+    return result;
+  }
+  const uint64_t first = std::max(a.header.first_tick, b.header.first_tick);
+  const uint64_t last = std::min(a.last_tick(), b.last_tick());
+  if (first > last) {
+    result.error = "the replays share no ticks (" + std::to_string(a.header.first_tick) + ".." +
+                   std::to_string(a.last_tick()) + " and " + std::to_string(b.header.first_tick) +
+                   ".." + std::to_string(b.last_tick()) + ")";
+    return result;
+  }
+  result.common_first_tick = first;
+  result.common_last_tick = last;
+  const auto hash_at = [](const LoadedReplay& r, uint64_t t) -> std::optional<uint64_t> {
+    if (t == r.header.first_tick) {
+      const ReplayKeyframe* k = keyframe_at(r, t);
+      return k ? std::optional<uint64_t>(k->state_hash) : std::nullopt;
+    }
+    return r.ticks[t - r.header.first_tick - 1].writer_hash();
+  };
+  for (uint64_t t = first; t <= last; ++t) {
+    const std::optional<uint64_t> ha = hash_at(a, t), hb = hash_at(b, t);
+    if (ha && hb && *ha != *hb) {
+      result.first_divergent_tick = t;
+      break;
+    }
+  }
+  result.ok = true;
+  if (!result.first_divergent_tick) return result;
+
+  uint64_t t = *result.first_divergent_tick;
+  bool reproduced_a = false, reproduced_b = false;
+  std::unique_ptr<sim::World> wa = writer_state_at(a, t, &reproduced_a, &result.error);
+  std::unique_ptr<sim::World> wb =
+      wa ? writer_state_at(b, t, &reproduced_b, &result.error) : nullptr;
+  if (!wa || !wb) {
+    result.ok = false;
+    return result;
+  }
+  result.note = "states at tick " + std::to_string(t) + " from each file's keyframes and inputs";
+  if (!reproduced_a || !reproduced_b) {
+    // A writer's world left its own inputs (nondeterminism or an outside edit): its states are
+    // only known at its keyframes. Compare at its first keyframe after the divergence.
+    const LoadedReplay& odd = !reproduced_a ? a : b;
+    const ReplayKeyframe* next = nullptr;
+    for (const ReplayKeyframe& k : odd.keyframes)
+      if (k.tick > t && k.tick <= last) {
+        next = &k;
+        break;
+      }
+    const char* which = !reproduced_a ? "A" : "B";
+    if (next) {
+      t = next->tick;
+      wa = writer_state_at(a, t, &reproduced_a, &result.error);
+      wb = wa ? writer_state_at(b, t, &reproduced_b, &result.error) : nullptr;
+      if (!wa || !wb) {
+        result.ok = false;
+        return result;
+      }
+      result.note =
+          std::string("file ") + which + "'s recorded hash at tick " +
+          std::to_string(*result.first_divergent_tick) +
+          " does not follow from its inputs; states compared at its next keyframe, tick " +
+          std::to_string(t);
+    } else {
+      result.note = std::string("file ") + which + "'s recorded hash at tick " + std::to_string(t) +
+                    " does not follow from its inputs and it has no later keyframe; the states "
+                    "compared are re-simulated";
+    }
+  }
+  result.compared_tick = t;
+  result.fields = diff_worlds(*wa, *wb, max_fields);
+  return result;
+}
+
+namespace {
+
+void append_float(std::string* out, float value) {
+  char text[32];
+  if (value != value || value - value != 0) {
+    *out += '"';
+    std::snprintf(text, sizeof(text), "%g", static_cast<double>(value));
+    *out += text;
+    *out += '"';
+    return;
+  }
+  std::snprintf(text, sizeof(text), "%.9g", static_cast<double>(value));
+  *out += text;
+}
+
+void append_vec(std::string* out, const float* values, int count) {
+  *out += '[';
+  for (int i = 0; i < count; ++i) {
+    if (i) *out += ',';
+    append_float(out, values[i]);
+  }
+  *out += ']';
+}
+
+const char* body_type_name(sim::BodyType type) {
+  switch (type) {
+    case sim::BodyType::static_body:
+      return "static";
+    case sim::BodyType::kinematic:
+      return "kinematic";
+    case sim::BodyType::dynamic:
+      return "dynamic";
+  }
+  return "unknown";
+}
+
+const char* shape_type_name(sim::ShapeType type) {
+  switch (type) {
+    case sim::ShapeType::sphere:
+      return "sphere";
+    case sim::ShapeType::box:
+      return "box";
+    case sim::ShapeType::capsule:
+      return "capsule";
+    case sim::ShapeType::plane:
+      return "plane";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string dump_state_json(const sim::World& world) {
+  std::string out = "{\"tick\":" + std::to_string(world.tick()) + ",\"state_hash\":\"" +
+                    hex64(world.state_hash()) + "\",\"bodies\":[";
+  bool first = true;
+  for (const sim::BodyId id : bodies_of(world)) {
+    sim::BodyView v;
+    if (world.get_body(id, &v) != sim::Error::none) continue;
+    if (!first) out += ',';
+    first = false;
+    out += "\n{\"index1\":" + std::to_string(id.index1) +
+           ",\"generation\":" + std::to_string(id.generation) + ",\"type\":\"" +
+           body_type_name(v.type) + "\",\"owner_player\":" + std::to_string(v.owner_player) +
+           ",\"mass_kg\":";
+    append_float(&out, v.mass_kg);
+    const float position[3] = {v.position.x, v.position.y, v.position.z};
+    const float orientation[4] = {v.orientation.x, v.orientation.y, v.orientation.z,
+                                  v.orientation.w};
+    const float linear[3] = {v.linear_velocity.x, v.linear_velocity.y, v.linear_velocity.z};
+    const float angular[3] = {v.angular_velocity.x, v.angular_velocity.y, v.angular_velocity.z};
+    const float half_extents[3] = {v.shape.half_extents.x, v.shape.half_extents.y,
+                                   v.shape.half_extents.z};
+    out += ",\"position\":";
+    append_vec(&out, position, 3);
+    out += ",\"orientation\":";
+    append_vec(&out, orientation, 4);
+    out += ",\"linear_velocity\":";
+    append_vec(&out, linear, 3);
+    out += ",\"angular_velocity\":";
+    append_vec(&out, angular, 3);
+    out += ",\"shape\":{\"type\":\"";
+    out += shape_type_name(v.shape.type);
+    out += "\",\"radius\":";
+    append_float(&out, v.shape.radius);
+    out += ",\"half_extents\":";
+    append_vec(&out, half_extents, 3);
+    out += ",\"half_height\":";
+    append_float(&out, v.shape.half_height);
+    out += "}}";
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+bool export_csv(const LoadedReplay& replay, std::ostream& out, std::string* error) {
+  std::unique_ptr<sim::World> world = make_replay_world(replay, error);
+  if (!world) return false;
+  std::vector<sim::BodyId> ids(world->def().max_bodies);
+  char line[256];
+  out << "tick,body_index1,body_generation,px,py,pz,qx,qy,qz,qw\n";
+  const auto write_tick = [&] {
+    const uint32_t count = world->list_bodies(ids);
+    for (uint32_t i = 0; i < count; ++i) {
+      sim::BodyView v;
+      if (world->get_body(ids[i], &v) != sim::Error::none) continue;
+      std::snprintf(line, sizeof(line), "%" PRIu64 ",%u,%u,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n",
+                    world->tick(), ids[i].index1, ids[i].generation,
+                    static_cast<double>(v.position.x), static_cast<double>(v.position.y),
+                    static_cast<double>(v.position.z), static_cast<double>(v.orientation.x),
+                    static_cast<double>(v.orientation.y), static_cast<double>(v.orientation.z),
+                    static_cast<double>(v.orientation.w));
+      out << line;
+    }
+  };
+  write_tick();
+  for (const ReplayTick& tick : replay.ticks) {
+    step_with(*world, tick);
+    write_tick();
+  }
+  if (!out) {
+    *error = "writing the CSV failed";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace lockstep::replays

@@ -1,0 +1,282 @@
+// lockstep-replay as a subprocess: every command on a good file, and every kind of bad file —
+// wrong identifier, truncated, corrupt record, future format version, a scene this build lacks,
+// a WorldDef fingerprint mismatch — gets one line on stderr and exit code 2, never a crash.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lockstep/replays/record_file.h"
+#include "lockstep/replays/recorder.h"
+#include "lockstep/sim/scene.h"
+
+#ifndef LOCKSTEP_REPLAY_TOOL
+#error "LOCKSTEP_REPLAY_TOOL must name the lockstep-replay executable"
+#endif
+
+namespace {
+
+using namespace lockstep;
+
+std::string dir() {
+  static const std::string path = [] {
+    const std::string p =
+        std::filesystem::temp_directory_path() / ("replay_tool_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(p);
+    return p;
+  }();
+  return path;
+}
+
+// Removes this process's temporary directory after the last test.
+class TempDirCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override { std::filesystem::remove_all(dir()); }
+};
+[[maybe_unused]] ::testing::Environment* const g_cleanup =
+    ::testing::AddGlobalTestEnvironment(new TempDirCleanup);
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+}
+
+struct ToolRun {
+  bool exited = false;  // false: killed by a signal (a crash)
+  int code = -1;
+  std::string out, err;
+  size_t err_lines() const {
+    size_t n = 0;
+    for (char c : err)
+      n += c == '\n';
+    return n;
+  }
+};
+
+ToolRun run(const std::string& args) {
+  const std::string out = dir() + "/stdout.txt", err = dir() + "/stderr.txt";
+  const std::string command =
+      std::string(LOCKSTEP_REPLAY_TOOL) + " " + args + " >" + out + " 2>" + err;
+  const int status = std::system(command.c_str());
+  ToolRun r;
+  r.exited = status != -1 && WIFEXITED(status);
+  r.code = r.exited ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+// A scripted `inputs` match, optionally perturbed on the "client" side after tick 200.
+struct Match {
+  sim::Scene scene;
+  std::unique_ptr<sim::World> world;
+  sim::InputScript script;
+  std::vector<sim::Input> buffer, applied;
+  Match() {
+    EXPECT_TRUE(sim::make_builtin_scene("inputs", &scene));
+    world = sim::build_world(scene);
+    script = sim::make_input_script(*world);
+    buffer.resize(world->def().max_inputs_per_tick);
+  }
+  void step() {
+    const uint32_t n = sim::scripted_inputs(1, world->tick() + 1, script, *world, buffer);
+    applied.clear();
+    for (uint32_t i = 0; i < n; ++i)
+      if (world->queue_input(buffer[i]) == sim::Error::none) applied.push_back(buffer[i]);
+    world->step();
+  }
+};
+
+// Writes a streamed match of `ticks` ticks; `header_edit` may spoil the header;
+// `tamper_tick` records a wrong hash there.
+std::string write_match(const std::string& name, uint64_t ticks,
+                        void (*header_edit)(replays::ReplayHeader*) = nullptr,
+                        uint64_t tamper_tick = 0) {
+  Match m;
+  replays::ReplayHeader header = replays::make_replay_header(*m.world, "inputs", 60);
+  if (header_edit) header_edit(&header);
+  const std::string path = dir() + "/" + name;
+  replays::ReplayStreamWriter writer;
+  EXPECT_TRUE(writer.open(path, header, *m.world).ok);
+  for (uint64_t i = 0; i < ticks; ++i) {
+    m.step();
+    const uint64_t hash = m.world->state_hash() ^ (m.world->tick() == tamper_tick ? 1 : 0);
+    EXPECT_TRUE(writer.record_step(*m.world, m.applied, hash, std::nullopt).ok);
+  }
+  EXPECT_TRUE(writer.finish().ok);
+  return path;
+}
+
+void expect_bad_file(const ToolRun& r, const std::string& needle) {
+  EXPECT_TRUE(r.exited) << "crashed";
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+TEST(ReplayTool, InfoVerifyDumpExportOnAGoodFile) {
+  const std::string path = write_match("good.lsr", 120);
+  ToolRun r = run("info " + path);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("scene: inputs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ticks: 0..120"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("players: 1 2 3 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("records: 122"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("intact"), std::string::npos) << r.out;
+
+  r = run("verify " + path);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("OK: 120 ticks verified"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ticks/s"), std::string::npos) << r.out;
+
+  r = run("dump " + path + " --tick 50");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("{\"tick\":50,", 0), 0u) << r.out.substr(0, 80);
+
+  r = run("dump " + path + " --tick 500");
+  expect_bad_file(r, "outside the replay");
+
+  r = run("export " + path);
+  EXPECT_EQ(r.code, 0) << r.err;
+  Match m;  // the scene's body count, independently
+  size_t lines = 0;
+  for (char c : r.out)
+    lines += c == '\n';
+  EXPECT_EQ(lines, 1 + 121 * size_t{m.world->body_count()});  // header + ticks 0..120
+}
+
+TEST(ReplayTool, VerifyNamesTheTamperedTick) {
+  const std::string path = write_match("tampered.lsr", 100, nullptr, 37);
+  const ToolRun r = run("verify " + path);
+  EXPECT_TRUE(r.exited);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("DIVERGED at tick 37"), std::string::npos) << r.out;
+}
+
+TEST(ReplayTool, DiffNamesTickBodyAndField) {
+  Match server, client;
+  replays::ReplayWindow server_window(*server.world, {600, 60, 0});
+  replays::ReplayWindow client_window(*client.world, {600, 60, 0});
+  const sim::BodyId victim = client.script.bodies.at(9);
+  for (int i = 0; i < 240; ++i) {
+    server.step();
+    client.step();
+    if (client.world->tick() == 200) client.world->debug_perturb_position(victim, {0.01f, 0, 0});
+    server_window.record_step(*server.world, server.applied, server.world->state_hash(),
+                              std::nullopt);
+    client_window.record_step(*client.world, client.applied, server.world->state_hash(),
+                              client.world->state_hash());
+  }
+  // The client's window has keyframes at 0, 60, ..., 240: the one at 240 holds its real state.
+  replays::ReplayHeader header = replays::make_replay_header(*server.world, "inputs", 60);
+  ASSERT_TRUE(server_window.write_file(dir() + "/server.lsr", header).ok);
+  header.writer = replays::ReplayWriterKind::client;
+  header.player_id = 3;
+  ASSERT_TRUE(client_window.write_file(dir() + "/client.lsr", header).ok);
+
+  const ToolRun r = run("diff " + dir() + "/server.lsr " + dir() + "/client.lsr");
+  EXPECT_TRUE(r.exited);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("first divergent tick: 200"), std::string::npos) << r.out;
+  // Compared at the client's next keyframe (240): the victim's x is among the fields, and the
+  // listing starts with the lowest slot that differs.
+  EXPECT_NE(r.out.find("compared tick: 240"), std::string::npos) << r.out;
+  const std::string victim_x = "body " + std::to_string(victim.index1) + ":" +
+                               std::to_string(victim.generation) + " position.x ";
+  EXPECT_NE(r.out.find(victim_x), std::string::npos) << r.out;
+
+  const ToolRun same = run("diff " + dir() + "/server.lsr " + dir() + "/server.lsr");
+  EXPECT_EQ(same.code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("identical"), std::string::npos);
+}
+
+TEST(ReplayTool, TruncatedFileVerifiesToItsLastCompleteRecord) {
+  const std::string path = write_match("cut.lsr", 60);
+  std::string bytes = slurp(path);
+  bytes.resize(bytes.size() - 7);
+  write(path, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+  const ToolRun r = run("verify " + path);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("OK: 59 ticks verified"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+
+  // Cut inside the header record: nothing usable, a clean error.
+  write(path, std::vector<uint8_t>(bytes.begin(), bytes.begin() + 14));
+  expect_bad_file(run("verify " + path), "no header record");
+}
+
+TEST(ReplayTool, BadFiles) {
+  // Not a record file at all.
+  const std::string text = dir() + "/text.lsr";
+  write(text, {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '\n'});
+  expect_bad_file(run("verify " + text), "not a lockstep replay file");
+
+  // A record file whose records are not replay records (another FlatBuffer's identifier).
+  const std::string wrong_id = dir() + "/wrong_id.lsr";
+  {
+    replays::RecordWriter writer;
+    ASSERT_EQ(writer.open(wrong_id), replays::RecordError::none);
+    const std::vector<uint8_t> payload = {8, 0, 0, 0, 'L', 'S', 'W', '1', 0, 0, 0, 0};
+    ASSERT_EQ(writer.append(payload), replays::RecordError::none);
+    ASSERT_EQ(writer.finish(), replays::RecordError::none);
+  }
+  expect_bad_file(run("info " + wrong_id), "file identifier 'LSW1'");
+
+  // A corrupt record: a flipped byte in the payload of the record at byte `offset`.
+  const std::string corrupt = write_match("corrupt.lsr", 20);
+  {
+    std::string bytes = slurp(corrupt);
+    std::vector<uint8_t> raw(bytes.begin(), bytes.end());
+    replays::RecordReader reader(raw);
+    std::span<const uint8_t> payload;
+    for (int i = 0; i < 5; ++i)
+      reader.next(&payload);
+    const uint64_t offset = reader.offset_bytes();
+    raw[offset + replays::kRecordHeaderBytes + 10] ^= 0xff;
+    write(corrupt, raw);
+    expect_bad_file(run("verify " + corrupt), std::to_string(offset));
+  }
+
+  expect_bad_file(run("verify " + write_match("future.lsr", 5,
+                                              [](replays::ReplayHeader* h) {
+                                                h->format_version =
+                                                    replays::kReplayFormatVersion + 1;
+                                              })),
+                  "newer than this build reads");
+  expect_bad_file(
+      run("verify " +
+          write_match("scene.lsr", 5, [](replays::ReplayHeader* h) { h->scene = "castle"; })),
+      "scene 'castle' is not built into");
+  expect_bad_file(run("verify " + write_match("fingerprint.lsr", 5,
+                                              [](replays::ReplayHeader* h) {
+                                                h->world_def_fingerprint ^= 0x100;
+                                              })),
+                  "fingerprint mismatch");
+  // The scene exists but this build's version of it has another WorldDef.
+  expect_bad_file(run("verify " + write_match("scene_def.lsr", 5,
+                                              [](replays::ReplayHeader* h) {
+                                                h->world_def.velocity_iterations += 1;
+                                                h->world_def_fingerprint =
+                                                    sim::world_def_fingerprint(h->world_def);
+                                              })),
+                  "fingerprint mismatch");
+  expect_bad_file(run("info " + dir() + "/does-not-exist.lsr"), "cannot open");
+}
+
+}  // namespace
