@@ -297,17 +297,25 @@ TEST(NetReplay, DesyncAtTick200IsNamedByDiffOfServerAndClientReplays) {
   EXPECT_EQ(diff.first_divergent_tick, std::optional<uint64_t>(kPerturbTick)) << diff.note;
   EXPECT_EQ(diff.compared_tick, std::optional<uint64_t>(kPerturbTick)) << diff.note;
   ASSERT_FALSE(diff.fields.empty()) << diff.note;
-  // The field that moved most is the one the test moved, by about the distance it moved it:
-  // one 1/120 s step after the push changes both states alike except through contacts, which
-  // cannot undo more than a few cm of a 0.5 m offset in one step (tolerance 0.05 m).
+  // The position that moved most is the one the test moved, by about the distance it moved it.
+  // One 1/120 s step follows the push; if the moved body lands in contact its solver response
+  // (velocities change a lot then) moves it by v·dt, a few cm: tolerance 0.1 m of the 0.5 m.
+  const auto moved = [](const replays::FieldDiff& f) {
+    return f.field.rfind("position.", 0) == 0 ? std::fabs(f.value_a - f.value_b) : 0.0;
+  };
   const auto largest =
-      std::max_element(diff.fields.begin(), diff.fields.end(), [](const auto& a, const auto& b) {
-        return std::fabs(a.value_a - a.value_b) < std::fabs(b.value_a - b.value_b);
-      });
+      std::max_element(diff.fields.begin(), diff.fields.end(),
+                       [&](const replays::FieldDiff& a, const replays::FieldDiff& b) {
+                         return moved(a) < moved(b);
+                       });
   EXPECT_EQ(largest->body, victim.perturbed_body);
   EXPECT_EQ(largest->field, "position.x");
-  EXPECT_NEAR(largest->value_b - largest->value_a, kPerturbX_m, 0.05);
+  EXPECT_NEAR(largest->value_b - largest->value_a, kPerturbX_m, 0.1);
   EXPECT_GT(largest->ulps, 0u);
+  // The fields come in the stable order diff promises: body slots never go backwards.
+  for (size_t i = 1; i < diff.fields.size(); ++i) {
+    EXPECT_LE(diff.fields[i - 1].body.index1, diff.fields[i].body.index1) << "field " << i;
+  }
 }
 
 TEST(NetReplay, ServerDesyncDumpsAreRateLimitedPerRoom) {
@@ -337,6 +345,63 @@ TEST(NetReplay, ServerDesyncDumpsAreRateLimitedPerRoom) {
   const replays::LoadedReplay on_server = load(server_files.front());
   EXPECT_GE(on_server.last_tick(), start + 20);
   EXPECT_LT(on_server.last_tick(), start + 80);
+}
+
+TEST(NetReplay, GracefulShutdownPublishesTheMatchRecordingAndWritesTheWindow) {
+  TempDir dir;
+  server::ServerConfig config = base_config(dir.sub("server"));
+  config.record_matches = true;
+  config.dump_replays_on_shutdown = true;
+  uint64_t played_to = 0;
+  {
+    TestServer server(config);
+    ASSERT_TRUE(server.started());
+    // While the match runs, only its temporary file exists.
+    TestClient player("player");
+    ASSERT_TRUE(player.connect(server.port(), ""));
+    ASSERT_TRUE(pump_until({&player}, [&] { return player.last_tick >= 150; }))
+        << player.describe();
+    EXPECT_TRUE(player.desyncs.empty()) << player.describe();
+    EXPECT_EQ(files_ending(dir.sub("server"), ".lsrp.tmp").size(), 1u);
+    EXPECT_TRUE(files_ending(dir.sub("server"), ".lsrp").empty());
+    played_to = player.last_tick;
+  }  // graceful shutdown
+
+  EXPECT_TRUE(files_ending(dir.sub("server"), ".tmp").empty());
+  const std::vector<std::string> files = files_ending(dir.sub("server"), ".lsrp");
+  ASSERT_EQ(files.size(), 2u);
+  for (const std::string& path : files) {
+    const replays::LoadedReplay replay = load(path);
+    EXPECT_FALSE(replay.truncated) << path << ": " << replay.integrity;
+    EXPECT_GE(replay.last_tick(), played_to) << path;
+    const replays::VerifyResult verified = replays::verify_replay(replay);
+    EXPECT_TRUE(verified.ok) << path << ": " << verified.error;
+    EXPECT_EQ(verified.ticks_verified, replay.ticks.size()) << path;
+    EXPECT_GE(verified.ticks_verified, 150u) << path;
+  }
+  // The whole match starts at tick 0; the window too, as the match is shorter than 10 s.
+  EXPECT_NE(files[0].find("/match-default-"), std::string::npos) << files[0];
+  EXPECT_NE(files[1].find("/shutdown-default-"), std::string::npos) << files[1];
+  EXPECT_EQ(load(files[0]).header.first_tick, 0u);
+}
+
+TEST(NetReplay, ReplayOptionsAreChecked) {
+  server::ServerConfig config;
+  EXPECT_EQ(server::server_config_error(config), "");
+  config.keyframe_interval_ticks = 0;
+  EXPECT_NE(server::server_config_error(config), "");
+  config.keyframe_interval_ticks = 1;  // 600 keyframes in a 10 s window at 60 Hz: allowed
+  EXPECT_EQ(server::server_config_error(config), "");
+  config.tick_rate_hz = 240;  // 2400 keyframes: too many
+  EXPECT_NE(server::server_config_error(config), "");
+  config = server::ServerConfig{};
+  config.record_matches = true;
+  config.replay_dir = "";
+  EXPECT_NE(server::server_config_error(config), "");
+  config.record_matches = false;
+  EXPECT_EQ(server::server_config_error(config), "");  // no dir: no windows, nothing to write
+  config.replay_window_seconds = 3601;
+  EXPECT_NE(server::server_config_error(config), "");
 }
 
 // The child of the kill -9 test: a server recording its match (options parsed as on the

@@ -41,7 +41,7 @@ enum class ReplayWriterKind : uint8_t { server = 0, client = 1 };
 
 /// Everything needed to rebuild the world a replay was recorded in.
 struct ReplayHeader {
-  uint32_t format_version = kReplayFormatVersion;  // set by the writers; read from files
+  uint32_t format_version = kReplayFormatVersion;  // written as given: leave the default
   std::string lockstep_version;                    // "" = lockstep_version_string() on write
   sim::WorldDef world_def{};
   uint64_t world_def_fingerprint = 0;  // 0 = computed from world_def on write
