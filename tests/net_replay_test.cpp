@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -501,10 +502,11 @@ TEST(NetReplay, WholeMatchRecordingSurvivesKillDashNineUpToItsLastCompleteRecord
     bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   ASSERT_GT(bytes.size(), 5u);
-  bytes.resize(bytes.size() - 5);
+  // A view, not resize(): GCC 12 at -O1 with sanitizers warns about the shrinking resize.
+  const std::span<const uint8_t> cut_bytes(bytes.data(), bytes.size() - 5);
   replays::LoadedReplay cut;
   std::string error;
-  ASSERT_TRUE(replays::load_replay(bytes, &cut, &error)) << error;
+  ASSERT_TRUE(replays::load_replay(cut_bytes, &cut, &error)) << error;
   EXPECT_TRUE(cut.truncated) << cut.integrity;
   EXPECT_EQ(cut.records + 1, killed.records);
   verified = replays::verify_replay(cut);
