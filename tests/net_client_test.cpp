@@ -46,6 +46,7 @@ class TestServer {
     config_.input_delay_ticks = kInputDelayTicks;
     config_.stats_log_interval = 0ms;
     config_.handle_signals = false;
+    config_.replay_dir = "";  // replay files are net_replay_test's concern; write none here
     if (tweak) tweak(config_);
     server_ = std::make_unique<server::Server>(config_);
     std::string error;

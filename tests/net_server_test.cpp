@@ -181,6 +181,7 @@ server::ServerConfig test_config() {
   config.flush_timeout = 1000ms;
   config.empty_room_grace = 1000ms;
   config.stats_log_interval = 0ms;
+  config.replay_dir = "";  // replay files are net_replay_test's concern; write none here
   return config;
 }
 
