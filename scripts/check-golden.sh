@@ -104,7 +104,7 @@ for scene in "${scenes[@]}"; do
       exit 2
     fi
     for ((i = 0; i < ${#args[@]}; i++)); do
-      [ "${args[$i]}" != --ticks ] || args[$((i + 1))]=$max_ticks
+      [ "${args[$i]}" != --ticks ] || args[i + 1]=$max_ticks
     done
     awk -v n="$max_ticks" '$1 + 0 <= n' "$tmp/expected" >"$tmp/expected.prefix"
     mv "$tmp/expected.prefix" "$tmp/expected"
@@ -141,7 +141,7 @@ for scene in "${scenes[@]}"; do
   if [ ! -s "$tmp/verdict" ]; then
     echo "check-golden: $scene: every line matched but the run failed (exit $rc, $seconds s, $cpu s cpu)"
   else
-    IFS=$'\t' read -r kind line want got <"$tmp/verdict"
+    IFS=$'\t' read -r kind _ want got <"$tmp/verdict"
     case $kind in
     extra) echo "check-golden: $scene: extra output after the last golden line: '$got' ($seconds s, $cpu s cpu)" ;;
     missing) echo "check-golden: $scene: tick $(awk '{ print $1 }' <<<"$want") differs: expected '$want', got no line (exit $rc, $seconds s, $cpu s cpu)" ;;

@@ -145,8 +145,8 @@ if [ "${1:-}" = "--_run-one" ]; then
   elif [ $rc -eq 0 ]; then
     status=match
   elif tick=$(grep -o -m1 ': tick [0-9]* differs' "$log"); then
-    status="tick$(sed 's/^: tick \([0-9]*\) differs/ \1/' <<<"$tick")"
-    status=${status// /_}
+    tick=${tick#': tick '}
+    status="tick_${tick%' differs'}"
   elif grep -q 'extra output' "$log"; then
     status=extra_output
   else
@@ -198,7 +198,7 @@ while [ $# -gt 0 ]; do
   --list)
     for t in "${normal_targets[@]}"; do
       target_spec "$t"
-      echo "$t  toolchain=cmake/toolchains/$toolchain.cmake -O$opt ${runner[*]:+runner='${runner[*]}'}"
+      echo "$t  toolchain=cmake/toolchains/$toolchain.cmake -O$opt${runner[*]:+ runner=\"${runner[*]}\"}"
     done
     for t in "${injected_targets[@]}"; do
       target_spec "$t"
@@ -273,8 +273,9 @@ build_s=$(($(date +%s) - build_start))
 # Runs: every (target, scene) pair whose build succeeded, `jobs` at a time.
 run_start=$(date +%s)
 # Longest first, so that the two cores finish together: a rough cost of target x scene.
+built=$(awk '$1 == "BUILD" && $3 == "ok" { print $2 }' "$results")
 for t in "${targets[@]}"; do
-  if grep -q "^BUILD $t ok " "$results"; then
+  if grep -qx "$t" <<<"$built"; then
     target_spec "$t"
     case "$t" in *-O0*) tw=10 ;; aarch64-*) tw=12 ;; wasm32-*) tw=2 ;; *) tw=1 ;; esac
     [ "$slow" = 0 ] || [ "$slow_ticks" = full ] || tw=$((tw * slow_ticks / 3600 + 1))

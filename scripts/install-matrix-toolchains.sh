@@ -7,13 +7,12 @@
 # Exit status is non-zero if a package could not be installed.
 set -euo pipefail
 
-# A second clang beside Debian's default clang-14; clang-19 is the newest in bookworm/main.
-LOCKSTEP_CLANG2_VERSION=${LOCKSTEP_CLANG2_VERSION:-19}
-
 packages_for() {
   case "$1" in
-  native) echo "g++ clang-14 cmake ninja-build libxxhash-dev" ;;
-  clang2) echo "clang-${LOCKSTEP_CLANG2_VERSION}" ;;
+  native) echo "g++ clang clang-14 cmake ninja-build libxxhash-dev" ;;
+  # A second clang beside Debian's default clang-14: the newest in bookworm/main
+  # (cmake/toolchains/x86_64-clang19.cmake).
+  clang2) echo "clang-19" ;;
   i686) echo "g++-i686-linux-gnu" ;;
   aarch64) echo "g++-aarch64-linux-gnu qemu-user" ;;
   wasm) echo "emscripten nodejs" ;;
