@@ -262,6 +262,8 @@ void print_hash(const Options& options, uint64_t tick, uint64_t hash) {
   } else {
     std::printf("%" PRIu64 " %016" PRIx64 "\n", tick, hash);
   }
+  // Each line as it is made: a checker reading a pipe can stop at the first differing tick.
+  std::fflush(stdout);
 }
 
 /// Names the capacities in an overflow bit set, for the warning.
