@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <ctime>
 #include <filesystem>
 #include <utility>
 
 #include "connection.h"
+#include "lockstep/replays/file_name.h"
 #include "lockstep/replays/recorder.h"
 
 namespace lockstep::client_sdk {
@@ -69,34 +69,6 @@ struct Client::Impl {
   std::string write_desync_replay(uint64_t tick, std::string* error);
 };
 
-namespace {
-
-// Only [A-Za-z0-9_-] of a room name reach a file name, at most 48 bytes of them.
-std::string file_safe(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    if (out.size() == 48) break;
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '_';
-    out.push_back(keep ? c : '_');
-  }
-  return out.empty() ? std::string("room") : out;
-}
-
-std::string utc_stamp() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  const size_t n = std::strftime(text, sizeof(text), "%Y%m%dT%H%M%SZ", &utc);
-  return std::string(text, n);
-}
-
-// Several clients in one process (tests, bots) never pick the same name.
-std::atomic<uint64_t> g_replay_file_sequence{0};
-
-}  // namespace
-
 void Client::Impl::replay_keyframe() {
   if (options.replay_dir.empty() || options.mode != ClientMode::lockstep || !world) return;
   if (!replay_window) {
@@ -117,10 +89,8 @@ std::string Client::Impl::write_desync_replay(uint64_t tick, std::string* error)
     *error = "no replay window (not joined with a snapshot yet)";
     return {};
   }
-  const std::string path =
-      options.replay_dir + "/desync-client-p" + std::to_string(player_id) + "-" + file_safe(room) +
-      "-tick" + std::to_string(tick) + "-" + utc_stamp() + "-" +
-      std::to_string(g_replay_file_sequence.fetch_add(1, std::memory_order_relaxed) + 1) + ".lsrp";
+  const std::string path = replays::replay_file_path(
+      options.replay_dir, "desync-client-p" + std::to_string(player_id), room, tick);
   std::error_code ec;
   std::filesystem::create_directories(options.replay_dir, ec);
   if (ec) {

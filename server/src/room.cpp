@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <ctime>
 #include <filesystem>
 #include <utility>
 
@@ -13,6 +12,7 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include "lockstep/replays/file_name.h"
 #include "server_core.h"
 #include "session.h"
 
@@ -24,31 +24,13 @@ constexpr size_t kMaxDeparted = 64;
 // A tick that starts more than this after its due time counts as late (see TickClockConfig).
 constexpr std::chrono::nanoseconds kLateThreshold{2'000'000};
 
-// The sim's total input order (player, sequence, body index, generation, impulses, buttons;
-// sim/src/world.cpp input_less), so a TickFrame lists its inputs in the order the world applied
-// them. The world sorts its own queue; this only makes the frame canonical.
-bool input_less(const sim::Input& a, const sim::Input& b) {
-  if (a.player != b.player) return a.player < b.player;
-  if (a.sequence != b.sequence) return a.sequence < b.sequence;
-  if (a.body.index1 != b.body.index1) return a.body.index1 < b.body.index1;
-  if (a.body.generation != b.body.generation) return a.body.generation < b.body.generation;
-  for (int i = 0; i < 3; ++i) {
-    if (a.linear_impulse[i] != b.linear_impulse[i])
-      return a.linear_impulse[i] < b.linear_impulse[i];
-  }
-  for (int i = 0; i < 3; ++i) {
-    if (a.angular_impulse[i] != b.angular_impulse[i])
-      return a.angular_impulse[i] < b.angular_impulse[i];
-  }
-  return a.buttons < b.buttons;
-}
-
-// Insertion sort: a tick holds at most a few hundred inputs, usually arriving nearly sorted.
+// Sorted as the world applies them (sim::input_less), so a TickFrame lists its inputs
+// canonically. Insertion sort: a tick holds at most a few hundred inputs, nearly sorted.
 void sort_inputs(std::vector<sim::Input>& inputs) {
   for (size_t i = 1; i < inputs.size(); ++i) {
     const sim::Input value = inputs[i];
     size_t j = i;
-    while (j > 0 && input_less(value, inputs[j - 1])) {
+    while (j > 0 && sim::input_less(value, inputs[j - 1])) {
       inputs[j] = inputs[j - 1];
       --j;
     }
@@ -57,37 +39,6 @@ void sort_inputs(std::vector<sim::Input>& inputs) {
 }
 
 // ---- replay files ----
-
-// Room names come from clients: only [A-Za-z0-9_-] reach a file name (no '/', no ".."), and at
-// most 48 bytes of them.
-std::string file_safe(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    if (out.size() == 48) break;
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '_';
-    out.push_back(keep ? c : '_');
-  }
-  return out.empty() ? std::string("room") : out;
-}
-
-std::string utc_stamp() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  const size_t n = std::strftime(text, sizeof(text), "%Y%m%dT%H%M%SZ", &utc);
-  return std::string(text, n);
-}
-
-// Two files named in the same second (or rooms whose names map to the same safe name) differ.
-std::atomic<uint64_t> g_replay_file_sequence{0};
-
-std::string replay_file_path(const std::string& dir, const char* kind, const std::string& room,
-                             uint64_t tick) {
-  return fmt::format("{}/{}-{}-tick{}-{}-{}.lsrp", dir, kind, file_safe(room), tick, utc_stamp(),
-                     g_replay_file_sequence.fetch_add(1, std::memory_order_relaxed) + 1);
-}
 
 bool make_replay_dir(const std::string& dir, std::string* error) {
   std::error_code ec;
@@ -155,7 +106,7 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name, std::stri
   if (config.record_matches) {
     // A room that cannot record still serves its players: the failure is logged.
     std::string problem;
-    match_path = replay_file_path(config.replay_dir, "match", name, 0);
+    match_path = replays::replay_file_path(config.replay_dir, "match", name, 0);
     if (make_replay_dir(config.replay_dir, &problem)) {
       auto stream = std::make_unique<replays::ReplayStreamWriter>();
       replays::ReplayStreamOptions options;
@@ -664,7 +615,8 @@ std::string Room::write_replay_window(const char* kind) {
   if (replay_window_ == nullptr) return {};
   const Clock::time_point start = Clock::now();
   std::string problem;
-  const std::string path = replay_file_path(core_.config.replay_dir, kind, name_, world_->tick());
+  const std::string path =
+      replays::replay_file_path(core_.config.replay_dir, kind, name_, world_->tick());
   if (make_replay_dir(core_.config.replay_dir, &problem)) {
     // With the live world the file ends with a keyframe of this room's actual state.
     const replays::WriteResult written =

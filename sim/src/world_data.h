@@ -94,9 +94,6 @@ struct WorldData {
   std::vector<RestoreSlot> restore_slots;
 };
 
-/// Total order on inputs: player, sequence, body index, generation, then every other field.
-bool input_less(const Input& a, const Input& b);
-
 /// Recomputes derived per-body data (inverse mass and inertia, world inertia) from a record.
 void refresh_body_derived(WorldData& w, uint32_t slot);
 

@@ -119,6 +119,10 @@ struct Input {
   uint32_t buttons = 0;                    // game-defined bits, hashed but not interpreted
 };
 
+/// The total order in which a tick's inputs are applied: player, sequence, body index,
+/// generation, then every other field. Layers above the sim use it to list inputs canonically.
+bool input_less(const Input& a, const Input& b);
+
 enum class ContactEventType : uint8_t { begin = 0, end = 1 };
 
 /// A contact beginning or ending during the last step (bodies in slot order, a before b).

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Server load benchmark (issue 5 "Benchmark", issue 7 item 5): numbers, never a timed test.
+#   1. build lockstep-server, lockstep-load and lockstep-bot in Release;
+#   2. for N in $LOAD_ROOMS (10 50 100 200): start lockstep-server on 127.0.0.1 (free port,
+#      --max-rooms N+8, no replay windows, log level warn), run lockstep-load with N rooms x 4 raw
+#      clients for $LOAD_SECONDS (20) s, read the server's CPU (utime+stime from /proc/<pid>/stat
+#      before and after, as % of one core), SIGINT it and parse its `summary {json}` line;
+#   3. one sanity row with real lockstep-bot processes ($BOT_ROOMS rooms x 4 bots, $BOT_SECONDS s);
+#   4. write the CSV ($LOAD_CSV, default bench/results/<machine>/server_load.csv) and print it.
+# Environment: BUILD_DIR (build/release), LOAD_ROOMS, LOAD_SECONDS, BOT_ROOMS (10, 0 = skip),
+# BOT_SECONDS (10), LOAD_CSV.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${BUILD_DIR:-build/release}
+rooms_list=${LOAD_ROOMS:-"10 50 100 200"}
+seconds=${LOAD_SECONDS:-20}
+bot_rooms=${BOT_ROOMS:-10}
+bot_seconds=${BOT_SECONDS:-10}
+players=4
+
+machine=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+machine=$(printf '%s-%sc' "$machine" "$(nproc)" | tr '[:upper:]' '[:lower:]' |
+  sed -e 's/([^)]*)//g' -e 's/[^a-z0-9]\+/-/g' -e 's/^-//' -e 's/-$//')
+csv=${LOAD_CSV:-bench/results/$machine/server_load.csv}
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j 2 --target lockstep-server lockstep-load lockstep-bot
+bin="$build/apps"
+load="$build/bench/lockstep-load"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/srvload.XXXXXX")
+server_pid=""
+bot_pids=()
+cleanup() {
+  local pid
+  for pid in "${bot_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  if [ -n "$server_pid" ]; then kill -TERM "$server_pid" 2>/dev/null || true; fi
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "server-load: interrupted" >&2; exit 130' INT TERM
+fail() {
+  echo "server-load: FAILED: $*" >&2
+  [ -s "$work/server.log" ] && tail -n 15 "$work/server.log" >&2
+  exit 1
+}
+
+hz=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime + stime, in clock ticks
+now_s() { date +%s.%N; }
+
+start_server() {  # $1 = max rooms
+  "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "" \
+    --max-rooms "$1" --stats-interval-ms 0 >"$work/server.out" 2>"$work/server.log" &
+  server_pid=$!
+  port=""
+  for _ in $(seq 100); do
+    port=$(sed -n 's/^listening port=\([0-9][0-9]*\)$/\1/p' "$work/server.out")
+    [ -n "$port" ] && return 0
+    kill -0 "$server_pid" 2>/dev/null || fail "lockstep-server exited at start"
+    sleep 0.1
+  done
+  fail "lockstep-server did not report its port within 10 s"
+}
+
+stop_server() {  # SIGINT, bounded wait; leaves the summary JSON in $work/summary.json
+  kill -INT "$server_pid"
+  for _ in $(seq 150); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$server_pid" 2>/dev/null && { kill -KILL "$server_pid"; fail "server did not stop"; }
+  wait "$server_pid" || fail "lockstep-server exited non-zero"
+  server_pid=""
+  sed -n 's/^summary //p' "$work/server.out" >"$work/summary.json"
+  [ -s "$work/summary.json" ] || fail "no summary line from lockstep-server"
+}
+
+# $1 kind, $2 rooms, $3 seconds, $4 cpu %, $5 wall seconds the rooms existed, $6 client JSON
+# ({bytes_in_per_client_per_s, bytes_out_per_client_per_s, tick_frames_per_client_per_s,
+# rtt_ms_p50, rtt_ms_p99, errors}); prints one CSV row. `errors` counts what breaks a connection
+# (client-side fatal errors, protocol errors, slow consumers, timeouts); `input_errors` (the
+# server's input_rejected/input_late count) is apart: a server lagging its schedule makes the
+# clients' inputs late, and late inputs pile onto one tick past its per-tick cap.
+csv_row() {
+  python3 - "$work/summary.json" "$@" <<'EOF'
+import json, statistics, sys
+summary = json.load(open(sys.argv[1]))
+kind, rooms, seconds, cpu, wall, client = sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), \
+    float(sys.argv[5]), float(sys.argv[6]), json.loads(sys.argv[7])
+rs = [r for r in summary["rooms"] if r["name"].startswith(("load-", "bot-"))]
+if len(rs) != rooms:
+    sys.exit(f"expected {rooms} rooms in the summary, found {len(rs)}")
+ticks = statistics.median(r["ticks"] for r in rs)
+p50 = statistics.median(r["lateness_p50_us"] for r in rs)
+p99 = statistics.median(r["lateness_p99_us"] for r in rs)
+worst = max(r["lateness_p99_us"] for r in rs)
+late = sum(r["late_ticks"] for r in rs) / sum(r["ticks"] for r in rs)
+step = statistics.median(r["step_mean_us"] for r in rs)
+errors = int(client["errors"]) + summary["protocol_errors"] + \
+    summary["slow_consumer_disconnects"] + summary["timeouts"]
+load1 = open("/proc/loadavg").read().split()[0]
+print(f"{kind},{rooms},{rooms*4},{seconds:g},{cpu:.1f},{ticks/wall:.2f},{p50:.0f},{p99:.0f},"
+      f"{worst:.0f},{client['bytes_out_per_client_per_s']:.0f},"
+      f"{client['bytes_in_per_client_per_s']:.0f},{errors},"
+      f"{client['tick_frames_per_client_per_s']:.2f},{late*100:.2f},"
+      f"{client['rtt_ms_p50']:.3f},{client['rtt_ms_p99']:.3f},{summary['input_errors']},"
+      f"{step:.0f},{load1},{client.get('load_cpu_percent', '')}")
+EOF
+}
+
+mkdir -p "$(dirname "$csv")"
+header="client,rooms,clients,seconds,server_cpu_percent,ticks_per_room_per_s,p50_lateness_us"
+header+=",p99_lateness_us,worst_room_p99_us,bytes_out_per_client_per_s"
+header+=",bytes_in_per_client_per_s,errors,tick_frames_per_client_per_s,late_tick_percent"
+header+=",rtt_ms_p50,rtt_ms_p99,input_errors,step_mean_us,load_avg_1m,load_cpu_percent"
+rows=()
+
+for n in $rooms_list; do
+  start_server $((n + 8))
+  echo "== $n rooms x $players lockstep-load clients, ${seconds} s (server port $port) =="
+  t0=$(now_s); c0=$(cpu_ticks "$server_pid")
+  load_rc=0
+  timeout --signal=INT --kill-after=5 $((seconds + 60)) "$load" --host 127.0.0.1 --port "$port" \
+    --rooms "$n" --players "$players" --seconds "$seconds" >"$work/load.out" || load_rc=$?
+  c1=$(cpu_ticks "$server_pid"); t1=$(now_s)
+  stop_server
+  client=$(sed -n 's/^load //p' "$work/load.out")
+  [ -n "$client" ] || fail "no load line from lockstep-load (exit $load_rc)"
+  cpu=$(python3 -c "print(($c1 - $c0) / $hz / ($t1 - $t0) * 100)")
+  wall=$(python3 -c "print($t1 - $t0)")
+  rows+=("$(csv_row load "$n" "$seconds" "$cpu" "$wall" "$client")")
+  echo "${rows[-1]}"
+done
+
+if [ "$bot_rooms" -gt 0 ]; then
+  start_server $((bot_rooms + 8))
+  echo "== sanity: $bot_rooms rooms x $players lockstep-bot processes, ${bot_seconds} s =="
+  t0=$(now_s); c0=$(cpu_ticks "$server_pid")
+  for r in $(seq 0 $((bot_rooms - 1))); do
+    for p in $(seq 1 "$players"); do
+      timeout --signal=INT --kill-after=5 $((bot_seconds + 30)) "$bin/lockstep-bot" \
+        --host 127.0.0.1 --port "$port" --room "bot-$r" --name "bot$p" --seed "$((r * 16 + p))" \
+        --seconds "$bot_seconds" --quiet >"$work/bot-$r-$p.out" 2>"$work/bot-$r-$p.log" &
+      bot_pids+=($!)
+    done
+  done
+  bot_failures=0
+  for pid in "${bot_pids[@]}"; do wait "$pid" || bot_failures=$((bot_failures + 1)); done
+  bot_pids=()
+  c1=$(cpu_ticks "$server_pid"); t1=$(now_s)
+  stop_server
+  # The bots' summary lines → the same client JSON as lockstep-load's (means over bots).
+  client=$(cat "$work"/bot-*.out | python3 -c "
+import json, re, statistics, sys
+rows = [dict(re.findall(r'(\w+)=([-0-9.e]+)', line)) for line in sys.stdin if 'desyncs=' in line]
+get = lambda k: [float(r.get(k, 0)) for r in rows] or [0.0]
+print(json.dumps({'bytes_in_per_client_per_s': statistics.mean(get('bytes_in_per_s')),
+  'bytes_out_per_client_per_s': statistics.mean(get('bytes_out_per_s')),
+  'tick_frames_per_client_per_s': statistics.mean(get('ticks_verified')) / $bot_seconds,
+  'rtt_ms_p50': statistics.median(get('rtt_ms_p50')), 'rtt_ms_p99': max(get('rtt_ms_p99')),
+  'errors': int(sum(get('errors')) + sum(get('desyncs'))) + $bot_failures
+    + ($bot_rooms * $players - len(rows))}))")
+  cpu=$(python3 -c "print(($c1 - $c0) / $hz / ($t1 - $t0) * 100)")
+  wall=$(python3 -c "print($t1 - $t0)")
+  rows+=("$(csv_row bot "$bot_rooms" "$bot_seconds" "$cpu" "$wall" "$client")")
+  echo "${rows[-1]}"
+fi
+
+{
+  echo "$header"
+  printf '%s\n' "${rows[@]}"
+} >"$csv"
+echo "== $csv =="
+column -s, -t "$csv" 2>/dev/null || cat "$csv"
