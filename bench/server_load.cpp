@@ -92,13 +92,20 @@ asio::awaitable<void> run_client(asio::ip::tcp::endpoint endpoint, Clock::time_p
                                  uint64_t seed, ClientResult* r) {
   auto executor = co_await asio::this_coro::executor;
   asio::ip::tcp::socket socket(executor);
+  // Cancels the connect or read in progress at the deadline (a server that stopped answering
+  // must not hang us).
+  asio::steady_timer stop_timer(executor, deadline);
+  stop_timer.async_wait([&socket](const asio::error_code& ec) {
+    if (!ec) socket.cancel();
+  });
   auto [connect_error] =
       co_await socket.async_connect(endpoint, asio::experimental::as_tuple(asio::use_awaitable));
   if (connect_error) {
     note_error(r, "connect: " + connect_error.message());
     co_return;
   }
-  socket.set_option(asio::ip::tcp::no_delay(true));
+  asio::error_code option_error;
+  socket.set_option(asio::ip::tcp::no_delay(true), option_error);  // best effort
 
   std::vector<uint8_t> out;
   schema::Hello hello;
@@ -115,12 +122,6 @@ asio::awaitable<void> run_client(asio::ip::tcp::endpoint endpoint, Clock::time_p
   SplitMix64 rng{seed};
   Clock::time_point joined_at{};
   Clock::time_point next_ping{};
-
-  // Wakes the read when the deadline passes (a server that stopped sending must not hang us).
-  asio::steady_timer stop_timer(executor, deadline);
-  stop_timer.async_wait([&socket](const asio::error_code& ec) {
-    if (!ec) socket.cancel();
-  });
 
   bool running = true;
   while (running) {

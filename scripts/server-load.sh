@@ -77,10 +77,12 @@ stop_server() {  # SIGINT, bounded wait; leaves the summary JSON in $work/summar
 
 # $1 kind, $2 rooms, $3 seconds, $4 cpu %, $5 wall seconds the rooms existed, $6 client JSON
 # ({bytes_in_per_client_per_s, bytes_out_per_client_per_s, tick_frames_per_client_per_s,
-# rtt_ms_p50, rtt_ms_p99, errors}); prints one CSV row. `errors` counts what breaks a connection
-# (client-side fatal errors, protocol errors, slow consumers, timeouts); `input_errors` (the
-# server's input_rejected/input_late count) is apart: a server lagging its schedule makes the
-# clients' inputs late, and late inputs pile onto one tick past its per-tick cap.
+# rtt_ms_p50, rtt_ms_p99, errors}, in the client's view); prints one CSV row, whose bytes columns
+# are in the SERVER's view (bytes_out = server → client, what a client downloads). `errors`
+# counts what breaks a connection (client-side fatal errors, protocol errors, slow consumers,
+# timeouts); `input_errors` (the server's input_rejected/input_late count) is apart: a server
+# lagging its schedule makes the clients' inputs late, and late inputs pile onto one tick past
+# its per-tick cap.
 csv_row() {
   python3 - "$work/summary.json" "$@" <<'EOF'
 import json, statistics, sys
@@ -100,8 +102,8 @@ errors = int(client["errors"]) + summary["protocol_errors"] + \
     summary["slow_consumer_disconnects"] + summary["timeouts"]
 load1 = open("/proc/loadavg").read().split()[0]
 print(f"{kind},{rooms},{rooms*4},{seconds:g},{cpu:.1f},{ticks/wall:.2f},{p50:.0f},{p99:.0f},"
-      f"{worst:.0f},{client['bytes_out_per_client_per_s']:.0f},"
-      f"{client['bytes_in_per_client_per_s']:.0f},{errors},"
+      f"{worst:.0f},{client['bytes_in_per_client_per_s']:.0f},"
+      f"{client['bytes_out_per_client_per_s']:.0f},{errors},"
       f"{client['tick_frames_per_client_per_s']:.2f},{late*100:.2f},"
       f"{client['rtt_ms_p50']:.3f},{client['rtt_ms_p99']:.3f},{summary['input_errors']},"
       f"{step:.0f},{load1},{client.get('load_cpu_percent', '')}")

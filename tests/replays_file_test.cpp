@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,97 +21,10 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "alloc_counter.h"
 #include "lockstep/replays/record_file.h"
 #include "lockstep/replays/recorder.h"
 #include "lockstep/sim/scene.h"
-
-// ---- counting operator new (as tests/sim_alloc_test.cpp) --------------------------------------
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<uint64_t> g_allocations{0};
-void* counted_alloc(std::size_t size) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* counted_aligned_alloc(std::size_t size, std::align_val_t align) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
-  const std::size_t a = static_cast<std::size_t>(align);
-  const std::size_t rounded = (size + a - 1) / a * a;
-  return std::aligned_alloc(a, rounded == 0 ? a : rounded);
-}
-[[gnu::noinline]] void counted_free(void* p) noexcept {
-  std::free(p);
-}
-}  // namespace
-
-void* operator new(std::size_t size) {
-  void* p = counted_alloc(size);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* operator new[](std::size_t size) {
-  void* p = counted_alloc(size);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  return counted_alloc(size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return counted_alloc(size);
-}
-void* operator new(std::size_t size, std::align_val_t align) {
-  void* p = counted_aligned_alloc(size, align);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* operator new[](std::size_t size, std::align_val_t align) {
-  void* p = counted_aligned_alloc(size, align);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* operator new(std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  return counted_aligned_alloc(size, align);
-}
-void* operator new[](std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  return counted_aligned_alloc(size, align);
-}
-void operator delete(void* p) noexcept {
-  counted_free(p);
-}
-void operator delete[](void* p) noexcept {
-  counted_free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  counted_free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  counted_free(p);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept {
-  counted_free(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  counted_free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  counted_free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  counted_free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  counted_free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  counted_free(p);
-}
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  counted_free(p);
-}
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  counted_free(p);
-}
 
 namespace {
 
@@ -314,21 +226,19 @@ TEST(ReplayWindow, RecordingAllocatesNothing) {
     window.record_step(*m.world, m.applied, m.world->state_hash(), std::nullopt);
   }
   // The counter must see allocations, or the zero below proves nothing.
-  g_allocations = 0;
-  g_counting = true;
-  { std::vector<int> probe(3); }
-  g_counting = false;
-  ASSERT_GT(g_allocations.load(), 0u);
+  {
+    lockstep::testing::AllocationCounter probe_counter;
+    { std::vector<int> probe(3); }
+    ASSERT_GT(probe_counter.count(), 0u);
+  }
 
   std::vector<sim::Input> inputs(16);
   uint64_t allocations = 0;
   for (int i = 0; i < 300; ++i) {
     m.step();  // outside the counted span: the sim's own test covers it
-    g_allocations = 0;
-    g_counting = true;
+    lockstep::testing::AllocationCounter counter;
     window.record_step(*m.world, m.applied, m.world->state_hash(), m.world->state_hash());
-    g_counting = false;
-    allocations += g_allocations;
+    allocations += counter.count();
   }
   EXPECT_EQ(allocations, 0u);
 }
