@@ -51,3 +51,28 @@ if(LOCKSTEP_INJECT_NONDETERMINISM)
   # Deferred to the end of the top-level CMakeLists.txt, once sim/ has defined lockstep_sim.
   cmake_language(DEFER DIRECTORY "${PROJECT_SOURCE_DIR}" CALL lockstep_inject_nondeterminism)
 endif()
+
+# lockstep_library(<folder> [INSTALL] SOURCES file...)
+# One library target per layer (DESIGN.md): lockstep_<folder>, alias lockstep::<folder>, public
+# headers in <folder>/include/lockstep/<folder>/, C++20, our warnings plus -Wconversion.
+# INSTALL: installed with its headers and exported as lockstep::<folder> (find_package(lockstep)).
+include(GNUInstallDirs)
+function(lockstep_library folder)
+  cmake_parse_arguments(L "INSTALL" "" "SOURCES" ${ARGN})
+  set(target lockstep_${folder})
+  add_library(${target} ${L_SOURCES})
+  add_library(lockstep::${folder} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES OUTPUT_NAME ${target} EXPORT_NAME ${folder})
+  target_include_directories(${target}
+    PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  lockstep_warnings(${target})
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE -Wconversion)
+  endif()
+  if(L_INSTALL)
+    install(TARGETS ${target} EXPORT lockstepTargets
+            ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+    install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  endif()
+endfunction()
