@@ -21,10 +21,10 @@ struct TangentMass {
 };
 
 enum class FrictionBlockStatus : uint8_t {
-  interior = 0,      // unconstrained minimiser inside the disk
-  boundary = 1,      // on the circle, λ > 0
-  zero_radius = 2,   // R == 0: J = 0
-  invalid_mass = 3,  // K not finite or not positive definite: skipped, J = 0
+  interior = 0,          // unconstrained minimiser inside the disk
+  boundary = 1,          // on the circle, λ > 0
+  zero_radius = 2,       // R == 0: J = 0
+  invalid_mass = 3,      // K not finite or not positive definite: skipped, J = 0
   invalid_radius = 4,    // R negative or not finite: skipped, J = 0
   invalid_velocity = 5,  // v_free not finite: skipped, J = 0
 };

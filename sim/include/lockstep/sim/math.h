@@ -36,29 +36,63 @@ struct Transform {
 };
 
 // ---- Vec2 -------------------------------------------------------------------------------------
-constexpr Vec2 operator+(Vec2 a, Vec2 b) { return {a.x + b.x, a.y + b.y}; }
-constexpr Vec2 operator-(Vec2 a, Vec2 b) { return {a.x - b.x, a.y - b.y}; }
-constexpr Vec2 operator*(float s, Vec2 a) { return {s * a.x, s * a.y}; }
-constexpr float dot(Vec2 a, Vec2 b) { return a.x * b.x + a.y * b.y; }
-inline float length(Vec2 a) { return std::sqrt(dot(a, a)); }
+constexpr Vec2 operator+(Vec2 a, Vec2 b) {
+  return {a.x + b.x, a.y + b.y};
+}
+constexpr Vec2 operator-(Vec2 a, Vec2 b) {
+  return {a.x - b.x, a.y - b.y};
+}
+constexpr Vec2 operator*(float s, Vec2 a) {
+  return {s * a.x, s * a.y};
+}
+constexpr float dot(Vec2 a, Vec2 b) {
+  return a.x * b.x + a.y * b.y;
+}
+inline float length(Vec2 a) {
+  return std::sqrt(dot(a, a));
+}
 
 // ---- Vec3 -------------------------------------------------------------------------------------
-constexpr Vec3 operator+(Vec3 a, Vec3 b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
-constexpr Vec3 operator-(Vec3 a, Vec3 b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
-constexpr Vec3 operator-(Vec3 a) { return {-a.x, -a.y, -a.z}; }
-constexpr Vec3 operator*(float s, Vec3 a) { return {s * a.x, s * a.y, s * a.z}; }
-constexpr Vec3 operator*(Vec3 a, float s) { return {a.x * s, a.y * s, a.z * s}; }
-constexpr Vec3& operator+=(Vec3& a, Vec3 b) { return a = a + b; }
-constexpr Vec3& operator-=(Vec3& a, Vec3 b) { return a = a - b; }
-constexpr bool operator==(Vec3 a, Vec3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
+constexpr Vec3 operator+(Vec3 a, Vec3 b) {
+  return {a.x + b.x, a.y + b.y, a.z + b.z};
+}
+constexpr Vec3 operator-(Vec3 a, Vec3 b) {
+  return {a.x - b.x, a.y - b.y, a.z - b.z};
+}
+constexpr Vec3 operator-(Vec3 a) {
+  return {-a.x, -a.y, -a.z};
+}
+constexpr Vec3 operator*(float s, Vec3 a) {
+  return {s * a.x, s * a.y, s * a.z};
+}
+constexpr Vec3 operator*(Vec3 a, float s) {
+  return {a.x * s, a.y * s, a.z * s};
+}
+constexpr Vec3& operator+=(Vec3& a, Vec3 b) {
+  return a = a + b;
+}
+constexpr Vec3& operator-=(Vec3& a, Vec3 b) {
+  return a = a - b;
+}
+constexpr bool operator==(Vec3 a, Vec3 b) {
+  return a.x == b.x && a.y == b.y && a.z == b.z;
+}
 
-constexpr float dot(Vec3 a, Vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+constexpr float dot(Vec3 a, Vec3 b) {
+  return a.x * b.x + a.y * b.y + a.z * b.z;
+}
 constexpr Vec3 cross(Vec3 a, Vec3 b) {
   return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
 }
-constexpr float length_squared(Vec3 a) { return dot(a, a); }
-inline float length(Vec3 a) { return std::sqrt(dot(a, a)); }
-constexpr Vec3 mul_elements(Vec3 a, Vec3 b) { return {a.x * b.x, a.y * b.y, a.z * b.z}; }
+constexpr float length_squared(Vec3 a) {
+  return dot(a, a);
+}
+inline float length(Vec3 a) {
+  return std::sqrt(dot(a, a));
+}
+constexpr Vec3 mul_elements(Vec3 a, Vec3 b) {
+  return {a.x * b.x, a.y * b.y, a.z * b.z};
+}
 constexpr Vec3 min_elements(Vec3 a, Vec3 b) {
   return {a.x < b.x ? a.x : b.x, a.y < b.y ? a.y : b.y, a.z < b.z ? a.z : b.z};
 }
@@ -68,7 +102,9 @@ constexpr Vec3 max_elements(Vec3 a, Vec3 b) {
 constexpr Vec3 abs_elements(Vec3 a) {
   return {a.x < 0 ? -a.x : a.x, a.y < 0 ? -a.y : a.y, a.z < 0 ? -a.z : a.z};
 }
-constexpr float element(Vec3 a, int i) { return i == 0 ? a.x : (i == 1 ? a.y : a.z); }
+constexpr float element(Vec3 a, int i) {
+  return i == 0 ? a.x : (i == 1 ? a.y : a.z);
+}
 
 /// a normalized; returns `fallback` when |a| is zero or not finite.
 inline Vec3 normalize_or(Vec3 a, Vec3 fallback) {
@@ -78,8 +114,12 @@ inline Vec3 normalize_or(Vec3 a, Vec3 fallback) {
   return a * inv;
 }
 
-inline bool is_finite(float f) { return std::isfinite(f); }
-inline bool is_finite(Vec3 a) { return std::isfinite(a.x) && std::isfinite(a.y) && std::isfinite(a.z); }
+inline bool is_finite(float f) {
+  return std::isfinite(f);
+}
+inline bool is_finite(Vec3 a) {
+  return std::isfinite(a.x) && std::isfinite(a.y) && std::isfinite(a.z);
+}
 
 /// Two unit vectors t1, t2 with (t1, t2, n) right-handed and orthonormal; n must be unit.
 /// Branch on the smallest component so the basis is well conditioned (no trig needed).
@@ -94,14 +134,19 @@ inline void tangent_basis(Vec3 n, Vec3* t1, Vec3* t2) {
 
 // ---- Quat -------------------------------------------------------------------------------------
 constexpr Quat operator*(Quat a, Quat b) {
-  return {a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
-          a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
-          a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w,
-          a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z};
+  return {
+      a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y, a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
+      a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w, a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z};
 }
-constexpr Quat conjugate(Quat q) { return {-q.x, -q.y, -q.z, q.w}; }
-constexpr float dot(Quat a, Quat b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
-inline bool is_finite(Quat q) { return std::isfinite(q.x) && std::isfinite(q.y) && std::isfinite(q.z) && std::isfinite(q.w); }
+constexpr Quat conjugate(Quat q) {
+  return {-q.x, -q.y, -q.z, q.w};
+}
+constexpr float dot(Quat a, Quat b) {
+  return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+}
+inline bool is_finite(Quat q) {
+  return std::isfinite(q.x) && std::isfinite(q.y) && std::isfinite(q.z) && std::isfinite(q.w);
+}
 
 /// q normalized; identity when |q| is zero or not finite.
 inline Quat normalize(Quat q) {
@@ -117,7 +162,9 @@ constexpr Vec3 rotate(Quat q, Vec3 v) {
   Vec3 t = 2.0f * cross(u, v);
   return v + q.w * t + cross(u, t);
 }
-constexpr Vec3 inv_rotate(Quat q, Vec3 v) { return rotate(conjugate(q), v); }
+constexpr Vec3 inv_rotate(Quat q, Vec3 v) {
+  return rotate(conjugate(q), v);
+}
 
 /// Rotation of `half_angle_cos`/`half_angle_sin` about a unit axis, for callers that already
 /// have the half-angle sine and cosine (no trig in the sim).
@@ -126,12 +173,18 @@ constexpr Quat quat_from_axis_half_angle(Vec3 axis, float half_cos, float half_s
 }
 
 // ---- Mat3 -------------------------------------------------------------------------------------
-constexpr Vec3 operator*(const Mat3& m, Vec3 v) { return m.c0 * v.x + m.c1 * v.y + m.c2 * v.z; }
-constexpr Mat3 operator*(const Mat3& a, const Mat3& b) { return {a * b.c0, a * b.c1, a * b.c2}; }
+constexpr Vec3 operator*(const Mat3& m, Vec3 v) {
+  return m.c0 * v.x + m.c1 * v.y + m.c2 * v.z;
+}
+constexpr Mat3 operator*(const Mat3& a, const Mat3& b) {
+  return {a * b.c0, a * b.c1, a * b.c2};
+}
 constexpr Mat3 transpose(const Mat3& m) {
   return {{m.c0.x, m.c1.x, m.c2.x}, {m.c0.y, m.c1.y, m.c2.y}, {m.c0.z, m.c1.z, m.c2.z}};
 }
-constexpr Mat3 diagonal(Vec3 d) { return {{d.x, 0, 0}, {0, d.y, 0}, {0, 0, d.z}}; }
+constexpr Mat3 diagonal(Vec3 d) {
+  return {{d.x, 0, 0}, {0, d.y, 0}, {0, 0, d.z}};
+}
 
 /// Rotation matrix of a unit quaternion.
 constexpr Mat3 to_mat3(Quat q) {
@@ -150,7 +203,11 @@ constexpr Mat3 rotate_diagonal(const Mat3& r, Vec3 d) {
 }
 
 // ---- Transform --------------------------------------------------------------------------------
-constexpr Vec3 transform_point(const Transform& t, Vec3 v) { return rotate(t.q, v) + t.p; }
-constexpr Vec3 inv_transform_point(const Transform& t, Vec3 v) { return inv_rotate(t.q, v - t.p); }
+constexpr Vec3 transform_point(const Transform& t, Vec3 v) {
+  return rotate(t.q, v) + t.p;
+}
+constexpr Vec3 inv_transform_point(const Transform& t, Vec3 v) {
+  return inv_rotate(t.q, v - t.p);
+}
 
 }  // namespace lockstep::sim

@@ -46,14 +46,14 @@ enum class ShapeType : uint8_t { sphere = 0, box = 1, capsule = 2, plane = 3 };
 /// only allowed on static bodies and are given in body space as {x : dot(normal, x) = offset}.
 struct ShapeDef {
   ShapeType type = ShapeType::sphere;
-  float radius = 0.5f;                 // sphere, capsule (m)
+  float radius = 0.5f;                  // sphere, capsule (m)
   Vec3 half_extents{0.5f, 0.5f, 0.5f};  // box (m)
-  float half_height = 0.5f;            // capsule: half the segment length (m)
-  Vec3 plane_normal{0, 1, 0};          // plane: unit normal
-  float plane_offset = 0;              // plane (m)
-  float density = 1000;                // kg/m³
-  float friction = 0.5f;               // Coulomb μ ≥ 0
-  float restitution = 0;               // e in [0, 1]
+  float half_height = 0.5f;             // capsule: half the segment length (m)
+  Vec3 plane_normal{0, 1, 0};           // plane: unit normal
+  float plane_offset = 0;               // plane (m)
+  float density = 1000;                 // kg/m³
+  float friction = 0.5f;                // Coulomb μ ≥ 0
+  float restitution = 0;                // e in [0, 1]
 };
 
 enum class BodyType : uint8_t { static_body = 0, kinematic = 1, dynamic = 2 };
@@ -63,8 +63,8 @@ struct BodyDef {
   BodyType type = BodyType::dynamic;
   Vec3 position{};
   Quat orientation{};
-  Vec3 linear_velocity{};   // m/s
-  Vec3 angular_velocity{};  // rad/s
+  Vec3 linear_velocity{};     // m/s
+  Vec3 angular_velocity{};    // rad/s
   float linear_damping = 0;   // 1/s
   float angular_damping = 0;  // 1/s
   ShapeDef shape{};
@@ -81,22 +81,22 @@ struct WorldDef {
   // resting stacks. 0 keeps the biased velocities.
   uint32_t relax_iterations = 4;
   // Contact tuning (seed 4.1).
-  float baumgarte = 0.2f;                 // fraction of penetration removed per step
-  float linear_slop_m = 0.005f;           // penetration left alone
-  float max_bias_velocity = 2.0f;         // m/s; clamp so deep overlaps separate gently
-  float restitution_threshold = 1.0f;     // m/s; slower closing speeds do not bounce
-  float contact_margin_m = 0.02f;         // speculative distance for manifold points
-  float max_angular_speed = 100.0f;       // rad/s; clamp after the solve
-  float max_linear_speed = 500.0f;        // m/s; clamp after the solve
+  float baumgarte = 0.2f;              // fraction of penetration removed per step
+  float linear_slop_m = 0.005f;        // penetration left alone
+  float max_bias_velocity = 2.0f;      // m/s; clamp so deep overlaps separate gently
+  float restitution_threshold = 1.0f;  // m/s; slower closing speeds do not bounce
+  float contact_margin_m = 0.02f;      // speculative distance for manifold points
+  float max_angular_speed = 100.0f;    // rad/s; clamp after the solve
+  float max_linear_speed = 500.0f;     // m/s; clamp after the solve
   // Input limits (in the world's units; fixed-point inputs beyond them are rejected).
   float max_input_linear_impulse = 1.0e4f;   // N·s per axis
   float max_input_angular_impulse = 1.0e4f;  // N·m·s per axis
   // Capacities: all memory is taken at creation.
   uint32_t max_bodies = 1024;
-  uint32_t max_contact_pairs = 8192;    // manifolds per step
-  uint32_t max_contact_points = 16384;  // manifold points per step
-  uint32_t max_candidate_pairs = 32768; // broadphase overlaps per step
-  uint32_t max_events = 4096;           // contact begin/end events per step
+  uint32_t max_contact_pairs = 8192;     // manifolds per step
+  uint32_t max_contact_points = 16384;   // manifold points per step
+  uint32_t max_candidate_pairs = 32768;  // broadphase overlaps per step
+  uint32_t max_events = 4096;            // contact begin/end events per step
   uint32_t max_inputs_per_tick = 256;
   bool measure_stage_times = true;  // steady-clock timings in StepStats (never in the state)
 };
