@@ -49,7 +49,7 @@ fail() {
 }
 
 # Port 0: the kernel picks a free port and the server prints `listening port=N`.
-"$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn \
+"$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "$work/replays" \
   >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 port=""

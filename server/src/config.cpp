@@ -84,9 +84,8 @@ std::string server_config_error(const ServerConfig& c) {
         window_ticks, c.keyframe_interval_ticks);
   }
   if (c.replay_dump_interval.count() < 0) return "durations must not be negative";
-  if ((c.record_matches || c.dump_replays_on_shutdown) && c.replay_dir.empty()) {
-    return "--record-matches and --dump-replays-on-shutdown need a replay directory";
-  }
+  // Without a directory there are no windows, so a shutdown dump has nothing to write.
+  if (c.record_matches && c.replay_dir.empty()) return "--record-matches needs a replay directory";
   return {};
 }
 
@@ -170,8 +169,9 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
          [config](int64_t v) { config->replay_dump_interval = milliseconds(v); },
          "At most one desync dump per room this often")
       ->default_str(std::to_string(config->replay_dump_interval.count()));
-  app.add_flag("--dump-replays-on-shutdown", config->dump_replays_on_shutdown,
-               "Write every room's replay window on a graceful shutdown");
+  app.add_flag("--dump-replays-on-shutdown,!--no-dump-replays-on-shutdown",
+               config->dump_replays_on_shutdown,
+               "Write every room's replay window on a graceful shutdown (default on)");
   app.add_flag("--record-matches", config->record_matches,
                "Stream every room's whole match to the replay directory");
 }

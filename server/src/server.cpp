@@ -246,7 +246,8 @@ bool Server::start(std::string* error) {
                          sim::error_message(world_error));
     return false;
   }
-  if (core.config.record_matches || core.config.dump_replays_on_shutdown) {
+  if (core.config.record_matches ||
+      (core.config.dump_replays_on_shutdown && !core.config.replay_dir.empty())) {
     // Found out now rather than at the first room (desync dumps create it when needed).
     std::error_code dir_error;
     std::filesystem::create_directories(core.config.replay_dir, dir_error);

@@ -78,7 +78,7 @@ struct ServerConfig {
   /// (a hostile client must not make the server write files in a loop).
   std::chrono::milliseconds replay_dump_interval{10'000};
   /// On a graceful shutdown every room also writes its window.
-  bool dump_replays_on_shutdown = false;
+  bool dump_replays_on_shutdown = true;
   /// Streams every room's whole match to replay_dir (bounded memory, flushed every tick).
   bool record_matches = false;
 
