@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <random>
 #include <vector>
-#include <vector>
 
 #include "collide.h"
 #include "shape.h"
