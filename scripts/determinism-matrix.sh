@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The cross-platform determinism matrix (docs/determinism.md): builds lockstep-sim for every
-# target below, runs every golden scene (tests/golden/*.txt) on it and prints a table
-# target x scene with `match` or the first tick whose hash differs.
+# The cross-platform determinism matrix (docs/determinism.md): builds lockstep-sim and
+# lockstep-replay for every target below, runs every golden scene (tests/golden/*.txt) and
+# verifies every golden replay (replays/golden/*.lsr: recorded matches with player inputs) on
+# it, and prints a table target x scene/replay with `match` or the first tick whose hash differs.
 #
 #   scripts/determinism-matrix.sh [options]
 #     --targets A,B,...          only these targets (default: every normal target; see --list)
 #     --scenes A,B,...           only these golden scenes (default: every tests/golden/*.txt)
+#     --replays A,B,...          only these golden replays, by file name without .lsr
+#                                (default: every replays/golden/*.lsr); --replays none skips them
 #     --jobs N                   builds and runs side by side (default: min(2, nproc))
 #     --no-install               do not install missing toolchains (scripts/install-matrix-toolchains.sh)
 #     --inject-nondeterminism    also build the deliberately broken targets (aarch64 with
@@ -28,6 +31,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 toolchains="$root/cmake/toolchains"
 golden_dir="$root/tests/golden"
+replay_dir="$root/replays/golden"
 # em++ finds its JS tools (acorn) only through NODE_PATH on Debian.
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}
 
@@ -42,15 +46,15 @@ injected_targets=(aarch64-gcc-O2-fpcontract-fast i686-gcc-O2-x87)
 injected_ticks=600
 
 # target_spec NAME: sets toolchain, opt (0/2/3), group (installer group), runner (array),
-# exe (path inside the build folder), inject_flags (test-only flags), cross (1: stage xxhash.h),
+# exe and replay_exe (paths inside the build folder), inject_flags (test-only flags),
 # slow (1: -O0 or emulated, see --slow-ticks).
 target_spec() {
   local name=$1
   inject_flags=""
-  cross=0
   slow=0
   runner=()
   exe=apps/lockstep-sim
+  replay_exe=apps/lockstep-replay
   case "$name" in
   *-O0*) opt=0 slow=1 ;;
   *-O2*) opt=2 ;;
@@ -63,15 +67,16 @@ target_spec() {
   gcc-O*) toolchain=x86_64-gcc group=native ;;
   clang14-O*) toolchain=x86_64-clang group=native ;;
   clang19-O*) toolchain=x86_64-clang19 group=clang2 ;;
-  i686-gcc-O*) toolchain=i686-linux-gnu group=i686 cross=1 ;;
+  i686-gcc-O*) toolchain=i686-linux-gnu group=i686 ;;
   aarch64-gcc-O*)
-    toolchain=aarch64-linux-gnu group=aarch64 cross=1 slow=1
+    toolchain=aarch64-linux-gnu group=aarch64 slow=1
     runner=(qemu-aarch64)
     ;;
   wasm32-emcc-O*)
-    toolchain=wasm32-emscripten group=wasm cross=1
+    toolchain=wasm32-emscripten group=wasm
     runner=(node --no-experimental-fetch)
     exe=apps/lockstep-sim.js
+    replay_exe=apps/lockstep-replay.js
     ;;
   *) return 1 ;;
   esac
@@ -94,25 +99,32 @@ if [ "${1:-}" = "--_build-one" ]; then
   dir="$build_root/matrix-$name"
   log="$build_root/matrix-logs/$name.build.log"
   mkdir -p "$dir" "$build_root/matrix-logs"
+  # Header-only dependencies staged in one folder, for every target alike: the host's
+  # /usr/include must not reach a cross compiler (its libc headers are x86-64's), and a native
+  # target is built the same way so that the matrix compares like with like. xxHash for the sim;
+  # FlatBuffers and CLI11 for lockstep-replay (cmake/LockstepCrossReplay.cmake).
+  staged="$dir/staged-include"
+  mkdir -p "$staged"
+  for h in xxhash.h xxh3.h; do
+    [ -f "/usr/include/$h" ] || continue
+    cmp -s "/usr/include/$h" "$staged/$h" || cp "/usr/include/$h" "$staged/$h"
+  done
+  for d in flatbuffers CLI; do
+    rm -rf "$staged/$d"
+    cp -r "/usr/include/$d" "$staged/$d"
+  done
   cmake_args=(-S "$root" -B "$dir" -G Ninja
     -DCMAKE_TOOLCHAIN_FILE="$toolchains/$toolchain.cmake"
-    -DLOCKSTEP_SIM_ONLY=ON
+    -DLOCKSTEP_SIM_ONLY=ON -DLOCKSTEP_REPLAY_TOOL=ON
+    -DLOCKSTEP_STAGED_INCLUDE_DIR="$staged" -DXXHASH_INCLUDE_DIR="$staged"
     -DLOCKSTEP_INJECT_NONDETERMINISM="$inject_flags")
   case $opt in
   0) cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g") ;;
   2) cmake_args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g -DNDEBUG") ;;
   3) cmake_args+=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG") ;;
   esac
-  if [ "$cross" = 1 ]; then
-    # A folder with xxhash.h alone: the host's /usr/include must not reach a cross compiler.
-    mkdir -p "$dir/xxhash-include"
-    for h in xxhash.h xxh3.h; do
-      cmp -s "/usr/include/$h" "$dir/xxhash-include/$h" || cp "/usr/include/$h" "$dir/xxhash-include/$h"
-    done
-    cmake_args+=(-DXXHASH_INCLUDE_DIR="$dir/xxhash-include")
-  fi
   start_ns=$(date +%s%N)
-  if { cmake "${cmake_args[@]}" && cmake --build "$dir" --target lockstep-sim -j "$build_jobs"; } >"$log" 2>&1; then
+  if { cmake "${cmake_args[@]}" && cmake --build "$dir" --target lockstep-sim lockstep-replay -j "$build_jobs"; } >"$log" 2>&1; then
     result=ok
   else
     result=failed
@@ -122,11 +134,31 @@ if [ "${1:-}" = "--_build-one" ]; then
   exit 0
 fi
 
-# Internal: run one target on one scene; prints `RUN target scene status seconds cpu_seconds`.
+# Internal: run one target on one scene (or golden replay, NAME.lsr); prints
+# `RUN target scene status seconds cpu_seconds`.
 if [ "${1:-}" = "--_run-one" ]; then
-  build_root=$2 golden_dir=$3 slow_ticks=$4 name=$5 scene=$6
+  build_root=$2 golden_dir=$3 slow_ticks=$4 replay_dir=$5 name=$6 scene=$7
   target_spec "$name"
   log="$build_root/matrix-logs/$name.$scene.run.log"
+  if [[ "$scene" == *.lsr ]]; then
+    # A golden replay: lockstep-replay verify re-simulates the recorded match from its inputs
+    # and compares every tick's hash with the recorded one (short matches: always in full).
+    start_ns=$(date +%s%N)
+    set +e
+    "${runner[@]}" "$build_root/matrix-$name/$replay_exe" verify "$replay_dir/$scene" >"$log" 2>&1
+    rc=$?
+    set -e
+    seconds=$(awk -v ns=$(($(date +%s%N) - start_ns)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+    if [ $rc -eq 0 ] && grep -q '^OK: ' "$log"; then
+      status=match
+    elif tick=$(grep -o -m1 'DIVERGED at tick [0-9]*' "$log"); then
+      status="tick_${tick#DIVERGED at tick }"
+    else
+      status=error
+    fi
+    echo "RUN $name $scene $status $seconds $seconds"
+    exit 0
+  fi
   limit=()
   [ "$slow" = 0 ] || [ "$slow_ticks" = full ] || limit=(--max-ticks "$slow_ticks")
   # An injected target only has to differ somewhere: its first 600 ticks are enough (and cheap
@@ -158,6 +190,8 @@ fi
 
 targets=()
 scenes=()
+replays=()
+replays_given=0
 slow_ticks=full
 install=1
 inject=0
@@ -169,6 +203,11 @@ while [ $# -gt 0 ]; do
     ;;
   --scenes)
     IFS=, read -r -a scenes <<<"$2"
+    shift 2
+    ;;
+  --replays)
+    replays_given=1
+    [ "$2" = none ] || IFS=, read -r -a replays <<<"$2"
     shift 2
     ;;
   --jobs)
@@ -245,6 +284,20 @@ for s in "${scenes[@]}"; do
     exit 2
   }
 done
+if [ $replays_given = 0 ]; then
+  for f in "$replay_dir"/*.lsr; do
+    [ -f "$f" ] && replays+=("$(basename "$f" .lsr)")
+  done
+fi
+for r in "${replays[@]}"; do
+  [ -f "$replay_dir/$r.lsr" ] || {
+    echo "determinism-matrix: no golden replay replays/golden/$r.lsr" >&2
+    exit 2
+  }
+done
+# Columns of the table: the scenes, then the replays (as NAME.lsr).
+columns=("${scenes[@]}")
+for r in "${replays[@]}"; do columns+=("$r.lsr"); done
 
 total_start=$(date +%s)
 if [ $install = 1 ]; then
@@ -280,28 +333,30 @@ for t in "${targets[@]}"; do
     case "$t" in *-O0*) tw=10 ;; aarch64-*) tw=12 ;; wasm32-*) tw=2 ;; *) tw=1 ;; esac
     [ "$slow" = 0 ] || [ "$slow_ticks" = full ] || tw=$((tw * slow_ticks / 3600 + 1))
     ! is_injected "$t" || tw=$((tw * injected_ticks / 3600 + 1))
-    for s in "${scenes[@]}"; do
-      case "$s" in pile) sw=100 ;; pyramid) sw=50 ;; bounce) sw=1 ;; *) sw=10 ;; esac
+    for s in "${columns[@]}"; do
+      case "$s" in pile) sw=100 ;; pyramid) sw=50 ;; bounce) sw=1 ;; *.lsr) sw=5 ;; *) sw=10 ;; esac
       echo "$((tw * sw)) $t $s"
     done
   fi
 done | sort -k1,1 -n -r -s | awk '{ print $2; print $3 }' |
-  xargs -P "$jobs" -n2 bash "$0" --_run-one "$build_root" "$golden_dir" "$slow_ticks" >>"$results" 2>&1 || true
+  xargs -P "$jobs" -n2 bash "$0" --_run-one "$build_root" "$golden_dir" "$slow_ticks" "$replay_dir" \
+    >>"$results" 2>&1 || true
 run_s=$(($(date +%s) - run_start))
 
-# The table: one row per target, one column per scene.
+# The table: one row per target, one column per scene and per replay.
 status=0
 caught_all=1
 width=$(printf '%s\n' "${targets[@]}" | awk '{ if (length($0) > w) w = length($0) } END { print w }')
+cell_width() { echo $((${#1} > 12 ? ${#1} : 12)); }
 printf '\n%-*s' "$width" target
-for s in "${scenes[@]}"; do printf '  %-12s' "$s"; done
+for s in "${columns[@]}"; do printf '  %-*s' "$(cell_width "$s")" "$s"; done
 printf '  %8s  %9s\n' build_s run_cpu_s
 for t in "${targets[@]}"; do
   printf '%-*s' "$width" "$t"
   build_line=$(grep "^BUILD $t " "$results" || true)
   differs=0
   run_total=0
-  for s in "${scenes[@]}"; do
+  for s in "${columns[@]}"; do
     if [ "$(awk '{ print $3 }' <<<"$build_line")" != ok ]; then
       cell="build_failed"
     else
@@ -311,7 +366,7 @@ for t in "${targets[@]}"; do
       run_total=$(awk -v a="$run_total" -v b="$(awk '{ print $6 }' <<<"$line")" 'BEGIN { printf "%.1f", a + b }')
     fi
     [[ "$cell" == match* ]] || differs=1
-    printf '  %-12s' "${cell//_/ }"
+    printf '  %-*s' "$(cell_width "$s")" "${cell//_/ }"
   done
   printf '  %8s  %9s' "$(awk '{ print $4 }' <<<"$build_line")" "$run_total"
   if is_injected "$t"; then
@@ -341,7 +396,7 @@ if [ "$slow_ticks" != full ]; then
   echo "determinism-matrix: note: slow targets (-O0, qemu) were compared over their first $slow_ticks ticks only (--slow-ticks)"
 fi
 if [ $inject = 1 ]; then
-  echo "determinism-matrix: every normal target matches every scene; every injected target was caught"
+  echo "determinism-matrix: every normal target matches every scene and replay; every injected target was caught"
 else
-  echo "determinism-matrix: every target matches every scene"
+  echo "determinism-matrix: every target matches every scene and replay"
 fi

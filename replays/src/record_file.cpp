@@ -236,7 +236,8 @@ RecordError RecordWriter::open(std::string_view final_path, uint32_t max_record_
   temp_path_ = final_path_ + ".tmp";
   max_record_bytes_ = max_record_bytes;
   buffer_capacity_ = std::max(buffer_bytes, kRecordFileHeaderBytes + kRecordHeaderBytes);
-  buffer_ = std::make_unique_for_overwrite<uint8_t[]>(buffer_capacity_);
+  buffer_.reset(
+      new uint8_t[buffer_capacity_]);  // default-initialised, as make_unique_for_overwrite
   buffer_used_ = 0;
   error_ = RecordError::none;
   error_text_.clear();

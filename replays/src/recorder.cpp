@@ -70,8 +70,11 @@ struct ReplayWindow::State {
   uint64_t dropped_inputs = 0;
   uint64_t skipped_keyframes = 0;
 
-  TickSlot& tick_slot(uint64_t tick) { return ticks[tick % tick_capacity]; }
-  const TickSlot& tick_slot(uint64_t tick) const { return ticks[tick % tick_capacity]; }
+  // tick % tick_capacity < tick_capacity (a uint32_t), so the index fits size_t on 32-bit targets.
+  TickSlot& tick_slot(uint64_t tick) { return ticks[static_cast<size_t>(tick % tick_capacity)]; }
+  const TickSlot& tick_slot(uint64_t tick) const {
+    return ticks[static_cast<size_t>(tick % tick_capacity)];
+  }
   const KeyframeSlot& keyframe(uint32_t i) const {
     return keyframes[(keyframe_first + i) % keyframe_capacity];
   }

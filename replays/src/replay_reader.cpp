@@ -131,13 +131,16 @@ bool load_replay_file(const std::string& path, LoadedReplay* out, std::string* e
     return false;
   }
   const std::streamoff size = file.tellg();
-  if (size < 0 || static_cast<uint64_t>(size) > (uint64_t{4} << 30)) {
-    *error = "cannot read " + path + ": size unknown or over 4 GiB";
+  // 4 GiB, or 1 GiB where size_t is 32 bits (i686, wasm32): the whole file is read into memory.
+  constexpr uint64_t kMaxFileBytes = sizeof(size_t) >= 8 ? uint64_t{4} << 30 : uint64_t{1} << 30;
+  if (size < 0 || static_cast<uint64_t>(size) > kMaxFileBytes) {
+    *error = "cannot read " + path + ": size unknown or over " +
+             std::to_string(kMaxFileBytes >> 30) + " GiB";
     return false;
   }
   std::vector<uint8_t> bytes(static_cast<size_t>(size));
   file.seekg(0);
-  if (!file.read(reinterpret_cast<char*>(bytes.data()), size)) {
+  if (!file.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
     *error = "cannot read " + path;
     return false;
   }
@@ -229,7 +232,7 @@ std::unique_ptr<sim::World> simulate_replay_to(const LoadedReplay& replay, uint6
   }
   const uint64_t first = replay.header.first_tick;
   for (uint64_t t = start->tick + 1; t <= tick; ++t)
-    step_with(*world, replay.ticks[t - first - 1]);
+    step_with(*world, replay.ticks[static_cast<size_t>(t - first - 1)]);
   return world;
 }
 
@@ -240,7 +243,7 @@ VerifyResult verify_replay(const LoadedReplay& replay, const VerifyOptions& opti
   const auto start = std::chrono::steady_clock::now();
   const uint64_t total = replay.ticks.size();
   for (uint64_t i = 0; i < total; ++i) {
-    const ReplayTick& tick = replay.ticks[i];
+    const ReplayTick& tick = replay.ticks[static_cast<size_t>(i)];
     result.rejected_inputs += step_with(*world, tick);
     if (tick.client_hash && *tick.client_hash != tick.authoritative_hash &&
         !result.first_client_mismatch_tick)
@@ -378,7 +381,8 @@ std::unique_ptr<sim::World> writer_state_at(const LoadedReplay& replay, uint64_t
   if (keyframe_at(replay, tick)) {
     *reproduced = true;
   } else {
-    const ReplayTick& record = replay.ticks[tick - replay.header.first_tick - 1];
+    const ReplayTick& record =
+        replay.ticks[static_cast<size_t>(tick - replay.header.first_tick - 1)];
     *reproduced = world->state_hash() == record.writer_hash();
   }
   return world;
@@ -409,7 +413,7 @@ DiffResult diff_replays(const LoadedReplay& a, const LoadedReplay& b, size_t max
       const ReplayKeyframe* k = keyframe_at(r, t);
       return k ? std::optional<uint64_t>(k->state_hash) : std::nullopt;
     }
-    return r.ticks[t - r.header.first_tick - 1].writer_hash();
+    return r.ticks[static_cast<size_t>(t - r.header.first_tick - 1)].writer_hash();
   };
   for (uint64_t t = first; t <= last; ++t) {
     const std::optional<uint64_t> ha = hash_at(a, t), hb = hash_at(b, t);

@@ -36,8 +36,9 @@ const char* frame_error_message(FrameError error) {
 
 FrameDecoder::FrameDecoder(uint32_t max_body_bytes)
     : max_body_bytes_(std::max<uint32_t>(max_body_bytes, 1)) {
-  // for_overwrite: the pages are reserved, not touched, until bodies actually fill them.
-  body_ = std::make_unique_for_overwrite<uint8_t[]>(max_body_bytes_);
+  // Default-initialised (make_unique_for_overwrite, spelt out for wasm's libc++ 13): the pages
+  // are reserved, not touched, until bodies actually fill them.
+  body_.reset(new uint8_t[max_body_bytes_]);
 }
 
 std::span<const uint8_t> FrameDecoder::frame() const {
