@@ -1,23 +1,24 @@
-// Simulation benchmarks: step time of the built-in scenes in steady state, the state hash,
-// snapshot save/restore, and broadphase scaling with the body count.
+// Simulation benchmarks (single thread): step time of the built-in scenes, whole runs from the
+// first tick (Jolt's 500-step pyramid), rain (bodies spawned every tick up to 4,000), the
+// 100 -> 10,000 body series, the state hash, snapshot save/restore and the world's memory.
 //
-// Step benchmarks build the scene once, step `warm-up` ticks (not timed), then time one step
-// per iteration; each step's wall time also goes into a preallocated array so that the median
-// and the 99th percentile are reported as counters (median_us, p99_us) besides the mean.
-// Stage counters (broadphase_us, narrowphase_us, solve_us, hash_us) are means of the world's
-// own StepStats timings. The default run takes well under two minutes:
-//   build/<dir>/bench/lockstep-bench-sim
-//   build/<dir>/bench/lockstep-bench-sim --benchmark_filter=Scaling
+// Step timings (CPU time of the thread) go into preallocated arrays, so every benchmark reports
+// the median and the 99th percentile of single steps (median_us, p99_us) besides benchmark's
+// mean. Stage counters
+// (broadphase_us, narrowphase_us, solve_us, hash_us) are means of the world's own StepStats.
+// bench/README.md says how to run it and how to read every counter.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "alloc_counter.h"
+#include "bench_scenes.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
 #include "state_stream.h"
@@ -25,13 +26,25 @@
 namespace {
 
 using namespace lockstep::sim;
-using Clock = std::chrono::steady_clock;
+using lockstep::testing::alloc_totals;
+using lockstep::bench::BenchScene;
+using lockstep::bench::distribution;
+using lockstep::bench::make_bench_scene;
+
+// Timings are CPU time of this thread (bench_scenes.h): a preempted step on the shared machine
+// does not count the time other processes ran. Benchmark's own Time column is wall time.
+int64_t now_ns() {
+  return lockstep::bench::thread_cpu_ns();
+}
+double elapsed_ns(int64_t t0, int64_t t1) {
+  return static_cast<double>(t1 - t0);
+}
 
 std::unique_ptr<World> build_scene(std::string_view name, size_t* body_count) {
-  Scene scene;
-  if (!make_builtin_scene(name, &scene)) return nullptr;
-  *body_count = scene.bodies.size();
-  return build_world(scene);
+  BenchScene bench;
+  if (!make_bench_scene(name, &bench)) return nullptr;
+  *body_count = bench.scene.bodies.size();
+  return build_world(bench.scene);
 }
 
 /// Steps until the scene has settled into its steady state.
@@ -59,15 +72,16 @@ struct StageSums {
   }
 };
 
-/// Median and 99th percentile (nearest rank) of the first `count` durations, as counters.
-void report_distribution(benchmark::State& state, std::vector<int64_t>& ns, size_t count) {
-  if (count == 0) return;
-  std::sort(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(count));
-  size_t p99 = (count * 99 + 99) / 100;  // ceil(0.99 n), 1-based rank
-  state.counters["median_us"] = static_cast<double>(ns[count / 2]) / 1e3;
-  state.counters["p99_us"] = static_cast<double>(ns[p99 - 1]) / 1e3;
+/// Median and 99th percentile (nearest rank) of the first `count` step times (ns), in µs.
+void report_distribution(benchmark::State& state, std::vector<double>& ns, size_t count) {
+  lockstep::bench::Distribution d =
+      distribution(std::span<double>(ns.data(), std::min(count, ns.size())));
+  state.counters["median_us"] = d.median / 1e3;
+  state.counters["p99_us"] = d.p99 / 1e3;
 }
 
+/// One World::step() per iteration after `warm_up_ticks` untimed steps. With warm-up 0 and
+/// Iterations(N) this is a whole run from the first tick (Jolt's performance test: 500 steps).
 void BM_StepScene(benchmark::State& state, std::string_view name, int warm_up_ticks) {
   size_t bodies = 0;
   std::unique_ptr<World> world = build_scene(name, &bodies);
@@ -76,28 +90,30 @@ void BM_StepScene(benchmark::State& state, std::string_view name, int warm_up_ti
     return;
   }
   warm_up(*world, warm_up_ticks);
-  std::vector<int64_t> durations(static_cast<size_t>(state.max_iterations));
+  std::vector<double> durations(static_cast<size_t>(state.max_iterations));
   size_t count = 0;
   StageSums stages;
+  const uint64_t allocations_before = alloc_totals().allocations;
   for (auto _ : state) {
-    Clock::time_point t0 = Clock::now();
+    int64_t t0 = now_ns();
     StepStatus status = world->step();
-    Clock::time_point t1 = Clock::now();
+    int64_t t1 = now_ns();
     benchmark::DoNotOptimize(status);
-    if (count < durations.size()) {
-      durations[count++] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
-    }
+    if (count < durations.size()) durations[count++] = elapsed_ns(t0, t1);
     stages.add(world->last_step_stats());
   }
+  // Benchmark's own loop does not allocate, so anything counted here came from step().
+  const uint64_t allocations = alloc_totals().allocations - allocations_before;
   report_distribution(state, durations, count);
   stages.report(state, static_cast<double>(count));
   state.counters["bodies"] = static_cast<double>(bodies);
+  state.counters["step_allocations"] = static_cast<double>(allocations);
   state.counters["overflow_steps"] = static_cast<double>(world->counters().overflow_steps);
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(bodies));  // bodies/s
 }
 
-// Warm-up ticks: the pyramids settle within two seconds; the pile falls from up to 15 m and is
-// mostly at rest after five.
+// Steady state. Warm-up ticks: the pyramids settle within two seconds; the pile falls from up
+// to 15 m and is mostly at rest after five.
 BENCHMARK_CAPTURE(BM_StepScene, pyramid, "pyramid", 120)
     ->Iterations(300)
     ->Unit(benchmark::kMicrosecond);
@@ -105,6 +121,76 @@ BENCHMARK_CAPTURE(BM_StepScene, pile, "pile", 300)->Iterations(200)->Unit(benchm
 BENCHMARK_CAPTURE(BM_StepScene, pyramid3d, "pyramid3d", 120)
     ->Iterations(200)
     ->Unit(benchmark::kMicrosecond);
+// Whole runs from the first tick: settling included, as in Jolt's PyramidTest (500 steps).
+BENCHMARK_CAPTURE(BM_StepScene, pyramid3d_run, "pyramid3d", 0)
+    ->Iterations(500)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_StepScene, pile_run, "pile", 0)
+    ->Iterations(500)
+    ->Unit(benchmark::kMicrosecond);
+
+/// Rain: before every step `per_tick` bodies are created (World::create_body between steps)
+/// until 4,000 exist, then 100 more steps. One iteration is the whole run; its time is the sum
+/// of the step times (creation excluded). step_us_at_N is the median step time while the world
+/// holds N ± 50 rain bodies (at 4,000: the 100 steps after the last spawn).
+void BM_Rain(benchmark::State& state) {
+  BenchScene bench;
+  make_bench_scene("rain", &bench);
+  const lockstep::bench::RainSpec spec = bench.rain_spec;
+  const uint32_t spawn_ticks = (spec.max_dynamic + spec.per_tick - 1) / spec.per_tick;
+  const uint32_t steps = spawn_ticks + 100;
+  std::vector<double> durations(steps);
+  std::vector<uint32_t> counts(steps);
+  std::vector<BodyDef> spawns(spec.per_tick);
+  std::vector<double> window;
+  window.reserve(steps);
+  for (auto _ : state) {
+    std::unique_ptr<World> world = build_world(bench.scene);
+    if (world == nullptr) {
+      state.SkipWithError("rain failed to build");
+      return;
+    }
+    uint32_t spawned = 0;
+    uint64_t create_errors = 0;
+    double total_ns = 0;
+    const uint64_t allocations_before = alloc_totals().allocations;
+    for (uint32_t t = 0; t < steps; ++t) {
+      const uint32_t n = lockstep::bench::rain_spawns(spec, spawned, spawns);
+      for (uint32_t i = 0; i < n; ++i) {
+        BodyId id;
+        if (world->create_body(spawns[i], &id) != Error::none) ++create_errors;
+      }
+      spawned += n;
+      int64_t t0 = now_ns();
+      StepStatus status = world->step();
+      int64_t t1 = now_ns();
+      benchmark::DoNotOptimize(status);
+      durations[t] = elapsed_ns(t0, t1);
+      counts[t] = spawned;
+      total_ns += durations[t];
+    }
+    const uint64_t allocations = alloc_totals().allocations - allocations_before;
+    state.SetIterationTime(total_ns / 1e9);
+    for (uint32_t at : {1000u, 2000u, 4000u}) {
+      window.clear();
+      for (uint32_t t = 0; t < steps; ++t) {
+        const bool near = counts[t] + 50 >= at && counts[t] <= at + 50;
+        if (near) window.push_back(durations[t]);
+      }
+      state.counters["step_us_at_" + std::to_string(at)] = distribution(window).median / 1e3;
+    }
+    std::vector<double> all = durations;
+    lockstep::bench::Distribution d = distribution(all);
+    state.counters["median_us"] = d.median / 1e3;
+    state.counters["p99_us"] = d.p99 / 1e3;
+    state.counters["mean_us"] = total_ns / steps / 1e3;
+    state.counters["bodies"] = static_cast<double>(world->body_count());
+    state.counters["create_errors"] = static_cast<double>(create_errors);
+    state.counters["step_allocations"] = static_cast<double>(allocations);
+    state.counters["overflow_steps"] = static_cast<double>(world->counters().overflow_steps);
+  }
+}
+BENCHMARK(BM_Rain)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // The state hash is computed inside step() (its share is hash_us above); this times the same
 // function alone: canonical encoding of the whole state into scratch, then XXH3-64.
@@ -116,15 +202,17 @@ void BM_StateHash(benchmark::State& state, std::string_view name) {
     return;
   }
   warm_up(*world, 60);
+  int64_t t0 = now_ns();
   for (auto _ : state) {
     update_state_hash(world->data());
     benchmark::ClobberMemory();
   }
+  const double ns = elapsed_ns(t0, now_ns());
   size_t bytes = encoded_state_size(world->data());
   state.counters["state_bytes"] = static_cast<double>(bytes);
-  state.counters["time_per_body"] = benchmark::Counter(
-      static_cast<double>(bodies),
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["bytes_per_body"] = static_cast<double>(bytes) / static_cast<double>(bodies);
+  state.counters["ns_per_body"] =
+      ns / static_cast<double>(state.iterations()) / static_cast<double>(bodies);
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes));
 }
 BENCHMARK_CAPTURE(BM_StateHash, pile, "pile")->Unit(benchmark::kMicrosecond);
@@ -140,13 +228,17 @@ void BM_SnapshotSave(benchmark::State& state, std::string_view name) {
   warm_up(*world, 60);
   std::vector<uint8_t> buffer(world->max_snapshot_size());
   size_t written = 0;
+  int64_t t0 = now_ns();
   for (auto _ : state) {
     Error e = world->save_snapshot(buffer, &written);
     benchmark::DoNotOptimize(e);
     benchmark::ClobberMemory();
   }
+  const double ns = elapsed_ns(t0, now_ns());
   state.counters["bytes"] = static_cast<double>(written);
   state.counters["bytes_per_body"] = static_cast<double>(written) / static_cast<double>(bodies);
+  state.counters["ns_per_body"] =
+      ns / static_cast<double>(state.iterations()) / static_cast<double>(bodies);
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(written));
 }
 BENCHMARK_CAPTURE(BM_SnapshotSave, pile, "pile")->Unit(benchmark::kMicrosecond);
@@ -167,70 +259,116 @@ void BM_SnapshotRestore(benchmark::State& state, std::string_view name) {
     return;
   }
   std::span<const uint8_t> snapshot(buffer.data(), written);
+  int64_t t0 = now_ns();
   for (auto _ : state) {
     Error e = world->restore_snapshot(snapshot);
     benchmark::DoNotOptimize(e);
   }
+  const double ns = elapsed_ns(t0, now_ns());
   state.counters["bytes"] = static_cast<double>(written);
   state.counters["bytes_per_body"] = static_cast<double>(written) / static_cast<double>(bodies);
+  state.counters["ns_per_body"] =
+      ns / static_cast<double>(state.iterations()) / static_cast<double>(bodies);
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(written));
 }
 BENCHMARK_CAPTURE(BM_SnapshotRestore, pile, "pile")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SnapshotRestore, pyramid3d, "pyramid3d")->Unit(benchmark::kMicrosecond);
 
-// Broadphase scaling: N bodies (alternating unit spheres and unit boxes) resting 1.5 m apart
-// on a square grid over a static plane, so each touches only the plane and the contact work is
-// linear in N. time_per_body staying flat as N grows 100x shows the step (and the broadphase_us
-// share) is sub-quadratic; benchmark's complexity fit (BigO line) says the same.
+/// Memory of a world: live heap bytes World::create takes for the scene's WorldDef (all of it:
+/// the step never allocates, which step_allocations over 60 steps checks), per body of capacity
+/// (bytes_per_body), and the marginal cost of one more body slot with every other capacity
+/// unchanged (body_slot_bytes, from max_bodies + 1,000). Time is build_world's (creation and
+/// bodies).
+void BM_WorldMemory(benchmark::State& state, std::string_view name) {
+  BenchScene bench;
+  if (!make_bench_scene(name, &bench)) {
+    state.SkipWithError("unknown scene");
+    return;
+  }
+  for (auto _ : state) {
+    const int64_t before = alloc_totals().live_bytes;
+    const int64_t t0 = now_ns();
+    std::unique_ptr<World> world = build_world(bench.scene);
+    state.SetIterationTime(elapsed_ns(t0, now_ns()) / 1e9);
+    const int64_t world_bytes = alloc_totals().live_bytes - before;
+    if (world == nullptr) {
+      state.SkipWithError("scene failed to build");
+      return;
+    }
+    const uint64_t allocations_before = alloc_totals().allocations;
+    warm_up(*world, 60);
+    const uint64_t step_allocations = alloc_totals().allocations - allocations_before;
+
+    WorldDef bigger = bench.scene.def;
+    bigger.max_bodies += 1000;
+    const int64_t before_bigger = alloc_totals().live_bytes;
+    std::unique_ptr<World> bigger_world = World::create(bigger);
+    const int64_t bigger_bytes = alloc_totals().live_bytes - before_bigger;
+    const int64_t before_same = alloc_totals().live_bytes;
+    std::unique_ptr<World> same_world = World::create(bench.scene.def);
+    const int64_t empty_bytes = alloc_totals().live_bytes - before_same;
+
+    const double capacity = static_cast<double>(bench.scene.def.max_bodies);
+    state.counters["world_bytes"] = static_cast<double>(world_bytes);
+    state.counters["max_bodies"] = capacity;
+    state.counters["bytes_per_body"] = static_cast<double>(world_bytes) / capacity;
+    state.counters["body_slot_bytes"] = static_cast<double>(bigger_bytes - empty_bytes) / 1000.0;
+    state.counters["step_allocations"] = static_cast<double>(step_allocations);
+  }
+}
+BENCHMARK_CAPTURE(BM_WorldMemory, pyramid, "pyramid")
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_WorldMemory, pile, "pile")
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_WorldMemory, pyramid3d, "pyramid3d")
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_WorldMemory, rain, "rain")
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_WorldMemory, grid_10000, "grid-10000")
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The series: N bodies resting on a grid over a plane (bench_scenes.h make_grid_scene), each
+// touching only the plane, so the work is linear in N. step_ns_per_body is the whole step's
+// mean time per body: flat as N grows 100x means the step (and the broadphase share,
+// broadphase_ns_per_body) scales linearly; benchmark's complexity fit (BigO line) says the same.
 void BM_BroadphaseScaling(benchmark::State& state) {
   const uint32_t n = static_cast<uint32_t>(state.range(0));
-  uint32_t side = 1;
-  while (side * side < n)
-    ++side;
-  Scene scene;
-  scene.def = default_world_def();
-  scene.def.max_bodies = n + 1;
-  scene.def.max_contact_pairs = 2 * n + 64;
-  scene.def.max_contact_points = 8 * n + 256;
-  scene.def.max_candidate_pairs = 8 * n + 256;
-  scene.def.max_events = 2 * n + 64;
-  BodyDef ground = default_body_def();
-  ground.type = BodyType::static_body;
-  ground.shape.type = ShapeType::plane;
-  scene.bodies.push_back(ground);
-  for (uint32_t i = 0; i < n; ++i) {
-    BodyDef body = default_body_def();
-    uint32_t row = i / side, col = i % side;
-    body.position = {1.5f * static_cast<float>(col), 0.5f, 1.5f * static_cast<float>(row)};
-    if (i % 2 == 1) {
-      body.shape.type = ShapeType::box;
-      body.shape.half_extents = {0.5f, 0.5f, 0.5f};
-    } else {
-      body.shape.type = ShapeType::sphere;
-      body.shape.radius = 0.5f;
-    }
-    scene.bodies.push_back(body);
-  }
-  std::unique_ptr<World> world = build_world(scene);
+  std::unique_ptr<World> world = build_world(lockstep::bench::make_grid_scene(n));
   if (world == nullptr) {
     state.SkipWithError("scene failed to build");
     return;
   }
   warm_up(*world, 5);
   StageSums stages;
-  int64_t steps = 0;
+  std::vector<double> durations(4096);
+  size_t count = 0;
+  double total_ns = 0;
   for (auto _ : state) {
+    int64_t t0 = now_ns();
     StepStatus status = world->step();
+    int64_t t1 = now_ns();
     benchmark::DoNotOptimize(status);
+    const double ns = elapsed_ns(t0, t1);
+    total_ns += ns;
+    if (count < durations.size()) durations[count++] = ns;
     stages.add(world->last_step_stats());
-    ++steps;
   }
-  stages.report(state, static_cast<double>(steps));
-  state.counters["time_per_body"] =
-      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate |
-                                                     benchmark::Counter::kInvert);
-  state.counters["broadphase_ns_per_body"] =
-      stages.broadphase_ns / static_cast<double>(steps) / static_cast<double>(n);
+  const double steps = static_cast<double>(state.iterations());
+  stages.report(state, steps);
+  report_distribution(state, durations, count);
+  state.counters["bodies"] = static_cast<double>(n);
+  state.counters["step_ns_per_body"] = total_ns / steps / static_cast<double>(n);
+  state.counters["broadphase_ns_per_body"] = stages.broadphase_ns / steps / static_cast<double>(n);
   state.counters["overflow_steps"] = static_cast<double>(world->counters().overflow_steps);
   state.SetComplexityN(n);
 }

@@ -19,13 +19,11 @@ bot_rooms=${BOT_ROOMS:-10}
 bot_seconds=${BOT_SECONDS:-10}
 players=4
 
-machine=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
-machine=$(printf '%s-%sc' "$machine" "$(nproc)" | tr '[:upper:]' '[:lower:]' |
-  sed -e 's/([^)]*)//g' -e 's/[^a-z0-9]\+/-/g' -e 's/^-//' -e 's/-$//')
-csv=${LOAD_CSV:-bench/results/$machine/server_load.csv}
+# shellcheck source=lib/bench-common.sh
+source scripts/lib/bench-common.sh
+csv=${LOAD_CSV:-$(bench_results_dir)/server_load.csv}
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j 2 --target lockstep-server lockstep-load lockstep-bot
+bench_build "$build" lockstep-server lockstep-load lockstep-bot
 bin="$build/apps"
 load="$build/bench/lockstep-load"
 

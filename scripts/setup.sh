@@ -2,6 +2,8 @@
 # Installs the Debian 12 packages lockstep builds with, only those that are missing.
 # Idempotent: when everything is present it makes no network call and changes nothing.
 # Usage: scripts/setup.sh [extra-package...]
+# Optional, not installed by default: libbullet-dev, for the side-by-side comparison with
+# Bullet 3 (lockstep-bench-bullet, scripts/bench-bullet.sh): scripts/setup.sh libbullet-dev
 set -euo pipefail
 
 packages=(

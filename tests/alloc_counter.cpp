@@ -1,73 +1,100 @@
-// Counting replacements of every global operator new/delete form (see alloc_counter.h).
+// Counting operator new/delete (see alloc_counter.h).
 #include "alloc_counter.h"
 
+#include <malloc.h>
+
 #include <atomic>
-#include <cstddef>
 #include <cstdlib>
 #include <new>
 
+namespace lockstep::testing {
 namespace {
 
-std::atomic<bool> g_counting{false};
 std::atomic<uint64_t> g_allocations{0};
+std::atomic<int64_t> g_live_bytes{0};
+std::atomic<int64_t> g_peak_live_bytes{0};
 
-void* counted_alloc(std::size_t size) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
+void account_alloc(void* p) {
+  if (p == nullptr) return;
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  const int64_t live = g_live_bytes.fetch_add(static_cast<int64_t>(malloc_usable_size(p)),
+                                              std::memory_order_relaxed) +
+                       static_cast<int64_t>(malloc_usable_size(p));
+  if (live > g_peak_live_bytes.load(std::memory_order_relaxed)) {
+    g_peak_live_bytes.store(live, std::memory_order_relaxed);
   }
-  return std::malloc(size == 0 ? 1 : size);
 }
 
-void* counted_aligned_alloc(std::size_t size, std::align_val_t align) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
+void* aligned_counted_malloc(std::size_t size, std::align_val_t align) {
   const std::size_t a = static_cast<std::size_t>(align);
   const std::size_t rounded = (size + a - 1) / a * a;
-  return std::aligned_alloc(a, rounded == 0 ? a : rounded);
-}
-
-// Out of line so that GCC does not pair an inlined free() with operator new and warn
-// (-Wmismatched-new-delete): the replaced operators below really do use malloc/free.
-[[gnu::noinline]] void counted_free(void* p) noexcept {
-  std::free(p);
+  void* p = std::aligned_alloc(a, rounded == 0 ? a : rounded);
+  account_alloc(p);
+  return p;
 }
 
 }  // namespace
 
-// ---- every replaceable form
-// ------------------------------------------------------------------------
+AllocTotals alloc_totals() {
+  return {g_allocations.load(std::memory_order_relaxed),
+          g_live_bytes.load(std::memory_order_relaxed),
+          g_peak_live_bytes.load(std::memory_order_relaxed)};
+}
+
+void reset_alloc_peak() {
+  g_peak_live_bytes.store(g_live_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+void* counted_malloc(std::size_t size) {
+  void* p = std::malloc(size == 0 ? 1 : size);
+  account_alloc(p);
+  return p;
+}
+
+// Out of line so that GCC does not pair an inlined free() with operator new and warn
+// (-Wmismatched-new-delete): the replaced operators below really do use malloc/free.
+[[gnu::noinline]] void counted_free(void* p) {
+  if (p == nullptr) return;
+  g_live_bytes.fetch_sub(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+  std::free(p);
+}
+
+}  // namespace lockstep::testing
+
+using lockstep::testing::counted_free;
+using lockstep::testing::counted_malloc;
+
 void* operator new(std::size_t size) {
-  void* p = counted_alloc(size);
+  void* p = counted_malloc(size);
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
 void* operator new[](std::size_t size) {
-  void* p = counted_alloc(size);
+  void* p = counted_malloc(size);
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  return counted_alloc(size);
+  return counted_malloc(size);
 }
 void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return counted_alloc(size);
+  return counted_malloc(size);
 }
 void* operator new(std::size_t size, std::align_val_t align) {
-  void* p = counted_aligned_alloc(size, align);
+  void* p = lockstep::testing::aligned_counted_malloc(size, align);
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
 void* operator new[](std::size_t size, std::align_val_t align) {
-  void* p = counted_aligned_alloc(size, align);
+  void* p = lockstep::testing::aligned_counted_malloc(size, align);
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
 void* operator new(std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  return counted_aligned_alloc(size, align);
+  return lockstep::testing::aligned_counted_malloc(size, align);
 }
 void* operator new[](std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  return counted_aligned_alloc(size, align);
+  return lockstep::testing::aligned_counted_malloc(size, align);
 }
 void operator delete(void* p) noexcept {
   counted_free(p);
@@ -108,16 +135,14 @@ void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcep
 
 namespace lockstep::testing {
 
-AllocationCounter::AllocationCounter() {
-  g_allocations.store(0);
-  g_counting.store(true);
-}
-AllocationCounter::~AllocationCounter() {
-  g_counting.store(false);
-}
+AllocationCounter::AllocationCounter() : start_(alloc_totals().allocations) {}
+
 uint64_t AllocationCounter::count() {
-  g_counting.store(false);
-  return g_allocations.load();
+  if (!stopped_) {
+    end_ = alloc_totals().allocations;
+    stopped_ = true;
+  }
+  return end_ - start_;
 }
 
 }  // namespace lockstep::testing

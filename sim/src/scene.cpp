@@ -8,34 +8,10 @@
 #include <array>
 #include <cstdint>
 
+#include "split_mix64.h"
+
 namespace lockstep::sim {
 namespace {
-
-// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and defined by integer ops only.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    state += 0x9e3779b97f4a7c15ull;
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, 1): the top 24 bits, converted exactly.
-  float unit() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
-  /// Uniform in [lo, hi).
-  float uniform(float lo, float hi) { return lo + (hi - lo) * unit(); }
-  /// Uniform integer in [0, n); n > 0 (modulo bias is irrelevant here).
-  uint32_t below(uint32_t n) { return static_cast<uint32_t>(next() % n); }
-  /// A uniformly distributed unit quaternion by rejection from the 4-cube (no trig).
-  Quat orientation() {
-    for (;;) {
-      Quat q{uniform(-1, 1), uniform(-1, 1), uniform(-1, 1), uniform(-1, 1)};
-      float len_sq = dot(q, q);
-      if (len_sq > 0.01f && len_sq <= 1.0f) return normalize(q);
-    }
-  }
-};
 
 /// One SplitMix64 output for a key: used to hash (seed, tick, body) without state.
 uint64_t mix64(uint64_t key) {
