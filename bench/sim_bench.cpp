@@ -26,10 +26,10 @@
 namespace {
 
 using namespace lockstep::sim;
-using lockstep::testing::alloc_totals;
 using lockstep::bench::BenchScene;
 using lockstep::bench::distribution;
 using lockstep::bench::make_bench_scene;
+using lockstep::testing::alloc_totals;
 
 // Timings are CPU time of this thread (bench_scenes.h): a preempted step on the shared machine
 // does not count the time other processes ran. Benchmark's own Time column is wall time.

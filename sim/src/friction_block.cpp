@@ -51,12 +51,16 @@ float abs_float(float x) {
   return x < 0 ? -x : x;
 }
 
+}  // namespace
+
+namespace friction_block_detail {
+
 // Is x² + y² ≤ R² for the float values themselves (exact), and is the float length computed as
 // everyone computes it (math.h `length`: sqrt(dot)) ≤ R too? Products of two floats are exact in
 // double (48-bit significands, exponents far inside double's range), and IEEE double + − × is
 // correctly rounded on every target, so this comparison is exact and portable: a rounded sum below
 // R² (or above) decides, and a tie is settled by the exact error term of the sum (Knuth's TwoSum).
-bool inside_disk(Vec2 j, float radius) {
+bool inside_disk_exact(Vec2 j, float radius) {
   if (!is_finite(j.x) || !is_finite(j.y)) return false;
   const double x2 = static_cast<double>(j.x) * static_cast<double>(j.x);
   const double y2 = static_cast<double>(j.y) * static_cast<double>(j.y);
@@ -75,37 +79,7 @@ bool inside_disk(Vec2 j, float radius) {
   return std::sqrt(len2) <= radius;
 }
 
-// Symmetric 2x2 eigen-decomposition of K / s (s = mean eigenvalue): eigenvalues k1 ≥ k2 ≥ 0
-// (dimensionless, k1 + k2 ≈ 2) and the unit eigenvector e1 of k1 (e2 = perp(e1)).
-struct ScaledEigen {
-  float k1 = 1, k2 = 1;
-  Vec2 e1{1, 0};
-};
-
-ScaledEigen eigen_scaled(TangentMass k, float s) {
-  const float a = k.a / s, b = k.b / s, c = k.c / s;  // a + c ≈ 2, |b| < 1
-  const float half_diff = 0.5f * (a - c);
-  const float r = std::sqrt(half_diff * half_diff + b * b);
-  ScaledEigen out;
-  out.k1 = 0.5f * (a + c) + r;
-  // det / k1 rather than mean − r, which cancels when K is ill-conditioned.
-  out.k2 = (a * c - b * b) / out.k1;
-  if (!(out.k2 > 0)) out.k2 = 0;  // K singular to float precision; the bracket copes with 0
-  // Eigenvector from the row without cancellation, (hd + r, b) or (b, r − hd), divided by its
-  // larger entry (≥ r ≥ |b|) so that normalising it can neither over- nor underflow.
-  Vec2 e;
-  if (half_diff >= 0) {
-    const float p = half_diff + r;
-    e = {1, p > 0 ? b / p : 0.0f};  // p == 0 only for K = s·I: any basis is an eigenbasis
-  } else {
-    e = {b / (r - half_diff), 1};
-  }
-  const float inv_len = 1.0f / std::sqrt(dot(e, e));
-  out.e1 = inv_len * e;
-  return out;
-}
-
-FrictionBlockResult solve_boundary(TangentMass k, Vec2 v_free, float radius) {
+FrictionBlockResult solve_boundary(const FrictionEigen& eig, Vec2 v_free, float radius) {
   FrictionBlockResult out;
   out.status = FrictionBlockStatus::boundary;
 
@@ -121,8 +95,7 @@ FrictionBlockResult solve_boundary(TangentMass k, Vec2 v_free, float radius) {
   const Vec2 g_dir = (1.0f / g_scaled_len) * g_scaled;
   const float g_norm = v_max * g_scaled_len;  // m/s; +inf only for |v| near FLT_MAX
 
-  const float s = 0.5f * k.a + 0.5f * k.c;  // mean eigenvalue (kg⁻¹), > 0 since det > 0
-  const ScaledEigen eig = eigen_scaled(k, s);
+  const float s = eig.s;
   const Vec2 e1 = eig.e1;
   const Vec2 e2{-e1.y, e1.x};
   const float g1 = dot(e1, g_dir), g2 = dot(e2, g_dir);
@@ -186,10 +159,12 @@ FrictionBlockResult solve_boundary(TangentMass k, Vec2 v_free, float radius) {
   const bool on_circle = tau > 0 || n > 1.0f;
   const float scale = !on_circle ? radius : (n > 0 ? (radius / n) * kInsideMargin : 0.0f);
   Vec2 j = scale * u;
-  for (int retry = 0; retry < kShrinkRetries && !inside_disk(j, radius); ++retry) {
+  bool inside = inside_disk(j, radius);
+  for (int retry = 0; retry < kShrinkRetries && !inside; ++retry) {
     j = kShrink * j;
+    inside = inside_disk(j, radius);
   }
-  if (!inside_disk(j, radius)) j = Vec2{};  // rounding in the denormal range: give up safely
+  if (!inside) j = Vec2{};  // rounding in the denormal range: give up safely
   out.impulse = j;
 
   const float lambda = tau * (g_norm / radius);
@@ -201,13 +176,40 @@ FrictionBlockResult solve_boundary(TangentMass k, Vec2 v_free, float radius) {
   return out;
 }
 
-}  // namespace
+}  // namespace friction_block_detail
 
-FrictionBlockResult solve_friction_block(TangentMass k, Vec2 v_free, float radius) {
+// Symmetric 2x2 eigen-decomposition of K / s (s = mean eigenvalue): eigenvalues k1 ≥ k2 ≥ 0
+// (dimensionless, k1 + k2 ≈ 2) and the unit eigenvector e1 of k1 (e2 = perp(e1)). A function of
+// K alone: the solver computes it once per point and step (prepare), not once per iteration.
+FrictionEigen friction_block_eigen(TangentMass k) {
+  const float s = 0.5f * k.a + 0.5f * k.c;  // mean eigenvalue (kg⁻¹), > 0 since det > 0
+  const float a = k.a / s, b = k.b / s, c = k.c / s;  // a + c ≈ 2, |b| < 1
+  const float half_diff = 0.5f * (a - c);
+  const float r = std::sqrt(half_diff * half_diff + b * b);
+  FrictionEigen out;
+  out.s = s;
+  out.k1 = 0.5f * (a + c) + r;
+  // det / k1 rather than mean − r, which cancels when K is ill-conditioned.
+  out.k2 = (a * c - b * b) / out.k1;
+  if (!(out.k2 > 0)) out.k2 = 0;  // K singular to float precision; the bracket copes with 0
+  // Eigenvector from the row without cancellation, (hd + r, b) or (b, r − hd), divided by its
+  // larger entry (≥ r ≥ |b|) so that normalising it can neither over- nor underflow.
+  Vec2 e;
+  if (half_diff >= 0) {
+    const float p = half_diff + r;
+    e = {1, p > 0 ? b / p : 0.0f};  // p == 0 only for K = s·I: any basis is an eigenbasis
+  } else {
+    e = {b / (r - half_diff), 1};
+  }
+  const float inv_len = 1.0f / std::sqrt(dot(e, e));
+  out.e1 = inv_len * e;
+  return out;
+}
+
+FrictionBlockResult solve_friction_block_prepared(TangentMass k, float det, FrictionEigen* eigen,
+                                                  Vec2 v_free, float radius) {
   FrictionBlockResult out;  // zero impulse, zero multiplier
-  const float det = k.a * k.c - k.b * k.b;
-  if (!is_finite(k.a) || !is_finite(k.b) || !is_finite(k.c) || !(k.a > 0) || !(k.c > 0) ||
-      !is_finite(det) || !(det > 0)) {
+  if (!(det > 0)) {
     out.status = FrictionBlockStatus::invalid_mass;
     return out;
   }
@@ -225,22 +227,23 @@ FrictionBlockResult solve_friction_block(TangentMass k, Vec2 v_free, float radiu
   }
   // Unconstrained minimiser J0 = −K⁻¹v; overflow makes it non-finite, which sends it on.
   const Vec2 j0{(k.b * v_free.y - k.c * v_free.x) / det, (k.b * v_free.x - k.a * v_free.y) / det};
-  if (inside_disk(j0, radius)) {
+  if (friction_block_detail::inside_disk(j0, radius)) {
     out.impulse = j0;
     out.status = FrictionBlockStatus::interior;
     return out;
   }
-  return solve_boundary(k, v_free, radius);
+  if (!(eigen->s > 0)) *eigen = friction_block_eigen(k);
+  return friction_block_detail::solve_boundary(*eigen, v_free, radius);
+}
+
+FrictionBlockResult solve_friction_block(TangentMass k, Vec2 v_free, float radius) {
+  FrictionEigen eigen;  // computed only if the answer is on the circle
+  return solve_friction_block_prepared(k, friction_block_det(k), &eigen, v_free, radius);
 }
 
 float friction_block_objective(TangentMass k, Vec2 v_free, Vec2 impulse) {
   const Vec2 k_j{k.a * impulse.x + k.b * impulse.y, k.b * impulse.x + k.c * impulse.y};
   return 0.5f * dot(impulse, k_j) + dot(v_free, impulse);
-}
-
-Vec2 friction_free_velocity(TangentMass k, Vec2 v_current, Vec2 j_old) {
-  const Vec2 k_j{k.a * j_old.x + k.b * j_old.y, k.b * j_old.x + k.c * j_old.y};
-  return v_current - k_j;
 }
 
 }  // namespace lockstep::sim

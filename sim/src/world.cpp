@@ -157,6 +157,9 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   broadphase_init(d->broadphase, def.max_bodies, def.max_candidate_pairs);
   d->constraints.assign(def.max_contact_pairs, ContactConstraint{});
   d->points.assign(def.max_contact_points, ContactPoint{});
+  d->solver_points.assign(def.max_contact_points, SolverPoint{});
+  d->friction_eigens.assign(def.max_contact_points, FrictionEigen{});
+  d->solver_velocities.assign(def.max_bodies, SolverVelocity{});
   for (ContactCache* c : {&d->cache, &d->next_cache}) {
     c->manifolds.assign(def.max_contact_pairs, CachedManifold{});
     c->points.assign(def.max_contact_points, CachedPoint{});
@@ -589,6 +592,8 @@ StepStatus World::step() {
   // 5–8. Warm-start match, prepare, warm start, velocity iterations, speed clamps.
   const std::span<ContactConstraint> constraints(w.constraints.data(), w.constraint_count);
   const std::span<ContactPoint> points(w.points.data(), w.point_count);
+  const std::span<SolverPoint> solver_points(w.solver_points.data(), w.point_count);
+  const std::span<FrictionEigen> friction_eigens(w.friction_eigens.data(), w.point_count);
   const std::span<BodySolverState> bodies(w.solver_bodies.data(), slots);
   match_warm_start(constraints, points, w.cache, &sc);
   SolverSettings settings;
@@ -599,11 +604,14 @@ StepStatus World::step() {
   settings.max_bias_velocity = def.max_bias_velocity;
   settings.restitution_threshold = def.restitution_threshold;
   settings.gravity = def.gravity;
-  prepare_contacts(constraints, points, bodies, settings, &sc);
-  warm_start_contacts(constraints, points, bodies);
+  prepare_contacts(constraints, points, solver_points, friction_eigens, bodies, settings, &sc);
+  const std::span<SolverVelocity> velocities(w.solver_velocities.data(), slots);
+  gather_velocities(bodies, velocities);
+  warm_start_contacts(constraints, solver_points, velocities);
   for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
-    solve_contacts(constraints, points, bodies, true, &sc);
+    solve_contacts(constraints, solver_points, friction_eigens, velocities, true, &sc);
   }
+  scatter_velocities(velocities, bodies);
   st.velocity_iterations = def.velocity_iterations;
   auto clamp_speeds = [&] {
     for (uint32_t slot = 0; slot < slots; ++slot) {
@@ -634,12 +642,14 @@ StepStatus World::step() {
   }
   lap(&st.ns_integrate_positions);
 
-  // 9b. Relax: the same rows without the bias, with the anchors and masses of prepare (the
+  // 9b. Relax: the same rows without the bias, with the Jacobians and masses of prepare (the
   // positions moved by one step's velocity only). Timed as part of the solve.
   if (def.relax_iterations > 0) {
+    gather_velocities(bodies, velocities);
     for (uint32_t it = 0; it < def.relax_iterations; ++it) {
-      solve_contacts(constraints, points, bodies, false, &sc);
+      solve_contacts(constraints, solver_points, friction_eigens, velocities, false, &sc);
     }
+    scatter_velocities(velocities, bodies);
     clamp_speeds();
     uint64_t ns_relax = 0;
     lap(&ns_relax);
@@ -686,7 +696,7 @@ StepStatus World::step() {
     }
     w.event_count = n_events;
   }
-  store_contact_cache(constraints, points, &w.next_cache);
+  store_contact_cache(constraints, points, solver_points, &w.next_cache);
   std::swap(w.cache, w.next_cache);
 
   ++w.tick;

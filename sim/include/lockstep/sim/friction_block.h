@@ -9,6 +9,7 @@
 // different (and worse) answer and is never used.
 #pragma once
 
+#include <cfloat>
 #include <cstdint>
 
 #include "lockstep/sim/math.h"
@@ -37,6 +38,74 @@ struct FrictionBlockResult {
   bool solved() const { return status <= FrictionBlockStatus::zero_radius; }
 };
 
+/// The eigen-decomposition of K / s that the boundary case uses, s = (a + c)/2 the mean eigenvalue
+/// (kg⁻¹): k1 ≥ k2 ≥ 0 (dimensionless) and the unit eigenvector e1 of k1. Depends on K alone.
+struct FrictionEigen {
+  float s = 0;  // 0: not computed yet (a valid K has s > 0)
+  float k1 = 1, k2 = 1;
+  Vec2 e1{1, 0};
+};
+
+/// The eigen-decomposition of a valid K (friction_block_det(K) > 0).
+FrictionEigen friction_block_eigen(TangentMass k);
+
+/// det K when K is finite and positive definite (a valid block), else 0.
+inline float friction_block_det(TangentMass k) {
+  const float det = k.a * k.c - k.b * k.b;
+  if (!is_finite(k.a) || !is_finite(k.b) || !is_finite(k.c) || !(k.a > 0) || !(k.c > 0) ||
+      !is_finite(det) || !(det > 0)) {
+    return 0.0f;
+  }
+  return det;
+}
+
+namespace friction_block_detail {
+/// The exact disk test of solve_friction_block (friction_block.cpp): x² + y² ≤ R² for the float
+/// values themselves, and the float length sqrt(dot) ≤ R too.
+bool inside_disk_exact(Vec2 j, float radius);
+/// The boundary case of solve_friction_block (−K⁻¹v_free outside the disk); K, R, v_free valid.
+FrictionBlockResult solve_boundary(const FrictionEigen& eigen, Vec2 v_free, float radius);
+
+// The float pre-test of inside_disk: |J|² ≤ 0.99·R² (float) proves J inside, ≥ 1.01·R² outside,
+// whenever R² and |J|² are finite normal floats (a few ulps of rounding cannot cross a 1 % band).
+inline constexpr float kInsideBand = 0.99f;
+inline constexpr float kOutsideBand = 1.01f;
+
+/// Same answer as inside_disk_exact, deciding by a float pre-test away from the circle.
+inline bool inside_disk(Vec2 j, float radius) {
+  const float len2 = j.x * j.x + j.y * j.y;  // NaN or overflow fails the range test below
+  const float r2 = radius * radius;
+  if (radius > 0 && r2 >= FLT_MIN && r2 <= FLT_MAX && len2 <= FLT_MAX) {
+    if (len2 <= kInsideBand * r2) return true;
+    if (len2 >= kOutsideBand * r2) return false;
+  }
+  return inside_disk_exact(j, radius);
+}
+}  // namespace friction_block_detail
+
+/// solve_friction_block for a K prepared once: `det` = friction_block_det(k) (0: invalid K).
+/// `eigen` caches friction_block_eigen(k) across calls with the same K: s == 0 until the first
+/// answer on the circle computes it. Same bits as solve_friction_block(k, v_free, radius).
+FrictionBlockResult solve_friction_block_prepared(TangentMass k, float det, FrictionEigen* eigen,
+                                                  Vec2 v_free, float radius);
+
+/// solve_friction_block_prepared with its common case inline: valid inputs and an answer inside
+/// the disk. Same bits.
+inline FrictionBlockResult solve_friction_block_fast(TangentMass k, float det, FrictionEigen* eigen,
+                                                     Vec2 v_free, float radius) {
+  if (det > 0 && radius > 0 && radius <= FLT_MAX && v_free.x >= -FLT_MAX && v_free.x <= FLT_MAX &&
+      v_free.y >= -FLT_MAX && v_free.y <= FLT_MAX) {
+    const Vec2 j0{(k.b * v_free.y - k.c * v_free.x) / det, (k.b * v_free.x - k.a * v_free.y) / det};
+    if (friction_block_detail::inside_disk(j0, radius)) {
+      FrictionBlockResult out;
+      out.impulse = j0;
+      out.status = FrictionBlockStatus::interior;
+      return out;
+    }
+  }
+  return solve_friction_block_prepared(k, det, eigen, v_free, radius);
+}
+
 /// Solves the block; never returns a point outside the disk, never returns a non-finite value.
 FrictionBlockResult solve_friction_block(TangentMass k, Vec2 v_free, float radius);
 
@@ -44,6 +113,9 @@ FrictionBlockResult solve_friction_block(TangentMass k, Vec2 v_free, float radiu
 float friction_block_objective(TangentMass k, Vec2 v_free, Vec2 impulse);
 
 /// v_free for a warm-started solve: v_current − K·J_old (seed 000, "热启动").
-Vec2 friction_free_velocity(TangentMass k, Vec2 v_current, Vec2 j_old);
+inline Vec2 friction_free_velocity(TangentMass k, Vec2 v_current, Vec2 j_old) {
+  const Vec2 k_j{k.a * j_old.x + k.b * j_old.y, k.b * j_old.x + k.c * j_old.y};
+  return v_current - k_j;
+}
 
 }  // namespace lockstep::sim
