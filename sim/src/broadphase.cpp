@@ -1,9 +1,170 @@
-// Sort-and-sweep broadphase; see broadphase.h for the determinism argument.
+// Sort-and-sweep broadphase; see broadphase.h for the determinism argument and the layout.
 #include "broadphase.h"
 
 #include <algorithm>
+#include <cfloat>
+#include <cstring>
 
 namespace lockstep::sim {
+
+namespace {
+
+// Cells of the dynamic × dynamic sweep: at most kMaxCellsPerAxis along each cross axis, at most
+// kMaxCells in all and one per kMinBodiesPerCell dynamic bodies (fewer, fuller cells cost less
+// than the copies). cell_boxes holds kCellEntriesPerBody entries per body; a layout needing more
+// falls back to a single cell.
+constexpr uint32_t kMaxCellsPerAxis = 256;
+constexpr uint32_t kMaxCells = 4096;
+constexpr uint32_t kMinBodiesPerCell = 4;
+constexpr uint32_t kCellEntriesPerBody = 4;
+// Cells only pay when a plain sweep would meet more boxes than this per box.
+constexpr float kMinSweepCandidatesForCells = 8.0f;
+// Cell width in mean box sizes along its axis: a body covers ~1.5 cells per axis on average.
+constexpr float kCellWidthInSizes = 2.0f;
+// The sweep axis changes only when another axis' spread of centres is this much wider.
+constexpr float kAxisSwitchRatio = 1.5f;
+// Below this many pairs an insertion sort beats the two counting passes.
+constexpr uint32_t kSmallPairCount = 32;
+
+// Float → unsigned with the same order for all non-NaN values (−0 sorts just below +0, which
+// the sweep does not mind: it only needs lower bounds non-decreasing along the order).
+inline uint32_t ordered_bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+inline float element_of(const Vec3& v, int axis) {
+  return axis == 0 ? v.x : (axis == 1 ? v.y : v.z);
+}
+
+// Overlap on the band and other axes (the caller has the sweep axis).
+inline bool overlaps_bo(const SweepBox& a, const SweepBox& b) {
+  return a.lo_b <= b.hi_b && b.lo_b <= a.hi_b && a.lo_o <= b.hi_o && b.lo_o <= a.hi_o;
+}
+
+// Collects pair keys; past capacity keeps the lowest keys in a max-heap. Keys are unique, so
+// which ones survive does not depend on the order they were found in.
+struct PairSink {
+  uint64_t* pairs = nullptr;
+  uint32_t capacity = 0;
+  uint32_t count = 0;
+  uint32_t dropped = 0;
+  bool heap = false;
+
+  void add(uint32_t slot_a, uint32_t slot_b) {
+    const uint64_t key = slot_a < slot_b ? pair_key(slot_a, slot_b) : pair_key(slot_b, slot_a);
+    if (count < capacity) {
+      pairs[count++] = key;
+      return;
+    }
+    add_over_capacity(key);
+  }
+
+  [[gnu::noinline]] void add_over_capacity(uint64_t key) {
+    ++dropped;
+    if (capacity == 0) return;
+    if (!heap) {
+      std::make_heap(pairs, pairs + count);
+      heap = true;
+    }
+    if (key < pairs[0]) {
+      std::pop_heap(pairs, pairs + count);
+      pairs[count - 1] = key;
+      std::push_heap(pairs, pairs + count);
+    }
+  }
+};
+
+// Sorts `keys` by (ordered lower bound, slot), starting from last step's order. Returns false
+// when more than `budget` moves would be needed (the caller then sorts from scratch).
+bool insertion_sort_bounded(uint64_t* keys, uint32_t n, uint64_t budget) {
+  uint64_t moves = 0;
+  for (uint32_t i = 1; i < n; ++i) {
+    const uint64_t k = keys[i];
+    uint32_t j = i;
+    while (j > 0 && k < keys[j - 1]) {
+      keys[j] = keys[j - 1];
+      --j;
+    }
+    keys[j] = k;
+    moves += i - j;
+    if (moves > budget) return false;
+  }
+  return true;
+}
+
+// Sweep of one list (sorted by lo_s) against itself. In a cell list, aux bit 0 says the box's
+// first cell along the band axis is this cell's, bit 1 the same along the other axis: a pair is
+// reported only in the cell holding the lower corner of the two boxes' intersection, i.e. where
+// the larger first cell of the two equals this cell's on both axes (both boxes cover the cell,
+// so the larger first cell is this one exactly when one of the two first cells is).
+template <bool kCelled>
+void sweep_self(const SweepBox* boxes, uint32_t n, PairSink& sink) {
+  for (uint32_t i = 0; i < n; ++i) {
+    const SweepBox& a = boxes[i];
+    const float hi = a.hi_s;
+    for (uint32_t k = i + 1; k < n; ++k) {
+      const SweepBox& b = boxes[k];
+      if (b.lo_s > hi) break;
+      if (kCelled && ((a.aux | b.aux) & 3u) != 3u) continue;
+      if (!overlaps_bo(a, b)) continue;
+      sink.add(a.slot, b.slot);
+    }
+  }
+}
+
+// Two-list sweep: every box of `from` against the boxes of `to` that come after it in `order`
+// (larger rank), as far as their lower bound reaches its upper bound. Run both ways, it finds
+// each overlapping (from, to) pair exactly once: by whichever of the two comes first.
+void sweep_cross(const SweepBox* from, uint32_t n_from, const SweepBox* to, uint32_t n_to,
+                 PairSink& sink) {
+  uint32_t start = 0;
+  for (uint32_t i = 0; i < n_from; ++i) {
+    const SweepBox& a = from[i];
+    while (start < n_to && to[start].aux < a.aux)
+      ++start;
+    const float hi = a.hi_s;
+    for (uint32_t k = start; k < n_to; ++k) {
+      const SweepBox& b = to[k];
+      if (b.lo_s > hi) break;
+      if (!overlaps_bo(a, b)) continue;
+      sink.add(a.slot, b.slot);
+    }
+  }
+}
+
+// Ascending pair keys: two stable counting passes, by slot b then by slot a (slots < bound).
+// Sorts pairs[0, count) using `scratch` and `histogram` (bound + 1 entries).
+void sort_pairs(uint64_t* pairs, uint64_t* scratch, uint32_t* histogram, uint32_t count,
+                uint32_t bound) {
+  if (count <= kSmallPairCount) {
+    for (uint32_t i = 1; i < count; ++i) {
+      const uint64_t k = pairs[i];
+      uint32_t j = i;
+      while (j > 0 && k < pairs[j - 1]) {
+        pairs[j] = pairs[j - 1];
+        --j;
+      }
+      pairs[j] = k;
+    }
+    return;
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    const uint64_t* src = pass == 0 ? pairs : scratch;
+    uint64_t* dst = pass == 0 ? scratch : pairs;
+    const int shift = pass == 0 ? 0 : 32;
+    std::fill(histogram, histogram + bound + 1, 0u);
+    for (uint32_t i = 0; i < count; ++i)
+      ++histogram[static_cast<uint32_t>(src[i] >> shift) + 1];
+    for (uint32_t s = 0; s < bound; ++s)
+      histogram[s + 1] += histogram[s];
+    for (uint32_t i = 0; i < count; ++i)
+      dst[histogram[static_cast<uint32_t>(src[i] >> shift)]++] = src[i];
+  }
+}
+
+}  // namespace
 
 void broadphase_init(Broadphase& bp, uint32_t max_bodies, uint32_t max_pairs) {
   bp.order.assign(max_bodies, 0);
@@ -11,6 +172,14 @@ void broadphase_init(Broadphase& bp, uint32_t max_bodies, uint32_t max_pairs) {
   bp.pairs.assign(max_pairs, 0);
   bp.pair_count = 0;
   bp.dropped_pairs = 0;
+  bp.axis = -1;
+  bp.sort_keys.assign(max_bodies, 0);
+  bp.sweep_boxes.assign(max_bodies, SweepBox{});
+  bp.cell_boxes.assign(static_cast<size_t>(max_bodies) * kCellEntriesPerBody, SweepBox{});
+  bp.cell_start.assign(kMaxCells + 1, 0);
+  bp.cell_range.assign(max_bodies, 0);
+  bp.pair_scratch.assign(max_pairs, 0);
+  bp.slot_histogram.assign(static_cast<size_t>(max_bodies) + 1, 0);
 }
 
 void broadphase_insert(Broadphase& bp, uint32_t slot) {
@@ -32,79 +201,209 @@ void broadphase_clear(Broadphase& bp) {
   bp.order_count = 0;
   bp.pair_count = 0;
   bp.dropped_pairs = 0;
+  bp.axis = -1;
+  bp.spread[0] = bp.spread[1] = bp.spread[2] = 0.0f;
 }
-
-namespace {
-
-// (lower.x, slot) strictly before. NaN never occurs (positions are validated finite), and even
-// then the comparison is false, so the insertion sort still terminates.
-inline bool sweep_less(const Aabb* aabbs, uint32_t a, uint32_t b) {
-  float xa = aabbs[a].lower.x, xb = aabbs[b].lower.x;
-  if (xa < xb) return true;
-  if (xb < xa) return false;
-  return a < b;
-}
-
-inline bool overlaps_yz(const Aabb& a, const Aabb& b) {
-  return a.lower.y <= b.upper.y && b.lower.y <= a.upper.y && a.lower.z <= b.upper.z &&
-         b.lower.z <= a.upper.z;
-}
-
-}  // namespace
 
 void broadphase_update(Broadphase& bp, std::span<const Aabb> aabbs_span,
-                       std::span<const uint8_t> dynamic) {
+                       std::span<const uint8_t> dynamic_span) {
   const Aabb* aabbs = aabbs_span.data();
+  const uint8_t* dynamic = dynamic_span.data();
   uint32_t* order = bp.order.data();
   const uint32_t n = bp.order_count;
+  bp.pair_count = 0;
+  bp.dropped_pairs = 0;
 
-  // Insertion sort from last step's order: nearly sorted, so close to linear.
-  for (uint32_t i = 1; i < n; ++i) {
-    uint32_t slot = order[i];
-    uint32_t j = i;
-    while (j > 0 && sweep_less(aabbs, slot, order[j - 1])) {
-      order[j] = order[j - 1];
-      --j;
+  // Axes from the spread of dynamic centres the previous update measured (they only steer the
+  // speed; the first update measures them here).
+  if (bp.axis < 0) {
+    float c_min[3] = {FLT_MAX, FLT_MAX, FLT_MAX}, c_max[3] = {-FLT_MAX, -FLT_MAX, -FLT_MAX};
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t slot = order[i];
+      if (!dynamic[slot]) continue;
+      const Aabb& a = aabbs[slot];
+      const float c[3] = {a.lower.x + a.upper.x, a.lower.y + a.upper.y, a.lower.z + a.upper.z};
+      for (int d = 0; d < 3; ++d) {
+        c_min[d] = c[d] < c_min[d] ? c[d] : c_min[d];
+        c_max[d] = c[d] > c_max[d] ? c[d] : c_max[d];
+      }
     }
-    order[j] = slot;
+    for (int d = 0; d < 3; ++d)
+      bp.spread[d] = c_max[d] > c_min[d] ? c_max[d] - c_min[d] : 0.0f;
   }
+  const float* spread = bp.spread;
+  int widest = 0;
+  for (int d = 1; d < 3; ++d) {
+    if (spread[d] > spread[widest]) widest = d;
+  }
+  int axis = bp.axis;
+  if (axis < 0 || spread[widest] > kAxisSwitchRatio * spread[axis]) axis = widest;
+  const int other1 = (axis + 1) % 3, other2 = (axis + 2) % 3;
+  const int band_axis = spread[other2] > spread[other1] ? other2 : other1;
+  const int other_axis = band_axis == other1 ? other2 : other1;
 
-  uint64_t* pairs = bp.pairs.data();
-  const uint32_t capacity = static_cast<uint32_t>(bp.pairs.size());
-  uint32_t count = 0;
-  uint32_t dropped = 0;
-  bool heap = false;  // once full, pairs[] is a max-heap of the lowest keys seen so far
+  // Sort by (lower bound, slot): coherent insertion sort, else from scratch.
+  uint64_t* keys = bp.sort_keys.data();
   for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t si = order[i];
-    const Aabb& ai = aabbs[si];
-    for (uint32_t k = i + 1; k < n; ++k) {
-      const uint32_t sk = order[k];
-      const Aabb& ak = aabbs[sk];
-      if (ak.lower.x > ai.upper.x) break;
-      if (!dynamic[si] && !dynamic[sk]) continue;
-      if (!overlaps_yz(ai, ak)) continue;
-      const uint64_t key = si < sk ? pair_key(si, sk) : pair_key(sk, si);
-      if (count < capacity) {
-        pairs[count++] = key;
-        continue;
-      }
-      // Over capacity: keep the `capacity` lowest keys. Keys are unique, so which ones survive
-      // does not depend on the order they were found in.
-      ++dropped;
-      if (!heap) {
-        std::make_heap(pairs, pairs + count);
-        heap = true;
-      }
-      if (key < pairs[0]) {
-        std::pop_heap(pairs, pairs + count);
-        pairs[count - 1] = key;
-        std::push_heap(pairs, pairs + count);
+    const uint32_t slot = order[i];
+    keys[i] =
+        (static_cast<uint64_t>(ordered_bits(element_of(aabbs[slot].lower, axis))) << 32) | slot;
+  }
+  const uint64_t budget = 4ull * n + 1024;
+  if (axis != bp.axis || !insertion_sort_bounded(keys, n, budget)) {
+    std::sort(keys, keys + n);  // determinism-lint: allow (key is a total order)
+  }
+  bp.axis = axis;
+
+  // Split into dynamic and non-dynamic lists in sweep order (aux = rank), measuring the dynamic
+  // bodies on the way: centres (doubled) for the next update's axes, range and total size along
+  // each axis for this update's cells.
+  // Dynamic boxes fill sweep_boxes from the front, the others from the back (reversed below).
+  SweepBox* dyn = bp.sweep_boxes.data();
+  SweepBox* stat_end = dyn + n;
+  uint32_t n_dyn = 0, n_stat = 0, slot_bound = 0;
+  float c_min[3] = {FLT_MAX, FLT_MAX, FLT_MAX}, c_max[3] = {-FLT_MAX, -FLT_MAX, -FLT_MAX};
+  float cross_lo[2] = {FLT_MAX, FLT_MAX}, cross_hi[2] = {-FLT_MAX, -FLT_MAX};
+  float size_sum[2] = {0.0f, 0.0f};
+  float sweep_lo = FLT_MAX, sweep_hi = -FLT_MAX, sweep_size_sum = 0.0f;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t slot = static_cast<uint32_t>(keys[i]);
+    order[i] = slot;
+    slot_bound = slot + 1 > slot_bound ? slot + 1 : slot_bound;
+    const Aabb& a = aabbs[slot];
+    const float lo[3] = {a.lower.x, a.lower.y, a.lower.z};
+    const float hi[3] = {a.upper.x, a.upper.y, a.upper.z};
+    SweepBox box;
+    box.lo_s = lo[axis];
+    box.hi_s = hi[axis];
+    box.lo_b = lo[band_axis];
+    box.hi_b = hi[band_axis];
+    box.lo_o = lo[other_axis];
+    box.hi_o = hi[other_axis];
+    box.slot = slot;
+    box.aux = i;
+    if (!dynamic[slot]) {
+      *(stat_end - ++n_stat) = box;
+      continue;
+    }
+    dyn[n_dyn++] = box;
+    for (int d = 0; d < 3; ++d) {
+      const float c = lo[d] + hi[d];
+      c_min[d] = c < c_min[d] ? c : c_min[d];
+      c_max[d] = c > c_max[d] ? c : c_max[d];
+    }
+    cross_lo[0] = box.lo_b < cross_lo[0] ? box.lo_b : cross_lo[0];
+    cross_hi[0] = box.hi_b > cross_hi[0] ? box.hi_b : cross_hi[0];
+    cross_lo[1] = box.lo_o < cross_lo[1] ? box.lo_o : cross_lo[1];
+    cross_hi[1] = box.hi_o > cross_hi[1] ? box.hi_o : cross_hi[1];
+    size_sum[0] += box.hi_b - box.lo_b;
+    size_sum[1] += box.hi_o - box.lo_o;
+    sweep_lo = box.lo_s < sweep_lo ? box.lo_s : sweep_lo;
+    sweep_hi = box.hi_s > sweep_hi ? box.hi_s : sweep_hi;
+    sweep_size_sum += box.hi_s - box.lo_s;
+  }
+  for (int d = 0; d < 3; ++d)
+    bp.spread[d] = c_max[d] > c_min[d] ? c_max[d] - c_min[d] : 0.0f;
+  if (n_dyn == 0) return;  // every pair needs a dynamic body
+  SweepBox* stat = stat_end - n_stat;
+  std::reverse(stat, stat_end);
+
+  PairSink sink;
+  sink.pairs = bp.pairs.data();
+  sink.capacity = static_cast<uint32_t>(bp.pairs.size());
+
+  // Cells: a grid over the two cross axes, [origin + k·width, origin + (k+1)·width) per axis,
+  // the end rows open-ended. Any layout gives the same pairs; this one keeps cells few and full.
+  uint32_t cells[2] = {1, 1};
+  float inv_width[2] = {0.0f, 0.0f};
+  uint32_t cell_limit = n_dyn / kMinBodiesPerCell;
+  cell_limit = cell_limit < kMaxCells ? cell_limit : kMaxCells;
+  // A plain sweep meets about n · mean size / range boxes per box (= total size / range): when
+  // that is few, the copies into cells would cost more than they save.
+  if (sweep_size_sum < kMinSweepCandidatesForCells * (sweep_hi - sweep_lo)) cell_limit = 0;
+  for (int c = 0; c < 2; ++c) {
+    const float range = cross_hi[c] - cross_lo[c];
+    const float width = kCellWidthInSizes * (size_sum[c] / static_cast<float>(n_dyn));
+    if (!(width > 0.0f && range > 0.0f)) continue;
+    const float fit = range / width;
+    cells[c] = fit < static_cast<float>(kMaxCellsPerAxis) ? static_cast<uint32_t>(fit) + 1
+                                                          : kMaxCellsPerAxis;
+    inv_width[c] = 1.0f / width;
+  }
+  // Too many cells for the bodies: halve the larger count until it fits.
+  while (cells[0] * cells[1] > (cell_limit > 1 ? cell_limit : 1)) {
+    int c = cells[0] >= cells[1] ? 0 : 1;
+    cells[c] = (cells[c] + 1) / 2;
+    inv_width[c] = inv_width[c] * 0.5f;
+  }
+  // Monotone in v (subtraction, scaling and truncation all are), so the cells of a box along an
+  // axis are [cell_of(lo), cell_of(hi)], and cell_of(max(lo_a, lo_b)) = max of the first cells.
+  auto cell_of = [&](int c, float v) -> uint32_t {
+    if (cells[c] == 1) return 0;
+    const float t = (v - cross_lo[c]) * inv_width[c];
+    if (!(t > 0.0f)) return 0;
+    if (t >= static_cast<float>(cells[c])) return cells[c] - 1;
+    const uint32_t k = static_cast<uint32_t>(t);
+    return k < cells[c] ? k : cells[c] - 1;
+  };
+  uint32_t cell_count = cells[0] * cells[1];
+  uint64_t* range_of = bp.cell_range.data();  // b0, b1, o0, o1 in 16 bits each, per dynamic box
+  uint32_t* start = bp.cell_start.data();
+  if (cell_count > 1) {
+    std::fill(start, start + cell_count + 1, 0u);
+    uint64_t entries = 0;
+    for (uint32_t i = 0; i < n_dyn; ++i) {
+      const uint32_t b0 = cell_of(0, dyn[i].lo_b), b1 = cell_of(0, dyn[i].hi_b);
+      const uint32_t o0 = cell_of(1, dyn[i].lo_o), o1 = cell_of(1, dyn[i].hi_o);
+      range_of[i] = static_cast<uint64_t>(b0) << 48 | static_cast<uint64_t>(b1) << 32 |
+                    static_cast<uint64_t>(o0) << 16 | o1;
+      entries += static_cast<uint64_t>(b1 - b0 + 1) * (o1 - o0 + 1);
+      for (uint32_t bb = b0; bb <= b1; ++bb) {
+        for (uint32_t oo = o0; oo <= o1; ++oo)
+          ++start[bb * cells[1] + oo + 1];
       }
     }
+    if (entries > bp.cell_boxes.size()) cell_count = 1;
   }
-  std::sort(pairs, pairs + count);  // determinism-lint: allow (key is a total order)
+
+  if (cell_count > 1) {
+    // Scatter in sweep order, so every cell stays sorted; aux = first-cell flags (sweep_self).
+    for (uint32_t c = 0; c < cell_count; ++c)
+      start[c + 1] += start[c];
+    SweepBox* celled = bp.cell_boxes.data();
+    for (uint32_t i = 0; i < n_dyn; ++i) {
+      const uint64_t r = range_of[i];
+      const uint32_t b0 = static_cast<uint32_t>(r >> 48);
+      const uint32_t b1 = static_cast<uint32_t>(r >> 32) & 0xffffu;
+      const uint32_t o0 = static_cast<uint32_t>(r >> 16) & 0xffffu;
+      const uint32_t o1 = static_cast<uint32_t>(r) & 0xffffu;
+      SweepBox box = dyn[i];
+      for (uint32_t bb = b0; bb <= b1; ++bb) {
+        for (uint32_t oo = o0; oo <= o1; ++oo) {
+          box.aux = (bb == b0 ? 1u : 0u) | (oo == o0 ? 2u : 0u);
+          celled[start[bb * cells[1] + oo]++] = box;
+        }
+      }
+    }
+    // start[c] is now the end of cell c, i.e. the start of cell c + 1.
+    uint32_t begin = 0;
+    for (uint32_t c = 0; c < cell_count; ++c) {
+      const uint32_t end = start[c];
+      if (end - begin > 1) sweep_self<true>(celled + begin, end - begin, sink);
+      begin = end;
+    }
+  } else {
+    sweep_self<false>(dyn, n_dyn, sink);
+  }
+  if (n_stat > 0) {
+    sweep_cross(dyn, n_dyn, stat, n_stat, sink);
+    sweep_cross(stat, n_stat, dyn, n_dyn, sink);
+  }
+
+  const uint32_t count = sink.count;
+  sort_pairs(bp.pairs.data(), bp.pair_scratch.data(), bp.slot_histogram.data(), count, slot_bound);
   bp.pair_count = count;
-  bp.dropped_pairs = dropped;
+  bp.dropped_pairs = sink.dropped;
 }
 
 }  // namespace lockstep::sim

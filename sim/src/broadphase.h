@@ -1,10 +1,27 @@
-// Broadphase: sort-and-sweep on the x axis over the live bodies' bounding boxes.
+// Broadphase: sort-and-sweep over the live bodies' bounding boxes.
 //
-// Deterministic and allocation-free: the order array is kept sorted by the total order
-// (aabb.lower.x, slot) with an insertion sort that starts from last step's order (coherence),
-// and the output is the set of overlapping pairs sorted by key, which depends on the boxes only.
-// When there are more pairs than capacity, the lowest keys are kept (a bounded max-heap), so
-// the same pairs are dropped on every machine whatever order the sweep found them in.
+// Deterministic and allocation-free. The output is the set of overlapping pairs in which at least
+// one body is dynamic, sorted by key; it depends on the boxes only, never on the internal order,
+// the sweep axis or the cells below (so they may change freely between steps and after a
+// restore). When there are more pairs than capacity, the lowest keys are kept (a bounded
+// max-heap), so the same pairs are dropped on every machine whatever order the sweep found them.
+//
+// How it is fast:
+//  - The sweep axis is the one with the largest spread of dynamic centres (switching only when
+//    another axis is clearly wider), and `order` stays sorted by (lower bound, slot) with an
+//    insertion sort that starts from last step's order (coherence). A full sort replaces it when
+//    the axis changes or the insertion sort would move too much.
+//  - Dynamic and non-dynamic bodies are swept separately: dynamic × dynamic, and dynamic ×
+//    non-dynamic as a two-list sweep. A floor or a wall spanning the scene costs one pass over
+//    the dynamic list, and static × static pairs are never looked at.
+//  - Dynamic × dynamic runs per cell of a grid over the two other axes: each body is copied into
+//    every cell its box covers (each cell list stays in sweep order), and a pair is reported only
+//    in the cell holding the lower corner of the two boxes' intersection (a cell both cover, so
+//    the pair is found exactly once). A scene spread over a plane or a volume then sweeps a few
+//    candidates per body instead of a whole slab of the scene. Sparse scenes, where a plain sweep
+//    meets few boxes anyway, skip the cells.
+//  - The pair keys are sorted by two counting passes over the slot numbers (slot b, then slot a),
+//    linear in bodies + pairs.
 #pragma once
 
 #include <cstdint>
@@ -26,12 +43,34 @@ constexpr uint32_t pair_slot_b(uint64_t key) {
   return static_cast<uint32_t>(key & 0xffffffffu);
 }
 
+/// One box in the sweep, its axes permuted to (sweep, band, other): the grid's two axes are band
+/// and other. `aux` is the rank in `order` (sweep lists) or, in a cell list, whether the cell is
+/// the box's first along band (bit 0) and along other (bit 1).
+struct SweepBox {
+  float lo_s = 0, hi_s = 0;
+  float lo_b = 0, hi_b = 0;
+  float lo_o = 0, hi_o = 0;
+  uint32_t slot = 0;
+  uint32_t aux = 0;
+};
+
 struct Broadphase {
-  std::vector<uint32_t> order;  // live slots, sorted by (lower.x, slot) after update
+  std::vector<uint32_t> order;  // live slots, sorted by (lower[axis], slot) after update
   uint32_t order_count = 0;
   std::vector<uint64_t> pairs;  // candidate pair keys, ascending after update
   uint32_t pair_count = 0;
-  uint32_t dropped_pairs = 0;  // pairs beyond capacity in the last update
+  uint32_t dropped_pairs = 0;   // pairs beyond capacity in the last update
+  int axis = -1;                // sweep axis of `order`, -1 before the first update
+  float spread[3] = {0, 0, 0};  // spread of dynamic centres at the last update (steers axes)
+
+  // Scratch, sized at init (not state: rebuilt on every update).
+  std::vector<uint64_t> sort_keys;       // (ordered lower bound << 32 | slot), one per live slot
+  std::vector<SweepBox> sweep_boxes;     // dynamic bodies, then the others, each in sweep order
+  std::vector<SweepBox> cell_boxes;      // dynamic bodies per cell, each cell in sweep order
+  std::vector<uint32_t> cell_start;      // cell c is cell_boxes[cell_start[c], cell_start[c+1])
+  std::vector<uint64_t> cell_range;      // first and last cell per cross axis, per dynamic box
+  std::vector<uint64_t> pair_scratch;    // unsorted pairs, then the first counting pass
+  std::vector<uint32_t> slot_histogram;  // counting sort of pair keys by slot
 };
 
 /// Takes all memory: room for `max_bodies` slots and `max_pairs` candidate pairs.
@@ -44,7 +83,7 @@ void broadphase_remove(Broadphase& bp, uint32_t slot);
 void broadphase_clear(Broadphase& bp);
 
 /// Sorts the sweep and finds the overlapping pairs in which at least one body is dynamic.
-/// `aabbs` and `dynamic` are indexed by slot.
+/// `aabbs` and `dynamic` are indexed by slot; every box must have lower ≤ upper, no NaN.
 void broadphase_update(Broadphase& bp, std::span<const Aabb> aabbs,
                        std::span<const uint8_t> dynamic);
 

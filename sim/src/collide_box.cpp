@@ -23,6 +23,14 @@
 //    the closest points of the segment and that box edge.
 #include <cfloat>
 
+// SSE2 lanes for the box–box axis tests (x86-64, and 32-bit x86 built with -msse2 as the sim
+// is); everything else, or -DLOCKSTEP_COLLIDE_SCALAR, takes the scalar path with the same bits.
+#if !defined(LOCKSTEP_COLLIDE_SCALAR) && \
+    (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
+#define LOCKSTEP_COLLIDE_SSE2 1
+#include <emmintrin.h>
+#endif
+
 #include "collide.h"
 #include "collide_internal.h"
 
@@ -175,6 +183,23 @@ float closest_segment_box_param(Vec3 p0, Vec3 d, Vec3 h) {
   return best_t;
 }
 
+// A lower bound of the squared distance collide_capsule_box computes between the segment
+// p0 + t·d (t in [0, 1]) and the box [−h, h]: the gap between the segment's bounding box and the
+// box. Rounding is monotone, so every rounded point p0 + d·t lies within [min, max] of p0 and
+// p0 + d per axis, its distance to the clamped point is at least the gap, and the rounded sum of
+// squares (same order: x, y, z) is at least this one: a test that fails on the bound fails on the
+// computed distance too, bit for bit.
+float segment_box_gap_sq(Vec3 p0, Vec3 d, Vec3 h) {
+  const Vec3 p1 = p0 + d;
+  float gap[3];
+  for (int i = 0; i < 3; ++i) {
+    const float a = element(p0, i), b = element(p1, i), e = element(h, i);
+    const float lo = a < b ? a : b, hi = a < b ? b : a;
+    gap[i] = lo > e ? lo - e : (hi < -e ? hi + e : 0.0f);
+  }
+  return gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2];
+}
+
 // Clips p0 + t·d, t in [0, 1], to the slabs |x_j| ≤ h_j of the two axes j ≠ skip. The sources
 // name what bounds each end: 0 / 1 = the segment's own end, 2 + 2j + (side > 0) = a slab face.
 bool clip_segment_to_face(Vec3 p0, Vec3 d, Vec3 h, int skip, float* t0, float* t1, uint32_t* src0,
@@ -248,33 +273,219 @@ void capsule_region_point(const PointBox& pb, float radius, float margin, const 
 // face have their corners on the side planes up to rounding, and without the band a corner
 // would be a vertex on one step and a clip point (or a point anywhere along an edge that lies
 // in the plane) on the next. Crossings are thus at least `band` from both ends of their edge.
+//
+// Plain members without initializers: the clip buffers are written before they are read, and
+// zeroing 2 × 16 vertices per box pair cost about as much as the clipping itself.
 struct ClipVertex {
-  Vec3 p{};
-  uint32_t in_line = 0;
-  uint32_t out_line = 0;
+  float x, y, z;
+  uint32_t in_line;
+  uint32_t out_line;
 };
 
-int clip_polygon(const ClipVertex* in, int n, Vec3 plane_normal, float plane_offset,
-                 uint32_t plane_line, float band, ClipVertex* out) {
+inline Vec3 position_of(const ClipVertex& v) {
+  return Vec3{v.x, v.y, v.z};
+}
+
+// Clips `in` (n vertices) by one side plane into `out`, or returns `in` itself when every vertex
+// is inside (the clip would copy it unchanged). Sets *m_out to the result's vertex count.
+[[gnu::always_inline]] inline const ClipVertex* clip_polygon(const ClipVertex* in, int n,
+                                                             Vec3 plane_normal, float plane_offset,
+                                                             uint32_t plane_line, float band,
+                                                             ClipVertex* out, int* m_out) {
+  // Each vertex's distance once (it is both the start of one edge and the end of another).
+  float dist[kMaxClipVertices];
+  bool all_in = true;
+  for (int k = 0; k < n; ++k) {
+    dist[k] = dot(plane_normal, position_of(in[k])) - plane_offset;
+    all_in = all_in && dist[k] <= band;
+  }
+  if (all_in) {
+    *m_out = n;
+    return in;
+  }
   int m = 0;
   for (int k = 0; k < n; ++k) {
+    const int kb = k + 1 < n ? k + 1 : 0;
     const ClipVertex& a = in[k];
-    const ClipVertex& b = in[k + 1 < n ? k + 1 : 0];
-    float da = dot(plane_normal, a.p) - plane_offset;
-    float db = dot(plane_normal, b.p) - plane_offset;
+    const ClipVertex& b = in[kb];
+    const float da = dist[k];
+    const float db = dist[kb];
     bool a_in = da <= band, b_in = db <= band;
     if (a_in && m < kMaxClipVertices) out[m++] = a;
     if (a_in == b_in || m >= kMaxClipVertices) continue;
     if (a_in ? !(da < -band) : !(db < -band)) continue;  // the kept end stands for the crossing
     float t = da / (da - db);
-    out[m].p = a.p + (b.p - a.p) * t;
+    const Vec3 pa = position_of(a);
+    const Vec3 p = pa + (position_of(b) - pa) * t;
+    out[m].x = p.x;
+    out[m].y = p.y;
+    out[m].z = p.z;
     // Leaving: arrives along a's outgoing line, leaves along the plane. Entering: the reverse.
     out[m].in_line = a_in ? a.out_line : plane_line;
     out[m].out_line = a_in ? plane_line : b.in_line;
     ++m;
   }
-  return m;
+  *m_out = m;
+  return out;
 }
+
+// More than 4 clipped points within the margin: keep 4 (reduce_to_four) and add them.
+[[gnu::noinline]] void add_reduced_face_points(const ClipVertex* poly, const float* sep_of, int n,
+                                               Vec3 n_ref, float margin, uint32_t faces,
+                                               Manifold* out) {
+  Vec3 pos[kMaxClipVertices];
+  float sep[kMaxClipVertices];
+  uint32_t vertex_id[kMaxClipVertices];
+  int count = 0;
+  for (int q = 0; q < n; ++q) {
+    float s = sep_of[q];
+    if (s > margin) continue;
+    pos[count] = position_of(poly[q]) - n_ref * (0.5f * s);
+    sep[count] = s;
+    vertex_id[count] = (poly[q].in_line << 3) | poly[q].out_line;
+    count += 1;
+  }
+  int keep[kMaxManifoldPoints];
+  int kept = reduce_to_four(pos, sep, count, n_ref, keep);
+  for (int q = 0; q < kept; ++q) {
+    add_point(out, pos[keep[q]], sep[keep[q]], feature_id(kTagBoxBox, faces | vertex_id[keep[q]]));
+  }
+}
+
+// Separations of the 15 box–box axes: face_a[i] = A's face axis i, face_b[j] = B's face axis j,
+// edge[3i + j] = the edge axis a_i × b_j, valid (bit 3i + j of edge_valid) unless the two edges
+// are nearly parallel. Every value comes from the same float operations in the same order as
+// the scalar formulas below (the SSE2 path computes three of them per instruction, one per lane:
+// each lane rounds exactly as the scalar code does), so both paths give the same bits.
+struct BoxBoxAxes {
+  float face_a[3];
+  float face_b[3];
+  float edge[12];
+  uint32_t edge_valid;
+};
+
+#if defined(LOCKSTEP_COLLIDE_SSE2)
+
+// v < 0 ? −v : v per lane, as abs_f (−0 and NaN pass through unchanged).
+inline __m128 abs_lanes(__m128 v) {
+  const __m128 negative = _mm_cmplt_ps(v, _mm_setzero_ps());
+  const __m128 negated = _mm_xor_ps(v, _mm_set1_ps(-0.0f));
+  return _mm_or_ps(_mm_and_ps(negative, negated), _mm_andnot_ps(negative, v));
+}
+
+// dot(u, v) for u broadcast and v given per lane: u.x·v.x + u.y·v.y + u.z·v.z.
+inline __m128 dot_lanes(Vec3 u, __m128 vx, __m128 vy, __m128 vz) {
+  return _mm_add_ps(_mm_add_ps(_mm_mul_ps(_mm_set1_ps(u.x), vx), _mm_mul_ps(_mm_set1_ps(u.y), vy)),
+                    _mm_mul_ps(_mm_set1_ps(u.z), vz));
+}
+
+void box_box_separations(const Vec3* axes_a, const Vec3* axes_b, const float* ha, const float* hb,
+                         Vec3 t, BoxBoxAxes* out) {
+  // Lane i holds axis i (lane 3 repeats axis 2; its results are not used).
+  const __m128 ax = _mm_setr_ps(axes_a[0].x, axes_a[1].x, axes_a[2].x, axes_a[2].x);
+  const __m128 ay = _mm_setr_ps(axes_a[0].y, axes_a[1].y, axes_a[2].y, axes_a[2].y);
+  const __m128 az = _mm_setr_ps(axes_a[0].z, axes_a[1].z, axes_a[2].z, axes_a[2].z);
+  const __m128 bx = _mm_setr_ps(axes_b[0].x, axes_b[1].x, axes_b[2].x, axes_b[2].x);
+  const __m128 by = _mm_setr_ps(axes_b[0].y, axes_b[1].y, axes_b[2].y, axes_b[2].y);
+  const __m128 bz = _mm_setr_ps(axes_b[0].z, axes_b[1].z, axes_b[2].z, axes_b[2].z);
+
+  // Face axes of A (lane i): |t·a_i| − ha_i − (hb_0·|a_i·b_0| + hb_1·|a_i·b_1| + hb_2·|a_i·b_2|),
+  // with a_i·b_j = a_i.x·b_j.x + a_i.y·b_j.y + a_i.z·b_j.z (b_j broadcast, a_i per lane).
+  const __m128 c0 = abs_lanes(dot_lanes(axes_b[0], ax, ay, az));
+  const __m128 c1 = abs_lanes(dot_lanes(axes_b[1], ax, ay, az));
+  const __m128 c2 = abs_lanes(dot_lanes(axes_b[2], ax, ay, az));
+  // t·a_i = t.x·a_i.x + t.y·a_i.y + t.z·a_i.z (a product is the same bits either way round).
+  const __m128 ta = abs_lanes(dot_lanes(t, ax, ay, az));
+  const __m128 ha_lanes = _mm_setr_ps(ha[0], ha[1], ha[2], ha[2]);
+  const __m128 reach_b =
+      _mm_add_ps(_mm_add_ps(_mm_mul_ps(_mm_set1_ps(hb[0]), c0), _mm_mul_ps(_mm_set1_ps(hb[1]), c1)),
+                 _mm_mul_ps(_mm_set1_ps(hb[2]), c2));
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, _mm_sub_ps(_mm_sub_ps(ta, ha_lanes), reach_b));
+  out->face_a[0] = lanes[0], out->face_a[1] = lanes[1], out->face_a[2] = lanes[2];
+
+  // Face axes of B (lane j): the same with |a_i·b_j| for fixed i across the lanes.
+  const __m128 r0 = abs_lanes(dot_lanes(axes_a[0], bx, by, bz));
+  const __m128 r1 = abs_lanes(dot_lanes(axes_a[1], bx, by, bz));
+  const __m128 r2 = abs_lanes(dot_lanes(axes_a[2], bx, by, bz));
+  const __m128 tb = abs_lanes(dot_lanes(t, bx, by, bz));
+  const __m128 hb_lanes = _mm_setr_ps(hb[0], hb[1], hb[2], hb[2]);
+  const __m128 reach_a =
+      _mm_add_ps(_mm_add_ps(_mm_mul_ps(_mm_set1_ps(ha[0]), r0), _mm_mul_ps(_mm_set1_ps(ha[1]), r1)),
+                 _mm_mul_ps(_mm_set1_ps(ha[2]), r2));
+  _mm_store_ps(lanes, _mm_sub_ps(_mm_sub_ps(tb, hb_lanes), reach_a));
+  out->face_b[0] = lanes[0], out->face_b[1] = lanes[1], out->face_b[2] = lanes[2];
+
+  // Edge axes a_i × b_j, lane j.
+  uint32_t valid = 0;
+  const __m128 parallel_sin_sq = _mm_set1_ps(kEdgeParallelSinSq);
+  const __m128 one = _mm_set1_ps(1.0f);
+  for (int i = 0; i < 3; ++i) {
+    const __m128 ix = _mm_set1_ps(axes_a[i].x), iy = _mm_set1_ps(axes_a[i].y),
+                 iz = _mm_set1_ps(axes_a[i].z);
+    // cross(a, b) = (a.y·b.z − a.z·b.y, a.z·b.x − a.x·b.z, a.x·b.y − a.y·b.x).
+    __m128 lx = _mm_sub_ps(_mm_mul_ps(iy, bz), _mm_mul_ps(iz, by));
+    __m128 ly = _mm_sub_ps(_mm_mul_ps(iz, bx), _mm_mul_ps(ix, bz));
+    __m128 lz = _mm_sub_ps(_mm_mul_ps(ix, by), _mm_mul_ps(iy, bx));
+    const __m128 l_sq =
+        _mm_add_ps(_mm_add_ps(_mm_mul_ps(lx, lx), _mm_mul_ps(ly, ly)), _mm_mul_ps(lz, lz));
+    valid |= static_cast<uint32_t>(_mm_movemask_ps(_mm_cmpgt_ps(l_sq, parallel_sin_sq)) & 7)
+             << (3 * i);
+    // l · (1 / sqrt(l²)): sqrtps and divps round like sqrtss and divss.
+    const __m128 inv = _mm_div_ps(one, _mm_sqrt_ps(l_sq));
+    lx = _mm_mul_ps(lx, inv);
+    ly = _mm_mul_ps(ly, inv);
+    lz = _mm_mul_ps(lz, inv);
+    __m128 s = abs_lanes(dot_lanes(t, lx, ly, lz));
+    for (int k = 0; k < 3; ++k) {
+      s = _mm_sub_ps(s,
+                     _mm_mul_ps(_mm_set1_ps(ha[k]), abs_lanes(dot_lanes(axes_a[k], lx, ly, lz))));
+      s = _mm_sub_ps(s,
+                     _mm_mul_ps(_mm_set1_ps(hb[k]), abs_lanes(dot_lanes(axes_b[k], lx, ly, lz))));
+    }
+    _mm_storeu_ps(out->edge + 3 * i, s);  // lane 3 lands in the next row's slot or the padding
+  }
+  out->edge_valid = valid;
+}
+
+#else
+
+void box_box_separations(const Vec3* axes_a, const Vec3* axes_b, const float* ha, const float* hb,
+                         Vec3 t, BoxBoxAxes* out) {
+  float abs_c[3][3];
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j)
+      abs_c[i][j] = abs_f(dot(axes_a[i], axes_b[j]));
+  }
+  for (int i = 0; i < 3; ++i) {
+    out->face_a[i] = abs_f(dot(t, axes_a[i])) - ha[i] -
+                     (hb[0] * abs_c[i][0] + hb[1] * abs_c[i][1] + hb[2] * abs_c[i][2]);
+  }
+  for (int j = 0; j < 3; ++j) {
+    out->face_b[j] = abs_f(dot(t, axes_b[j])) - hb[j] -
+                     (ha[0] * abs_c[0][j] + ha[1] * abs_c[1][j] + ha[2] * abs_c[2][j]);
+  }
+  uint32_t valid = 0;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      Vec3 l = cross(axes_a[i], axes_b[j]);
+      float l_sq = length_squared(l);
+      out->edge[3 * i + j] = 0.0f;
+      if (!(l_sq > kEdgeParallelSinSq)) continue;
+      valid |= 1u << (3 * i + j);
+      l = l * (1.0f / std::sqrt(l_sq));
+      float s = abs_f(dot(t, l));
+      for (int k = 0; k < 3; ++k) {
+        s -= ha[k] * abs_f(dot(axes_a[k], l));
+        s -= hb[k] * abs_f(dot(axes_b[k], l));
+      }
+      out->edge[3 * i + j] = s;
+    }
+  }
+  out->edge_valid = valid;
+}
+
+#endif
 
 }  // namespace
 
@@ -305,6 +516,10 @@ void collide_capsule_box(const ShapeDef& capsule, const Transform& xa, const Sha
     capsule_region_point(point_box(c, h), radius, margin, rot, xb.p, out);
     return;
   }
+
+  // Exact early out: past the margin on the bound is past the margin in the test below.
+  const float gap_sq = segment_box_gap_sq(p0, d, h);
+  if (gap_sq > kDirectionEpsSq && std::sqrt(gap_sq) - radius > margin) return;
 
   float t = closest_segment_box_param(p0, d, h);
   Vec3 s = p0 + d * t;
@@ -391,41 +606,28 @@ void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, 
   const float ha[3] = {a.half_extents.x, a.half_extents.y, a.half_extents.z};
   const float hb[3] = {b.half_extents.x, b.half_extents.y, b.half_extents.z};
   Vec3 t = xb.p - xa.p;
-  float abs_c[3][3];
-  for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 3; ++j)
-      abs_c[i][j] = abs_f(dot(axes_a[i], axes_b[j]));
-  }
+  BoxBoxAxes sat;
+  box_box_separations(axes_a, axes_b, ha, hb, t, &sat);
 
-  // Face axes of A, then of B.
+  // Face axes of A, then of B, then the edge axes; the first one beyond the margin ends the test.
   float sep_a = -FLT_MAX, sep_b = -FLT_MAX;
   int axis_a = 0, axis_b = 0;
   for (int i = 0; i < 3; ++i) {
-    float s = abs_f(dot(t, axes_a[i])) - ha[i] -
-              (hb[0] * abs_c[i][0] + hb[1] * abs_c[i][1] + hb[2] * abs_c[i][2]);
+    float s = sat.face_a[i];
     if (s > margin) return;
     if (s > sep_a) sep_a = s, axis_a = i;
   }
   for (int j = 0; j < 3; ++j) {
-    float s = abs_f(dot(t, axes_b[j])) - hb[j] -
-              (ha[0] * abs_c[0][j] + ha[1] * abs_c[1][j] + ha[2] * abs_c[2][j]);
+    float s = sat.face_b[j];
     if (s > margin) return;
     if (s > sep_b) sep_b = s, axis_b = j;
   }
-  // Edge axes.
   float sep_edge = -FLT_MAX;
   int edge_a = -1, edge_b = -1;
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) {
-      Vec3 l = cross(axes_a[i], axes_b[j]);
-      float l_sq = length_squared(l);
-      if (!(l_sq > kEdgeParallelSinSq)) continue;
-      l = l * (1.0f / std::sqrt(l_sq));
-      float s = abs_f(dot(t, l));
-      for (int k = 0; k < 3; ++k) {
-        s -= ha[k] * abs_f(dot(axes_a[k], l));
-        s -= hb[k] * abs_f(dot(axes_b[k], l));
-      }
+      if (!(sat.edge_valid & (1u << (3 * i + j)))) continue;
+      float s = sat.edge[3 * i + j];
       if (s > margin) return;
       if (s > sep_edge) sep_edge = s, edge_a = i, edge_b = j;
     }
@@ -491,40 +693,44 @@ void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, 
 
   // Incident vertex q arrives along edge q − 1 and leaves along edge q.
   ClipVertex poly[kMaxClipVertices], scratch[kMaxClipVertices];
-  poly[0] = {face_c + eu + ev, 3, 0};
-  poly[1] = {face_c - eu + ev, 0, 1};
-  poly[2] = {face_c - eu - ev, 1, 2};
-  poly[3] = {face_c + eu - ev, 2, 3};
+  const Vec3 v0 = face_c + eu + ev, v1 = face_c - eu + ev, v2 = face_c - eu - ev,
+             v3 = face_c + eu - ev;
+  poly[0] = {v0.x, v0.y, v0.z, 3, 0};
+  poly[1] = {v1.x, v1.y, v1.z, 0, 1};
+  poly[2] = {v2.x, v2.y, v2.z, 1, 2};
+  poly[3] = {v3.x, v3.y, v3.z, 2, 3};
   int n = 4;
   int j = (ref_axis + 1) % 3, k = (ref_axis + 2) % 3;
   float cj = dot(axes_r[j], pr), ck = dot(axes_r[k], pr);
   float band = kClipBand;
   if (band > kClipBandRel * hr[j]) band = kClipBandRel * hr[j];
   if (band > kClipBandRel * hr[k]) band = kClipBandRel * hr[k];
-  n = clip_polygon(poly, n, axes_r[j], cj + hr[j], 4, band, scratch);
-  n = clip_polygon(scratch, n, -axes_r[j], hr[j] - cj, 5, band, poly);
-  n = clip_polygon(poly, n, axes_r[k], ck + hr[k], 6, band, scratch);
-  n = clip_polygon(scratch, n, -axes_r[k], hr[k] - ck, 7, band, poly);
+  // Each clip writes into the buffer its input is not in.
+  const ClipVertex* cur = poly;
+  cur = clip_polygon(cur, n, axes_r[j], cj + hr[j], 4, band, cur == poly ? scratch : poly, &n);
+  cur = clip_polygon(cur, n, -axes_r[j], hr[j] - cj, 5, band, cur == poly ? scratch : poly, &n);
+  cur = clip_polygon(cur, n, axes_r[k], ck + hr[k], 6, band, cur == poly ? scratch : poly, &n);
+  cur = clip_polygon(cur, n, -axes_r[k], hr[k] - ck, 7, band, cur == poly ? scratch : poly, &n);
 
   float ref_offset = dot(n_ref, pr) + hr[ref_axis];
-  Vec3 pos[kMaxClipVertices];
   float sep[kMaxClipVertices];
-  uint32_t vertex_id[kMaxClipVertices];
   int count = 0;
   for (int q = 0; q < n; ++q) {
-    float s = dot(n_ref, poly[q].p) - ref_offset;
-    if (s > margin) continue;
-    pos[count] = poly[q].p - n_ref * (0.5f * s);
-    sep[count] = s;
-    vertex_id[count] = (poly[q].in_line << 3) | poly[q].out_line;
-    count += 1;
+    sep[q] = dot(n_ref, position_of(cur[q])) - ref_offset;
+    if (!(sep[q] > margin)) count += 1;
   }
-  int keep[kMaxManifoldPoints];
-  int kept = reduce_to_four(pos, sep, count, n_ref, keep);
   uint32_t faces = (face_index(ref_axis, ref_sign) << 20) | (face_index(inc_axis, inc_sign) << 16);
   if (ref_on_b) faces |= 1u << 27;
-  for (int q = 0; q < kept; ++q) {
-    add_point(out, pos[keep[q]], sep[keep[q]], feature_id(kTagBoxBox, faces | vertex_id[keep[q]]));
+  if (count <= kMaxManifoldPoints) {
+    // All of them, in clip order (what reduce_to_four keeps of 4 or fewer).
+    for (int q = 0; q < n; ++q) {
+      float s = sep[q];
+      if (s > margin) continue;
+      add_point(out, position_of(cur[q]) - n_ref * (0.5f * s), s,
+                feature_id(kTagBoxBox, faces | (cur[q].in_line << 3) | cur[q].out_line));
+    }
+  } else {
+    add_reduced_face_points(cur, sep, n, n_ref, margin, faces, out);
   }
   out->normal = ref_on_b ? n_ref : -n_ref;
 }
