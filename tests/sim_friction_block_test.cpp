@@ -328,14 +328,15 @@ TEST(FrictionBlock, RandomProblems) {
   constexpr int kSamples = 10000;
   constexpr int kAngles = 256;
   // Tolerances (double evaluation of float results; eigenvalues in [0.5, 4.5), so cond(K) < 9):
-  // KKT residual |KJ + v + λJ| (m/s): the stopping test (|J| within 2^-21 of R) and the 2^-22
-  // inward aim bound it by (2^-21 + 2^-22)·|v| ≈ 4.1e-6 at |v| ≤ 5.7 m/s, plus a few ulps.
+  // KKT residual |KJ + v + λJ| (m/s): J = (1 − 2^-20)·R·u with u solving the shifted system at
+  // the returned λ, so it is 2^-20·|v| ≈ 5.4e-6 at |v| ≤ 5.7 m/s, plus a few ulps.
   constexpr double kKktTolerance = 1e-5;
   // Rotation: rounding the rotated K and v to float perturbs the problem by ~6e-8 relative,
   // amplified by cond(K) and by the circle's curvature; relative to R.
   constexpr double kRotationTolerance = 1e-5;
-  // Objective vs the 256 exact boundary candidates (J): the answer sits ~2^-22 R inside the
-  // circle, costing ~λR²·2^-22, plus float rounding of J; relative to 1 + |F|.
+  // Objective vs the 256 exact boundary candidates (J): the answer sits 2^-20 R inside the circle
+  // (± the 2^-21 stopping test), costing ~λR²·2^-20 ≤ |v|R·2^-20, plus float rounding of J;
+  // relative to 1 + |F| (|F| ≈ |v|R on the circle).
   constexpr double kObjectiveTolerance = 2e-6;
   // Distance to the independent double solve (N·s), relative to R.
   constexpr double kReferenceTolerance = 1e-5;
@@ -381,7 +382,7 @@ TEST(FrictionBlock, RandomProblems) {
     if (r.status == FrictionBlockStatus::boundary) {
       ++boundary;
       EXPECT_GT(r.lambda, 0.0f);
-      // Complementarity: λ > 0 only on the circle.
+      // Complementarity: λ > 0 only on the circle (|J| within 2^-20 + 2^-21 ≈ 1.4e-6 of R).
       EXPECT_NEAR(norm(to_d(r.impulse)), radius, 2e-6 * radius);
       const double f = objective(k, v, to_d(r.impulse));
       double best = std::numeric_limits<double>::infinity();
@@ -423,6 +424,32 @@ TEST(FrictionBlock, RandomProblems) {
       "max_rotation_error=%.3g (of R) max_objective_gap=%.3g (of 1+|F|) "
       "max_reference_error=%.3g (of R)\n",
       kSamples, interior, boundary, max_kkt, max_rotation, max_gap, max_reference);
+}
+
+// v along an eigenvector of K: the secular equation's start (the Jensen bound) is the root itself,
+// and the answer has a closed form: J = −R·v/|v|, λ = |v|/R − k for the eigenvalue k of that
+// direction. Diagonal K so that the eigenvectors are the axes exactly.
+TEST(FrictionBlock, SlidingAlongAnEigenvectorMatchesTheClosedForm) {
+  struct Case {
+    TangentMass k;
+    Vec2 v;
+    float radius;
+  };
+  const Case cases[] = {{{2, 0, 0.5f}, {3, 0}, 0.4f},        {{2, 0, 0.5f}, {0, -3}, 0.4f},
+                        {{0.5f, 0, 2}, {-7, 0}, 1.5f},       {{0.5f, 0, 2}, {0, 7}, 1.5f},
+                        {{1e-6f, 0, 3e-6f}, {0, 2e-3f}, 30}, {{4e3f, 0, 1e3f}, {-50, 0}, 1e-3f}};
+  for (const Case& c : cases) {
+    const FrictionBlockResult r = solve_friction_block(c.k, c.v, c.radius);
+    ASSERT_EQ(r.status, FrictionBlockStatus::boundary);
+    const double speed = norm(to_d(c.v)), k_dir = c.v.x != 0 ? c.k.a : c.k.c;
+    // |J| within 2^-20 + 2^-21 of R (aim and stopping test) plus ulps: 2e-6 of R.
+    EXPECT_NEAR(r.impulse.x, -c.radius * c.v.x / speed, 2e-6 * c.radius);
+    EXPECT_NEAR(r.impulse.y, -c.radius * c.v.y / speed, 2e-6 * c.radius);
+    EXPECT_TRUE(exactly_inside(r.impulse, c.radius));
+    // λ from τ, which is within a few ulps of 1 − κ here; relative to |v|/R.
+    const double lambda = speed / c.radius - k_dir;
+    EXPECT_NEAR(r.lambda, lambda, 1e-5 * speed / c.radius);
+  }
 }
 
 // ---- Warm starting -----------------------------------------------------------------------------

@@ -116,6 +116,84 @@ TEST(SimSolverOpt, InsideDiskPretestAgreesWithTheExactTest) {
   }
 }
 
+// The float proof of the boundary answer (inside_disk_aimed) may say "undecided" but never
+// "inside" for a point outside: checked against the independent reference near the circle, on
+// both sides of its 2^-21 band, with subnormal components and with R² below its 2^-100 floor.
+TEST(SimSolverOpt, AimedDiskTestNeverClaimsAPointOutside) {
+  namespace detail = lockstep::sim::friction_block_detail;
+  SplitMix64 rng{0xa1bed};
+  int proven = 0, aimed = 0, aimed_proven = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const float radius = std::fabs(rng.magnitude(-70, 70));
+    // 1 − 2^-20 is where solve_boundary aims; the others straddle the band and the circle.
+    const double scales[] = {1.0 - 0x1.0p-20,
+                             1.0 - 0x1.0p-21,
+                             1.0 - 0x1.0p-22,
+                             1.0,
+                             1.0 + 0x1.0p-23,
+                             1.0 - 0x1.0p-19,
+                             0.5};
+    const int pick = static_cast<int>(rng.next() % 7);
+    const double scale = scales[pick] * (1.0 + 0x1.0p-24 * (rng.uniform() - 0.5));
+    double ux = rng.uniform() - 0.5, uy = rng.uniform() - 0.5;
+    if (rng.next() % 8 == 0) uy *= 0x1.0p-40;  // a component far smaller (subnormal for small R)
+    const double inv = 1.0 / std::sqrt(ux * ux + uy * uy);
+    const Vec2 j{static_cast<float>(ux * inv * scale * radius),
+                 static_cast<float>(uy * inv * scale * radius)};
+    const bool claim = detail::inside_disk_aimed(j, radius);
+    if (claim) {
+      ASSERT_TRUE(reference_inside(j, radius)) << j.x << " " << j.y << " " << radius;
+      ++proven;
+    }
+    // Normal range (R² between 2^-100 and FLT_MAX): the aimed point is always proven inside.
+    const bool normal_range = radius >= 0x1.0p-49f && radius <= 0x1.0p+63f;
+    if (pick == 0 && normal_range) {
+      ++aimed;
+      if (claim) ++aimed_proven;
+    }
+    // R² clearly below 2^-100 or above FLT_MAX: undecided, left to the exact test.
+    if (radius < 0x1.0p-51f || radius > 0x1.0p+65f) {
+      EXPECT_FALSE(claim) << radius;
+    }
+  }
+  EXPECT_GT(proven, 50000);
+  EXPECT_GT(aimed, 10000);
+  EXPECT_EQ(aimed_proven, aimed);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(detail::inside_disk_aimed({nan, 0}, 1));
+  EXPECT_FALSE(detail::inside_disk_aimed({inf, 0}, 1));
+  EXPECT_FALSE(detail::inside_disk_aimed({0, 0}, 0));
+  EXPECT_FALSE(detail::inside_disk_aimed({0, 0}, nan));
+  EXPECT_FALSE(detail::inside_disk_aimed({1, 0}, 1));
+  EXPECT_TRUE(detail::inside_disk_aimed({0, 0}, 1));
+}
+
+// Boundary answers across magnitudes: the float proof decides them (the exact test runs only for
+// R outside its range), and they satisfy the disk contract as the reference decides it.
+TEST(SimSolverOpt, BoundaryAnswersAreProvenInsideByTheFloatTest) {
+  namespace detail = lockstep::sim::friction_block_detail;
+  SplitMix64 rng{0xb0a7d};
+  int boundary = 0, proven = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const float scale = std::fabs(rng.magnitude(-20, 20));
+    const float a = scale * rng.range(0.05, 2), c = scale * rng.range(0.05, 2);
+    const float b = std::sqrt(a * c) * rng.range(-0.99, 0.99);
+    const TangentMass k{a, b, c};
+    const Vec2 v{rng.magnitude(-20, 20), rng.magnitude(-20, 20)};
+    const float radius = std::fabs(rng.magnitude(-20, 20));
+    const FrictionBlockResult r = lockstep::sim::solve_friction_block(k, v, radius);
+    ASSERT_TRUE(r.solved());
+    ASSERT_TRUE(reference_inside(r.impulse, radius)) << i;
+    if (r.status != lockstep::sim::FrictionBlockStatus::boundary) continue;
+    ++boundary;
+    if (detail::inside_disk_aimed(r.impulse, radius)) ++proven;
+  }
+  EXPECT_GT(boundary, 10000);
+  // R in [2^-20, 2^21): R² always in the proof's range; the answer aims 2^-20 inside.
+  EXPECT_EQ(proven, boundary);
+}
+
 // Random problems across magnitudes, with invalid ones mixed in: the inline fast path, the
 // prepared entry point (with its eigen cache cold and warm) and the public one agree bit for bit.
 TEST(SimSolverOpt, FastAndPreparedFrictionBlockGiveThePublicSolversBits) {

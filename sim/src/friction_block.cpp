@@ -13,23 +13,36 @@
 // κᵢ = kᵢ·R/|g|, and the circle is |u| = 1. On the boundary τ lies in
 //   [max(0, 1 − κ1), max(0, 1 − κ2)] ⊂ [0, 1]
 // (|u(τ)| lies between 1/(κ1 + τ) and 1/(κ2 + τ)), whatever the units or magnitudes of the
-// inputs. K is also divided by its mean eigenvalue before the eigen-decomposition so that no
-// square over- or underflows for any finite positive definite K.
+// inputs. The code never forms ĝ: with h = g/v_max (v_max the largest |entry| of v, so h has an
+// entry ±1 and L = |h| is in [1, √2]) it multiplies the system by L, (aᵢ + t)·uᵢ = hᵢ with
+// aᵢ = κᵢ·L = kᵢ·R/v_max and t = τ·L ∈ [max(0, L − a1), max(0, L − a2)]: the same equation
+// and bracket without the normalisation's divide on the path to the first evaluation;
+// λ = t·v_max/R. K is also divided by its mean eigenvalue before the eigen-decomposition (done
+// once per point and step by the solver) so that no square over- or underflows for any finite
+// positive definite K.
 //
-// Secular equation. n(τ) = |u(τ)| decreases in τ; we solve φ(τ) = 1/n(τ) − 1 = 0 (Moré and
+// Secular equation. n(t) = |u(t)| decreases in t; we solve φ(t) = 1/n(t) − 1 = 0 (Moré and
 // Sorensen's form: φ is concave and nearly linear, exactly linear when k1 = k2). Newton:
-//   φ' = S3/n³ with S3 = Σ uᵢ²/(κᵢ + τ),   τ ← τ + n²(n − 1)/S3.
-// From the left end of the bracket (n ≥ 1) concavity keeps Newton monotone and below the root,
-// so it converges quadratically without overshooting; typically 2–4 evaluations.
+//   φ' = S3/n³ with S3 = Σ uᵢ²/(aᵢ + t),   t ← t + n²(n − 1)/S3.
+// From the infeasible side (n ≥ 1) concavity keeps Newton monotone and below the root, so it
+// converges quadratically without overshooting. The start is the Jensen bound of the root,
+// t0 = L − Σ hᵢ²aᵢ/L² (convexity of 1/x² gives n(t0) ≥ 1), clamped into the bracket: exact when h
+// is an eigenvector and never left of lo. pyramid3d: 2.0 evaluations per solve (2.4 from lo);
+// warm starts from the previous Gauss-Seidel pass were measured and did worse (the root moves
+// too much between passes, often past the bracket).
 //
 // Safeguard. The bracket [lo, hi] (lo infeasible side n > 1, hi feasible side n ≤ 1) is updated
 // at every evaluation; a Newton step below lo (or not finite) is replaced by bisection, one past
 // hi (possible only by rounding, the root then being at hi) by hi. The iteration count is capped
 // and every stopping test is a float comparison, so the same inputs give the same bits on every
-// IEEE-754 target. Stopping at |n − 1| ≤ tol and returning J = R·u/n puts J on the circle with a
-// stationarity residual (K + λI)J − g = g·(1/n − 1), at most tol·|v|; aiming 2^-22 inside the
-// circle adds 2^-22·|v|. The result is then checked to lie in the disk exactly (inside_disk) and
-// pulled inwards by a few ulps if rounding put it outside; J = 0 is the last resort.
+// IEEE-754 target. The iteration stops at |n² − 1| ≤ 2^-20 (|n − 1| ≤ 2^-21), tested before the
+// square root, which is then taken only for a Newton step. The answer is J = R·(1 − 2^-20)·u:
+// u solves the shifted system exactly (up to rounding), so the stationarity residual
+// (K + λI)J − g is 2^-20·g, and |J| is within 2^-21 + 2^-20 of R, aimed inside. (If the bracket
+// is exhausted before convergence, J = R·(1 − 2^-20)·u/n.) A float test with a margin proves the
+// aimed J inside the disk exactly (inside_disk_aimed); only when it cannot (R or J tiny or huge)
+// does the exact test run (inside_disk) and pull J inwards by a few ulps if rounding put it
+// outside; J = 0 is the last resort.
 #include "lockstep/sim/friction_block.h"
 
 #include <cfloat>
@@ -38,12 +51,14 @@
 namespace lockstep::sim {
 namespace {
 
-// Evaluations of the secular function; Newton needs 2–4, bisection fallback has room.
+// Evaluations of the secular function; Newton needs 1–4, bisection fallback has room.
 constexpr int kMaxIterations = 20;
-// |n − 1| at which the iteration stops: 8 float ulps of 1, a few times the evaluation noise.
-constexpr float kCircleTolerance = 4.76837158e-7f;  // 2^-21
-// The boundary answer aims a few ulps inside the circle, so rounding rarely needs a retry.
-constexpr float kInsideMargin = 1.0f - 2.38418579e-7f;  // 1 − 2^-22
+// |n² − 1| at which the iteration stops (|n − 1| ≤ 2^-21: 8 float ulps of 1, a few times the
+// evaluation noise).
+constexpr float kCircleTolerance2 = 9.53674316e-7f;  // 2^-20
+// The boundary answer aims inside the circle by more than the tolerance and rounding, so the
+// float test below proves it inside.
+constexpr float kInsideMargin = 1.0f - 9.53674316e-7f;  // 1 − 2^-20
 constexpr float kShrink = 1.0f - 9.53674316e-7f;        // 1 − 2^-20 per retry
 constexpr int kShrinkRetries = 3;
 
@@ -83,67 +98,73 @@ FrictionBlockResult solve_boundary(const FrictionEigen& eig, Vec2 v_free, float 
   FrictionBlockResult out;
   out.status = FrictionBlockStatus::boundary;
 
-  // Direction ĝ and size |g| of g = −v without squaring large or tiny numbers.
+  // g = −v scaled by its largest entry (no square of a large or tiny number): h = g/v_max, with
+  // L = |h| in [1, √2]; in the eigenbasis h1 = e1·h, h2 = e2·h.
   const float v_max =
       abs_float(v_free.x) < abs_float(v_free.y) ? abs_float(v_free.y) : abs_float(v_free.x);
   if (!(v_max > 0)) {  // J0 = 0 was interior; unreachable, kept for safety
     out.status = FrictionBlockStatus::interior;
     return out;
   }
-  const Vec2 g_scaled{-v_free.x / v_max, -v_free.y / v_max};  // largest entry ±1
-  const float g_scaled_len = length(g_scaled);                // in [1, √2]
-  const Vec2 g_dir = (1.0f / g_scaled_len) * g_scaled;
-  const float g_norm = v_max * g_scaled_len;  // m/s; +inf only for |v| near FLT_MAX
-
-  const float s = eig.s;
+  const Vec2 h{-v_free.x / v_max, -v_free.y / v_max};  // largest entry ±1
+  const float len2 = dot(h, h);
+  const float len = std::sqrt(len2);
   const Vec2 e1 = eig.e1;
   const Vec2 e2{-e1.y, e1.x};
-  const float g1 = dot(e1, g_dir), g2 = dot(e2, g_dir);
-  const float sigma = s * (radius / g_norm);  // kg⁻¹ · N·s / (m/s): dimensionless
-  const float kappa1 = eig.k1 * sigma, kappa2 = eig.k2 * sigma;
+  const float h1 = dot(e1, h), h2 = dot(e2, h);
+  // aᵢ = κᵢ·L = kᵢ·s·R/v_max and t = τ·L: (κᵢ + τ)uᵢ = ĝᵢ is (aᵢ + t)uᵢ = hᵢ.
+  const float sigma = eig.s * (radius / v_max);  // kg⁻¹ · N·s / (m/s): dimensionless
+  const float a1 = eig.k1 * sigma, a2 = eig.k2 * sigma;
 
-  float lo = 1.0f - kappa1;  // n(lo) ≥ 1 (NaN-safe comparisons: NaN → 0)
+  float lo = len - a1;  // n(lo) ≥ 1 (NaN-safe comparisons: NaN → 0)
   if (!(lo > 0)) lo = 0;
-  float hi = 1.0f - kappa2;  // n(hi) ≤ 1
+  float hi = len - a2;  // n(hi) ≤ 1
   if (!(hi > 0)) hi = 0;
   if (hi < lo) hi = lo;
 
-  float tau = lo;
-  // u(τ) in the eigenbasis and |u(τ)|, always for the current τ; `finite` false means u(τ) is
-  // unbounded: κ2 + τ == 0, which happens only at τ = 0 for κ2 == 0 (K singular at float
+  // Start at the Jensen bound of the root: by convexity of 1/x², with weights hᵢ²/L² summing to 1,
+  // n(t)² = Σ hᵢ²/(aᵢ + t)² ≥ L²/(ā + t)² for ā = Σ hᵢ²aᵢ/L², so n(L − ā) ≥ 1: the infeasible
+  // side, from which Newton is monotone. Exact when h is an eigenvector (a box sliding along its
+  // principal axes), and never below lo (ā ≤ a1).
+  const float jensen = len - (h1 * h1 * a1 + h2 * h2 * a2) / len2;
+  float t = jensen > lo ? (jensen < hi ? jensen : hi) : lo;
+  // u(t) in the eigenbasis and n² = |u(t)|², always for the current t; `finite` false means u(t)
+  // is unbounded: a2 + t == 0, which happens only at t = 0 for a2 == 0 (K singular at float
   // precision, the far infeasible side).
-  float p1 = 0, p2 = 0, n = 0;
-  bool finite = false;
+  float p1 = 0, p2 = 0, n2 = 0;
+  bool finite = false, converged = false;
   for (int iteration = 0;; ++iteration) {
-    const float d1 = kappa1 + tau, d2 = kappa2 + tau;
-    float n2 = 0, q1 = 0, q2 = 0;
+    const float d1 = a1 + t, d2 = a2 + t;
+    float q1 = 0, q2 = 0;
     finite = d1 > 0 && d2 > 0;
     if (finite) {
       q1 = 1.0f / d1;
       q2 = 1.0f / d2;
-      p1 = g1 * q1;
-      p2 = g2 * q2;
+      p1 = h1 * q1;
+      p2 = h2 * q2;
       n2 = p1 * p1 + p2 * p2;
-      n = std::sqrt(n2);
-      finite = is_finite(n);
+      finite = n2 <= FLT_MAX;
     }
-    if (finite && abs_float(n - 1.0f) <= kCircleTolerance) break;
+    // |n² − 1| ≤ 2^-20 puts n within 2^-21 of 1, without waiting for the square root.
+    converged = finite && abs_float(n2 - 1.0f) <= kCircleTolerance2;
+    if (converged) break;
     if (iteration + 1 == kMaxIterations) break;
-    if (!finite || n > 1.0f) {
-      lo = tau;
+    if (!finite || n2 > 1.0f) {
+      lo = t;
     } else {
-      hi = tau;
+      hi = t;
     }
     float next = 0.5f * lo + 0.5f * hi;  // bisection unless Newton stays in the bracket
     const float s3 = finite ? p1 * p1 * q1 + p2 * p2 * q2 : 0.0f;
     if (s3 > 0) {
-      const float newton = tau + n2 * (n - 1.0f) / s3;
+      const float n = std::sqrt(n2);
+      const float newton = t + n2 * (n - 1.0f) / s3;
       // Past hi only by rounding (from the left Newton stays below the root, which is ≤ hi):
       // the root is at hi then, so go there rather than halving towards it many times.
       if (newton > lo) next = newton < hi ? newton : hi;
     }
-    if (next == tau) break;  // bracket exhausted at float resolution
-    tau = next;
+    if (next == t) break;  // bracket exhausted at float resolution
+    t = next;
   }
 
   // Still unbounded after the iterations: K is singular at float precision (k2/k1 below ~1e-45)
@@ -153,21 +174,34 @@ FrictionBlockResult solve_boundary(const FrictionEigen& eig, Vec2 v_free, float 
     return out;
   }
 
-  // τ = 0 with n ≤ 1 is an interior answer after all (J0 overflowed in its first evaluation):
-  // keep u as it is. Otherwise put J on the circle (n == 0 there only by underflow: J = 0).
+  // t = 0 with n ≤ 1 is an interior answer after all (J0 overflowed in its first evaluation):
+  // keep u as it is. Converged, |u| is within 2^-21 of 1 and J = R·u aimed 2^-20 inside; else
+  // (bracket exhausted) J = R·u/|u| aimed the same (|u| == 0 there only by underflow: J = 0).
   const Vec2 u = p1 * e1 + p2 * e2;  // |u| = n
-  const bool on_circle = tau > 0 || n > 1.0f;
-  const float scale = !on_circle ? radius : (n > 0 ? (radius / n) * kInsideMargin : 0.0f);
-  Vec2 j = scale * u;
-  bool inside = inside_disk(j, radius);
-  for (int retry = 0; retry < kShrinkRetries && !inside; ++retry) {
-    j = kShrink * j;
-    inside = inside_disk(j, radius);
+  const bool on_circle = t > 0 || n2 > 1.0f;
+  float scale = radius;
+  if (on_circle) {
+    if (converged) {
+      scale = radius * kInsideMargin;
+    } else {
+      const float n = std::sqrt(n2);
+      scale = n > 0 ? (radius / n) * kInsideMargin : 0.0f;
+    }
   }
-  if (!inside) j = Vec2{};  // rounding in the denormal range: give up safely
+  Vec2 j = scale * u;
+  // Aimed 2^-20 inside, J passes the float proof unless R is tiny or huge (or the bracket was
+  // exhausted in the denormal range); the exact test and the shrinking run only then.
+  if (!inside_disk_aimed(j, radius)) {
+    bool inside = inside_disk(j, radius);
+    for (int retry = 0; retry < kShrinkRetries && !inside; ++retry) {
+      j = kShrink * j;
+      inside = inside_disk(j, radius);
+    }
+    if (!inside) j = Vec2{};  // rounding in the denormal range: give up safely
+  }
   out.impulse = j;
 
-  const float lambda = tau * (g_norm / radius);
+  const float lambda = t * (v_max / radius);  // τ·|g|/R = (t/L)·(v_max·L)/R
   out.lambda = is_finite(lambda) ? lambda : FLT_MAX;
   if (!(out.lambda > 0)) {
     out.lambda = 0;

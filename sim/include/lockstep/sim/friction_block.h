@@ -71,6 +71,22 @@ FrictionBlockResult solve_boundary(const FrictionEigen& eigen, Vec2 v_free, floa
 inline constexpr float kInsideBand = 0.99f;
 inline constexpr float kOutsideBand = 1.01f;
 
+// The float proof of inside_disk for a boundary answer aimed 2^-20 inside:
+//   fl(x² + y²) ≤ fl((1 − 2^-21)·fl(R²)).
+// With u = 2^-24, fl(x² + y²) ≥ (x² + y²)(1 − u)² and fl(R²) ≤ R²(1 + u) when nothing under- or
+// overflows, so x² + y² ≤ (1 − 8u)·R²·(1 + u)²/(1 − u)² < R², and the float length
+// sqrt(fl(x² + y²)) ≤ R·(1 + u)·sqrt(1 − 8u) < R rounds to at most R. R² ≥ 2^-100 keeps the
+// absolute error of a subnormal square (≤ 2^-150) far below the slack.
+inline constexpr float kAimedBand = 1.0f - 4.76837158e-7f;  // 1 − 2^-21
+inline constexpr float kAimedTestMin = 7.88860905e-31f;     // 2^-100 (R², N²·s²)
+
+/// True only if J is inside the disk as inside_disk_exact decides; false: undecided.
+inline bool inside_disk_aimed(Vec2 j, float radius) {
+  const float len2 = j.x * j.x + j.y * j.y;  // NaN or +inf fails the comparison
+  const float r2 = radius * radius;
+  return r2 >= kAimedTestMin && r2 <= FLT_MAX && len2 <= kAimedBand * r2;
+}
+
 /// Same answer as inside_disk_exact, deciding by a float pre-test away from the circle.
 inline bool inside_disk(Vec2 j, float radius) {
   const float len2 = j.x * j.x + j.y * j.y;  // NaN or overflow fails the range test below
@@ -102,6 +118,10 @@ inline FrictionBlockResult solve_friction_block_fast(TangentMass k, float det, F
       out.status = FrictionBlockStatus::interior;
       return out;
     }
+    // Valid inputs, J0 outside: what solve_friction_block_prepared would do, without checking
+    // the inputs and computing J0 again.
+    if (!(eigen->s > 0)) *eigen = friction_block_eigen(k);
+    return friction_block_detail::solve_boundary(*eigen, v_free, radius);
   }
   return solve_friction_block_prepared(k, det, eigen, v_free, radius);
 }
