@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "lockstep/sim/friction_block.h"
+#include "test_math.h"
 
 namespace {
 
@@ -27,16 +28,8 @@ using lockstep::sim::Vec2;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// SplitMix64 (Steele, Lea, Flood 2014): our own generator so the samples are the same everywhere.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+// The test generator (test_math.h) with this file's shapes of sample.
+struct SplitMix64 : lockstep::testing::TestRng {
   double range(double lo, double hi) { return lo + (hi - lo) * uniform(); }
   // A uniformly distributed unit vector, by rejection (no trig).
   void unit(double* c, double* s) {

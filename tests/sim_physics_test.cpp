@@ -17,6 +17,7 @@
 
 #include "lockstep/sim/types.h"
 #include "lockstep/sim/world.h"
+#include "test_math.h"
 
 namespace {
 
@@ -37,30 +38,11 @@ constexpr double kPi = 3.14159265358979323846;
 
 // ---- test-side math (double, independent of sim/math.h) ----------------------------------------
 
-struct D3 {
-  double x = 0, y = 0, z = 0;
-};
-D3 d3(Vec3 v) {
-  return {v.x, v.y, v.z};
-}
-D3 operator+(D3 a, D3 b) {
-  return {a.x + b.x, a.y + b.y, a.z + b.z};
-}
-D3 operator-(D3 a, D3 b) {
-  return {a.x - b.x, a.y - b.y, a.z - b.z};
-}
-D3 operator*(double s, D3 a) {
-  return {s * a.x, s * a.y, s * a.z};
-}
-double dot(D3 a, D3 b) {
-  return a.x * b.x + a.y * b.y + a.z * b.z;
-}
-D3 cross(D3 a, D3 b) {
-  return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
-}
-double len(D3 a) {
-  return std::sqrt(dot(a, a));
-}
+using lockstep::testing::cross;
+using lockstep::testing::D3;
+using lockstep::testing::d3;
+using lockstep::testing::dot;
+using lockstep::testing::len;
 
 // v rotated by the unit quaternion q (v' = v + 2w(u×v) + 2u×(u×v)).
 D3 rotate(Quat q, D3 v) {

@@ -14,6 +14,7 @@
 
 #include "contact_solver.h"
 #include "lockstep/sim/friction_block.h"
+#include "test_math.h"
 
 namespace {
 
@@ -31,16 +32,8 @@ using lockstep::sim::TangentMass;
 using lockstep::sim::Vec2;
 using lockstep::sim::Vec3;
 
-// SplitMix64 (Steele, Lea, Flood 2014): the same samples everywhere.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+// The test generator (test_math.h) with this file's shapes of sample.
+struct SplitMix64 : lockstep::testing::TestRng {
   float range(double lo, double hi) { return static_cast<float>(lo + (hi - lo) * uniform()); }
   // |x| log-uniform in [2^lo, 2^hi], random sign.
   float magnitude(int lo, int hi) {
@@ -273,27 +266,11 @@ TEST(SimSolverOpt, FrictionEigenIsTheScaledEigenDecomposition) {
 // ---- the Jacobian rows, against the anchor formulas in double
 // ------------------------------------
 
-struct V3d {
-  double x = 0, y = 0, z = 0;
-};
-V3d d3(Vec3 a) {
-  return {a.x, a.y, a.z};
-}
-V3d operator+(V3d a, V3d b) {
-  return {a.x + b.x, a.y + b.y, a.z + b.z};
-}
-V3d operator-(V3d a, V3d b) {
-  return {a.x - b.x, a.y - b.y, a.z - b.z};
-}
-V3d operator*(double s, V3d a) {
-  return {s * a.x, s * a.y, s * a.z};
-}
-double dot(V3d a, V3d b) {
-  return a.x * b.x + a.y * b.y + a.z * b.z;
-}
-V3d cross(V3d a, V3d b) {
-  return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
-}
+using lockstep::testing::cross;
+using lockstep::testing::d3;
+using lockstep::testing::dot;
+using V3d = lockstep::testing::D3;
+
 V3d mul(const Mat3& m, V3d v) {
   return v.x * d3(m.c0) + v.y * d3(m.c1) + v.z * d3(m.c2);
 }
