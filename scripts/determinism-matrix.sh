@@ -23,8 +23,9 @@
 #                                length everywhere (3,600 ticks)
 #     --list                     print the targets and exit
 #
-# Exit 0 when every normal target matches every scene (and, with --inject-nondeterminism, every
-# injected target differs somewhere); 1 otherwise; 2 on a usage error.
+# Exit 0 when every normal target matches every scene and replay (and, with
+# --inject-nondeterminism, every injected target differs somewhere); 1 otherwise; 2 on a usage
+# error.
 # Build folders are reused, so a second run rebuilds only what changed.
 set -euo pipefail
 
@@ -246,7 +247,7 @@ while [ $# -gt 0 ]; do
     exit 0
     ;;
   -h | --help)
-    sed -n '2,25p' "$0"
+    sed -n '2,30p' "$0"
     exit 0
     ;;
   *)
