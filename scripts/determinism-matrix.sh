@@ -247,7 +247,7 @@ while [ $# -gt 0 ]; do
     exit 0
     ;;
   -h | --help)
-    sed -n '2,30p' "$0"
+    sed -n '2,29p' "$0"
     exit 0
     ;;
   *)
