@@ -136,22 +136,7 @@ uint32_t rain_spawns(const RainSpec& spec, uint32_t spawned, std::span<BodyDef> 
                      -kRainArenaHalf + 1.0f + 2.0f * cell_z + rng.uniform(-0.3f, 0.3f)};
     body.orientation = rng.orientation();
     body.linear_velocity = {0, -kRainSpeed, 0};
-    switch (rng.below(3)) {
-      case 0:  // the pile's shape ranges: every shape fits in a 0.6 m bounding sphere
-        body.shape.type = ShapeType::box;
-        body.shape.half_extents = {rng.uniform(0.15f, 0.34f), rng.uniform(0.15f, 0.34f),
-                                   rng.uniform(0.15f, 0.34f)};
-        break;
-      case 1:
-        body.shape.type = ShapeType::sphere;
-        body.shape.radius = rng.uniform(0.2f, 0.45f);
-        break;
-      default:
-        body.shape.type = ShapeType::capsule;
-        body.shape.radius = rng.uniform(0.15f, 0.3f);
-        body.shape.half_height = rng.uniform(0.1f, 0.3f);
-        break;
-    }
+    random_pile_shape(rng, &body.shape);  // the pile's mix of shapes and sizes
     out[written++] = body;
   }
   return written;

@@ -106,22 +106,7 @@ void make_pile(Scene* scene) {
         BodyDef body = default_body_def();
         body.position = centre + jitter;
         body.orientation = rng.orientation();
-        switch (rng.below(3)) {
-          case 0:  // box: half extents up to 0.34 m, bounding radius <= 0.34 * sqrt(3) < 0.6
-            body.shape.type = ShapeType::box;
-            body.shape.half_extents = {rng.uniform(0.15f, 0.34f), rng.uniform(0.15f, 0.34f),
-                                       rng.uniform(0.15f, 0.34f)};
-            break;
-          case 1:
-            body.shape.type = ShapeType::sphere;
-            body.shape.radius = rng.uniform(0.2f, 0.45f);
-            break;
-          default:  // capsule: radius + half height <= 0.6
-            body.shape.type = ShapeType::capsule;
-            body.shape.radius = rng.uniform(0.15f, 0.3f);
-            body.shape.half_height = rng.uniform(0.1f, 0.3f);
-            break;
-        }
+        random_pile_shape(rng, &body.shape);
         scene->bodies.push_back(body);
       }
     }

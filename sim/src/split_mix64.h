@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "lockstep/sim/math.h"
+#include "lockstep/sim/types.h"
 
 namespace lockstep::sim {
 
@@ -34,5 +35,27 @@ struct SplitMix64 {
     }
   }
 };
+
+/// The `pile` scene's mix of shapes (also the benchmarks' `rain`): a box, sphere or capsule with
+/// random sizes, each inside a 0.6 m bounding sphere (box half extents ≤ 0.34 m, so its
+/// bounding radius ≤ 0.34·√3 < 0.6; capsule radius + half height ≤ 0.6). Sets type and sizes.
+inline void random_pile_shape(SplitMix64& rng, ShapeDef* shape) {
+  switch (rng.below(3)) {
+    case 0:
+      shape->type = ShapeType::box;
+      shape->half_extents = {rng.uniform(0.15f, 0.34f), rng.uniform(0.15f, 0.34f),
+                             rng.uniform(0.15f, 0.34f)};
+      break;
+    case 1:
+      shape->type = ShapeType::sphere;
+      shape->radius = rng.uniform(0.2f, 0.45f);
+      break;
+    default:
+      shape->type = ShapeType::capsule;
+      shape->radius = rng.uniform(0.15f, 0.3f);
+      shape->half_height = rng.uniform(0.1f, 0.3f);
+      break;
+  }
+}
 
 }  // namespace lockstep::sim
