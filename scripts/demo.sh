@@ -30,14 +30,9 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-demo.XXXXXX")
 server_pid=""
 bot_pids=()
-cleanup() {
-  local pid
-  for pid in "${bot_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  if [ -n "$server_pid" ]; then kill -TERM "$server_pid" 2>/dev/null || true; fi
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=lib/processes.sh
+source scripts/lib/processes.sh
+trap stop_processes_and_clean_up EXIT
 trap 'echo "demo: interrupted" >&2; exit 130' INT TERM
 
 fail() {
@@ -52,14 +47,7 @@ fail() {
 "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "$work/replays" \
   >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
-port=""
-for _ in $(seq 100); do
-  port=$(sed -n 's/^listening port=\([0-9][0-9]*\)$/\1/p' "$work/server.out")
-  [ -n "$port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || fail "lockstep-server exited at start"
-  sleep 0.1
-done
-[ -n "$port" ] || fail "lockstep-server did not report its port within 10 s"
+wait_for_server_port "$work/server.out"
 echo "== lockstep-server on 127.0.0.1:$port; $bots lockstep-bots in room \"default\" for ${seconds} s =="
 
 for b in $(seq 1 "$bots"); do

@@ -30,14 +30,9 @@ load="$build/bench/lockstep-load"
 work=$(mktemp -d "${TMPDIR:-/tmp}/srvload.XXXXXX")
 server_pid=""
 bot_pids=()
-cleanup() {
-  local pid
-  for pid in "${bot_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  if [ -n "$server_pid" ]; then kill -TERM "$server_pid" 2>/dev/null || true; fi
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=lib/processes.sh
+source scripts/lib/processes.sh
+trap stop_processes_and_clean_up EXIT
 trap 'echo "server-load: interrupted" >&2; exit 130' INT TERM
 fail() {
   echo "server-load: FAILED: $*" >&2
@@ -53,14 +48,7 @@ start_server() {  # $1 = max rooms
   "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "" \
     --max-rooms "$1" --stats-interval-ms 0 >"$work/server.out" 2>"$work/server.log" &
   server_pid=$!
-  port=""
-  for _ in $(seq 100); do
-    port=$(sed -n 's/^listening port=\([0-9][0-9]*\)$/\1/p' "$work/server.out")
-    [ -n "$port" ] && return 0
-    kill -0 "$server_pid" 2>/dev/null || fail "lockstep-server exited at start"
-    sleep 0.1
-  done
-  fail "lockstep-server did not report its port within 10 s"
+  wait_for_server_port "$work/server.out"
 }
 
 stop_server() {  # SIGINT, bounded wait; leaves the summary JSON in $work/summary.json
