@@ -32,6 +32,7 @@
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
+#include "split_mix64.h"
 
 namespace {
 
@@ -42,15 +43,8 @@ constexpr int kInputsPerFrame = 4;
 constexpr auto kPingInterval = std::chrono::milliseconds(250);
 constexpr int32_t kMaxPush = 8 << lockstep::sim::kInputScaleLog2;  // well inside WorldDef limits
 
-/// SplitMix64: cheap, seeded, reproducible input values.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+/// The project's SplitMix64 (sim/src/split_mix64.h): cheap, seeded, reproducible input values.
+struct SplitMix64 : lockstep::sim::SplitMix64 {
   int32_t push() {
     return static_cast<int32_t>(next() % (2 * static_cast<uint64_t>(kMaxPush) + 1)) - kMaxPush;
   }
