@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "contact_lanes.h"
 #include "contact_solver.h"
 #include "lockstep/sim/friction_block.h"
 #include "test_math.h"
@@ -25,7 +26,6 @@ using lockstep::sim::FrictionBlockResult;
 using lockstep::sim::FrictionEigen;
 using lockstep::sim::Mat3;
 using lockstep::sim::SolverCounters;
-using lockstep::sim::SolverPoint;
 using lockstep::sim::SolverSettings;
 using lockstep::sim::SolverVelocity;
 using lockstep::sim::TangentMass;
@@ -284,9 +284,8 @@ struct OnePointScene {
   std::vector<BodySolverState> bodies{2};
   ContactConstraint c;
   ContactPoint p;
-  std::vector<SolverPoint> solver_points{1};
-  std::vector<FrictionEigen> eigens{1};
-  std::vector<SolverVelocity> velocities{2};
+  lockstep::sim::ContactLanes lanes;
+  std::vector<SolverVelocity> velocities{3};  // the two bodies and the solver's zero slot
   SolverSettings settings;
   SolverCounters counters;
 
@@ -312,11 +311,13 @@ struct OnePointScene {
   }
 
   void prepare_and_solve_once() {
-    lockstep::sim::prepare_contacts({&c, 1}, {&p, 1}, solver_points, eigens, bodies, settings,
-                                    &counters);
-    lockstep::sim::gather_velocities(bodies, velocities);
-    lockstep::sim::warm_start_contacts({&c, 1}, solver_points, velocities);
-    lockstep::sim::solve_contacts({&c, 1}, solver_points, eigens, velocities, true, &counters);
+    lockstep::sim::contact_lanes_init(&lanes, 2, 1);
+    lockstep::sim::build_contact_lanes({&c, 1}, bodies, 2, &lanes);
+    lockstep::sim::prepare_contact_lanes({&c, 1}, {&p, 1}, bodies, settings, &lanes, &counters);
+    lockstep::sim::gather_velocities(bodies, {velocities.data(), 2});
+    lockstep::sim::warm_start_lanes(lanes, velocities);
+    lockstep::sim::solve_lanes(&lanes, velocities, true, &counters);
+    lockstep::sim::unpack_contact_lanes(lanes, {&p, 1});
   }
 
   // v_rel = (vA + ωA×rA) − (vB + ωB×rB) after the pass, in double from the anchors.
@@ -345,7 +346,7 @@ TEST(SimSolverOpt, NormalRowReachesItsTargetAndConservesMomentum) {
               (d3(Vec3{-0.2f, 0.4f, 0.1f}) + cross(d3(Vec3{-0.2f, 0.6f, 0.1f}), d3(s.p.anchor_b)))),
       0.2);  // loose: the normal impulse also moves tangent velocity through the spin
   // The impulse P = λ·n: A gains mA⁻¹P and IA⁻¹(rA×P), B loses mB⁻¹P and IB⁻¹(rB×P).
-  const double lambda = s.solver_points[0].normal_impulse;
+  const double lambda = s.p.normal_impulse;
   EXPECT_GT(lambda, 0.0);
   const V3d impulse = lambda * d3(s.c.normal);
   const V3d dva = d3(s.velocities[0].linear) - d3(s.bodies[0].linear_velocity);
@@ -372,7 +373,7 @@ TEST(SimSolverOpt, FrictionBlockStopsTheSlidingInsideTheCone) {
                   {0, 0, 0});
   s.prepare_and_solve_once();
   const V3d v_rel = s.relative_velocity();
-  const SolverPoint& sp = s.solver_points[0];
+  const ContactPoint& sp = s.p;
   const double jt = std::sqrt(double{sp.tangent_impulse.x} * sp.tangent_impulse.x +
                               double{sp.tangent_impulse.y} * sp.tangent_impulse.y);
   // Well inside the cone (radius μ·λ_n): the interior case.
@@ -395,7 +396,7 @@ TEST(SimSolverOpt, NonDynamicBodiesAreNeverWritten) {
   lockstep::sim::scatter_velocities(s.velocities, s.bodies);
   EXPECT_EQ(s.bodies[1].linear_velocity.x, 0.25f);
   EXPECT_EQ(s.bodies[0].linear_velocity.x, s.velocities[0].linear.x);
-  EXPECT_GT(s.solver_points[0].normal_impulse, 0.0f);
+  EXPECT_GT(s.p.normal_impulse, 0.0f);
 }
 
 }  // namespace

@@ -157,9 +157,8 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   broadphase_init(d->broadphase, def.max_bodies, def.max_candidate_pairs);
   d->constraints.assign(def.max_contact_pairs, ContactConstraint{});
   d->points.assign(def.max_contact_points, ContactPoint{});
-  d->solver_points.assign(def.max_contact_points, SolverPoint{});
-  d->friction_eigens.assign(def.max_contact_points, FrictionEigen{});
-  d->solver_velocities.assign(def.max_bodies, SolverVelocity{});
+  d->solver_velocities.assign(def.max_bodies + 1, SolverVelocity{});  // + the zero slot
+  contact_lanes_init(&d->lanes, def.max_bodies, def.max_contact_pairs);
   for (ContactCache* c : {&d->cache, &d->next_cache}) {
     c->manifolds.assign(def.max_contact_pairs, CachedManifold{});
     c->points.assign(def.max_contact_points, CachedPoint{});
@@ -592,8 +591,6 @@ StepStatus World::step() {
   // 5–8. Warm-start match, prepare, warm start, velocity iterations, speed clamps.
   const std::span<ContactConstraint> constraints(w.constraints.data(), w.constraint_count);
   const std::span<ContactPoint> points(w.points.data(), w.point_count);
-  const std::span<SolverPoint> solver_points(w.solver_points.data(), w.point_count);
-  const std::span<FrictionEigen> friction_eigens(w.friction_eigens.data(), w.point_count);
   const std::span<BodySolverState> bodies(w.solver_bodies.data(), slots);
   match_warm_start(constraints, points, w.cache, &sc);
   SolverSettings settings;
@@ -604,12 +601,13 @@ StepStatus World::step() {
   settings.max_bias_velocity = def.max_bias_velocity;
   settings.restitution_threshold = def.restitution_threshold;
   settings.gravity = def.gravity;
-  prepare_contacts(constraints, points, solver_points, friction_eigens, bodies, settings, &sc);
+  build_contact_lanes(constraints, bodies, slots, &w.lanes);
+  prepare_contact_lanes(constraints, points, bodies, settings, &w.lanes, &sc);
   const std::span<SolverVelocity> velocities(w.solver_velocities.data(), slots);
   gather_velocities(bodies, velocities);
-  warm_start_contacts(constraints, solver_points, velocities);
+  warm_start_lanes(w.lanes, velocities);
   for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
-    solve_contacts(constraints, solver_points, friction_eigens, velocities, true, &sc);
+    solve_lanes(&w.lanes, velocities, true, &sc);
   }
   scatter_velocities(velocities, bodies);
   st.velocity_iterations = def.velocity_iterations;
@@ -647,7 +645,7 @@ StepStatus World::step() {
   if (def.relax_iterations > 0) {
     gather_velocities(bodies, velocities);
     for (uint32_t it = 0; it < def.relax_iterations; ++it) {
-      solve_contacts(constraints, solver_points, friction_eigens, velocities, false, &sc);
+      solve_lanes(&w.lanes, velocities, false, &sc);
     }
     scatter_velocities(velocities, bodies);
     clamp_speeds();
@@ -696,7 +694,8 @@ StepStatus World::step() {
     }
     w.event_count = n_events;
   }
-  store_contact_cache(constraints, points, solver_points, &w.next_cache);
+  unpack_contact_lanes(w.lanes, points);
+  store_contact_cache(constraints, points, &w.next_cache);
   std::swap(w.cache, w.next_cache);
 
   ++w.tick;

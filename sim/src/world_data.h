@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "broadphase.h"
+#include "contact_lanes.h"
 #include "contact_solver.h"
 #include "lockstep/sim/types.h"
 #include "lockstep/sim/world.h"
@@ -69,10 +70,8 @@ struct WorldData {
   uint32_t constraint_count = 0;
   std::vector<ContactPoint> points;
   uint32_t point_count = 0;
-  // The same points as the solver's constraints (prepare_contacts), index for index.
-  std::vector<SolverPoint> solver_points;
-  std::vector<FrictionEigen> friction_eigens;     // cold: read only for answers on the circle
-  std::vector<SolverVelocity> solver_velocities;  // per slot, during the solver's passes
+  std::vector<SolverVelocity> solver_velocities;  // per slot + the zero slot, during the passes
+  ContactLanes lanes;                             // the manifolds coloured, eight per batch
 
   // Warm-start cache: `cache` is last step's (state), `next_cache` is being written.
   ContactCache cache;

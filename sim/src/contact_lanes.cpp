@@ -1,0 +1,670 @@
+// The contact solver over batches of eight manifolds: colouring, prepare, warm start and the
+// passes on wide::W8 lanes. The formulas, the sign table and the row order (per manifold the
+// centroid row, then per point the normal row and the friction block) are contact_solver.cpp's;
+// contact_lanes.h says why lanes and colours give every manifold of a colour the same
+// computation, whatever else shares its batch.
+//
+// Memory, not arithmetic, bounds the passes: each one streams every point's constraint data
+// (pyramid3d: ~28,000 points, 12 passes a step). So a point keeps only its anchors, I⁻¹(r×n),
+// its masses and targets and its impulses (92 bytes); the pass forms the relative velocity from
+// the anchors, (vA + ωA×rA) − (vB + ωB×rB), dots it with n, t1, t2, and applies a friction
+// impulse P as ΔωA = IA⁻¹(rA×P) with the manifold's inverse inertias (read once per batch).
+#include "contact_lanes.h"
+
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+
+#include "collide.h"
+#include "friction_block_wide.h"
+#include "wide_float.h"
+
+namespace lockstep::sim {
+
+void contact_lanes_init(ContactLanes* lanes, uint32_t max_bodies, uint32_t max_contact_pairs) {
+  const uint32_t batches = max_manifold_lanes(max_contact_pairs);
+  const size_t rows = static_cast<size_t>(batches) * kMaxManifoldPoints;
+  lanes->batches.assign(batches, ManifoldLanes{});
+  lanes->point_lanes.assign(rows, PointLanes{});
+  lanes->eigens.assign(rows * kLaneCount, FrictionEigen{});
+  lanes->body_colours.assign(max_bodies, 0);
+  lanes->colour_of.assign(max_contact_pairs, 0);
+  lanes->batch_count = 0;
+  lanes->point_lane_count = 0;
+  lanes->zero_slot = max_bodies;  // the velocity array has one slot more than the bodies
+}
+
+void build_contact_lanes(std::span<const ContactConstraint> constraints,
+                         std::span<const BodySolverState> bodies, uint32_t slot_count,
+                         ContactLanes* lanes) {
+  constexpr uint32_t kOverflow = kSolverColours;
+  uint64_t* const taken = lanes->body_colours.data();
+  std::fill(taken, taken + slot_count, uint64_t{0});
+
+  // Colours, greedily in key order.
+  uint32_t count[kSolverColours + 1] = {};
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    const ContactConstraint& c = constraints[i];
+    const bool dynamic_a = bodies[c.slot_a].inv_mass > 0.0f;
+    const bool dynamic_b = bodies[c.slot_b].inv_mass > 0.0f;
+    const uint64_t used = (dynamic_a ? taken[c.slot_a] : 0) | (dynamic_b ? taken[c.slot_b] : 0);
+    uint32_t colour = kOverflow;
+    if (used != ~uint64_t{0}) {
+      colour = static_cast<uint32_t>(std::countr_one(used));
+      const uint64_t bit = uint64_t{1} << colour;
+      if (dynamic_a) taken[c.slot_a] |= bit;
+      if (dynamic_b) taken[c.slot_b] |= bit;
+    }
+    lanes->colour_of[i] = static_cast<uint8_t>(colour);
+    ++count[colour];
+  }
+
+  // Batches: colour after colour, the overflow last; lanes in key order.
+  uint32_t first_batch[kSolverColours + 1];
+  uint32_t batch_count = 0;
+  lanes->colours_used = 0;
+  for (uint32_t colour = 0; colour <= kOverflow; ++colour) {
+    first_batch[colour] = batch_count;
+    batch_count += (count[colour] + kLaneCount - 1) / kLaneCount;
+    if (colour < kOverflow && count[colour] > 0) ++lanes->colours_used;
+  }
+  lanes->overflow_manifolds = count[kOverflow];
+  ManifoldLanes* const batches = lanes->batches.data();
+  for (uint32_t b = 0; b < batch_count; ++b) {
+    batches[b].lanes = 0;
+    batches[b].sequential = b >= first_batch[kOverflow] ? 1u : 0u;
+    for (uint32_t lane = 0; lane < kLaneCount; ++lane)
+      batches[b].constraint[lane] = kNoLane;
+  }
+  uint32_t filled[kSolverColours + 1] = {};
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    const uint32_t colour = lanes->colour_of[i];
+    const uint32_t n = filled[colour]++;
+    ManifoldLanes& m = batches[first_batch[colour] + n / kLaneCount];
+    m.constraint[n % kLaneCount] = static_cast<uint32_t>(i);
+    m.lanes |= 1u << (n % kLaneCount);
+  }
+
+  // Point rows: as many as the batch's largest manifold.
+  uint32_t point_lane_count = 0;
+  for (uint32_t b = 0; b < batch_count; ++b) {
+    ManifoldLanes& m = batches[b];
+    uint32_t rows = 0;
+    for (uint32_t lane = 0; lane < kLaneCount; ++lane) {
+      if (m.constraint[lane] != kNoLane) {
+        rows = std::max(rows, constraints[m.constraint[lane]].point_count);
+      }
+    }
+    m.first_point_lanes = point_lane_count;
+    m.point_rows = rows;
+    point_lane_count += rows;
+  }
+  lanes->batch_count = batch_count;
+  lanes->point_lane_count = point_lane_count;
+}
+
+namespace {
+
+void set3(Vec3Lanes* d, uint32_t lane, Vec3 v) {
+  d->x[lane] = v.x;
+  d->y[lane] = v.y;
+  d->z[lane] = v.z;
+}
+
+void set_mat3(Mat3Lanes* d, uint32_t lane, const Mat3& m) {
+  set3(&d->c0, lane, m.c0);
+  set3(&d->c1, lane, m.c1);
+  set3(&d->c2, lane, m.c2);
+}
+
+// A lane without a manifold (or a point row beyond the lane's manifold): zero, no row.
+void clear_manifold_lane(ManifoldLanes* m, uint32_t lane, uint32_t zero_slot) {
+  m->slot_a[lane] = zero_slot;
+  m->slot_b[lane] = zero_slot;
+  for (Vec3Lanes* v : {&m->normal, &m->tangent1, &m->tangent2, &m->centroid_rn_a, &m->centroid_rn_b,
+                       &m->centroid_in_a, &m->centroid_in_b}) {
+    set3(v, lane, Vec3{});
+  }
+  set_mat3(&m->inv_inertia_a, lane, Mat3{{0, 0, 0}, {0, 0, 0}, {0, 0, 0}});
+  set_mat3(&m->inv_inertia_b, lane, Mat3{{0, 0, 0}, {0, 0, 0}, {0, 0, 0}});
+  m->inv_mass_a[lane] = 0.0f;
+  m->inv_mass_b[lane] = 0.0f;
+  m->friction[lane] = 0.0f;
+  m->centroid_mass[lane] = 0.0f;
+  m->centroid_target[lane] = 0.0f;
+  m->centroid_relax_target[lane] = 0.0f;
+  m->active_count[lane] = 1.0f;
+}
+
+void clear_point_lane(PointLanes* p, uint32_t lane) {
+  for (Vec3Lanes* v : {&p->anchor_a, &p->anchor_b, &p->in_a, &p->in_b})
+    set3(v, lane, Vec3{});
+  for (float* f : {p->normal_mass, p->target_velocity, p->relax_target_velocity, p->tangent_a,
+                   p->tangent_b, p->tangent_c, p->tangent_det, p->normal_impulse,
+                   p->tangent_impulse_x, p->tangent_impulse_y}) {
+    f[lane] = 0.0f;
+  }
+  p->point[lane] = kNoLane;
+}
+
+Vec3 point_velocity(const BodySolverState& b, Vec3 r) {
+  return b.linear_velocity + cross(b.angular_velocity, r);
+}
+
+// One manifold into lane `lane` of its batch (scalar: prepare runs once a step).
+void prepare_lane(const ContactConstraint& c, std::span<const ContactPoint> contact_points,
+                  std::span<const BodySolverState> bodies, const SolverSettings& s,
+                  ManifoldLanes* m, PointLanes* rows, FrictionEigen* eigens, uint32_t lane,
+                  SolverCounters* counters) {
+  const BodySolverState& a = bodies[c.slot_a];
+  const BodySolverState& b = bodies[c.slot_b];
+  const Vec3 n = c.normal, t1 = c.tangent1, t2 = c.tangent2;
+  const float inv_mass_sum = a.inv_mass + b.inv_mass;
+  const Mat3& ia = a.inv_inertia_world;
+  const Mat3& ib = b.inv_inertia_world;
+  m->slot_a[lane] = c.slot_a;
+  m->slot_b[lane] = c.slot_b;
+  set3(&m->normal, lane, n);
+  set3(&m->tangent1, lane, t1);
+  set3(&m->tangent2, lane, t2);
+  m->inv_mass_a[lane] = a.inv_mass;
+  m->inv_mass_b[lane] = b.inv_mass;
+  set_mat3(&m->inv_inertia_a, lane, ia);
+  set_mat3(&m->inv_inertia_b, lane, ib);
+  m->friction[lane] = c.friction;
+
+  // Centroid row over the active points, summed on the way.
+  Vec3 sum_a{}, sum_b{};
+  float sum_target = 0.0f, sum_relax_target = 0.0f;
+  uint32_t active = 0;
+  for (uint32_t i = 0; i < m->point_rows; ++i) {
+    PointLanes& p = rows[i];
+    eigens[i * kLaneCount + lane].s = 0.0f;  // computed on its first use (boundary case)
+    if (i >= c.point_count) {
+      clear_point_lane(&p, lane);
+      continue;
+    }
+    const ContactPoint& cp = contact_points[c.first_point + i];
+    const Vec3 ra = cp.anchor_a, rb = cp.anchor_b;
+    set3(&p.anchor_a, lane, ra);
+    set3(&p.anchor_b, lane, rb);
+    p.point[lane] = c.first_point + i;
+    float normal_impulse = cp.normal_impulse;
+    Vec2 tangent_impulse = cp.tangent_impulse;
+
+    // Normal row: K = mA⁻¹ + mB⁻¹ + n·((IA⁻¹(rA×n))×rA) + n·((IB⁻¹(rB×n))×rB).
+    const Vec3 in_a = ia * cross(ra, n), in_b = ib * cross(rb, n);
+    set3(&p.in_a, lane, in_a);
+    set3(&p.in_b, lane, in_b);
+    const float k = inv_mass_sum + dot(n, cross(in_a, ra)) + dot(n, cross(in_b, rb));
+    float normal_mass = 0.0f;
+    if (std::isfinite(k) && k >= kMinInverseMass) {
+      normal_mass = 1.0f / k;
+    } else {
+      normal_impulse = 0.0f;
+      tangent_impulse = {};
+      ++counters->skipped_normal_rows;
+    }
+    p.normal_mass[lane] = normal_mass;
+    p.normal_impulse[lane] = normal_impulse;
+    p.tangent_impulse_x[lane] = tangent_impulse.x;
+    p.tangent_impulse_y[lane] = tangent_impulse.y;
+
+    // Friction block K_t (symmetric).
+    const Vec3 ra1 = cross(ra, t1), ra2 = cross(ra, t2);
+    const Vec3 rb1 = cross(rb, t1), rb2 = cross(rb, t2);
+    const Vec3 ia1 = ia * ra1, ia2 = ia * ra2, ib1 = ib * rb1, ib2 = ib * rb2;
+    TangentMass kt;
+    kt.a = inv_mass_sum + dot(ra1, ia1) + dot(rb1, ib1);
+    kt.b = dot(ra1, ia2) + dot(rb1, ib2);
+    kt.c = inv_mass_sum + dot(ra2, ia2) + dot(rb2, ib2);
+    p.tangent_a[lane] = kt.a;
+    p.tangent_b[lane] = kt.b;
+    p.tangent_c[lane] = kt.c;
+    p.tangent_det[lane] = friction_block_det(kt);
+
+    // Target normal velocity, with and without the bias.
+    const float sep = cp.separation_m;
+    float target, relax_target;
+    if (sep > 0.0f) {
+      target = -sep * s.inv_dt;
+      relax_target = target;
+    } else {
+      float depth = -sep - s.linear_slop_m;
+      if (depth < 0.0f) depth = 0.0f;
+      target = s.baumgarte * s.inv_dt * depth;
+      if (target > s.max_bias_velocity) target = s.max_bias_velocity;
+      relax_target = 0.0f;
+    }
+    const Vec3 v_rel = point_velocity(a, ra) - point_velocity(b, rb);
+    const float vn = dot(n, v_rel);
+    if (c.restitution > 0.0f && sep + vn * s.dt_s < 0.0f) {
+      const Vec3 ga = a.inv_mass > 0.0f ? s.gravity : Vec3{};
+      const Vec3 gb = b.inv_mass > 0.0f ? s.gravity : Vec3{};
+      const float vn0 = vn - s.dt_s * dot(n, ga - gb);
+      if (vn0 < -s.restitution_threshold) {
+        const float bounce = -c.restitution * vn0;
+        if (bounce > target) target = bounce;
+        if (bounce > relax_target) relax_target = bounce;
+      }
+    }
+    p.target_velocity[lane] = target;
+    p.relax_target_velocity[lane] = relax_target;
+
+    if (normal_mass == 0.0f) continue;
+    sum_a += ra;
+    sum_b += rb;
+    sum_target += target;
+    sum_relax_target += relax_target;
+    ++active;
+  }
+
+  m->active_count[lane] = active > 0 ? static_cast<float>(active) : 1.0f;
+  m->centroid_mass[lane] = 0.0f;
+  m->centroid_target[lane] = 0.0f;
+  m->centroid_relax_target[lane] = 0.0f;
+  set3(&m->centroid_rn_a, lane, Vec3{});
+  set3(&m->centroid_rn_b, lane, Vec3{});
+  set3(&m->centroid_in_a, lane, Vec3{});
+  set3(&m->centroid_in_b, lane, Vec3{});
+  if (active < 2) return;
+  const float inv_active = 1.0f / static_cast<float>(active);
+  const Vec3 centroid_a = sum_a * inv_active;
+  const Vec3 centroid_b = sum_b * inv_active;
+  const Vec3 rn_a = cross(centroid_a, n), rn_b = cross(centroid_b, n);
+  const Vec3 in_a = ia * rn_a, in_b = ib * rn_b;
+  set3(&m->centroid_rn_a, lane, rn_a);
+  set3(&m->centroid_rn_b, lane, rn_b);
+  set3(&m->centroid_in_a, lane, in_a);
+  set3(&m->centroid_in_b, lane, in_b);
+  m->centroid_target[lane] = sum_target * inv_active;
+  m->centroid_relax_target[lane] = sum_relax_target * inv_active;
+  const float k = inv_mass_sum + dot(n, cross(in_a, centroid_a)) + dot(n, cross(in_b, centroid_b));
+  if (std::isfinite(k) && k >= kMinInverseMass) m->centroid_mass[lane] = 1.0f / k;
+}
+
+}  // namespace
+
+void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
+                           std::span<const ContactPoint> points,
+                           std::span<const BodySolverState> bodies, const SolverSettings& settings,
+                           ContactLanes* lanes, SolverCounters* counters) {
+  for (uint32_t i = 0; i < lanes->batch_count; ++i) {
+    ManifoldLanes& m = lanes->batches[i];
+    PointLanes* const rows = &lanes->point_lanes[m.first_point_lanes];
+    FrictionEigen* const eigens = &lanes->eigens[size_t{m.first_point_lanes} * kLaneCount];
+    for (uint32_t lane = 0; lane < kLaneCount; ++lane) {
+      const uint32_t index = m.constraint[lane];
+      if (index != kNoLane) {
+        prepare_lane(constraints[index], points, bodies, settings, &m, rows, eigens, lane,
+                     counters);
+        continue;
+      }
+      clear_manifold_lane(&m, lane, lanes->zero_slot);
+      for (uint32_t k = 0; k < m.point_rows; ++k)
+        clear_point_lane(&rows[k], lane);
+    }
+  }
+}
+
+namespace {
+
+using W = wide::W8;
+using M = wide::M8;
+
+struct V3 {
+  W x, y, z;
+};
+
+inline V3 load3(const Vec3Lanes& v) {
+  return {wide::load8(v.x), wide::load8(v.y), wide::load8(v.z)};
+}
+inline V3 operator+(const V3& a, const V3& b) {
+  return {a.x + b.x, a.y + b.y, a.z + b.z};
+}
+inline V3 operator-(const V3& a, const V3& b) {
+  return {a.x - b.x, a.y - b.y, a.z - b.z};
+}
+inline V3 operator*(W s, const V3& a) {
+  return {s * a.x, s * a.y, s * a.z};
+}
+// As math.h: (x + y) + z, and (a.y·b.z − a.z·b.y, …).
+inline W dot(const V3& a, const V3& b) {
+  return (a.x * b.x + a.y * b.y) + a.z * b.z;
+}
+inline V3 cross(const V3& a, const V3& b) {
+  return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+}
+// m·v = (c0·v.x + c1·v.y) + c2·v.z, as math.h's Mat3 product.
+inline V3 mul(const Mat3Lanes& m, const V3& v) {
+  return (v.x * load3(m.c0) + v.y * load3(m.c1)) + v.z * load3(m.c2);
+}
+
+// The two bodies of each lane.
+struct BodyLanes {
+  V3 va, wa, vb, wb;  // m/s, rad/s
+};
+
+// Four slots' vectors (16 bytes each, pads included) transposed into x, y, z lanes.
+inline void gather4(const SolverVelocity* v, const uint32_t* slot, bool angular, wide::W4* x,
+                    wide::W4* y, wide::W4* z) {
+  auto at = [&](int i) { return angular ? &v[slot[i]].angular.x : &v[slot[i]].linear.x; };
+  wide::W4 r0 = wide::load(at(0)), r1 = wide::load(at(1)), r2 = wide::load(at(2));
+  wide::W4 r3 = wide::load(at(3));
+  wide::transpose(r0, r1, r2, r3);
+  *x = r0;
+  *y = r1;
+  *z = r2;
+}
+
+inline void gather_body(const SolverVelocity* v, const uint32_t* slot, V3* linear, V3* angular) {
+  gather4(v, slot, false, &linear->x.lo, &linear->y.lo, &linear->z.lo);
+  gather4(v, slot + 4, false, &linear->x.hi, &linear->y.hi, &linear->z.hi);
+  gather4(v, slot, true, &angular->x.lo, &angular->y.lo, &angular->z.lo);
+  gather4(v, slot + 4, true, &angular->x.hi, &angular->y.hi, &angular->z.hi);
+}
+
+inline void gather_pair(const ManifoldLanes& m, const SolverVelocity* v, BodyLanes* b) {
+  gather_body(v, m.slot_a, &b->va, &b->wa);
+  gather_body(v, m.slot_b, &b->vb, &b->wb);
+}
+
+// Writes the lanes of `lanes` whose body is dynamic (the others never change; the pads stay 0).
+inline void scatter_body(SolverVelocity* v, const uint32_t* slot, const float* inv_mass, int lanes,
+                         const V3& linear, const V3& angular) {
+  for (int half = 0; half < 2; ++half) {
+    const int bits = (lanes >> (4 * half)) & 0xf;
+    if (bits == 0) continue;
+    wide::W4 l0 = half == 0 ? linear.x.lo : linear.x.hi, l1 = half == 0 ? linear.y.lo : linear.y.hi;
+    wide::W4 l2 = half == 0 ? linear.z.lo : linear.z.hi, l3 = wide::zero();
+    wide::transpose(l0, l1, l2, l3);
+    wide::W4 a0 = half == 0 ? angular.x.lo : angular.x.hi;
+    wide::W4 a1 = half == 0 ? angular.y.lo : angular.y.hi;
+    wide::W4 a2 = half == 0 ? angular.z.lo : angular.z.hi, a3 = wide::zero();
+    wide::transpose(a0, a1, a2, a3);
+    const wide::W4 rows_l[4] = {l0, l1, l2, l3}, rows_a[4] = {a0, a1, a2, a3};
+    for (int i = 0; i < 4; ++i) {
+      const int lane = 4 * half + i;
+      if ((bits & (1 << i)) == 0 || !(inv_mass[lane] > 0.0f)) continue;
+      wide::store(&v[slot[lane]].linear.x, rows_l[i]);
+      wide::store(&v[slot[lane]].angular.x, rows_a[i]);
+    }
+  }
+}
+
+inline void scatter_pair(const ManifoldLanes& m, const BodyLanes& b, int lanes, SolverVelocity* v) {
+  scatter_body(v, m.slot_a, m.inv_mass_a, lanes, b.va, b.wa);
+  scatter_body(v, m.slot_b, m.inv_mass_b, lanes, b.vb, b.wb);
+}
+
+// v_rel = (vA + ωA×rA) − (vB + ωB×rB) at a point.
+inline V3 relative_velocity(const BodyLanes& b, const V3& ra, const V3& rb) {
+  return (b.va + cross(b.wa, ra)) - (b.vb + cross(b.wb, rb));
+}
+
+// d·v_rel with d·(ω×r) = ω·(r×d) for a row whose r×d is stored (the centroid row).
+inline W row_velocity(const BodyLanes& b, const V3& d, const Vec3Lanes& rd_a,
+                      const Vec3Lanes& rd_b) {
+  return (dot(d, b.va - b.vb) + dot(load3(rd_a), b.wa)) - dot(load3(rd_b), b.wb);
+}
+
+// λ along n: A gets (mA⁻¹λ)·n and λ·IA⁻¹(rA×n), B the opposite.
+inline void apply_normal(BodyLanes* b, W lambda, W inv_mass_a, W inv_mass_b, const V3& n,
+                         const Vec3Lanes& i_a, const Vec3Lanes& i_b) {
+  b->va = b->va + (lambda * inv_mass_a) * n;
+  b->wa = b->wa + lambda * load3(i_a);
+  b->vb = b->vb - (lambda * inv_mass_b) * n;
+  b->wb = b->wb - lambda * load3(i_b);
+}
+
+// The tangent impulse P = j1·t1 + j2·t2: A gets mA⁻¹P and IA⁻¹(rA×P), B the opposite.
+inline void apply_tangent(BodyLanes* b, const ManifoldLanes& m, W j1, W j2, W inv_mass_a,
+                          W inv_mass_b, const V3& t1, const V3& t2, const V3& ra, const V3& rb) {
+  const V3 impulse = j1 * t1 + j2 * t2;
+  b->va = b->va + inv_mass_a * impulse;
+  b->wa = b->wa + mul(m.inv_inertia_a, cross(ra, impulse));
+  b->vb = b->vb - inv_mass_b * impulse;
+  b->wb = b->wb - mul(m.inv_inertia_b, cross(rb, impulse));
+}
+
+void warm_start_batch(const ManifoldLanes& m, const PointLanes* points, int lane_bits,
+                      SolverVelocity* v) {
+  BodyLanes b;
+  gather_pair(m, v, &b);
+  const M lanes = wide::lane_mask8(lane_bits);
+  const W zero = wide::splat8(0.0f);
+  const W ima = wide::load8(m.inv_mass_a), imb = wide::load8(m.inv_mass_b);
+  const V3 n = load3(m.normal), t1 = load3(m.tangent1), t2 = load3(m.tangent2);
+  for (uint32_t k = 0; k < m.point_rows; ++k) {
+    const PointLanes& p = points[k];
+    const M active = lanes & (wide::load8(p.normal_mass) != zero);
+    apply_normal(&b, wide::select(active, wide::load8(p.normal_impulse), zero), ima, imb, n, p.in_a,
+                 p.in_b);
+    apply_tangent(&b, m, wide::select(active, wide::load8(p.tangent_impulse_x), zero),
+                  wide::select(active, wide::load8(p.tangent_impulse_y), zero), ima, imb, t1, t2,
+                  load3(p.anchor_a), load3(p.anchor_b));
+  }
+  scatter_pair(m, b, lane_bits, v);
+}
+
+// The lanes of `rest` whose friction block the pre-test could not settle: the scalar solver per
+// lane (the same scalar code on every target, so the same bits everywhere).
+void solve_friction_scalar(int rest, const float* a, const float* b, const float* c,
+                           const float* det, const float* v1, const float* v2, const float* r,
+                           FrictionEigen* eigens, float* o1, float* o2, SolverCounters* counters) {
+  for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
+    if ((rest & (1 << lane)) == 0) continue;
+    const FrictionBlockResult result =
+        solve_friction_block_fast(TangentMass{a[lane], b[lane], c[lane]}, det[lane], &eigens[lane],
+                                  Vec2{v1[lane], v2[lane]}, r[lane]);
+    if (!result.solved()) {
+      ++counters->skipped_friction_rows;
+      continue;  // keeps J_old
+    }
+    o1[lane] = result.impulse.x;
+    o2[lane] = result.impulse.y;
+  }
+}
+
+// Friction blocks whose unconstrained answer is outside the disk (`circle`) or undecided by the
+// float pre-test (`rest`). Outside: solve_friction_block_fast would take the eigen-decomposition
+// and solve_boundary; four lanes take solve_boundary_wide instead (the same bits per lane), a
+// lone lane the scalar function (cheaper for one).
+void solve_friction_off_interior(int circle, int rest, W ka, W kb, W kc, W det, W vf1, W vf2,
+                                 W radius, FrictionEigen* eigens, W* j1, W* j2,
+                                 SolverCounters* counters) {
+  alignas(16) float a[kLaneCount], b[kLaneCount], c[kLaneCount], d[kLaneCount], v1[kLaneCount],
+      v2[kLaneCount], r[kLaneCount], o1[kLaneCount], o2[kLaneCount];
+  wide::store(a, ka);
+  wide::store(b, kb);
+  wide::store(c, kc);
+  wide::store(d, det);
+  wide::store(v1, vf1);
+  wide::store(v2, vf2);
+  wide::store(r, radius);
+  wide::store(o1, *j1);
+  wide::store(o2, *j2);
+  for (int half = 0; half < 2; ++half) {
+    const int lanes4 = (circle >> (4 * half)) & 0xf;
+    if (std::popcount(static_cast<unsigned>(lanes4)) < 2) {
+      rest |= lanes4 << (4 * half);
+      continue;
+    }
+    alignas(16) float s[4], k1[4], k2[4], e1x[4], e1y[4];
+    for (int i = 0; i < 4; ++i) {
+      const int lane = 4 * half + i;
+      FrictionEigen& e = eigens[lane];
+      if ((lanes4 & (1 << i)) != 0 && !(e.s > 0)) {
+        e = friction_block_eigen(TangentMass{a[lane], b[lane], c[lane]});
+      }
+      s[i] = e.s;
+      k1[i] = e.k1;
+      k2[i] = e.k2;
+      e1x[i] = e.e1.x;
+      e1y[i] = e.e1.y;
+    }
+    const FrictionEigenW4 eigen{wide::load(s), wide::load(k1), wide::load(k2), wide::load(e1x),
+                                wide::load(e1y)};
+    wide::W4 jx, jy;
+    const wide::M4 solved =
+        solve_boundary_wide(eigen, wide::load(&v1[4 * half]), wide::load(&v2[4 * half]),
+                            wide::load(&r[4 * half]), wide::lane_mask(lanes4), &jx, &jy);
+    const int solved_bits = wide::bits(solved) & lanes4;
+    counters->skipped_friction_rows +=
+        static_cast<uint32_t>(std::popcount(static_cast<unsigned>(lanes4 & ~solved_bits)));
+    const wide::M4 take = wide::lane_mask(solved_bits);
+    wide::store(&o1[4 * half], wide::select(take, jx, wide::load(&o1[4 * half])));
+    wide::store(&o2[4 * half], wide::select(take, jy, wide::load(&o2[4 * half])));
+  }
+  if (rest != 0) solve_friction_scalar(rest, a, b, c, d, v1, v2, r, eigens, o1, o2, counters);
+  *j1 = wide::load8(o1);
+  *j2 = wide::load8(o2);
+}
+
+void solve_batch(const ManifoldLanes& m, PointLanes* points, FrictionEigen* eigens, int lane_bits,
+                 bool use_bias, SolverVelocity* v, SolverCounters* counters) {
+  BodyLanes b;
+  gather_pair(m, v, &b);
+  const M lanes = wide::lane_mask8(lane_bits);
+  const W zero = wide::splat8(0.0f);
+  const W ima = wide::load8(m.inv_mass_a), imb = wide::load8(m.inv_mass_b);
+  const V3 n = load3(m.normal);
+
+  // Centroid row: total impulse Λ = (target − vn)/K at the centroid, δ = Λ/cnt per point,
+  // clamped so that no point's λ_n drops below 0; δ joins each λ_n just before its normal row.
+  const W centroid_mass = wide::load8(m.centroid_mass);
+  const M centroid_row = lanes & (centroid_mass > zero);
+  W centroid_delta = zero;
+  if (wide::any(centroid_row)) {
+    W min_impulse = zero;
+    M first = lanes;
+    for (uint32_t k = 0; k < m.point_rows; ++k) {
+      const PointLanes& p = points[k];
+      const M active = wide::load8(p.normal_mass) != zero;
+      const W impulse = wide::load8(p.normal_impulse);
+      min_impulse = wide::select(active & (first | (impulse < min_impulse)), impulse, min_impulse);
+      first = wide::and_not(first, active);
+    }
+    const W active_count = wide::load8(m.active_count);
+    const W vn = row_velocity(b, n, m.centroid_rn_a, m.centroid_rn_b);
+    const W target = wide::load8(use_bias ? m.centroid_target : m.centroid_relax_target);
+    const W total = -centroid_mass * (vn - target);
+    W delta = total / active_count;
+    delta = wide::select(delta < -min_impulse, -min_impulse, delta);
+    centroid_delta = wide::select(centroid_row, delta, zero);
+    apply_normal(&b, centroid_delta * active_count, ima, imb, n, m.centroid_in_a, m.centroid_in_b);
+  }
+
+  const W friction = wide::load8(m.friction);
+  const V3 t1 = load3(m.tangent1), t2 = load3(m.tangent2);
+  for (uint32_t k = 0; k < m.point_rows; ++k) {
+    PointLanes& p = points[k];
+    const W normal_mass = wide::load8(p.normal_mass);
+    const M active = lanes & (normal_mass != zero);
+    if (!wide::any(active)) continue;
+    const V3 ra = load3(p.anchor_a), rb = load3(p.anchor_b);
+    W impulse = wide::load8(p.normal_impulse);
+    impulse = wide::select(active & centroid_row, impulse + centroid_delta, impulse);
+
+    // Normal row: λ = (target − vn)/K, accumulated λ_n ≥ 0.
+    {
+      const W vn = dot(n, relative_velocity(b, ra, rb));
+      const W target = wide::load8(use_bias ? p.target_velocity : p.relax_target_velocity);
+      const W lambda = -normal_mass * (vn - target);
+      W total = impulse + lambda;
+      total = wide::select(total < zero, zero, total);
+      const W applied = wide::select(active, total - impulse, zero);
+      impulse = wide::select(active, total, impulse);
+      wide::store(p.normal_impulse, impulse);
+      apply_normal(&b, applied, ima, imb, n, p.in_a, p.in_b);
+    }
+
+    // Friction block with radius μ·λ_n.
+    const W j1_old = wide::load8(p.tangent_impulse_x), j2_old = wide::load8(p.tangent_impulse_y);
+    const W radius = friction * impulse;
+    const W det = wide::load8(p.tangent_det);
+    // Radius 0 and no impulse yet: J = 0 again, nothing to apply.
+    const M idle = (radius == zero) & (j1_old == zero) & (j2_old == zero) & (det > zero);
+    const M work = wide::and_not(active, idle);
+    if (!wide::any(work)) continue;
+    const W ka = wide::load8(p.tangent_a), kb = wide::load8(p.tangent_b);
+    const W kc = wide::load8(p.tangent_c);
+    const V3 v_rel = relative_velocity(b, ra, rb);
+    // v_free = v_t − K·J_old (friction_free_velocity).
+    const W vf1 = dot(t1, v_rel) - (ka * j1_old + kb * j2_old);
+    const W vf2 = dot(t2, v_rel) - (kb * j1_old + kc * j2_old);
+    // The interior answer and the float pre-test of solve_friction_block_fast, per lane.
+    const W max = wide::splat8(FLT_MAX), min_max = wide::splat8(-FLT_MAX);
+    const M valid = (det > zero) & (radius > zero) & (radius <= max) & (vf1 >= min_max) &
+                    (vf1 <= max) & (vf2 >= min_max) & (vf2 <= max);
+    const W j01 = (kb * vf2 - kc * vf1) / det;
+    const W j02 = (kb * vf1 - ka * vf2) / det;
+    const W len2 = j01 * j01 + j02 * j02;
+    const W r2 = radius * radius;
+    const M inside = valid & (r2 >= wide::splat8(FLT_MIN)) & (r2 <= max) & (len2 <= max) &
+                     (len2 <= wide::splat8(friction_block_detail::kInsideBand) * r2);
+    const M outside = valid & (r2 >= wide::splat8(FLT_MIN)) & (r2 <= max) & (len2 <= max) &
+                      (len2 >= wide::splat8(friction_block_detail::kOutsideBand) * r2);
+    W j1 = wide::select(inside, j01, j1_old), j2 = wide::select(inside, j02, j2_old);
+    const int circle = wide::bits(work & outside);
+    const int rest = wide::bits(wide::and_not(work, inside | outside));
+    if ((circle | rest) != 0) {
+      solve_friction_off_interior(circle, rest, ka, kb, kc, det, vf1, vf2, radius,
+                                  &eigens[k * kLaneCount], &j1, &j2, counters);
+    }
+    const W dj1 = wide::select(work, j1 - j1_old, zero);
+    const W dj2 = wide::select(work, j2 - j2_old, zero);
+    wide::store(p.tangent_impulse_x, wide::select(work, j1, j1_old));
+    wide::store(p.tangent_impulse_y, wide::select(work, j2, j2_old));
+    apply_tangent(&b, m, dj1, dj2, ima, imb, t1, t2, ra, rb);
+  }
+  scatter_pair(m, b, lane_bits, v);
+}
+
+}  // namespace
+
+void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
+  for (uint32_t i = 0; i < lanes.batch_count; ++i) {
+    const ManifoldLanes& m = lanes.batches[i];
+    const PointLanes* p = &lanes.point_lanes[m.first_point_lanes];
+    if (m.sequential == 0) {
+      warm_start_batch(m, p, static_cast<int>(m.lanes), velocities.data());
+      continue;
+    }
+    for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
+      if ((m.lanes & (1u << lane)) != 0) warm_start_batch(m, p, 1 << lane, velocities.data());
+    }
+  }
+}
+
+void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
+                 SolverCounters* counters) {
+  for (uint32_t i = 0; i < lanes->batch_count; ++i) {
+    const ManifoldLanes& m = lanes->batches[i];
+    PointLanes* p = &lanes->point_lanes[m.first_point_lanes];
+    FrictionEigen* e = &lanes->eigens[size_t{m.first_point_lanes} * kLaneCount];
+    if (m.sequential == 0) {
+      solve_batch(m, p, e, static_cast<int>(m.lanes), use_bias, velocities.data(), counters);
+      continue;
+    }
+    for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
+      if ((m.lanes & (1u << lane)) == 0) continue;
+      solve_batch(m, p, e, 1 << lane, use_bias, velocities.data(), counters);
+    }
+  }
+}
+
+void unpack_contact_lanes(const ContactLanes& lanes, std::span<ContactPoint> points) {
+  for (uint32_t i = 0; i < lanes.point_lane_count; ++i) {
+    const PointLanes& p = lanes.point_lanes[i];
+    for (uint32_t lane = 0; lane < kLaneCount; ++lane) {
+      if (p.point[lane] == kNoLane) continue;
+      ContactPoint& s = points[p.point[lane]];
+      s.normal_impulse = p.normal_impulse[lane];
+      s.tangent_impulse = {p.tangent_impulse_x[lane], p.tangent_impulse_y[lane]};
+    }
+  }
+}
+
+}  // namespace lockstep::sim

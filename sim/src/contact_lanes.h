@@ -1,0 +1,126 @@
+// The contact solver's iterations, eight manifolds at once (issue 7).
+//
+// Colouring. Manifolds are coloured greedily in pair-key order: each takes the lowest of 64
+// colours that neither of its dynamic bodies has yet (static and kinematic bodies are never
+// written, so any number of manifolds of one colour may share them). Manifolds of one colour
+// touch disjoint dynamic bodies, so solving them one after another or all at once is the same
+// computation: a colour is cut into batches of kLaneCount = 8 (in key order), one manifold per
+// lane. A manifold that finds all 64 colours taken (both bodies together in 64+ manifolds: a
+// platform carrying a crowd) goes to the overflow batches, whose lanes are solved one after
+// another.
+// Every pass solves the colours in order 0, 1, … 63, then the overflow, in key order inside each.
+//
+// Lanes. Each batch holds its manifolds' data transposed, one float per lane (ManifoldLanes and,
+// per point index, PointLanes), and the iterations do on each lane the float operations of
+// contact_solver.cpp's formulas with wide::W8 (two W4: SSE2, NEON or four scalars, one IEEE
+// operation per lane: the same bits everywhere). Lanes without a manifold, and point rows beyond
+// a lane's point count, have a zero effective mass and are masked off: nothing they compute is
+// applied or stored (a masked lane may add +0 to a velocity, which changes nothing because the
+// passes never see −0: gather_velocities). So the batch width never changes a bit
+// (tests/sim_contact_lanes_test.cpp solves every batch at once and lane by lane and compares).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "contact_solver.h"
+
+namespace lockstep::sim {
+
+inline constexpr uint32_t kSolverColours = 64;
+inline constexpr uint32_t kLaneCount = 8;  // two wide::W4 (wide::W8)
+inline constexpr uint32_t kNoLane = 0xffffffffu;
+
+/// A 3-vector over the lanes: x[i], y[i], z[i] belong to lane i.
+struct alignas(16) Vec3Lanes {
+  float x[kLaneCount], y[kLaneCount], z[kLaneCount];
+};
+
+/// A 3x3 matrix over the lanes, by columns (as Mat3).
+struct alignas(16) Mat3Lanes {
+  Vec3Lanes c0, c1, c2;
+};
+
+/// Up to kLaneCount manifolds (lanes) of one colour, or of the overflow.
+struct alignas(16) ManifoldLanes {
+  uint32_t slot_a[kLaneCount],
+      slot_b[kLaneCount];  // velocity slots; padding lanes use the zero slot
+  Vec3Lanes normal, tangent1, tangent2;
+  float inv_mass_a[kLaneCount],
+      inv_mass_b[kLaneCount];              // 1/kg; 0 for non-dynamic bodies and padding
+  Mat3Lanes inv_inertia_a, inv_inertia_b;  // world, as prepared (1/(kg·m²))
+  float friction[kLaneCount];
+  Vec3Lanes centroid_rn_a, centroid_rn_b, centroid_in_a, centroid_in_b;
+  float centroid_mass[kLaneCount];  // 0: no centroid row in that lane
+  float centroid_target[kLaneCount], centroid_relax_target[kLaneCount];
+  float active_count[kLaneCount];   // points with a normal row, as a float (≥ 1 where used)
+  uint32_t constraint[kLaneCount];  // index into the constraints; kNoLane for padding
+  uint32_t first_point_lanes = 0;   // index of this batch's first PointLanes
+  uint32_t point_rows = 0;          // the largest point count of its lanes
+  uint32_t lanes = 0;               // bit i: lane i holds a manifold
+  uint32_t sequential = 0;          // 1: overflow batch, lanes solved one after another
+};
+
+/// Point k of the manifolds of a batch: what every pass streams (92 bytes per point).
+/// The Jacobians are built from the anchors in the pass: r×d costs less than reading it.
+struct alignas(16) PointLanes {
+  Vec3Lanes anchor_a, anchor_b;   // r_A, r_B (m)
+  Vec3Lanes in_a, in_b;           // I_A⁻¹(r_A×n), I_B⁻¹(r_B×n) (1/(kg·m))
+  float normal_mass[kLaneCount];  // 1/K (kg); 0: no row (no point in this lane, or skipped)
+  float target_velocity[kLaneCount], relax_target_velocity[kLaneCount];       // m/s
+  float tangent_a[kLaneCount], tangent_b[kLaneCount], tangent_c[kLaneCount];  // K_t (1/kg)
+  float tangent_det[kLaneCount];                                       // friction_block_det(K_t)
+  float normal_impulse[kLaneCount];                                    // accumulated λ_n (N·s)
+  float tangent_impulse_x[kLaneCount], tangent_impulse_y[kLaneCount];  // accumulated J (N·s)
+  uint32_t point[kLaneCount];  // index into the contact points; kNoLane for padding
+};
+static_assert(sizeof(PointLanes) == 23 * 4 * kLaneCount, "23 rows of lanes");
+
+/// Capacity of the batches for `max_contact_pairs` manifolds: every colour and the overflow
+/// may end with a partial batch.
+inline uint32_t max_manifold_lanes(uint32_t max_contact_pairs) {
+  return max_contact_pairs / kLaneCount + kSolverColours + 2;
+}
+
+struct ContactLanes {
+  std::vector<ManifoldLanes> batches;   // max_manifold_lanes(max_contact_pairs)
+  std::vector<PointLanes> point_lanes;  // kMaxManifoldPoints per batch
+  // K_t eigen-decompositions for answers on the circle, per point lane (kLaneCount per PointLanes),
+  // in batch order: cold, filled on first use in a step.
+  std::vector<FrictionEigen> eigens;
+  std::vector<uint64_t> body_colours;  // per body slot: colours taken (scratch)
+  std::vector<uint8_t> colour_of;      // per constraint (scratch)
+  uint32_t batch_count = 0;
+  uint32_t point_lane_count = 0;
+  uint32_t zero_slot = 0;  // a velocity slot that is always zero and never written
+  uint32_t colours_used = 0;
+  uint32_t overflow_manifolds = 0;
+};
+
+/// Sizes every array for a world (all memory at creation).
+void contact_lanes_init(ContactLanes* lanes, uint32_t max_bodies, uint32_t max_contact_pairs);
+
+/// Colours this step's manifolds and assigns them to batches and lanes (no data yet).
+void build_contact_lanes(std::span<const ContactConstraint> constraints,
+                         std::span<const BodySolverState> bodies, uint32_t slot_count,
+                         ContactLanes* lanes);
+
+/// Effective masses, Jacobians and target velocities of every lane, from the velocities before
+/// warm starting, with the warm-start impulses of `points` (match_warm_start).
+void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
+                           std::span<const ContactPoint> points,
+                           std::span<const BodySolverState> bodies, const SolverSettings& settings,
+                           ContactLanes* lanes, SolverCounters* counters);
+
+/// Applies the accumulated (warm-start) impulses of every batch.
+void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
+
+/// One pass over every batch (colour by colour); `use_bias` false is a relax pass.
+void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
+                 SolverCounters* counters);
+
+/// Copies the accumulated impulses back into the points (for the warm-start cache).
+void unpack_contact_lanes(const ContactLanes& lanes, std::span<ContactPoint> points);
+
+}  // namespace lockstep::sim
