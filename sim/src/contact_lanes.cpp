@@ -468,9 +468,9 @@ void solve_friction_scalar(int rest, const float* a, const float* b, const float
 }
 
 // Friction blocks whose unconstrained answer is outside the disk (`circle`) or undecided by the
-// float pre-test (`rest`). Outside: solve_friction_block_fast would take the eigen-decomposition
-// and solve_boundary; four lanes take solve_boundary_wide instead (the same bits per lane), a
-// lone lane the scalar function (cheaper for one).
+// float pre-test (`rest`). Outside, solve_friction_block_fast would take the eigen-decomposition
+// and solve_boundary; here the lanes on the circle are packed four to a wide::W4 call of
+// solve_boundary_wide (the same bits per lane), a lone one calls solve_boundary itself.
 void solve_friction_off_interior(int circle, int rest, W ka, W kb, W kc, W det, W vf1, W vf2,
                                  W radius, FrictionEigen* eigens, W* j1, W* j2,
                                  SolverCounters* counters) {
@@ -485,37 +485,60 @@ void solve_friction_off_interior(int circle, int rest, W ka, W kb, W kc, W det, 
   wide::store(r, radius);
   wide::store(o1, *j1);
   wide::store(o2, *j2);
-  for (int half = 0; half < 2; ++half) {
-    const int lanes4 = (circle >> (4 * half)) & 0xf;
-    if (std::popcount(static_cast<unsigned>(lanes4)) < 2) {
-      rest |= lanes4 << (4 * half);
+  int on_circle[kLaneCount];
+  int count = 0;
+  for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
+    if ((circle & (1 << lane)) == 0) continue;
+    on_circle[count++] = lane;
+    FrictionEigen& e = eigens[lane];
+    if (!(e.s > 0)) e = friction_block_eigen(TangentMass{a[lane], b[lane], c[lane]});
+  }
+  for (int first = 0; first < count; first += 4) {
+    const int group = count - first < 4 ? count - first : 4;
+    if (group == 1) {
+      const int lane = on_circle[first];
+      const FrictionBlockResult result =
+          friction_block_detail::solve_boundary(eigens[lane], Vec2{v1[lane], v2[lane]}, r[lane]);
+      if (!result.solved()) {
+        ++counters->skipped_friction_rows;  // keeps J_old
+      } else {
+        o1[lane] = result.impulse.x;
+        o2[lane] = result.impulse.y;
+      }
       continue;
     }
-    alignas(16) float s[4], k1[4], k2[4], e1x[4], e1y[4];
+    // Up to four lanes packed into slots 0..group-1; unused slots repeat the first lane.
+    alignas(16) float s[4], k1[4], k2[4], e1x[4], e1y[4], gv1[4], gv2[4], gr[4];
     for (int i = 0; i < 4; ++i) {
-      const int lane = 4 * half + i;
-      FrictionEigen& e = eigens[lane];
-      if ((lanes4 & (1 << i)) != 0 && !(e.s > 0)) {
-        e = friction_block_eigen(TangentMass{a[lane], b[lane], c[lane]});
-      }
+      const int lane = on_circle[first + (i < group ? i : 0)];
+      const FrictionEigen& e = eigens[lane];
       s[i] = e.s;
       k1[i] = e.k1;
       k2[i] = e.k2;
       e1x[i] = e.e1.x;
       e1y[i] = e.e1.y;
+      gv1[i] = v1[lane];
+      gv2[i] = v2[lane];
+      gr[i] = r[lane];
     }
     const FrictionEigenW4 eigen{wide::load(s), wide::load(k1), wide::load(k2), wide::load(e1x),
                                 wide::load(e1y)};
     wide::W4 jx, jy;
-    const wide::M4 solved =
-        solve_boundary_wide(eigen, wide::load(&v1[4 * half]), wide::load(&v2[4 * half]),
-                            wide::load(&r[4 * half]), wide::lane_mask(lanes4), &jx, &jy);
-    const int solved_bits = wide::bits(solved) & lanes4;
-    counters->skipped_friction_rows +=
-        static_cast<uint32_t>(std::popcount(static_cast<unsigned>(lanes4 & ~solved_bits)));
-    const wide::M4 take = wide::lane_mask(solved_bits);
-    wide::store(&o1[4 * half], wide::select(take, jx, wide::load(&o1[4 * half])));
-    wide::store(&o2[4 * half], wide::select(take, jy, wide::load(&o2[4 * half])));
+    const int slots = (1 << group) - 1;
+    const int solved = wide::bits(solve_boundary_wide(
+        eigen, wide::load(gv1), wide::load(gv2), wide::load(gr), wide::lane_mask(slots), &jx, &jy));
+    alignas(16) float ox[4], oy[4];
+    wide::store(ox, jx);
+    wide::store(oy, jy);
+    for (int i = 0; i < group; ++i) {
+      const int lane = on_circle[first + i];
+      if ((solved & (1 << i)) == 0) {
+        ++counters->skipped_friction_rows;  // keeps J_old
+        continue;
+      }
+      o1[lane] = ox[i];
+      o2[lane] = oy[i];
+    }
   }
   if (rest != 0) solve_friction_scalar(rest, a, b, c, d, v1, v2, r, eigens, o1, o2, counters);
   *j1 = wide::load8(o1);
