@@ -2,8 +2,9 @@
 //
 // 1. The colouring: checked against a greedy colouring written here (lowest colour free on both
 //    dynamic bodies, in key order) and against the layout rules: every manifold in exactly one
-//    lane, colours in order and contiguous, keys increasing inside a colour, no dynamic body twice
-//    in a batch solved at once, the overflow last and sequential, the point rows consistent.
+//    lane, colours in order and contiguous, grouped by point count inside a colour and keys
+//    increasing inside a group, no dynamic body twice in a batch solved at once, the overflow
+//    last and sequential, the point rows consistent.
 // 2. The claim the batches rest on: the lanes of a non-sequential batch solved at once give the
 //    same bits as the same lanes solved one after another (every batch marked sequential).
 //    Compared with memcmp: velocities, every point lane (impulses included) and the counters.
@@ -216,22 +217,31 @@ void check_layout(const std::vector<ContactConstraint>& constraints,
   ASSERT_LE(size_t{lanes.point_lane_count}, lanes.point_lanes.size());
   const std::vector<uint32_t> colour = reference_colours(constraints, bodies);
 
-  // The reference layout: colour after colour, the overflow last, key order, kLaneCount a batch.
+  // The reference layout: colour after colour, the overflow last; inside a colour the manifolds
+  // with 4, then 3, 2, 1 points, in key order (the overflow: key order only); kLaneCount a batch.
   std::vector<std::vector<uint32_t>> expected;  // constraint indices per batch
   std::vector<uint32_t> expected_colour;
   uint32_t colours_used = 0, overflow = 0;
   for (uint32_t k = 0; k <= kOverflowColour; ++k) {
-    std::vector<uint32_t> members;
-    for (uint32_t i = 0; i < constraints.size(); ++i)
-      if (colour[i] == k) members.push_back(i);
-    if (k < kOverflowColour && !members.empty()) ++colours_used;
-    if (k == kOverflowColour) overflow = static_cast<uint32_t>(members.size());
-    for (size_t first = 0; first < members.size(); first += kLaneCount) {
-      const size_t last = std::min(members.size(), first + kLaneCount);
-      expected.emplace_back(members.begin() + static_cast<std::ptrdiff_t>(first),
-                            members.begin() + static_cast<std::ptrdiff_t>(last));
-      expected_colour.push_back(k);
+    uint32_t in_colour = 0;
+    for (uint32_t points = 4; points >= 1; --points) {
+      std::vector<uint32_t> members;
+      for (uint32_t i = 0; i < constraints.size(); ++i) {
+        if (colour[i] != k) continue;
+        if (k != kOverflowColour && constraints[i].point_count != points) continue;
+        members.push_back(i);
+      }
+      in_colour += static_cast<uint32_t>(members.size());
+      for (size_t first = 0; first < members.size(); first += kLaneCount) {
+        const size_t last = std::min(members.size(), first + kLaneCount);
+        expected.emplace_back(members.begin() + static_cast<std::ptrdiff_t>(first),
+                              members.begin() + static_cast<std::ptrdiff_t>(last));
+        expected_colour.push_back(k);
+      }
+      if (k == kOverflowColour) break;  // one group, every point count
     }
+    if (k < kOverflowColour && in_colour > 0) ++colours_used;
+    if (k == kOverflowColour) overflow = in_colour;
   }
   EXPECT_EQ(lanes.colours_used, colours_used);
   EXPECT_LE(lanes.colours_used, kSolverColours);

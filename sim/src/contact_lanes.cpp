@@ -60,28 +60,42 @@ void build_contact_lanes(std::span<const ContactConstraint> constraints,
     ++count[colour];
   }
 
-  // Batches: colour after colour, the overflow last; lanes in key order.
-  uint32_t first_batch[kSolverColours + 1];
+  // Batches: colour after colour, the overflow last. Inside a colour the manifolds are grouped
+  // by point count (4, 3, 2, 1), in key order inside a group, so that a batch's lanes have the
+  // same number of point rows (a sphere's single point no longer idles through a box's four).
+  // The order inside a colour changes nothing: its manifolds share no dynamic body. The overflow
+  // keeps plain key order: its manifolds do share bodies.
+  constexpr uint32_t kPoints = kMaxManifoldPoints;
+  constexpr uint32_t kGroups = kSolverColours * kPoints + 1;
+  auto group_of = [](uint32_t colour, uint32_t point_count) {
+    const uint32_t points = point_count < 1 ? 1 : (point_count > kPoints ? kPoints : point_count);
+    return colour == kOverflow ? kGroups - 1 : colour * kPoints + (kPoints - points);
+  };
+  uint32_t group_count[kGroups] = {};
+  for (size_t i = 0; i < constraints.size(); ++i)
+    ++group_count[group_of(lanes->colour_of[i], constraints[i].point_count)];
+  uint32_t first_batch[kGroups];
   uint32_t batch_count = 0;
-  lanes->colours_used = 0;
-  for (uint32_t colour = 0; colour <= kOverflow; ++colour) {
-    first_batch[colour] = batch_count;
-    batch_count += (count[colour] + kLaneCount - 1) / kLaneCount;
-    if (colour < kOverflow && count[colour] > 0) ++lanes->colours_used;
+  for (uint32_t g = 0; g < kGroups; ++g) {
+    first_batch[g] = batch_count;
+    batch_count += (group_count[g] + kLaneCount - 1) / kLaneCount;
   }
+  lanes->colours_used = 0;
+  for (uint32_t colour = 0; colour < kOverflow; ++colour)
+    if (count[colour] > 0) ++lanes->colours_used;
   lanes->overflow_manifolds = count[kOverflow];
   ManifoldLanes* const batches = lanes->batches.data();
   for (uint32_t b = 0; b < batch_count; ++b) {
     batches[b].lanes = 0;
-    batches[b].sequential = b >= first_batch[kOverflow] ? 1u : 0u;
+    batches[b].sequential = b >= first_batch[kGroups - 1] ? 1u : 0u;
     for (uint32_t lane = 0; lane < kLaneCount; ++lane)
       batches[b].constraint[lane] = kNoLane;
   }
-  uint32_t filled[kSolverColours + 1] = {};
+  uint32_t filled[kGroups] = {};
   for (size_t i = 0; i < constraints.size(); ++i) {
-    const uint32_t colour = lanes->colour_of[i];
-    const uint32_t n = filled[colour]++;
-    ManifoldLanes& m = batches[first_batch[colour] + n / kLaneCount];
+    const uint32_t g = group_of(lanes->colour_of[i], constraints[i].point_count);
+    const uint32_t n = filled[g]++;
+    ManifoldLanes& m = batches[first_batch[g] + n / kLaneCount];
     m.constraint[n % kLaneCount] = static_cast<uint32_t>(i);
     m.lanes |= 1u << (n % kLaneCount);
   }

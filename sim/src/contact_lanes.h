@@ -4,11 +4,12 @@
 // colours that neither of its dynamic bodies has yet (static and kinematic bodies are never
 // written, so any number of manifolds of one colour may share them). Manifolds of one colour
 // touch disjoint dynamic bodies, so solving them one after another or all at once is the same
-// computation: a colour is cut into batches of kLaneCount = 8 (in key order), one manifold per
-// lane. A manifold that finds all 64 colours taken (both bodies together in 64+ manifolds: a
+// computation: a colour is cut into batches of kLaneCount = 8, one manifold per lane, grouped
+// by point count (4, 3, 2, 1; key order inside a group) so that a batch's lanes have as many
+// point rows. A manifold that finds all 64 colours taken (both bodies together in 64+ manifolds: a
 // platform carrying a crowd) goes to the overflow batches, whose lanes are solved one after
 // another.
-// Every pass solves the colours in order 0, 1, … 63, then the overflow, in key order inside each.
+// Every pass solves the colours in order 0, 1, … 63, then the overflow (in key order).
 //
 // Lanes. Each batch holds its manifolds' data transposed, one float per lane (ManifoldLanes and,
 // per point index, PointLanes), and the iterations do on each lane the float operations of
@@ -24,6 +25,7 @@
 #include <span>
 #include <vector>
 
+#include "collide.h"
 #include "contact_solver.h"
 
 namespace lockstep::sim {
@@ -77,10 +79,10 @@ struct alignas(16) PointLanes {
 };
 static_assert(sizeof(PointLanes) == 23 * 4 * kLaneCount, "23 rows of lanes");
 
-/// Capacity of the batches for `max_contact_pairs` manifolds: every colour and the overflow
-/// may end with a partial batch.
+/// Capacity of the batches for `max_contact_pairs` manifolds: every group (colour × point
+/// count) and the overflow may end with a partial batch.
 inline uint32_t max_manifold_lanes(uint32_t max_contact_pairs) {
-  return max_contact_pairs / kLaneCount + kSolverColours + 2;
+  return max_contact_pairs / kLaneCount + kSolverColours * kMaxManifoldPoints + 2u;
 }
 
 struct ContactLanes {
