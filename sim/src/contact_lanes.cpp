@@ -611,7 +611,9 @@ void solve_batch(const ManifoldLanes& m, PointLanes* points, FrictionEigen* eige
       const W lambda = -normal_mass * (vn - target);
       W total = impulse + lambda;
       total = wide::select(total < zero, zero, total);
-      const W applied = wide::select(active, total - impulse, zero);
+      // Inactive lanes: K⁻¹ = 0 makes λ = ±0 and `applied` +0, which changes no velocity (the
+      // passes never hold −0); lanes outside `lanes` only touch registers never scattered.
+      const W applied = total - impulse;
       impulse = wide::select(active, total, impulse);
       wide::store(p.normal_impulse, impulse);
       apply_normal(&b, applied, ima, imb, n, p.in_a, p.in_b);
@@ -639,7 +641,7 @@ void solve_batch(const ManifoldLanes& m, PointLanes* points, FrictionEigen* eige
     const W j02 = (kb * vf1 - ka * vf2) / det;
     const W len2 = j01 * j01 + j02 * j02;
     const W r2 = radius * radius;
-    const M inside = valid & (r2 >= wide::splat8(FLT_MIN)) & (r2 <= max) & (len2 <= max) &
+    const M inside = work & valid & (r2 >= wide::splat8(FLT_MIN)) & (r2 <= max) & (len2 <= max) &
                      (len2 <= wide::splat8(friction_block_detail::kInsideBand) * r2);
     const M outside = valid & (r2 >= wide::splat8(FLT_MIN)) & (r2 <= max) & (len2 <= max) &
                       (len2 >= wide::splat8(friction_block_detail::kOutsideBand) * r2);
@@ -650,10 +652,10 @@ void solve_batch(const ManifoldLanes& m, PointLanes* points, FrictionEigen* eige
       solve_friction_off_interior(circle, rest, ka, kb, kc, det, vf1, vf2, radius,
                                   &eigens[k * kLaneCount], &j1, &j2, counters);
     }
-    const W dj1 = wide::select(work, j1 - j1_old, zero);
-    const W dj2 = wide::select(work, j2 - j2_old, zero);
-    wide::store(p.tangent_impulse_x, wide::select(work, j1, j1_old));
-    wide::store(p.tangent_impulse_y, wide::select(work, j2, j2_old));
+    // Lanes without work kept J_old exactly: dj = +0 there, which changes no velocity.
+    const W dj1 = j1 - j1_old, dj2 = j2 - j2_old;
+    wide::store(p.tangent_impulse_x, j1);
+    wide::store(p.tangent_impulse_y, j2);
     apply_tangent(&b, m, dj1, dj2, ima, imb, t1, t2, ra, rb);
   }
   scatter_pair(m, b, lane_bits, v);
