@@ -162,165 +162,68 @@ void clear_point_lane(PointLanes* p, uint32_t lane) {
   p->point[lane] = kNoLane;
 }
 
-Vec3 point_velocity(const BodySolverState& b, Vec3 r) {
-  return b.linear_velocity + cross(b.angular_velocity, r);
-}
+// What prepare reads per lane besides the lanes it fills (scalar gather, then W8 formulas).
+struct PrepareInputs {
+  Vec3Lanes va, wa, vb, wb;  // body velocities before warm starting
+  float restitution[kLaneCount];
+  float separation[kMaxManifoldPoints][kLaneCount];  // m
+  int has_point[kMaxManifoldPoints];                 // bit i: lane i has a point in row k
+};
 
-// One manifold into lane `lane` of its batch (scalar: prepare runs once a step).
-void prepare_lane(const ContactConstraint& c, std::span<const ContactPoint> contact_points,
-                  std::span<const BodySolverState> bodies, const SolverSettings& s,
-                  ManifoldLanes* m, PointLanes* rows, FrictionEigen* eigens, uint32_t lane,
-                  SolverCounters* counters) {
+// One manifold's inputs into lane `lane` (scalar copies: the points are read in colour order).
+void gather_lane(const ContactConstraint& c, std::span<const ContactPoint> contact_points,
+                 std::span<const BodySolverState> bodies, ManifoldLanes* m, PointLanes* rows,
+                 FrictionEigen* eigens, uint32_t lane, PrepareInputs* in) {
   const BodySolverState& a = bodies[c.slot_a];
   const BodySolverState& b = bodies[c.slot_b];
-  const Vec3 n = c.normal, t1 = c.tangent1, t2 = c.tangent2;
-  const float inv_mass_sum = a.inv_mass + b.inv_mass;
-  const Mat3& ia = a.inv_inertia_world;
-  const Mat3& ib = b.inv_inertia_world;
   m->slot_a[lane] = c.slot_a;
   m->slot_b[lane] = c.slot_b;
-  set3(&m->normal, lane, n);
-  set3(&m->tangent1, lane, t1);
-  set3(&m->tangent2, lane, t2);
+  set3(&m->normal, lane, c.normal);
+  set3(&m->tangent1, lane, c.tangent1);
+  set3(&m->tangent2, lane, c.tangent2);
   m->inv_mass_a[lane] = a.inv_mass;
   m->inv_mass_b[lane] = b.inv_mass;
-  set_mat3(&m->inv_inertia_a, lane, ia);
-  set_mat3(&m->inv_inertia_b, lane, ib);
+  set_mat3(&m->inv_inertia_a, lane, a.inv_inertia_world);
+  set_mat3(&m->inv_inertia_b, lane, b.inv_inertia_world);
   m->friction[lane] = c.friction;
-
-  // Centroid row over the active points, summed on the way.
-  Vec3 sum_a{}, sum_b{};
-  float sum_target = 0.0f, sum_relax_target = 0.0f;
-  uint32_t active = 0;
-  for (uint32_t i = 0; i < m->point_rows; ++i) {
-    PointLanes& p = rows[i];
-    eigens[i * kLaneCount + lane].s = 0.0f;  // computed on its first use (boundary case)
-    if (i >= c.point_count) {
+  in->restitution[lane] = c.restitution;
+  set3(&in->va, lane, a.linear_velocity);
+  set3(&in->wa, lane, a.angular_velocity);
+  set3(&in->vb, lane, b.linear_velocity);
+  set3(&in->wb, lane, b.angular_velocity);
+  for (uint32_t k = 0; k < m->point_rows; ++k) {
+    PointLanes& p = rows[k];
+    eigens[k * kLaneCount + lane].s = 0.0f;  // computed on its first use (boundary case)
+    if (k >= c.point_count) {
       clear_point_lane(&p, lane);
+      in->separation[k][lane] = 0.0f;
       continue;
     }
-    const ContactPoint& cp = contact_points[c.first_point + i];
-    const Vec3 ra = cp.anchor_a, rb = cp.anchor_b;
-    set3(&p.anchor_a, lane, ra);
-    set3(&p.anchor_b, lane, rb);
-    p.point[lane] = c.first_point + i;
-    float normal_impulse = cp.normal_impulse;
-    Vec2 tangent_impulse = cp.tangent_impulse;
-
-    // Normal row: K = mA⁻¹ + mB⁻¹ + n·((IA⁻¹(rA×n))×rA) + n·((IB⁻¹(rB×n))×rB).
-    const Vec3 in_a = ia * cross(ra, n), in_b = ib * cross(rb, n);
-    set3(&p.in_a, lane, in_a);
-    set3(&p.in_b, lane, in_b);
-    const float k = inv_mass_sum + dot(n, cross(in_a, ra)) + dot(n, cross(in_b, rb));
-    float normal_mass = 0.0f;
-    if (std::isfinite(k) && k >= kMinInverseMass) {
-      normal_mass = 1.0f / k;
-    } else {
-      normal_impulse = 0.0f;
-      tangent_impulse = {};
-      ++counters->skipped_normal_rows;
-    }
-    p.normal_mass[lane] = normal_mass;
-    p.normal_impulse[lane] = normal_impulse;
-    p.tangent_impulse_x[lane] = tangent_impulse.x;
-    p.tangent_impulse_y[lane] = tangent_impulse.y;
-
-    // Friction block K_t (symmetric).
-    const Vec3 ra1 = cross(ra, t1), ra2 = cross(ra, t2);
-    const Vec3 rb1 = cross(rb, t1), rb2 = cross(rb, t2);
-    const Vec3 ia1 = ia * ra1, ia2 = ia * ra2, ib1 = ib * rb1, ib2 = ib * rb2;
-    TangentMass kt;
-    kt.a = inv_mass_sum + dot(ra1, ia1) + dot(rb1, ib1);
-    kt.b = dot(ra1, ia2) + dot(rb1, ib2);
-    kt.c = inv_mass_sum + dot(ra2, ia2) + dot(rb2, ib2);
-    p.tangent_a[lane] = kt.a;
-    p.tangent_b[lane] = kt.b;
-    p.tangent_c[lane] = kt.c;
-    p.tangent_det[lane] = friction_block_det(kt);
-
-    // Target normal velocity, with and without the bias.
-    const float sep = cp.separation_m;
-    float target, relax_target;
-    if (sep > 0.0f) {
-      target = -sep * s.inv_dt;
-      relax_target = target;
-    } else {
-      float depth = -sep - s.linear_slop_m;
-      if (depth < 0.0f) depth = 0.0f;
-      target = s.baumgarte * s.inv_dt * depth;
-      if (target > s.max_bias_velocity) target = s.max_bias_velocity;
-      relax_target = 0.0f;
-    }
-    const Vec3 v_rel = point_velocity(a, ra) - point_velocity(b, rb);
-    const float vn = dot(n, v_rel);
-    if (c.restitution > 0.0f && sep + vn * s.dt_s < 0.0f) {
-      const Vec3 ga = a.inv_mass > 0.0f ? s.gravity : Vec3{};
-      const Vec3 gb = b.inv_mass > 0.0f ? s.gravity : Vec3{};
-      const float vn0 = vn - s.dt_s * dot(n, ga - gb);
-      if (vn0 < -s.restitution_threshold) {
-        const float bounce = -c.restitution * vn0;
-        if (bounce > target) target = bounce;
-        if (bounce > relax_target) relax_target = bounce;
-      }
-    }
-    p.target_velocity[lane] = target;
-    p.relax_target_velocity[lane] = relax_target;
-
-    if (normal_mass == 0.0f) continue;
-    sum_a += ra;
-    sum_b += rb;
-    sum_target += target;
-    sum_relax_target += relax_target;
-    ++active;
+    const ContactPoint& cp = contact_points[c.first_point + k];
+    set3(&p.anchor_a, lane, cp.anchor_a);
+    set3(&p.anchor_b, lane, cp.anchor_b);
+    p.normal_impulse[lane] = cp.normal_impulse;
+    p.tangent_impulse_x[lane] = cp.tangent_impulse.x;
+    p.tangent_impulse_y[lane] = cp.tangent_impulse.y;
+    p.point[lane] = c.first_point + k;
+    in->separation[k][lane] = cp.separation_m;
+    in->has_point[k] |= 1 << lane;
   }
+}
 
-  m->active_count[lane] = active > 0 ? static_cast<float>(active) : 1.0f;
-  m->centroid_mass[lane] = 0.0f;
-  m->centroid_target[lane] = 0.0f;
-  m->centroid_relax_target[lane] = 0.0f;
-  set3(&m->centroid_rn_a, lane, Vec3{});
-  set3(&m->centroid_rn_b, lane, Vec3{});
-  set3(&m->centroid_in_a, lane, Vec3{});
-  set3(&m->centroid_in_b, lane, Vec3{});
-  if (active < 2) return;
-  const float inv_active = 1.0f / static_cast<float>(active);
-  const Vec3 centroid_a = sum_a * inv_active;
-  const Vec3 centroid_b = sum_b * inv_active;
-  const Vec3 rn_a = cross(centroid_a, n), rn_b = cross(centroid_b, n);
-  const Vec3 in_a = ia * rn_a, in_b = ib * rn_b;
-  set3(&m->centroid_rn_a, lane, rn_a);
-  set3(&m->centroid_rn_b, lane, rn_b);
-  set3(&m->centroid_in_a, lane, in_a);
-  set3(&m->centroid_in_b, lane, in_b);
-  m->centroid_target[lane] = sum_target * inv_active;
-  m->centroid_relax_target[lane] = sum_relax_target * inv_active;
-  const float k = inv_mass_sum + dot(n, cross(in_a, centroid_a)) + dot(n, cross(in_b, centroid_b));
-  if (std::isfinite(k) && k >= kMinInverseMass) m->centroid_mass[lane] = 1.0f / k;
+void clear_lane(ManifoldLanes* m, PointLanes* rows, uint32_t lane, uint32_t zero_slot,
+                PrepareInputs* in) {
+  clear_manifold_lane(m, lane, zero_slot);
+  in->restitution[lane] = 0.0f;
+  for (Vec3Lanes* v : {&in->va, &in->wa, &in->vb, &in->wb})
+    set3(v, lane, Vec3{});
+  for (uint32_t k = 0; k < m->point_rows; ++k) {
+    clear_point_lane(&rows[k], lane);
+    in->separation[k][lane] = 0.0f;
+  }
 }
 
 }  // namespace
-
-void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
-                           std::span<const ContactPoint> points,
-                           std::span<const BodySolverState> bodies, const SolverSettings& settings,
-                           ContactLanes* lanes, SolverCounters* counters) {
-  for (uint32_t i = 0; i < lanes->batch_count; ++i) {
-    ManifoldLanes& m = lanes->batches[i];
-    PointLanes* const rows = &lanes->point_lanes[m.first_point_lanes];
-    FrictionEigen* const eigens = &lanes->eigens[size_t{m.first_point_lanes} * kLaneCount];
-    for (uint32_t lane = 0; lane < kLaneCount; ++lane) {
-      const uint32_t index = m.constraint[lane];
-      if (index != kNoLane) {
-        prepare_lane(constraints[index], points, bodies, settings, &m, rows, eigens, lane,
-                     counters);
-        continue;
-      }
-      clear_manifold_lane(&m, lane, lanes->zero_slot);
-      for (uint32_t k = 0; k < m.point_rows; ++k)
-        clear_point_lane(&rows[k], lane);
-    }
-  }
-}
 
 namespace {
 
@@ -354,6 +257,165 @@ inline V3 cross(const V3& a, const V3& b) {
 inline V3 mul(const Mat3Lanes& m, const V3& v) {
   return (v.x * load3(m.c0) + v.y * load3(m.c1)) + v.z * load3(m.c2);
 }
+
+inline void store3(Vec3Lanes* d, const V3& v) {
+  wide::store(d->x, v.x);
+  wide::store(d->y, v.y);
+  wide::store(d->z, v.z);
+}
+inline V3 select3(M m, const V3& a, const V3& b) {
+  return {wide::select(m, a.x, b.x), wide::select(m, a.y, b.y), wide::select(m, a.z, b.z)};
+}
+inline int count_lanes(M m) {
+  int bits = wide::bits(m), n = 0;
+  for (; bits != 0; bits &= bits - 1)
+    ++n;
+  return n;
+}
+// std::isfinite per lane, as a comparison (false for NaN and ±inf).
+inline M finite(W x) {
+  return (x >= wide::splat8(-FLT_MAX)) & (x <= wide::splat8(FLT_MAX));
+}
+
+// contact_solver.cpp's prepare formulas on the eight lanes of a batch: effective masses, K_t and
+// its determinant, targets (bias, speculative, restitution) and the centroid row. Each lane does
+// the float operations of the scalar formulas (math.h's dot, cross and Mat3 product, in order);
+// the branches are selects. Lanes and rows without a point get zeros.
+void prepare_batch(const SolverSettings& s, const PrepareInputs& in, ManifoldLanes* m,
+                   PointLanes* rows, SolverCounters* counters) {
+  const W zero = wide::splat8(0.0f), one = wide::splat8(1.0f);
+  const V3 n = load3(m->normal), t1 = load3(m->tangent1), t2 = load3(m->tangent2);
+  const W ima = wide::load8(m->inv_mass_a), imb = wide::load8(m->inv_mass_b);
+  const W inv_mass_sum = ima + imb;
+  const V3 va = load3(in.va), wa = load3(in.wa), vb = load3(in.vb), wb = load3(in.wb);
+  const W restitution = wide::load8(in.restitution);
+  // ga − gb per component: g for a dynamic body, 0 otherwise.
+  const M dynamic_a = ima > zero, dynamic_b = imb > zero;
+  auto g_diff = [&](float g) {
+    const W gw = wide::splat8(g);
+    return wide::select(dynamic_a, gw, zero) - wide::select(dynamic_b, gw, zero);
+  };
+  const V3 gravity_diff{g_diff(s.gravity.x), g_diff(s.gravity.y), g_diff(s.gravity.z)};
+  const W inv_dt = wide::splat8(s.inv_dt), dt = wide::splat8(s.dt_s);
+  const W bias_rate = wide::splat8(s.baumgarte * s.inv_dt);
+  const W slop = wide::splat8(s.linear_slop_m), max_bias = wide::splat8(s.max_bias_velocity);
+  const W min_inverse_mass = wide::splat8(kMinInverseMass);
+
+  V3 sum_a{zero, zero, zero}, sum_b{zero, zero, zero};
+  W sum_target = zero, sum_relax_target = zero, active = zero;
+  for (uint32_t k = 0; k < m->point_rows; ++k) {
+    PointLanes& p = rows[k];
+    const M has_point = wide::lane_mask8(in.has_point[k]);
+    const V3 ra = load3(p.anchor_a), rb = load3(p.anchor_b);
+
+    // Normal row: K = mA⁻¹ + mB⁻¹ + n·((IA⁻¹(rA×n))×rA) + n·((IB⁻¹(rB×n))×rB).
+    const V3 in_a = mul(m->inv_inertia_a, cross(ra, n));
+    const V3 in_b = mul(m->inv_inertia_b, cross(rb, n));
+    const W k_n = (inv_mass_sum + dot(n, cross(in_a, ra))) + dot(n, cross(in_b, rb));
+    const M row = (k_n >= min_inverse_mass) & (k_n <= wide::splat8(FLT_MAX));  // finite, ≥ min
+    const M active_row = has_point & row;
+    counters->skipped_normal_rows +=
+        static_cast<uint32_t>(count_lanes(wide::and_not(has_point, row)));
+    store3(&p.in_a, select3(has_point, in_a, V3{zero, zero, zero}));
+    store3(&p.in_b, select3(has_point, in_b, V3{zero, zero, zero}));
+    wide::store(p.normal_mass, wide::select(active_row, one / k_n, zero));
+    // A skipped row starts from zero impulses.
+    wide::store(p.normal_impulse, wide::select(active_row, wide::load8(p.normal_impulse), zero));
+    wide::store(p.tangent_impulse_x,
+                wide::select(active_row, wide::load8(p.tangent_impulse_x), zero));
+    wide::store(p.tangent_impulse_y,
+                wide::select(active_row, wide::load8(p.tangent_impulse_y), zero));
+
+    // Friction block K_t (symmetric) and friction_block_det.
+    const V3 ra1 = cross(ra, t1), ra2 = cross(ra, t2), rb1 = cross(rb, t1), rb2 = cross(rb, t2);
+    const V3 ia1 = mul(m->inv_inertia_a, ra1), ia2 = mul(m->inv_inertia_a, ra2);
+    const V3 ib1 = mul(m->inv_inertia_b, rb1), ib2 = mul(m->inv_inertia_b, rb2);
+    const W ka = (inv_mass_sum + dot(ra1, ia1)) + dot(rb1, ib1);
+    const W kb = dot(ra1, ia2) + dot(rb1, ib2);
+    const W kc = (inv_mass_sum + dot(ra2, ia2)) + dot(rb2, ib2);
+    const W det = ka * kc - kb * kb;
+    const M det_ok = finite(ka) & finite(kb) & finite(kc) & (ka > zero) & (kc > zero) &
+                     finite(det) & (det > zero);
+    wide::store(p.tangent_a, wide::select(has_point, ka, zero));
+    wide::store(p.tangent_b, wide::select(has_point, kb, zero));
+    wide::store(p.tangent_c, wide::select(has_point, kc, zero));
+    wide::store(p.tangent_det, wide::select(has_point & det_ok, det, zero));
+
+    // Target normal velocity, with and without the bias.
+    const W sep = wide::load8(in.separation[k]);
+    const M speculative = sep > zero;
+    const W speculative_target = -sep * inv_dt;
+    W depth = -sep - slop;
+    depth = wide::select(depth < zero, zero, depth);
+    W bias = bias_rate * depth;
+    bias = wide::select(bias > max_bias, max_bias, bias);
+    W target = wide::select(speculative, speculative_target, bias);
+    W relax_target = wide::select(speculative, speculative_target, zero);
+    const V3 v_rel = (va + cross(wa, ra)) - (vb + cross(wb, rb));
+    const W vn = dot(n, v_rel);
+    const W vn0 = vn - dt * dot(n, gravity_diff);
+    const W bounce = -restitution * vn0;
+    const M bounces = (restitution > zero) & (sep + vn * dt < zero) &
+                      (vn0 < wide::splat8(-s.restitution_threshold));
+    target = wide::select(bounces & (bounce > target), bounce, target);
+    relax_target = wide::select(bounces & (bounce > relax_target), bounce, relax_target);
+    wide::store(p.target_velocity, wide::select(has_point, target, zero));
+    wide::store(p.relax_target_velocity, wide::select(has_point, relax_target, zero));
+
+    // Centroid sums over the active points.
+    sum_a = select3(active_row, sum_a + ra, sum_a);
+    sum_b = select3(active_row, sum_b + rb, sum_b);
+    sum_target = wide::select(active_row, sum_target + target, sum_target);
+    sum_relax_target = wide::select(active_row, sum_relax_target + relax_target, sum_relax_target);
+    active = wide::select(active_row, active + one, active);
+  }
+
+  // Centroid row over two or more active points.
+  wide::store(m->active_count, wide::select(active > zero, active, one));
+  const M centroid = active >= wide::splat8(2.0f);
+  const W inv_active = one / wide::select(centroid, active, one);
+  const V3 centroid_a = inv_active * sum_a, centroid_b = inv_active * sum_b;
+  const V3 rn_a = cross(centroid_a, n), rn_b = cross(centroid_b, n);
+  const V3 in_a = mul(m->inv_inertia_a, rn_a), in_b = mul(m->inv_inertia_b, rn_b);
+  const W k_c = (inv_mass_sum + dot(n, cross(in_a, centroid_a))) + dot(n, cross(in_b, centroid_b));
+  const M centroid_ok = centroid & (k_c >= min_inverse_mass) & (k_c <= wide::splat8(FLT_MAX));
+  const V3 zero3{zero, zero, zero};
+  store3(&m->centroid_rn_a, select3(centroid, rn_a, zero3));
+  store3(&m->centroid_rn_b, select3(centroid, rn_b, zero3));
+  store3(&m->centroid_in_a, select3(centroid, in_a, zero3));
+  store3(&m->centroid_in_b, select3(centroid, in_b, zero3));
+  wide::store(m->centroid_target, wide::select(centroid, sum_target * inv_active, zero));
+  wide::store(m->centroid_relax_target,
+              wide::select(centroid, sum_relax_target * inv_active, zero));
+  wide::store(m->centroid_mass, wide::select(centroid_ok, one / k_c, zero));
+}
+
+}  // namespace
+
+void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
+                           std::span<const ContactPoint> points,
+                           std::span<const BodySolverState> bodies, const SolverSettings& settings,
+                           ContactLanes* lanes, SolverCounters* counters) {
+  for (uint32_t i = 0; i < lanes->batch_count; ++i) {
+    ManifoldLanes& m = lanes->batches[i];
+    PointLanes* const rows = &lanes->point_lanes[m.first_point_lanes];
+    FrictionEigen* const eigens = &lanes->eigens[size_t{m.first_point_lanes} * kLaneCount];
+    alignas(16) PrepareInputs in;
+    for (int& bits : in.has_point)
+      bits = 0;
+    for (uint32_t lane = 0; lane < kLaneCount; ++lane) {
+      const uint32_t index = m.constraint[lane];
+      if (index != kNoLane) {
+        gather_lane(constraints[index], points, bodies, &m, rows, eigens, lane, &in);
+      } else {
+        clear_lane(&m, rows, lane, lanes->zero_slot, &in);
+      }
+    }
+    prepare_batch(settings, in, &m, rows, counters);
+  }
+}
+
+namespace {
 
 // The two bodies of each lane.
 struct BodyLanes {
