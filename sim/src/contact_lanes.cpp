@@ -22,9 +22,11 @@
 
 namespace lockstep::sim {
 
-void contact_lanes_init(ContactLanes* lanes, uint32_t max_bodies, uint32_t max_contact_pairs) {
+void contact_lanes_init(ContactLanes* lanes, uint32_t max_bodies, uint32_t max_contact_pairs,
+                        uint32_t max_contact_points) {
+  if (max_contact_points == 0) max_contact_points = max_contact_pairs * kMaxManifoldPoints;
   const uint32_t batches = max_manifold_lanes(max_contact_pairs);
-  const size_t rows = static_cast<size_t>(batches) * kMaxManifoldPoints;
+  const size_t rows = max_point_lane_rows(max_contact_points);
   lanes->batches.assign(batches, ManifoldLanes{});
   lanes->point_lanes.assign(rows, PointLanes{});
   lanes->eigens.assign(rows * kLaneCount, FrictionEigen{});
@@ -63,13 +65,15 @@ void build_contact_lanes(std::span<const ContactConstraint> constraints,
   // Batches: colour after colour, the overflow last. Inside a colour the manifolds are grouped
   // by point count (4, 3, 2, 1), in key order inside a group, so that a batch's lanes have the
   // same number of point rows (a sphere's single point no longer idles through a box's four).
-  // The order inside a colour changes nothing: its manifolds share no dynamic body. The overflow
-  // keeps plain key order: its manifolds do share bodies.
+  // The order inside a colour changes nothing: its manifolds share no dynamic body. The
+  // overflow, solved lane by lane, is grouped the same way: a fixed order, and the point rows
+  // stay within max_point_lane_rows.
   constexpr uint32_t kPoints = kMaxManifoldPoints;
-  constexpr uint32_t kGroups = kSolverColours * kPoints + 1;
+  constexpr uint32_t kGroups = (kSolverColours + 1) * kPoints;
+  constexpr uint32_t kFirstOverflowGroup = kSolverColours * kPoints;
   auto group_of = [](uint32_t colour, uint32_t point_count) {
     const uint32_t points = point_count < 1 ? 1 : (point_count > kPoints ? kPoints : point_count);
-    return colour == kOverflow ? kGroups - 1 : colour * kPoints + (kPoints - points);
+    return colour * kPoints + (kPoints - points);
   };
   uint32_t group_count[kGroups] = {};
   for (size_t i = 0; i < constraints.size(); ++i)
@@ -87,7 +91,7 @@ void build_contact_lanes(std::span<const ContactConstraint> constraints,
   ManifoldLanes* const batches = lanes->batches.data();
   for (uint32_t b = 0; b < batch_count; ++b) {
     batches[b].lanes = 0;
-    batches[b].sequential = b >= first_batch[kGroups - 1] ? 1u : 0u;
+    batches[b].sequential = b >= first_batch[kFirstOverflowGroup] ? 1u : 0u;
     for (uint32_t lane = 0; lane < kLaneCount; ++lane)
       batches[b].constraint[lane] = kNoLane;
   }

@@ -79,15 +79,24 @@ struct alignas(16) PointLanes {
 };
 static_assert(sizeof(PointLanes) == 23 * 4 * kLaneCount, "23 rows of lanes");
 
-/// Capacity of the batches for `max_contact_pairs` manifolds: every group (colour × point
-/// count) and the overflow may end with a partial batch.
+/// Capacity of the batches for `max_contact_pairs` manifolds: kLaneCount per batch, plus one
+/// partial batch per non-empty group (colour × point count, overflow included).
 inline uint32_t max_manifold_lanes(uint32_t max_contact_pairs) {
-  return max_contact_pairs / kLaneCount + kSolverColours * kMaxManifoldPoints + 2u;
+  const uint32_t groups = (kSolverColours + 1) * kMaxManifoldPoints;
+  return max_contact_pairs / kLaneCount +
+         (max_contact_pairs < groups ? max_contact_pairs : groups) + 1;
+}
+
+/// Capacity of the point rows for `max_contact_points` points: a group of manifolds with p
+/// points each fills ceil(n/8)·p ≤ floor(n·p/8) + p rows, and the groups' p sum to
+/// 65 · (4 + 3 + 2 + 1).
+inline uint32_t max_point_lane_rows(uint32_t max_contact_points) {
+  return max_contact_points / kLaneCount + (kSolverColours + 1) * 10 + 1;
 }
 
 struct ContactLanes {
   std::vector<ManifoldLanes> batches;   // max_manifold_lanes(max_contact_pairs)
-  std::vector<PointLanes> point_lanes;  // kMaxManifoldPoints per batch
+  std::vector<PointLanes> point_lanes;  // max_point_lane_rows(max_contact_points)
   // K_t eigen-decompositions for answers on the circle, per point lane (kLaneCount per PointLanes),
   // in batch order: cold, filled on first use in a step.
   std::vector<FrictionEigen> eigens;
@@ -100,8 +109,10 @@ struct ContactLanes {
   uint32_t overflow_manifolds = 0;
 };
 
-/// Sizes every array for a world (all memory at creation).
-void contact_lanes_init(ContactLanes* lanes, uint32_t max_bodies, uint32_t max_contact_pairs);
+/// Sizes every array for a world (all memory at creation). `max_contact_points` defaults to the
+/// most `max_contact_pairs` manifolds can hold.
+void contact_lanes_init(ContactLanes* lanes, uint32_t max_bodies, uint32_t max_contact_pairs,
+                        uint32_t max_contact_points = 0);
 
 /// Colours this step's manifolds and assigns them to batches and lanes (no data yet).
 void build_contact_lanes(std::span<const ContactConstraint> constraints,

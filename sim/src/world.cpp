@@ -158,7 +158,7 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->constraints.assign(def.max_contact_pairs, ContactConstraint{});
   d->points.assign(def.max_contact_points, ContactPoint{});
   d->solver_velocities.assign(def.max_bodies + 1, SolverVelocity{});  // + the zero slot
-  contact_lanes_init(&d->lanes, def.max_bodies, def.max_contact_pairs);
+  contact_lanes_init(&d->lanes, def.max_bodies, def.max_contact_pairs, def.max_contact_points);
   for (ContactCache* c : {&d->cache, &d->next_cache}) {
     c->manifolds.assign(def.max_contact_pairs, CachedManifold{});
     c->points.assign(def.max_contact_points, CachedPoint{});
