@@ -1,8 +1,8 @@
 // The contact solver's fast paths (issue 7, item 4): each must give what the plain formulation
 // gives. Bit-for-bit where the fast path claims the same bits (the friction block's inline and
 // prepared entry points, the float pre-test of the disk test); within a stated tolerance where it
-// is a reformulation (precomputed Jacobian rows against the anchor formulas, recomputed here in
-// double, independently of the solver).
+// is a reformulation (the lanes' rows, prepared and solved through contact_lanes.h, against the
+// anchor formulas recomputed here in double, independently of the solver).
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -263,7 +263,7 @@ TEST(SimSolverOpt, FrictionEigenIsTheScaledEigenDecomposition) {
   }
 }
 
-// ---- the Jacobian rows, against the anchor formulas in double
+// ---- the solver's rows (contact_lanes), against the anchor formulas in double
 // ------------------------------------
 
 using lockstep::testing::cross;
