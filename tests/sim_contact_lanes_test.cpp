@@ -26,6 +26,7 @@
 #include "broadphase.h"
 #include "contact_lanes.h"
 #include "contact_solver.h"
+#include "lockstep/sim/friction_block.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
 #include "test_math.h"
@@ -41,7 +42,9 @@ using lockstep::sim::BodyView;
 using lockstep::sim::ContactConstraint;
 using lockstep::sim::ContactLanes;
 using lockstep::sim::ContactPoint;
+using lockstep::sim::EigenLanes;
 using lockstep::sim::Error;
+using lockstep::sim::FrictionEigen;
 using lockstep::sim::kLaneCount;
 using lockstep::sim::kNoLane;
 using lockstep::sim::kSolverColours;
@@ -529,7 +532,8 @@ TEST(ContactLanes, StarOfOneStaticBodyIsOneColour) {
 }
 
 // prepare_contact_lanes puts each manifold's points in its lane's rows, in order, and marks the
-// rows beyond a lane's manifold (and the padding lanes) as empty, on the zero slot.
+// rows beyond a lane's manifold (and the padding lanes) as empty, on the zero slot. The friction
+// block's eigen-decomposition, computed there on the lanes, has friction_block_eigen's bits.
 TEST(ContactLanes, PrepareFillsEveryLaneFromItsManifold) {
   SceneShape shape;
   shape.hub_pairs = 80;
@@ -542,6 +546,7 @@ TEST(ContactLanes, PrepareFillsEveryLaneFromItsManifold) {
   SolverCounters counters;
   lockstep::sim::prepare_contact_lanes(s.constraints, s.points, s.bodies, s.settings, &lanes,
                                        &counters);
+  int eigens_checked = 0;
   for (uint32_t b = 0; b < lanes.batch_count; ++b) {
     const ManifoldLanes& m = lanes.batches[b];
     for (uint32_t lane = 0; lane < kLaneCount; ++lane) {
@@ -564,6 +569,16 @@ TEST(ContactLanes, PrepareFillsEveryLaneFromItsManifold) {
           EXPECT_EQ(p.anchor_a.x[lane], cp.anchor_a.x);
           EXPECT_EQ(p.anchor_b.z[lane], cp.anchor_b.z);
           EXPECT_GT(p.normal_mass[lane], 0.0f);  // K > 0: dynamic body, SPD inertia
+          // The eigen-decomposition of K_t, prepared on the lanes: the scalar function's bits.
+          const FrictionEigen e = lockstep::sim::friction_block_eigen(
+              {p.tangent_a[lane], p.tangent_b[lane], p.tangent_c[lane]});
+          const EigenLanes& el = lanes.eigens[m.first_point_lanes + k];
+          ASSERT_GT(p.tangent_det[lane], 0.0f);
+          EXPECT_TRUE(same_bytes(&el.s[lane], &e.s, 4) && same_bytes(&el.k1[lane], &e.k1, 4) &&
+                      same_bytes(&el.k2[lane], &e.k2, 4) && same_bytes(&el.e1x[lane], &e.e1.x, 4) &&
+                      same_bytes(&el.e1y[lane], &e.e1.y, 4))
+              << "batch " << b << " lane " << lane << " row " << k;
+          ++eigens_checked;
         } else {
           EXPECT_EQ(p.point[lane], kNoLane);
           EXPECT_EQ(p.normal_mass[lane], 0.0f);
@@ -572,6 +587,7 @@ TEST(ContactLanes, PrepareFillsEveryLaneFromItsManifold) {
       }
     }
   }
+  EXPECT_GT(eigens_checked, 100);
 }
 
 // ---- 2. lanes at once = lanes one by one ----------------------------------------------------

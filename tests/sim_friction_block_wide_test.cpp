@@ -1,5 +1,5 @@
-// solve_boundary_wide (sim/src/friction_block_wide.h, issue 7): four friction blocks on the circle
-// at once must give, lane by lane, exactly the bits of the scalar
+// solve_boundary_wide (sim/src/friction_block_wide.h, issue 7): four (and eight) friction blocks on
+// the circle at once must give, lane by lane, exactly the bits of the scalar
 // friction_block_detail::solve_boundary — impulse and solved flag — for every input, whatever the
 // other lanes hold. The expected values are the scalar function's, an independent implementation
 // of the same algorithm (the scalar function's own accuracy is sim_friction_block_test's concern).
@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "friction_block_wide.h"
 #include "lockstep/sim/friction_block.h"
@@ -25,6 +26,7 @@ using lockstep::sim::FrictionBlockResult;
 using lockstep::sim::FrictionBlockStatus;
 using lockstep::sim::FrictionEigen;
 using lockstep::sim::FrictionEigenW4;
+using lockstep::sim::FrictionEigenWide;
 using lockstep::sim::solve_boundary_wide;
 using lockstep::sim::TangentMass;
 using lockstep::sim::Vec2;
@@ -215,10 +217,13 @@ bool same_bits(float a, float b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-// Solves the four lanes both ways and compares the lanes in `mask`.
-void compare(const Lane (&lanes)[4], int mask, Tally* tally) {
-  alignas(16) float f[8][4];
-  for (int i = 0; i < 4; ++i) {
+// Solves the N lanes (4: wide::W4, 8: wide::W8) both ways and compares the lanes in `mask`.
+template <int N>
+void compare(const Lane (&lanes)[N], int mask, Tally* tally) {
+  using W = std::conditional_t<N == 4, wide::W4, wide::W8>;
+  using L = wide::Lanes<W>;
+  alignas(16) float f[8][N];
+  for (int i = 0; i < N; ++i) {
     f[0][i] = lanes[i].eigen.s;
     f[1][i] = lanes[i].eigen.k1;
     f[2][i] = lanes[i].eigen.k2;
@@ -228,16 +233,15 @@ void compare(const Lane (&lanes)[4], int mask, Tally* tally) {
     f[6][i] = lanes[i].v.y;
     f[7][i] = lanes[i].radius;
   }
-  const FrictionEigenW4 eigen{wide::load(f[0]), wide::load(f[1]), wide::load(f[2]),
-                              wide::load(f[3]), wide::load(f[4])};
-  wide::W4 jx, jy;
-  const int solved =
-      wide::bits(solve_boundary_wide(eigen, wide::load(f[5]), wide::load(f[6]), wide::load(f[7]),
-                                     wide::lane_mask(mask), &jx, &jy));
-  alignas(16) float out_x[4], out_y[4];
+  const FrictionEigenWide<W> eigen{L::load(f[0]), L::load(f[1]), L::load(f[2]), L::load(f[3]),
+                                   L::load(f[4])};
+  W jx, jy;
+  const int solved = wide::bits(solve_boundary_wide(eigen, L::load(f[5]), L::load(f[6]),
+                                                    L::load(f[7]), L::mask(mask), &jx, &jy));
+  alignas(16) float out_x[N], out_y[N];
   wide::store(out_x, jx);
   wide::store(out_y, jy);
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < N; ++i) {
     if (((mask >> i) & 1) == 0) continue;
     const Lane& lane = lanes[i];
     const FrictionBlockResult r = detail::solve_boundary(lane.eigen, lane.v, lane.radius);
@@ -319,6 +323,39 @@ TEST(FrictionBlockWide, NoLanesSolvesNothing) {
   const FrictionEigenW4 eigen{nan, nan, nan, nan, nan};
   wide::W4 jx, jy;
   EXPECT_EQ(wide::bits(solve_boundary_wide(eigen, nan, nan, nan, wide::lane_mask(0), &jx, &jy)), 0);
+}
+
+// Eight lanes (wide::W8, the contact solver's width): the same body compiled for two W4 (or one
+// AVX register), so the same comparisons with masks over eight lanes.
+TEST(FrictionBlockWide, EightLanesMatchScalar) {
+  Rng rng{0x7e1d'0008};
+  Tally tally;
+  for (int call = 0; call < 40000; ++call) {
+    const int mask = call % 2 == 0 ? 0xff : static_cast<int>(rng.below(256));
+    Lane lanes[8];
+    for (int i = 0; i < 8; ++i) {
+      if (((mask >> i) & 1) == 0) {
+        lanes[i] = make_garbage_lane(rng);
+      } else {
+        lanes[i] = rng.coin(0.2) ? make_wild_lane(rng) : make_lane(rng);
+      }
+    }
+    compare(lanes, mask, &tally);
+  }
+  tally.print();
+  EXPECT_EQ(tally.mismatches, 0) << "of " << tally.lanes << " lanes";
+  EXPECT_GT(tally.boundary, 150000);
+  EXPECT_GT(tally.interior, 100);
+  EXPECT_GT(tally.invalid, 100);
+  EXPECT_GT(tally.exact_tail, 100);
+}
+
+TEST(FrictionBlockWide, EightLanesNoLanesSolveNothing) {
+  const wide::W8 nan = wide::splat8(kNaN);
+  const FrictionEigenWide<wide::W8> eigen{nan, nan, nan, nan, nan};
+  wide::W8 jx, jy;
+  EXPECT_EQ(wide::bits(solve_boundary_wide(eigen, nan, nan, nan, wide::lane_mask8(0), &jx, &jy)),
+            0);
 }
 
 }  // namespace

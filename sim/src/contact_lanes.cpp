@@ -15,6 +15,7 @@
 #include <bit>
 #include <cfloat>
 #include <cmath>
+#include <utility>
 
 #include "collide.h"
 #include "friction_block_wide.h"
@@ -29,7 +30,7 @@ void contact_lanes_init(ContactLanes* lanes, uint32_t max_bodies, uint32_t max_c
   const size_t rows = max_point_lane_rows(max_contact_points);
   lanes->batches.assign(batches, ManifoldLanes{});
   lanes->point_lanes.assign(rows, PointLanes{});
-  lanes->eigens.assign(rows * kLaneCount, FrictionEigen{});
+  lanes->eigens.assign(rows, EigenLanes{});
   lanes->body_colours.assign(max_bodies, 0);
   lanes->colour_of.assign(max_contact_pairs, 0);
   lanes->batch_count = 0;
@@ -177,7 +178,7 @@ struct PrepareInputs {
 // One manifold's inputs into lane `lane` (scalar copies: the points are read in colour order).
 void gather_lane(const ContactConstraint& c, std::span<const ContactPoint> contact_points,
                  std::span<const BodySolverState> bodies, ManifoldLanes* m, PointLanes* rows,
-                 FrictionEigen* eigens, uint32_t lane, PrepareInputs* in) {
+                 uint32_t lane, PrepareInputs* in) {
   const BodySolverState& a = bodies[c.slot_a];
   const BodySolverState& b = bodies[c.slot_b];
   m->slot_a[lane] = c.slot_a;
@@ -197,7 +198,6 @@ void gather_lane(const ContactConstraint& c, std::span<const ContactPoint> conta
   set3(&in->wb, lane, b.angular_velocity);
   for (uint32_t k = 0; k < m->point_rows; ++k) {
     PointLanes& p = rows[k];
-    eigens[k * kLaneCount + lane].s = 0.0f;  // computed on its first use (boundary case)
     if (k >= c.point_count) {
       clear_point_lane(&p, lane);
       in->separation[k][lane] = 0.0f;
@@ -281,12 +281,36 @@ inline M finite(W x) {
   return (x >= wide::splat8(-FLT_MAX)) & (x <= wide::splat8(FLT_MAX));
 }
 
+// friction_block_eigen(K_t) per lane, its float operations in its order (the branches are
+// selects; a quotient the scalar code would not take is never selected). Every lane gets one, used
+// or not: for a K_t that is not positive definite the values are meaningless and never read.
+void store_friction_eigen(W ka, W kb, W kc, EigenLanes* out) {
+  const W zero = wide::splat8(0.0f), one = wide::splat8(1.0f), half = wide::splat8(0.5f);
+  const W s = half * ka + half * kc;
+  const W a = ka / s, b = kb / s, c = kc / s;
+  const W half_diff = half * (a - c);
+  const W r = wide::sqrt(half_diff * half_diff + b * b);
+  const W k1 = half * (a + c) + r;
+  W k2 = (a * c - b * b) / k1;
+  k2 = wide::select(k2 > zero, k2, zero);
+  const M upper = half_diff >= zero;
+  const W p = half_diff + r;
+  const W ex = wide::select(upper, one, b / (r - half_diff));
+  const W ey = wide::select(upper, wide::select(p > zero, b / p, zero), one);
+  const W inv_len = one / wide::sqrt(ex * ex + ey * ey);
+  wide::store(out->s, s);
+  wide::store(out->k1, k1);
+  wide::store(out->k2, k2);
+  wide::store(out->e1x, inv_len * ex);
+  wide::store(out->e1y, inv_len * ey);
+}
+
 // contact_solver.cpp's prepare formulas on the eight lanes of a batch: effective masses, K_t and
 // its determinant, targets (bias, speculative, restitution) and the centroid row. Each lane does
 // the float operations of the scalar formulas (math.h's dot, cross and Mat3 product, in order);
 // the branches are selects. Lanes and rows without a point get zeros.
 void prepare_batch(const SolverSettings& s, const PrepareInputs& in, ManifoldLanes* m,
-                   PointLanes* rows, SolverCounters* counters) {
+                   PointLanes* rows, EigenLanes* eigens, SolverCounters* counters) {
   const W zero = wide::splat8(0.0f), one = wide::splat8(1.0f);
   const V3 n = load3(m->normal), t1 = load3(m->tangent1), t2 = load3(m->tangent2);
   const W ima = wide::load8(m->inv_mass_a), imb = wide::load8(m->inv_mass_b);
@@ -344,6 +368,7 @@ void prepare_batch(const SolverSettings& s, const PrepareInputs& in, ManifoldLan
     wide::store(p.tangent_b, wide::select(has_point, kb, zero));
     wide::store(p.tangent_c, wide::select(has_point, kc, zero));
     wide::store(p.tangent_det, wide::select(has_point & det_ok, det, zero));
+    store_friction_eigen(ka, kb, kc, &eigens[k]);
 
     // Target normal velocity, with and without the bias.
     const W sep = wide::load8(in.separation[k]);
@@ -403,19 +428,19 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
   for (uint32_t i = 0; i < lanes->batch_count; ++i) {
     ManifoldLanes& m = lanes->batches[i];
     PointLanes* const rows = &lanes->point_lanes[m.first_point_lanes];
-    FrictionEigen* const eigens = &lanes->eigens[size_t{m.first_point_lanes} * kLaneCount];
+    EigenLanes* const eigens = &lanes->eigens[m.first_point_lanes];
     alignas(16) PrepareInputs in;
     for (int& bits : in.has_point)
       bits = 0;
     for (uint32_t lane = 0; lane < kLaneCount; ++lane) {
       const uint32_t index = m.constraint[lane];
       if (index != kNoLane) {
-        gather_lane(constraints[index], points, bodies, &m, rows, eigens, lane, &in);
+        gather_lane(constraints[index], points, bodies, &m, rows, lane, &in);
       } else {
         clear_lane(&m, rows, lane, lanes->zero_slot, &in);
       }
     }
-    prepare_batch(settings, in, &m, rows, counters);
+    prepare_batch(settings, in, &m, rows, eigens, counters);
   }
 }
 
@@ -439,10 +464,13 @@ inline void gather4(const SolverVelocity* v, const uint32_t* slot, bool angular,
 }
 
 inline void gather_body(const SolverVelocity* v, const uint32_t* slot, V3* linear, V3* angular) {
-  gather4(v, slot, false, &linear->x.lo, &linear->y.lo, &linear->z.lo);
-  gather4(v, slot + 4, false, &linear->x.hi, &linear->y.hi, &linear->z.hi);
-  gather4(v, slot, true, &angular->x.lo, &angular->y.lo, &angular->z.lo);
-  gather4(v, slot + 4, true, &angular->x.hi, &angular->y.hi, &angular->z.hi);
+  wide::W4 x[2], y[2], z[2];
+  for (int half = 0; half < 2; ++half)
+    gather4(v, slot + 4 * half, false, &x[half], &y[half], &z[half]);
+  *linear = {wide::combine(x[0], x[1]), wide::combine(y[0], y[1]), wide::combine(z[0], z[1])};
+  for (int half = 0; half < 2; ++half)
+    gather4(v, slot + 4 * half, true, &x[half], &y[half], &z[half]);
+  *angular = {wide::combine(x[0], x[1]), wide::combine(y[0], y[1]), wide::combine(z[0], z[1])};
 }
 
 inline void gather_pair(const ManifoldLanes& m, const SolverVelocity* v, BodyLanes* b) {
@@ -456,12 +484,10 @@ inline void scatter_body(SolverVelocity* v, const uint32_t* slot, const float* i
   for (int half = 0; half < 2; ++half) {
     const int bits = (lanes >> (4 * half)) & 0xf;
     if (bits == 0) continue;
-    wide::W4 l0 = half == 0 ? linear.x.lo : linear.x.hi, l1 = half == 0 ? linear.y.lo : linear.y.hi;
-    wide::W4 l2 = half == 0 ? linear.z.lo : linear.z.hi, l3 = wide::zero();
+    auto part = [half](wide::W8 a) { return half == 0 ? wide::lo(a) : wide::hi(a); };
+    wide::W4 l0 = part(linear.x), l1 = part(linear.y), l2 = part(linear.z), l3 = wide::zero();
     wide::transpose(l0, l1, l2, l3);
-    wide::W4 a0 = half == 0 ? angular.x.lo : angular.x.hi;
-    wide::W4 a1 = half == 0 ? angular.y.lo : angular.y.hi;
-    wide::W4 a2 = half == 0 ? angular.z.lo : angular.z.hi, a3 = wide::zero();
+    wide::W4 a0 = part(angular.x), a1 = part(angular.y), a2 = part(angular.z), a3 = wide::zero();
     wide::transpose(a0, a1, a2, a3);
     const wide::W4 rows_l[4] = {l0, l1, l2, l3}, rows_a[4] = {a0, a1, a2, a3};
     for (int i = 0; i < 4; ++i) {
@@ -528,105 +554,73 @@ void warm_start_batch(const ManifoldLanes& m, const PointLanes* points, int lane
   scatter_pair(m, b, lane_bits, v);
 }
 
-// The lanes of `rest` whose friction block the pre-test could not settle: the scalar solver per
-// lane (the same scalar code on every target, so the same bits everywhere).
-void solve_friction_scalar(int rest, const float* a, const float* b, const float* c,
-                           const float* det, const float* v1, const float* v2, const float* r,
-                           FrictionEigen* eigens, float* o1, float* o2, SolverCounters* counters) {
-  for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
-    if ((rest & (1 << lane)) == 0) continue;
-    const FrictionBlockResult result =
-        solve_friction_block_fast(TangentMass{a[lane], b[lane], c[lane]}, det[lane], &eigens[lane],
-                                  Vec2{v1[lane], v2[lane]}, r[lane]);
-    if (!result.solved()) {
-      ++counters->skipped_friction_rows;
-      continue;  // keeps J_old
+// Friction blocks the interior pre-test did not settle: `circle` (−K⁻¹v_free proven outside the
+// disk) and `rest` (undecided: near the circle, or inputs the pre-test does not take). Per lane,
+// exactly what solve_friction_block_fast does: `rest` lanes with valid inputs take the exact disk
+// test (inside: J0), the others solve_friction_block_prepared; then every lane outside the disk
+// is solved on the circle at once, eight lanes in one solve_boundary_wide call (the same bits per
+// lane as solve_boundary; the Newton loop is latency-bound, so one lane alone costs about as much
+// as eight, and packing lanes into fewer calls measured slower than solving them in place).
+void solve_friction_off_interior(int circle, int rest, int valid, W ka, W kb, W kc, W det, W vf1,
+                                 W vf2, W radius, W j01, W j02, const EigenLanes& eigen, W* j1,
+                                 W* j2, SolverCounters* counters) {
+  int boundary = circle;
+  if (rest != 0) {
+    alignas(16) float a[kLaneCount], b[kLaneCount], c[kLaneCount], d[kLaneCount], v1[kLaneCount],
+        v2[kLaneCount], r[kLaneCount], x0[kLaneCount], y0[kLaneCount], o1[kLaneCount],
+        o2[kLaneCount];
+    for (auto [to, from] : {std::pair{a, ka},
+                            {b, kb},
+                            {c, kc},
+                            {d, det},
+                            {v1, vf1},
+                            {v2, vf2},
+                            {r, radius},
+                            {x0, j01},
+                            {y0, j02},
+                            {o1, *j1},
+                            {o2, *j2}}) {
+      wide::store(to, from);
     }
-    o1[lane] = result.impulse.x;
-    o2[lane] = result.impulse.y;
-  }
-}
-
-// Friction blocks whose unconstrained answer is outside the disk (`circle`) or undecided by the
-// float pre-test (`rest`). Outside, solve_friction_block_fast would take the eigen-decomposition
-// and solve_boundary; here the lanes on the circle are packed four to a wide::W4 call of
-// solve_boundary_wide (the same bits per lane), a lone one calls solve_boundary itself.
-void solve_friction_off_interior(int circle, int rest, W ka, W kb, W kc, W det, W vf1, W vf2,
-                                 W radius, FrictionEigen* eigens, W* j1, W* j2,
-                                 SolverCounters* counters) {
-  alignas(16) float a[kLaneCount], b[kLaneCount], c[kLaneCount], d[kLaneCount], v1[kLaneCount],
-      v2[kLaneCount], r[kLaneCount], o1[kLaneCount], o2[kLaneCount];
-  wide::store(a, ka);
-  wide::store(b, kb);
-  wide::store(c, kc);
-  wide::store(d, det);
-  wide::store(v1, vf1);
-  wide::store(v2, vf2);
-  wide::store(r, radius);
-  wide::store(o1, *j1);
-  wide::store(o2, *j2);
-  int on_circle[kLaneCount];
-  int count = 0;
-  for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
-    if ((circle & (1 << lane)) == 0) continue;
-    on_circle[count++] = lane;
-    FrictionEigen& e = eigens[lane];
-    if (!(e.s > 0)) e = friction_block_eigen(TangentMass{a[lane], b[lane], c[lane]});
-  }
-  for (int first = 0; first < count; first += 4) {
-    const int group = count - first < 4 ? count - first : 4;
-    if (group == 1) {
-      const int lane = on_circle[first];
-      const FrictionBlockResult result =
-          friction_block_detail::solve_boundary(eigens[lane], Vec2{v1[lane], v2[lane]}, r[lane]);
-      if (!result.solved()) {
-        ++counters->skipped_friction_rows;  // keeps J_old
-      } else {
-        o1[lane] = result.impulse.x;
-        o2[lane] = result.impulse.y;
+    for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
+      if ((rest & (1 << lane)) == 0) continue;
+      if ((valid & (1 << lane)) != 0) {
+        const Vec2 j0{x0[lane], y0[lane]};
+        if (friction_block_detail::inside_disk(j0, r[lane])) {
+          o1[lane] = j0.x;
+          o2[lane] = j0.y;
+        } else {
+          boundary |= 1 << lane;
+        }
+        continue;
       }
-      continue;
-    }
-    // Up to four lanes packed into slots 0..group-1; unused slots repeat the first lane.
-    alignas(16) float s[4], k1[4], k2[4], e1x[4], e1y[4], gv1[4], gv2[4], gr[4];
-    for (int i = 0; i < 4; ++i) {
-      const int lane = on_circle[first + (i < group ? i : 0)];
-      const FrictionEigen& e = eigens[lane];
-      s[i] = e.s;
-      k1[i] = e.k1;
-      k2[i] = e.k2;
-      e1x[i] = e.e1.x;
-      e1y[i] = e.e1.y;
-      gv1[i] = v1[lane];
-      gv2[i] = v2[lane];
-      gr[i] = r[lane];
-    }
-    const FrictionEigenW4 eigen{wide::load(s), wide::load(k1), wide::load(k2), wide::load(e1x),
-                                wide::load(e1y)};
-    wide::W4 jx, jy;
-    const int slots = (1 << group) - 1;
-    const int solved = wide::bits(solve_boundary_wide(
-        eigen, wide::load(gv1), wide::load(gv2), wide::load(gr), wide::lane_mask(slots), &jx, &jy));
-    alignas(16) float ox[4], oy[4];
-    wide::store(ox, jx);
-    wide::store(oy, jy);
-    for (int i = 0; i < group; ++i) {
-      const int lane = on_circle[first + i];
-      if ((solved & (1 << i)) == 0) {
+      FrictionEigen unused;  // invalid inputs never reach the circle
+      const FrictionBlockResult result =
+          solve_friction_block_prepared(TangentMass{a[lane], b[lane], c[lane]}, d[lane], &unused,
+                                        Vec2{v1[lane], v2[lane]}, r[lane]);
+      if (!result.solved()) {
         ++counters->skipped_friction_rows;  // keeps J_old
         continue;
       }
-      o1[lane] = ox[i];
-      o2[lane] = oy[i];
+      o1[lane] = result.impulse.x;
+      o2[lane] = result.impulse.y;
     }
+    *j1 = wide::load8(o1);
+    *j2 = wide::load8(o2);
   }
-  if (rest != 0) solve_friction_scalar(rest, a, b, c, d, v1, v2, r, eigens, o1, o2, counters);
-  *j1 = wide::load8(o1);
-  *j2 = wide::load8(o2);
+  if (boundary == 0) return;
+  const FrictionEigenW8 e{wide::load8(eigen.s), wide::load8(eigen.k1), wide::load8(eigen.k2),
+                          wide::load8(eigen.e1x), wide::load8(eigen.e1y)};
+  W jx, jy;
+  const M solved = solve_boundary_wide(e, vf1, vf2, radius, wide::lane_mask8(boundary), &jx, &jy);
+  *j1 = wide::select(solved, jx, *j1);
+  *j2 = wide::select(solved, jy, *j2);
+  counters->skipped_friction_rows +=
+      static_cast<uint32_t>(std::popcount(static_cast<unsigned>(boundary & ~wide::bits(solved))));
 }
 
-void solve_batch(const ManifoldLanes& m, PointLanes* points, FrictionEigen* eigens, int lane_bits,
-                 bool use_bias, SolverVelocity* v, SolverCounters* counters) {
+void solve_batch(const ManifoldLanes& m, PointLanes* points, const EigenLanes* eigens,
+                 int lane_bits, bool use_bias, SolverVelocity* v, SolverCounters* counters) {
   BodyLanes b;
   gather_pair(m, v, &b);
   const M lanes = wide::lane_mask8(lane_bits);
@@ -715,8 +709,8 @@ void solve_batch(const ManifoldLanes& m, PointLanes* points, FrictionEigen* eige
     const int circle = wide::bits(work & outside);
     const int rest = wide::bits(wide::and_not(work, inside | outside));
     if ((circle | rest) != 0) {
-      solve_friction_off_interior(circle, rest, ka, kb, kc, det, vf1, vf2, radius,
-                                  &eigens[k * kLaneCount], &j1, &j2, counters);
+      solve_friction_off_interior(circle, rest, wide::bits(valid), ka, kb, kc, det, vf1, vf2,
+                                  radius, j01, j02, eigens[k], &j1, &j2, counters);
     }
     // Lanes without work kept J_old exactly: dj = +0 there, which changes no velocity.
     const W dj1 = j1 - j1_old, dj2 = j2 - j2_old;
@@ -748,7 +742,7 @@ void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool
   for (uint32_t i = 0; i < lanes->batch_count; ++i) {
     const ManifoldLanes& m = lanes->batches[i];
     PointLanes* p = &lanes->point_lanes[m.first_point_lanes];
-    FrictionEigen* e = &lanes->eigens[size_t{m.first_point_lanes} * kLaneCount];
+    const EigenLanes* e = &lanes->eigens[m.first_point_lanes];
     if (m.sequential == 0) {
       solve_batch(m, p, e, static_cast<int>(m.lanes), use_bias, velocities.data(), counters);
       continue;

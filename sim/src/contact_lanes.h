@@ -79,6 +79,12 @@ struct alignas(16) PointLanes {
 };
 static_assert(sizeof(PointLanes) == 23 * 4 * kLaneCount, "23 rows of lanes");
 
+/// friction_block_eigen(K_t) of point k of the manifolds of a batch (FrictionEigen's fields, per
+/// lane): prepared with the point, read only by friction blocks that end on the circle.
+struct alignas(16) EigenLanes {
+  float s[kLaneCount], k1[kLaneCount], k2[kLaneCount], e1x[kLaneCount], e1y[kLaneCount];
+};
+
 /// Capacity of the batches for `max_contact_pairs` manifolds: kLaneCount per batch, plus one
 /// partial batch per non-empty group (colour × point count, overflow included).
 inline uint32_t max_manifold_lanes(uint32_t max_contact_pairs) {
@@ -97,11 +103,9 @@ inline uint32_t max_point_lane_rows(uint32_t max_contact_points) {
 struct ContactLanes {
   std::vector<ManifoldLanes> batches;   // max_manifold_lanes(max_contact_pairs)
   std::vector<PointLanes> point_lanes;  // max_point_lane_rows(max_contact_points)
-  // K_t eigen-decompositions for answers on the circle, per point lane (kLaneCount per PointLanes),
-  // in batch order: cold, filled on first use in a step.
-  std::vector<FrictionEigen> eigens;
-  std::vector<uint64_t> body_colours;  // per body slot: colours taken (scratch)
-  std::vector<uint8_t> colour_of;      // per constraint (scratch)
+  std::vector<EigenLanes> eigens;       // one per PointLanes (cold: the circle only)
+  std::vector<uint64_t> body_colours;   // per body slot: colours taken (scratch)
+  std::vector<uint8_t> colour_of;       // per constraint (scratch)
   uint32_t batch_count = 0;
   uint32_t point_lane_count = 0;
   uint32_t zero_slot = 0;  // a velocity slot that is always zero and never written

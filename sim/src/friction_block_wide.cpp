@@ -1,4 +1,4 @@
-// friction_block_detail::solve_boundary (friction_block.cpp) for four points at once.
+// friction_block_detail::solve_boundary (friction_block.cpp) for four or eight points at once.
 //
 // Why. The contact solver solves four manifolds in lock step, one per SIMD lane (issue 7), and
 // about half of pyramid3d's friction blocks end on the circle, where the scalar secular-equation
@@ -24,76 +24,76 @@
 namespace lockstep::sim {
 namespace {
 
-using wide::M4;
-using wide::W4;
-
 // friction_block.cpp's private constants, duplicated (the lane-by-lane bit comparison in
 // tests/sim_friction_block_wide_test.cpp fails if the two ever disagree).
 constexpr int kMaxIterations = 20;
 constexpr float kCircleTolerance2 = 9.53674316e-7f;     // 2^-20
 constexpr float kInsideMargin = 1.0f - 9.53674316e-7f;  // 1 − 2^-20
 
-}  // namespace
+// One body for both widths: W is wide::W4 or wide::W8 (two W4: two dependency chains in flight).
+template <class W>
+typename wide::Lanes<W>::Mask solve_boundary_lanes(const FrictionEigenWide<W>& eig, W vx, W vy,
+                                                   W radius, typename wide::Lanes<W>::Mask lanes,
+                                                   W* jx, W* jy) {
+  using L = wide::Lanes<W>;
+  using M = typename L::Mask;
+  const W zero = L::splat(0.0f);
+  const W one = L::splat(1.0f);
 
-M4 solve_boundary_wide(const FrictionEigenW4& eig, W4 vx, W4 vy, W4 radius, M4 lanes, W4* jx,
-                       W4* jy) {
-  const W4 zero = wide::zero();
-  const W4 one = wide::splat(1.0f);
-
-  const W4 abs_vx = wide::abs_as_scalar(vx), abs_vy = wide::abs_as_scalar(vy);
-  const W4 v_max = select(abs_vx < abs_vy, abs_vy, abs_vx);
+  const W abs_vx = wide::abs_as_scalar(vx), abs_vy = wide::abs_as_scalar(vy);
+  const W v_max = select(abs_vx < abs_vy, abs_vy, abs_vx);
   // v_max ≤ 0 (or NaN): the scalar code's unreachable interior answer J = 0.
-  const M4 started = lanes & (v_max > zero);
+  const M started = lanes & (v_max > zero);
 
-  const W4 hx = -vx / v_max, hy = -vy / v_max;
-  const W4 len2 = hx * hx + hy * hy;
-  const W4 len = wide::sqrt(len2);
-  const W4 e1x = eig.e1x, e1y = eig.e1y;
-  const W4 e2x = -e1y, e2y = e1x;
-  const W4 h1 = e1x * hx + e1y * hy, h2 = e2x * hx + e2y * hy;
-  const W4 sigma = eig.s * (radius / v_max);
-  const W4 a1 = eig.k1 * sigma, a2 = eig.k2 * sigma;
+  const W hx = -vx / v_max, hy = -vy / v_max;
+  const W len2 = hx * hx + hy * hy;
+  const W len = wide::sqrt(len2);
+  const W e1x = eig.e1x, e1y = eig.e1y;
+  const W e2x = -e1y, e2y = e1x;
+  const W h1 = e1x * hx + e1y * hy, h2 = e2x * hx + e2y * hy;
+  const W sigma = eig.s * (radius / v_max);
+  const W a1 = eig.k1 * sigma, a2 = eig.k2 * sigma;
 
-  W4 lo = len - a1;
+  W lo = len - a1;
   lo = select(lo > zero, lo, zero);
-  W4 hi = len - a2;
+  W hi = len - a2;
   hi = select(hi > zero, hi, zero);
   hi = select(hi < lo, lo, hi);
 
-  const W4 jensen = len - (h1 * h1 * a1 + h2 * h2 * a2) / len2;
-  W4 t = select(jensen > lo, select(jensen < hi, jensen, hi), lo);
+  const W jensen = len - (h1 * h1 * a1 + h2 * h2 * a2) / len2;
+  W t = select(jensen > lo, select(jensen < hi, jensen, hi), lo);
 
-  const W4 half = wide::splat(0.5f);
-  const W4 flt_max = wide::splat(FLT_MAX);
-  const W4 tolerance = wide::splat(kCircleTolerance2), minus_tolerance = -tolerance;
+  const W half = L::splat(0.5f);
+  const W flt_max = L::splat(FLT_MAX);
+  const W tolerance = L::splat(kCircleTolerance2), minus_tolerance = -tolerance;
   // Only t is frozen when a lane stops: the evaluation is a function of t alone, so evaluating a
   // stopped lane again gives its final u, n², `finite` and `converged` the same bits, and lo, hi
   // are not used after the loop. (Where a denominator is ≤ 0 the scalar code keeps the previous
   // u; `finite` is false there, and u of a lane that ends non-finite is never used.)
-  W4 p1, p2, n2;
-  M4 finite, converged;
-  M4 run = started;
+  W p1, p2, n2;
+  M finite, converged;
+  M run = started;
   for (int iteration = 0;; ++iteration) {
-    const W4 d1 = a1 + t, d2 = a2 + t;
-    const W4 q1 = one / d1, q2 = one / d2;
+    const W d1 = a1 + t, d2 = a2 + t;
+    const W q1 = one / d1, q2 = one / d2;
     p1 = h1 * q1;
     p2 = h2 * q2;
     n2 = p1 * p1 + p2 * p2;
     finite = (d1 > zero) & (d2 > zero) & (n2 <= flt_max);
     // |n² − 1| ≤ tol as two comparisons: the same answer for every n², NaN included.
-    const W4 n2_error = n2 - one;
+    const W n2_error = n2 - one;
     converged = finite & (n2_error <= tolerance) & (n2_error >= minus_tolerance);
     run = and_not(run, converged);
     if (iteration + 1 == kMaxIterations || !wide::any(run)) break;
-    const M4 feasible = and_not(finite, n2 > one);  // the scalar code's else branch
+    const M feasible = and_not(finite, n2 > one);  // the scalar code's else branch
     lo = select(feasible, lo, t);
     hi = select(feasible, t, hi);
-    W4 next = half * lo + half * hi;
+    W next = half * lo + half * hi;
     // s3 is 0 where u is not finite: no Newton step there (the quotient is not used).
-    const W4 s3 = p1 * p1 * q1 + p2 * p2 * q2;
-    const W4 n = wide::sqrt(n2);
-    const W4 newton = t + n2 * (n - one) / s3;
-    const M4 take_newton = finite & (s3 > zero) & (newton > lo);
+    const W s3 = p1 * p1 * q1 + p2 * p2 * q2;
+    const W n = wide::sqrt(n2);
+    const W newton = t + n2 * (n - one) / s3;
+    const M take_newton = finite & (s3 > zero) & (newton > lo);
     next = select(take_newton, select(newton < hi, newton, hi), next);
     run = and_not(run, next == t);
     if (!wide::any(run)) break;
@@ -101,36 +101,36 @@ M4 solve_boundary_wide(const FrictionEigenW4& eig, W4 vx, W4 vy, W4 radius, M4 l
   }
 
   // Unbounded after the iterations: invalid_mass (J = 0, not solved), as the scalar code.
-  const M4 bounded = started & finite;
-  const W4 ux = p1 * e1x + p2 * e2x, uy = p1 * e1y + p2 * e2y;
-  const M4 on_circle = (t > zero) | (n2 > one);
-  const W4 margin = wide::splat(kInsideMargin);
-  W4 scale = select(on_circle, radius * margin, radius);
-  const M4 exhausted = and_not(bounded & on_circle, converged);  // rare: the bracket ran out
+  const M bounded = started & finite;
+  const W ux = p1 * e1x + p2 * e2x, uy = p1 * e1y + p2 * e2y;
+  const M on_circle = (t > zero) | (n2 > one);
+  const W margin = L::splat(kInsideMargin);
+  W scale = select(on_circle, radius * margin, radius);
+  const M exhausted = and_not(bounded & on_circle, converged);  // rare: the bracket ran out
   if (wide::any(exhausted)) {
-    const W4 n = wide::sqrt(n2);
+    const W n = wide::sqrt(n2);
     scale = select(exhausted, select(n > zero, (radius / n) * margin, zero), scale);
   }
-  W4 out_x = select(bounded, scale * ux, zero);
-  W4 out_y = select(bounded, scale * uy, zero);
+  W out_x = select(bounded, scale * ux, zero);
+  W out_y = select(bounded, scale * uy, zero);
 
   // friction_block_detail::inside_disk_aimed per lane.
-  const W4 j_len2 = out_x * out_x + out_y * out_y;
-  const W4 r2 = radius * radius;
-  const M4 proven = (r2 >= wide::splat(friction_block_detail::kAimedTestMin)) & (r2 <= flt_max) &
-                    (j_len2 <= wide::splat(friction_block_detail::kAimedBand) * r2);
-  M4 solved = lanes & (~started | finite);
+  const W j_len2 = out_x * out_x + out_y * out_y;
+  const W r2 = radius * radius;
+  const M proven = (r2 >= L::splat(friction_block_detail::kAimedTestMin)) & (r2 <= flt_max) &
+                   (j_len2 <= L::splat(friction_block_detail::kAimedBand) * r2);
+  M solved = lanes & (~started | finite);
   const int rare = wide::bits(and_not(bounded, proven));
   if (rare != 0) {
     // Rare: the exact disk test and the shrink retries; the scalar function for those lanes.
-    alignas(16) float f[9][4];
-    const W4 rows[9] = {eig.s, eig.k1, eig.k2, eig.e1x, eig.e1y, vx, vy, radius, out_x};
+    alignas(16) float f[9][L::kCount];
+    const W rows[9] = {eig.s, eig.k1, eig.k2, eig.e1x, eig.e1y, vx, vy, radius, out_x};
     for (int r = 0; r < 9; ++r)
       wide::store(f[r], rows[r]);
-    alignas(16) float fy[4];
+    alignas(16) float fy[L::kCount];
     wide::store(fy, out_y);
     int solved_bits = wide::bits(solved);
-    for (int i = 0; i < wide::kLanes; ++i) {
+    for (int i = 0; i < L::kCount; ++i) {
       if (((rare >> i) & 1) == 0) continue;
       FrictionEigen e;
       e.s = f[0][i];
@@ -143,13 +143,25 @@ M4 solve_boundary_wide(const FrictionEigenW4& eig, W4 vx, W4 vy, W4 radius, M4 l
       fy[i] = r.impulse.y;
       solved_bits = r.solved() ? solved_bits | (1 << i) : solved_bits & ~(1 << i);
     }
-    out_x = wide::load(f[8]);
-    out_y = wide::load(fy);
-    solved = wide::lane_mask(solved_bits);
+    out_x = L::load(f[8]);
+    out_y = L::load(fy);
+    solved = L::mask(solved_bits);
   }
   *jx = out_x;
   *jy = out_y;
   return solved;
+}
+
+}  // namespace
+
+wide::M4 solve_boundary_wide(const FrictionEigenW4& eigen, wide::W4 vx, wide::W4 vy,
+                             wide::W4 radius, wide::M4 lanes, wide::W4* jx, wide::W4* jy) {
+  return solve_boundary_lanes(eigen, vx, vy, radius, lanes, jx, jy);
+}
+
+wide::M8 solve_boundary_wide(const FrictionEigenW8& eigen, wide::W8 vx, wide::W8 vy,
+                             wide::W8 radius, wide::M8 lanes, wide::W8* jx, wide::W8* jy) {
+  return solve_boundary_lanes(eigen, vx, vy, radius, lanes, jx, jy);
 }
 
 }  // namespace lockstep::sim

@@ -15,7 +15,11 @@
 #include <cstdint>
 #include <cstring>
 
-#if !defined(LOCKSTEP_WIDE_SCALAR) && \
+#if !defined(LOCKSTEP_WIDE_SCALAR) && defined(__AVX__) && defined(LOCKSTEP_WIDE_ALLOW_AVX)
+#define LOCKSTEP_WIDE_SSE2 1
+#define LOCKSTEP_WIDE_AVX 1
+#include <immintrin.h>
+#elif !defined(LOCKSTEP_WIDE_SCALAR) && \
     (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
 #define LOCKSTEP_WIDE_SSE2 1
 #include <emmintrin.h>
@@ -340,6 +344,103 @@ inline W4 abs_as_scalar(W4 x) {
   return select(x < zero(), -x, x);
 }
 
+#if defined(LOCKSTEP_WIDE_AVX)
+/// Eight lanes in one AVX register (the same IEEE operation per lane as W4; no FMA).
+struct W8 {
+  __m256 v;
+};
+struct M8 {
+  __m256 v;
+};
+inline W4 lo(W8 a) {
+  return {_mm256_castps256_ps128(a.v)};
+}
+inline W4 hi(W8 a) {
+  return {_mm256_extractf128_ps(a.v, 1)};
+}
+inline W8 combine(W4 lo, W4 hi) {
+  return {_mm256_insertf128_ps(_mm256_castps128_ps256(lo.v), hi.v, 1)};
+}
+inline W8 load8(const float* p) {
+  return {_mm256_loadu_ps(p)};
+}
+inline void store(float* p, W8 a) {
+  _mm256_storeu_ps(p, a.v);
+}
+inline W8 splat8(float s) {
+  return {_mm256_set1_ps(s)};
+}
+inline W8 operator+(W8 a, W8 b) {
+  return {_mm256_add_ps(a.v, b.v)};
+}
+inline W8 operator-(W8 a, W8 b) {
+  return {_mm256_sub_ps(a.v, b.v)};
+}
+inline W8 operator*(W8 a, W8 b) {
+  return {_mm256_mul_ps(a.v, b.v)};
+}
+inline W8 operator/(W8 a, W8 b) {
+  return {_mm256_div_ps(a.v, b.v)};
+}
+inline W8 operator-(W8 a) {
+  return {_mm256_xor_ps(a.v, _mm256_set1_ps(-0.0f))};
+}
+inline M8 operator<(W8 a, W8 b) {
+  return {_mm256_cmp_ps(a.v, b.v, _CMP_LT_OS)};
+}
+inline M8 operator<=(W8 a, W8 b) {
+  return {_mm256_cmp_ps(a.v, b.v, _CMP_LE_OS)};
+}
+inline M8 operator>(W8 a, W8 b) {
+  return {_mm256_cmp_ps(a.v, b.v, _CMP_GT_OS)};
+}
+inline M8 operator>=(W8 a, W8 b) {
+  return {_mm256_cmp_ps(a.v, b.v, _CMP_GE_OS)};
+}
+inline M8 operator==(W8 a, W8 b) {
+  return {_mm256_cmp_ps(a.v, b.v, _CMP_EQ_OQ)};
+}
+inline M8 operator!=(W8 a, W8 b) {  // true for NaN, as scalar !=
+  return {_mm256_cmp_ps(a.v, b.v, _CMP_NEQ_UQ)};
+}
+inline M8 operator&(M8 a, M8 b) {
+  return {_mm256_and_ps(a.v, b.v)};
+}
+inline M8 operator|(M8 a, M8 b) {
+  return {_mm256_or_ps(a.v, b.v)};
+}
+inline M8 and_not(M8 a, M8 b) {  // a & ~b
+  return {_mm256_andnot_ps(b.v, a.v)};
+}
+inline W8 select(M8 m, W8 a, W8 b) {  // m ? a : b per lane (m is all-ones or all-zeros)
+  return {_mm256_blendv_ps(b.v, a.v, m.v)};
+}
+inline int bits(M8 m) {
+  return _mm256_movemask_ps(m.v);
+}
+inline bool any(M8 m) {
+  return bits(m) != 0;
+}
+inline M8 lane_mask8(int bits8) {
+  const __m128 lo = lane_mask(bits8 & 0xf).v, hi = lane_mask((bits8 >> 4) & 0xf).v;
+  return {_mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1)};
+}
+inline W8& operator+=(W8& a, W8 b) {
+  return a = a + b;
+}
+inline W8& operator-=(W8& a, W8 b) {
+  return a = a - b;
+}
+inline W8 sqrt(W8 a) {
+  return {_mm256_sqrt_ps(a.v)};
+}
+inline M8 operator~(M8 a) {
+  return {_mm256_xor_ps(a.v, _mm256_castsi256_ps(_mm256_set1_epi32(-1)))};
+}
+inline W8 abs_as_scalar(W8 x) {
+  return select(x < splat8(0.0f), -x, x);
+}
+#else
 /// Eight lanes as two W4: twice the independent work per dependency chain. The contact solver's
 /// passes are bound by the latency of each point's row (velocity → impulse → velocity), not by
 /// arithmetic, so two sets of four lanes in flight nearly halve the time per point.
@@ -349,6 +450,15 @@ struct W8 {
 struct M8 {
   M4 lo, hi;
 };
+inline W4 lo(W8 a) {
+  return a.lo;
+}
+inline W4 hi(W8 a) {
+  return a.hi;
+}
+inline W8 combine(W4 lo, W4 hi) {
+  return {lo, hi};
+}
 inline W8 load8(const float* p) {
   return {load(p), load(p + 4)};
 }
@@ -419,5 +529,43 @@ inline W8& operator+=(W8& a, W8 b) {
 inline W8& operator-=(W8& a, W8 b) {
   return a = a - b;
 }
+inline W8 sqrt(W8 a) {
+  return {sqrt(a.lo), sqrt(a.hi)};
+}
+inline M8 operator~(M8 a) {
+  return {~a.lo, ~a.hi};
+}
+inline W8 abs_as_scalar(W8 x) {
+  return {abs_as_scalar(x.lo), abs_as_scalar(x.hi)};
+}
+#endif
+inline float lane(W8 a, int i) {
+  return i < 4 ? lane(lo(a), i) : lane(hi(a), i - 4);
+}
+inline W8 with_lane(W8 a, int i, float value) {
+  return i < 4 ? combine(with_lane(lo(a), i, value), hi(a))
+               : combine(lo(a), with_lane(hi(a), i - 4, value));
+}
+
+/// What code written once for both widths needs (friction_block_wide.cpp): the mask type, the
+/// lane count, and the width's splat, load and lane mask.
+template <class W>
+struct Lanes;
+template <>
+struct Lanes<W4> {
+  using Mask = M4;
+  static constexpr int kCount = 4;
+  static W4 splat(float s) { return wide::splat(s); }
+  static W4 load(const float* p) { return wide::load(p); }
+  static M4 mask(int lane_bits) { return lane_mask(lane_bits); }
+};
+template <>
+struct Lanes<W8> {
+  using Mask = M8;
+  static constexpr int kCount = 8;
+  static W8 splat(float s) { return splat8(s); }
+  static W8 load(const float* p) { return load8(p); }
+  static M8 mask(int lane_bits) { return lane_mask8(lane_bits); }
+};
 
 }  // namespace lockstep::sim::wide
