@@ -48,6 +48,7 @@ using lockstep::sim::FrictionEigen;
 using lockstep::sim::kLaneCount;
 using lockstep::sim::kNoLane;
 using lockstep::sim::kSolverColours;
+using lockstep::sim::LaneKernel;
 using lockstep::sim::ManifoldLanes;
 using lockstep::sim::Mat3;
 using lockstep::sim::pair_key;
@@ -330,11 +331,13 @@ enum class Mode {
 };
 
 SolveResult solve(const SolverScene& s, Mode mode, uint32_t bias_passes = 8,
-                  uint32_t relax_passes = 4) {
+                  uint32_t relax_passes = 4,
+                  LaneKernel kernel = lockstep::sim::best_lane_kernel()) {
   const auto body_count = static_cast<uint32_t>(s.bodies.size());
   ContactLanes lanes;
   lockstep::sim::contact_lanes_init(&lanes, body_count,
                                     static_cast<uint32_t>(s.constraints.size()));
+  lanes.kernel = kernel;
   SolveResult r;
   r.zero_slot = lanes.zero_slot;
   r.velocities.assign(body_count + 1, SolverVelocity{});
@@ -727,6 +730,63 @@ TEST(ContactLanes, WorldDataLanesAtOnceEqualLanesOneByOne) {
   ASSERT_GT(s.constraints.size(), 20u);
   FrictionClasses friction;
   expect_lanes_equal_sequential(s, &friction);
+}
+
+// ---- 3b. the AVX copy of the passes = the baseline passes ------------------------------------
+
+// On x86 with AVX the passes run from contact_lanes_avx.cpp (W8 in one 256-bit register); it must
+// give the baseline passes' bits, velocities, impulses and counters alike, on the friction circle,
+// inside the disk, through the overflow and on a world's real manifolds. Skipped where the CPU or
+// the build has no AVX kernel (the baseline is then all there is).
+void expect_kernels_identical(const SolverScene& s) {
+  const SolveResult baseline = solve(s, Mode::as_built, 8, 4, LaneKernel::baseline);
+  const SolveResult avx = solve(s, Mode::as_built, 8, 4, LaneKernel::avx);
+  expect_identical(baseline, avx);
+}
+
+TEST(ContactLanes, AvxKernelEqualsBaseline) {
+  if (lockstep::sim::best_lane_kernel() != LaneKernel::avx) GTEST_SKIP() << "no AVX kernel here";
+  FrictionClasses friction;
+  for (uint64_t seed = 500; seed < 512; ++seed) {
+    SCOPED_TRACE(testing::Message() << "seed " << seed);
+    SceneShape shape;
+    shape.bodies = 60 + static_cast<uint32_t>(seed % 3) * 20;
+    shape.random_pairs = 200;
+    shape.hub_pairs = seed % 4 == 0 ? 80 : 10;  // 80: the overflow too
+    if (seed % 2 == 0) {                        // mostly on the friction circle
+      shape.friction_lo = 0.05f;
+      shape.friction_hi = 0.2f;
+      shape.speed = 8.0f;
+    }
+    const SolverScene s = random_scene(seed, shape);
+    expect_kernels_identical(s);
+    const FrictionClasses f = classify_friction(s, solve(s, Mode::as_built));
+    friction.on_circle += f.on_circle;
+    friction.inside += f.inside;
+  }
+  EXPECT_GT(friction.on_circle, 100u);
+  EXPECT_GT(friction.inside, 100u);
+}
+
+// Two worlds of the built-in pyramid3d scene, one forced to the baseline passes: the same state
+// hash after every step.
+TEST(ContactLanes, AvxKernelWorldHashesEqualBaseline) {
+  if (lockstep::sim::best_lane_kernel() != LaneKernel::avx) GTEST_SKIP() << "no AVX kernel here";
+  lockstep::sim::Scene scene;
+  ASSERT_TRUE(lockstep::sim::make_builtin_scene("pyramid3d", &scene));
+  Error error = Error::none;
+  std::unique_ptr<World> avx = lockstep::sim::build_world(scene, &error);
+  ASSERT_EQ(error, Error::none);
+  std::unique_ptr<World> baseline = lockstep::sim::build_world(scene, &error);
+  ASSERT_EQ(error, Error::none);
+  ASSERT_EQ(avx->data().lanes.kernel, LaneKernel::avx);
+  baseline->data().lanes.kernel = LaneKernel::baseline;
+  for (int i = 0; i < 90; ++i) {
+    ASSERT_TRUE(avx->step().ok());
+    ASSERT_TRUE(baseline->step().ok());
+    ASSERT_EQ(avx->state_hash(), baseline->state_hash()) << "tick " << i + 1;
+  }
+  EXPECT_GT(avx->last_step_stats().contact_points, 20000u);
 }
 
 // ---- 4. a platform carrying a crowd, in a World --------------------------------------------

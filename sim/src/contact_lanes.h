@@ -30,6 +30,21 @@
 
 namespace lockstep::sim {
 
+// On x86 the passes are also compiled for AVX (contact_lanes_avx.cpp: W8 in one 256-bit register,
+// the same IEEE operation per lane, so the same bits) and chosen at run time when the CPU has it.
+// -DLOCKSTEP_NO_AVX (CMake: LOCKSTEP_AVX_KERNEL=OFF) builds the baseline passes only.
+#if !defined(LOCKSTEP_WIDE_SCALAR) && !defined(LOCKSTEP_NO_AVX) && \
+    (defined(__GNUC__) || defined(__clang__)) &&                   \
+    (defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__)))
+#define LOCKSTEP_LANES_AVX 1
+#endif
+
+/// Which compiled copy of the passes runs: the build's own instruction set, or AVX.
+enum class LaneKernel : uint8_t { baseline, avx };
+
+/// The fastest kernel this build and this CPU can run.
+LaneKernel best_lane_kernel();
+
 inline constexpr uint32_t kSolverColours = 64;
 inline constexpr uint32_t kLaneCount = 8;  // two wide::W4 (wide::W8)
 inline constexpr uint32_t kNoLane = 0xffffffffu;
@@ -111,6 +126,7 @@ struct ContactLanes {
   uint32_t zero_slot = 0;  // a velocity slot that is always zero and never written
   uint32_t colours_used = 0;
   uint32_t overflow_manifolds = 0;
+  LaneKernel kernel = LaneKernel::baseline;  // best_lane_kernel() at init; tests may pick either
 };
 
 /// Sizes every array for a world (all memory at creation). `max_contact_points` defaults to the
@@ -136,6 +152,13 @@ void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> veloc
 /// One pass over every batch (colour by colour); `use_bias` false is a relax pass.
 void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
                  SolverCounters* counters);
+
+#if defined(LOCKSTEP_LANES_AVX)
+/// warm_start_lanes and solve_lanes compiled for AVX (call only when best_lane_kernel() is avx).
+void warm_start_lanes_avx(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
+void solve_lanes_avx(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
+                     SolverCounters* counters);
+#endif
 
 /// Copies the accumulated impulses back into the points (for the warm-start cache).
 void unpack_contact_lanes(const ContactLanes& lanes, std::span<ContactPoint> points);
