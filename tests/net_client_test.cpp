@@ -283,8 +283,9 @@ TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
     EXPECT_EQ(c->client.stats().desyncs, 0u);
     EXPECT_GE(c->client.stats().ticks_verified, 600u);
     // One frame per tick the client got to: fewer when a poll applied several ticks at once
-    // (common under sanitizers), but most ticks on any machine.
-    EXPECT_GT(c->input_frames_sent, 300u);
+    // (common under sanitizers: ASan on two busy cores measured 222 of 600), but a quarter of
+    // the ticks on any machine.
+    EXPECT_GT(c->input_frames_sent, 150u);
     players.push_back(c->joined->player_id);
   }
   std::sort(players.begin(), players.end());
@@ -306,7 +307,7 @@ TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
   EXPECT_EQ(room.inputs_rejected, 0u);
   EXPECT_LE(room.inputs_accepted, inputs_sent);
   EXPECT_GE(room.inputs_accepted + 4 * 16 * 4, inputs_sent);
-  EXPECT_GT(room.inputs_accepted, 4u * 300u * 4u);
+  EXPECT_GT(room.inputs_accepted, 4u * 150u * 4u);  // the frames bound above, times 4 clients
   EXPECT_LE(room.inputs_late * 20, room.inputs_accepted) << "over 5% of inputs arrived late";
   EXPECT_EQ(room.desync_reports, 0u);
 }
