@@ -276,17 +276,29 @@ void check_layout(const std::vector<ContactConstraint>& constraints,
     EXPECT_EQ(m.point_rows, rows);
     EXPECT_EQ(m.first_point_lanes, next_point_lanes);
     next_point_lanes += m.point_rows;
+    // Paired with the next batch (the AVX kernel solves the two at once) exactly when both are of
+    // one colour, not the overflow, with as many points per manifold and point rows.
+    const bool pairable =
+        b + 1 < lanes.batch_count && expected_colour[b] != kOverflowColour &&
+        expected_colour[b + 1] == expected_colour[b] && !want.empty() && !expected[b + 1].empty() &&
+        constraints[want[0]].point_count == constraints[expected[b + 1][0]].point_count &&
+        lanes.batches[b + 1].point_rows == m.point_rows;
+    EXPECT_EQ(m.pairs_with_next, pairable ? 1u : 0u);
 
-    // The property the lanes rest on, checked on the batch as built (whatever the reference).
+    // The property the lanes rest on, checked on the batch as built (whatever the reference),
+    // with the next batch when the two are solved at once.
     if (m.sequential == 0) {
       std::vector<uint32_t> dynamic_slots;
-      for (uint32_t lane = 0; lane < kLaneCount; ++lane) {
-        if (m.constraint[lane] == kNoLane || m.constraint[lane] >= constraints.size()) continue;
-        const ContactConstraint& c = constraints[m.constraint[lane]];
+      const uint32_t solved_together = m.pairs_with_next != 0 ? 2 * kLaneCount : kLaneCount;
+      for (uint32_t l = 0; l < solved_together && b + l / kLaneCount < lanes.batch_count; ++l) {
+        const ManifoldLanes& mb = lanes.batches[b + l / kLaneCount];
+        const uint32_t lane = l % kLaneCount;
+        if (mb.constraint[lane] == kNoLane || mb.constraint[lane] >= constraints.size()) continue;
+        const ContactConstraint& c = constraints[mb.constraint[lane]];
         for (const uint32_t slot : {c.slot_a, c.slot_b}) {
           if (!is_dynamic(bodies[slot])) continue;
           EXPECT_EQ(std::count(dynamic_slots.begin(), dynamic_slots.end(), slot), 0)
-              << "dynamic slot " << slot << " twice in a batch solved at once";
+              << "dynamic slot " << slot << " twice in batches solved at once";
           dynamic_slots.push_back(slot);
         }
       }
@@ -322,6 +334,7 @@ struct SolveResult {
   uint32_t zero_slot = 0;
   uint32_t batches_at_once = 0;  // non-sequential batches with two lanes or more
   uint32_t sequential_batches = 0;
+  uint32_t paired_batches = 0;  // batches solved together with the next one by the AVX kernel
 };
 
 enum class Mode {
@@ -351,6 +364,7 @@ SolveResult solve(const SolverScene& s, Mode mode, uint32_t bias_passes = 8,
     if (mode == Mode::overflow_at_once) m.sequential = 0;
     if (m.sequential != 0) ++r.sequential_batches;
     if (m.sequential == 0 && std::popcount(m.lanes) >= 2) ++r.batches_at_once;
+    if (m.sequential == 0 && m.pairs_with_next != 0) ++r.paired_batches;
   }
   const std::span<SolverVelocity> v(r.velocities.data(), body_count);
   lockstep::sim::gather_velocities(s.bodies, v);
@@ -747,6 +761,7 @@ void expect_kernels_identical(const SolverScene& s) {
 TEST(ContactLanes, AvxKernelEqualsBaseline) {
   if (lockstep::sim::best_lane_kernel() != LaneKernel::avx) GTEST_SKIP() << "no AVX kernel here";
   FrictionClasses friction;
+  uint32_t paired = 0;
   for (uint64_t seed = 500; seed < 512; ++seed) {
     SCOPED_TRACE(testing::Message() << "seed " << seed);
     SceneShape shape;
@@ -760,12 +775,14 @@ TEST(ContactLanes, AvxKernelEqualsBaseline) {
     }
     const SolverScene s = random_scene(seed, shape);
     expect_kernels_identical(s);
+    paired += solve(s, Mode::as_built).paired_batches;
     const FrictionClasses f = classify_friction(s, solve(s, Mode::as_built));
     friction.on_circle += f.on_circle;
     friction.inside += f.inside;
   }
   EXPECT_GT(friction.on_circle, 100u);
   EXPECT_GT(friction.inside, 100u);
+  EXPECT_GT(paired, 10u) << "the AVX kernel's two-batch path was not exercised";
 }
 
 // Two worlds of the built-in pyramid3d scene, one forced to the baseline passes: the same state

@@ -98,6 +98,7 @@ void build_contact_lanes(std::span<const ContactConstraint> constraints,
   for (uint32_t b = 0; b < batch_count; ++b) {
     batches[b].lanes = 0;
     batches[b].sequential = b >= first_batch[kFirstOverflowGroup] ? 1u : 0u;
+    batches[b].pairs_with_next = 0;
     for (uint32_t lane = 0; lane < kLaneCount; ++lane)
       batches[b].constraint[lane] = kNoLane;
   }
@@ -123,6 +124,13 @@ void build_contact_lanes(std::span<const ContactConstraint> constraints,
     m.first_point_lanes = point_lane_count;
     m.point_rows = rows;
     point_lane_count += rows;
+  }
+  // Consecutive batches of one group (one colour, one point count) share no dynamic body: the
+  // passes may solve two of them at once when they have as many point rows.
+  for (uint32_t g = 0; g < kFirstOverflowGroup; ++g) {
+    const uint32_t batches_in_group = (group_count[g] + kLaneCount - 1) / kLaneCount;
+    for (uint32_t j = first_batch[g]; j + 1 < first_batch[g] + batches_in_group; ++j)
+      batches[j].pairs_with_next = batches[j].point_rows == batches[j + 1].point_rows ? 1u : 0u;
   }
   lanes->batch_count = batch_count;
   lanes->point_lane_count = point_lane_count;
@@ -239,6 +247,11 @@ namespace {
 #include "friction_block_wide_body.h"
 // (the passes call solve_boundary_lanes: this order)
 #include "contact_lanes_passes.h"
+
+// The baseline passes solve one batch at a time: two at once (W16, four xmm registers per value)
+// measured 40 % slower with SSE2's sixteen registers (pyramid3d 300 ticks 2.9 -> 4.0 s). The
+// AVX kernel pairs them (contact_lanes_avx.cpp: 2.8 -> 2.4 s).
+constexpr bool kPairBaseline = false;
 
 // friction_block_eigen(K_t) per lane, its float operations in its order (the branches are
 // selects; a quotient the scalar code would not take is never selected). Every lane gets one, used
@@ -410,7 +423,7 @@ void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> veloc
     return;
   }
 #endif
-  warm_start_all(lanes, velocities);
+  warm_start_all<kPairBaseline>(lanes, velocities);
 }
 
 void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
@@ -421,7 +434,7 @@ void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool
     return;
   }
 #endif
-  solve_all(lanes, velocities, use_bias, counters);
+  solve_all<kPairBaseline>(lanes, velocities, use_bias, counters);
 }
 
 void unpack_contact_lanes(const ContactLanes& lanes, std::span<ContactPoint> points) {

@@ -39,6 +39,10 @@ namespace lockstep::sim {
 #define LOCKSTEP_LANES_AVX 1
 #endif
 
+// The passes' small helpers (contact_lanes_passes.h) are always inlined: gcc otherwise calls the
+// sixteen-lane ones, passing their values through memory.
+#define LOCKSTEP_LANES_INLINE [[gnu::always_inline]] inline
+
 /// Which compiled copy of the passes runs: the build's own instruction set, or AVX.
 enum class LaneKernel : uint8_t { baseline, avx };
 
@@ -77,6 +81,7 @@ struct alignas(16) ManifoldLanes {
   uint32_t point_rows = 0;          // the largest point count of its lanes
   uint32_t lanes = 0;               // bit i: lane i holds a manifold
   uint32_t sequential = 0;          // 1: overflow batch, lanes solved one after another
+  uint32_t pairs_with_next = 0;     // 1: the next batch has this colour and point count
 };
 
 /// Point k of the manifolds of a batch: what every pass streams (92 bytes per point).

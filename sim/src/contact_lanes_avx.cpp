@@ -54,12 +54,12 @@ namespace {
 namespace lockstep::sim {
 
 void warm_start_lanes_avx(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
-  avx_lanes::warm_start_all(lanes, velocities);
+  avx_lanes::warm_start_all<true>(lanes, velocities);
 }
 
 void solve_lanes_avx(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
                      SolverCounters* counters) {
-  avx_lanes::solve_all(lanes, velocities, use_bias, counters);
+  avx_lanes::solve_all<true>(lanes, velocities, use_bias, counters);
 }
 
 }  // namespace lockstep::sim

@@ -6,41 +6,61 @@
 // under a target("avx") pragma), chosen at run time. The includer provides <bit>, <cfloat>,
 // <utility>, contact_lanes.h, lockstep/sim/friction_block.h and friction_block_wide_body.h.
 //
-// Memory, not arithmetic, bounds the passes: each one streams every point's constraint data
-// (pyramid3d: ~28,000 points, 12 passes a step). So a point keeps only its anchors, I⁻¹(r×n),
-// its masses and targets and its impulses (92 bytes); the pass forms the relative velocity from
-// the anchors, (vA + ωA×rA) − (vB + ωB×rB), dots it with n, t1, t2, and applies a friction
-// impulse P as ΔωA = IA⁻¹(rA×P) with the manifold's inverse inertias (read once per batch).
+// What bounds the passes is latency: within a batch every row waits for the velocities the row
+// before it wrote (velocity → impulse → velocity), and a friction block on the circle is a chain
+// of divisions and square roots. So the AVX kernel solves two batches of one colour side by side
+// (B = 2: sixteen lanes, two independent chains; pyramid3d 300 ticks 2.8 → 2.4 s), which changes
+// no bit: manifolds of one colour share no dynamic body. The baseline keeps B = 1 (SSE2 has too
+// few registers for it: contact_lanes.cpp). A point keeps only its anchors, I⁻¹(r×n), its masses
+// and targets and its impulses (92 bytes); the pass forms the relative velocity from the anchors,
+// (vA + ωA×rA) − (vB + ωB×rB), dots it with n, t1, t2, and applies a friction impulse P as
+// ΔωA = IA⁻¹(rA×P) with the manifold's inverse inertias.
 
 using W = wide::W8;
 using M = wide::M8;
 
-struct V3 {
-  W x, y, z;
+// Helpers written once for W8 (one batch) and W16 (two batches side by side).
+template <class T>
+struct V3T {
+  T x, y, z;
 };
+using V3 = V3T<W>;
 
 inline V3 load3(const Vec3Lanes& v) {
   return {wide::load8(v.x), wide::load8(v.y), wide::load8(v.z)};
 }
-inline V3 operator+(const V3& a, const V3& b) {
+template <class T>
+LOCKSTEP_LANES_INLINE V3T<T> operator+(const V3T<T>& a, const V3T<T>& b) {
   return {a.x + b.x, a.y + b.y, a.z + b.z};
 }
-inline V3 operator-(const V3& a, const V3& b) {
+template <class T>
+LOCKSTEP_LANES_INLINE V3T<T> operator-(const V3T<T>& a, const V3T<T>& b) {
   return {a.x - b.x, a.y - b.y, a.z - b.z};
 }
-inline V3 operator*(W s, const V3& a) {
+template <class T>
+LOCKSTEP_LANES_INLINE V3T<T> operator*(T s, const V3T<T>& a) {
   return {s * a.x, s * a.y, s * a.z};
 }
 // As math.h: (x + y) + z, and (a.y·b.z − a.z·b.y, …).
-inline W dot(const V3& a, const V3& b) {
+template <class T>
+LOCKSTEP_LANES_INLINE T dot(const V3T<T>& a, const V3T<T>& b) {
   return (a.x * b.x + a.y * b.y) + a.z * b.z;
 }
-inline V3 cross(const V3& a, const V3& b) {
+template <class T>
+LOCKSTEP_LANES_INLINE V3T<T> cross(const V3T<T>& a, const V3T<T>& b) {
   return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
 }
 // m·v = (c0·v.x + c1·v.y) + c2·v.z, as math.h's Mat3 product.
+template <class T>
+struct Mat3T {
+  V3T<T> c0, c1, c2;
+};
+template <class T>
+LOCKSTEP_LANES_INLINE V3T<T> mul(const Mat3T<T>& m, const V3T<T>& v) {
+  return (v.x * m.c0 + v.y * m.c1) + v.z * m.c2;
+}
 inline V3 mul(const Mat3Lanes& m, const V3& v) {
-  return (v.x * load3(m.c0) + v.y * load3(m.c1)) + v.z * load3(m.c2);
+  return mul(Mat3T<W>{load3(m.c0), load3(m.c1), load3(m.c2)}, v);
 }
 
 inline void store3(Vec3Lanes* d, const V3& v) {
@@ -62,14 +82,82 @@ inline M finite(W x) {
   return (x >= wide::splat8(-FLT_MAX)) & (x <= wide::splat8(FLT_MAX));
 }
 
+// B batches of one colour at once (B = 1 or 2): their lanes side by side, batch b's lanes are
+// lanes 8b … 8b + 7 of Pack<B>::W. Manifolds of one colour share no dynamic body, so solving two
+// batches together is the same computation as solving them one after the other.
+template <int B>
+struct Pack;
+template <>
+struct Pack<1> {
+  using W = wide::W8;
+  using M = wide::M8;
+  static W splat(float s) { return wide::splat8(s); }
+  static M mask(int bits) { return wide::lane_mask8(bits); }
+};
+template <>
+struct Pack<2> {
+  using W = wide::W16;
+  using M = wide::M16;
+  static W splat(float s) { return wide::splat16(s); }
+  static M mask(int bits) { return wide::lane_mask16(bits); }
+};
+
+// One field of B structures (batches, or their point rows k), as one value of B·8 lanes.
+template <int B, class S, class C>
+LOCKSTEP_LANES_INLINE typename Pack<B>::W ld(S* const (&s)[B], float (C::*f)[kLaneCount]) {
+  if constexpr (B == 1) {
+    return wide::load8(s[0]->*f);
+  } else {
+    return {wide::load8(s[0]->*f), wide::load8(s[1]->*f)};
+  }
+}
+template <int B, class S, class C>
+LOCKSTEP_LANES_INLINE V3T<typename Pack<B>::W> ld3(S* const (&s)[B], Vec3Lanes C::*f) {
+  using T = typename Pack<B>::W;
+  auto row = [&](auto c) {
+    if constexpr (B == 1) {
+      return T{wide::load8((s[0]->*f).*c)};
+    } else {
+      return T{wide::load8((s[0]->*f).*c), wide::load8((s[1]->*f).*c)};
+    }
+  };
+  return {row(&Vec3Lanes::x), row(&Vec3Lanes::y), row(&Vec3Lanes::z)};
+}
+template <int B>
+LOCKSTEP_LANES_INLINE Mat3T<typename Pack<B>::W> ld_mat(const ManifoldLanes* const (&m)[B],
+                                                        Mat3Lanes ManifoldLanes::*f) {
+  using T = typename Pack<B>::W;
+  auto column = [&](Vec3Lanes Mat3Lanes::*c) {
+    auto row = [&](float(Vec3Lanes::*x)[kLaneCount]) {
+      if constexpr (B == 1) {
+        return T{wide::load8(((m[0]->*f).*c).*x)};
+      } else {
+        return T{wide::load8(((m[0]->*f).*c).*x), wide::load8(((m[1]->*f).*c).*x)};
+      }
+    };
+    return V3T<T>{row(&Vec3Lanes::x), row(&Vec3Lanes::y), row(&Vec3Lanes::z)};
+  };
+  return {column(&Mat3Lanes::c0), column(&Mat3Lanes::c1), column(&Mat3Lanes::c2)};
+}
+template <int B, class S>
+LOCKSTEP_LANES_INLINE void st(S* const (&s)[B], float (S::*f)[kLaneCount], typename Pack<B>::W v) {
+  if constexpr (B == 1) {
+    wide::store(s[0]->*f, v);
+  } else {
+    wide::store(s[0]->*f, v.lo);
+    wide::store(s[1]->*f, v.hi);
+  }
+}
+
 // The two bodies of each lane.
+template <class T>
 struct BodyLanes {
-  V3 va, wa, vb, wb;  // m/s, rad/s
+  V3T<T> va, wa, vb, wb;  // m/s, rad/s
 };
 
 // Four slots' vectors (16 bytes each, pads included) transposed into x, y, z lanes.
-inline void gather4(const SolverVelocity* v, const uint32_t* slot, bool angular, wide::W4* x,
-                    wide::W4* y, wide::W4* z) {
+LOCKSTEP_LANES_INLINE void gather4(const SolverVelocity* v, const uint32_t* slot, bool angular,
+                                   wide::W4* x, wide::W4* y, wide::W4* z) {
   auto at = [&](int i) { return angular ? &v[slot[i]].angular.x : &v[slot[i]].linear.x; };
   wide::W4 r0 = wide::load(at(0)), r1 = wide::load(at(1)), r2 = wide::load(at(2));
   wide::W4 r3 = wide::load(at(3));
@@ -79,7 +167,8 @@ inline void gather4(const SolverVelocity* v, const uint32_t* slot, bool angular,
   *z = r2;
 }
 
-inline void gather_body(const SolverVelocity* v, const uint32_t* slot, V3* linear, V3* angular) {
+LOCKSTEP_LANES_INLINE void gather_body(const SolverVelocity* v, const uint32_t* slot, V3* linear,
+                                       V3* angular) {
   wide::W4 x[2], y[2], z[2];
   for (int half = 0; half < 2; ++half)
     gather4(v, slot + 4 * half, false, &x[half], &y[half], &z[half]);
@@ -89,14 +178,31 @@ inline void gather_body(const SolverVelocity* v, const uint32_t* slot, V3* linea
   *angular = {wide::combine(x[0], x[1]), wide::combine(y[0], y[1]), wide::combine(z[0], z[1])};
 }
 
-inline void gather_pair(const ManifoldLanes& m, const SolverVelocity* v, BodyLanes* b) {
-  gather_body(v, m.slot_a, &b->va, &b->wa);
-  gather_body(v, m.slot_b, &b->vb, &b->wb);
+template <int B>
+LOCKSTEP_LANES_INLINE void gather_pair(const ManifoldLanes* const (&m)[B], const SolverVelocity* v,
+                                       BodyLanes<typename Pack<B>::W>* b) {
+  if constexpr (B == 1) {
+    gather_body(v, m[0]->slot_a, &b->va, &b->wa);
+    gather_body(v, m[0]->slot_b, &b->vb, &b->wb);
+  } else {
+    BodyLanes<W> half[2];
+    for (int i = 0; i < 2; ++i) {
+      gather_body(v, m[i]->slot_a, &half[i].va, &half[i].wa);
+      gather_body(v, m[i]->slot_b, &half[i].vb, &half[i].wb);
+    }
+    auto join = [&](V3 BodyLanes<W>::*f) {
+      const V3 &lo = half[0].*f, &hi = half[1].*f;
+      return V3T<wide::W16>{{lo.x, hi.x}, {lo.y, hi.y}, {lo.z, hi.z}};
+    };
+    *b = {join(&BodyLanes<W>::va), join(&BodyLanes<W>::wa), join(&BodyLanes<W>::vb),
+          join(&BodyLanes<W>::wb)};
+  }
 }
 
 // Writes the lanes of `lanes` whose body is dynamic (the others never change; the pads stay 0).
-inline void scatter_body(SolverVelocity* v, const uint32_t* slot, const float* inv_mass, int lanes,
-                         const V3& linear, const V3& angular) {
+LOCKSTEP_LANES_INLINE void scatter_body(SolverVelocity* v, const uint32_t* slot,
+                                        const float* inv_mass, int lanes, const V3& linear,
+                                        const V3& angular) {
   for (int half = 0; half < 2; ++half) {
     const int bits = (lanes >> (4 * half)) & 0xf;
     if (bits == 0) continue;
@@ -115,57 +221,89 @@ inline void scatter_body(SolverVelocity* v, const uint32_t* slot, const float* i
   }
 }
 
-inline void scatter_pair(const ManifoldLanes& m, const BodyLanes& b, int lanes, SolverVelocity* v) {
-  scatter_body(v, m.slot_a, m.inv_mass_a, lanes, b.va, b.wa);
-  scatter_body(v, m.slot_b, m.inv_mass_b, lanes, b.vb, b.wb);
+template <int B>
+LOCKSTEP_LANES_INLINE void scatter_pair(const ManifoldLanes* const (&m)[B],
+                                        const BodyLanes<typename Pack<B>::W>& b, int lanes,
+                                        SolverVelocity* v) {
+  if constexpr (B == 1) {
+    scatter_body(v, m[0]->slot_a, m[0]->inv_mass_a, lanes, b.va, b.wa);
+    scatter_body(v, m[0]->slot_b, m[0]->inv_mass_b, lanes, b.vb, b.wb);
+  } else {
+    for (int i = 0; i < 2; ++i) {
+      auto part = [i](const V3T<wide::W16>& x) {
+        return i == 0 ? V3{x.x.lo, x.y.lo, x.z.lo} : V3{x.x.hi, x.y.hi, x.z.hi};
+      };
+      const int bits = (lanes >> (8 * i)) & 0xff;
+      scatter_body(v, m[i]->slot_a, m[i]->inv_mass_a, bits, part(b.va), part(b.wa));
+      scatter_body(v, m[i]->slot_b, m[i]->inv_mass_b, bits, part(b.vb), part(b.wb));
+    }
+  }
 }
 
 // v_rel = (vA + ωA×rA) − (vB + ωB×rB) at a point.
-inline V3 relative_velocity(const BodyLanes& b, const V3& ra, const V3& rb) {
+template <class T>
+LOCKSTEP_LANES_INLINE V3T<T> relative_velocity(const BodyLanes<T>& b, const V3T<T>& ra,
+                                               const V3T<T>& rb) {
   return (b.va + cross(b.wa, ra)) - (b.vb + cross(b.wb, rb));
 }
 
 // d·v_rel with d·(ω×r) = ω·(r×d) for a row whose r×d is stored (the centroid row).
-inline W row_velocity(const BodyLanes& b, const V3& d, const Vec3Lanes& rd_a,
-                      const Vec3Lanes& rd_b) {
-  return (dot(d, b.va - b.vb) + dot(load3(rd_a), b.wa)) - dot(load3(rd_b), b.wb);
+template <class T>
+LOCKSTEP_LANES_INLINE T row_velocity(const BodyLanes<T>& b, const V3T<T>& d, const V3T<T>& rd_a,
+                                     const V3T<T>& rd_b) {
+  return (dot(d, b.va - b.vb) + dot(rd_a, b.wa)) - dot(rd_b, b.wb);
 }
 
 // λ along n: A gets (mA⁻¹λ)·n and λ·IA⁻¹(rA×n), B the opposite.
-inline void apply_normal(BodyLanes* b, W lambda, W inv_mass_a, W inv_mass_b, const V3& n,
-                         const Vec3Lanes& i_a, const Vec3Lanes& i_b) {
+template <class T>
+LOCKSTEP_LANES_INLINE void apply_normal(BodyLanes<T>* b, T lambda, T inv_mass_a, T inv_mass_b,
+                                        const V3T<T>& n, const V3T<T>& i_a, const V3T<T>& i_b) {
   b->va = b->va + (lambda * inv_mass_a) * n;
-  b->wa = b->wa + lambda * load3(i_a);
+  b->wa = b->wa + lambda * i_a;
   b->vb = b->vb - (lambda * inv_mass_b) * n;
-  b->wb = b->wb - lambda * load3(i_b);
+  b->wb = b->wb - lambda * i_b;
 }
 
 // The tangent impulse P = j1·t1 + j2·t2: A gets mA⁻¹P and IA⁻¹(rA×P), B the opposite.
-inline void apply_tangent(BodyLanes* b, const ManifoldLanes& m, W j1, W j2, W inv_mass_a,
-                          W inv_mass_b, const V3& t1, const V3& t2, const V3& ra, const V3& rb) {
-  const V3 impulse = j1 * t1 + j2 * t2;
+template <int B, class T = typename Pack<B>::W>
+LOCKSTEP_LANES_INLINE void apply_tangent(BodyLanes<T>* b, const ManifoldLanes* const (&m)[B], T j1,
+                                         T j2, T inv_mass_a, T inv_mass_b, const V3T<T>& t1,
+                                         const V3T<T>& t2, const V3T<T>& ra, const V3T<T>& rb) {
+  const V3T<T> impulse = j1 * t1 + j2 * t2;
   b->va = b->va + inv_mass_a * impulse;
-  b->wa = b->wa + mul(m.inv_inertia_a, cross(ra, impulse));
+  b->wa = b->wa + mul(ld_mat(m, &ManifoldLanes::inv_inertia_a), cross(ra, impulse));
   b->vb = b->vb - inv_mass_b * impulse;
-  b->wb = b->wb - mul(m.inv_inertia_b, cross(rb, impulse));
+  b->wb = b->wb - mul(ld_mat(m, &ManifoldLanes::inv_inertia_b), cross(rb, impulse));
 }
 
-void warm_start_batch(const ManifoldLanes& m, const PointLanes* points, int lane_bits,
-                      SolverVelocity* v) {
-  BodyLanes b;
+// Batch b's point row k, for each of the B batches.
+template <int B, class P>
+LOCKSTEP_LANES_INLINE void rows_at(P* const (&first)[B], uint32_t k, P* (&out)[B]) {
+  for (int i = 0; i < B; ++i)
+    out[i] = first[i] + k;
+}
+
+template <int B>
+void warm_start_batch(const ManifoldLanes* const (&m)[B], const PointLanes* const (&points)[B],
+                      int lane_bits, SolverVelocity* v) {
+  using T = typename Pack<B>::W;
+  using Mask = typename Pack<B>::M;
+  BodyLanes<T> b;
   gather_pair(m, v, &b);
-  const M lanes = wide::lane_mask8(lane_bits);
-  const W zero = wide::splat8(0.0f);
-  const W ima = wide::load8(m.inv_mass_a), imb = wide::load8(m.inv_mass_b);
-  const V3 n = load3(m.normal), t1 = load3(m.tangent1), t2 = load3(m.tangent2);
-  for (uint32_t k = 0; k < m.point_rows; ++k) {
-    const PointLanes& p = points[k];
-    const M active = lanes & (wide::load8(p.normal_mass) != zero);
-    apply_normal(&b, wide::select(active, wide::load8(p.normal_impulse), zero), ima, imb, n, p.in_a,
-                 p.in_b);
-    apply_tangent(&b, m, wide::select(active, wide::load8(p.tangent_impulse_x), zero),
-                  wide::select(active, wide::load8(p.tangent_impulse_y), zero), ima, imb, t1, t2,
-                  load3(p.anchor_a), load3(p.anchor_b));
+  const Mask lanes = Pack<B>::mask(lane_bits);
+  const T zero = Pack<B>::splat(0.0f);
+  const T ima = ld(m, &ManifoldLanes::inv_mass_a), imb = ld(m, &ManifoldLanes::inv_mass_b);
+  const V3T<T> n = ld3(m, &ManifoldLanes::normal), t1 = ld3(m, &ManifoldLanes::tangent1);
+  const V3T<T> t2 = ld3(m, &ManifoldLanes::tangent2);
+  for (uint32_t k = 0; k < m[0]->point_rows; ++k) {
+    const PointLanes* p[B];
+    rows_at(points, k, p);
+    const Mask active = lanes & (ld(p, &PointLanes::normal_mass) != zero);
+    apply_normal(&b, wide::select(active, ld(p, &PointLanes::normal_impulse), zero), ima, imb, n,
+                 ld3(p, &PointLanes::in_a), ld3(p, &PointLanes::in_b));
+    apply_tangent(&b, m, wide::select(active, ld(p, &PointLanes::tangent_impulse_x), zero),
+                  wide::select(active, ld(p, &PointLanes::tangent_impulse_y), zero), ima, imb, t1,
+                  t2, ld3(p, &PointLanes::anchor_a), ld3(p, &PointLanes::anchor_b));
   }
   scatter_pair(m, b, lane_bits, v);
 }
@@ -174,17 +312,18 @@ void warm_start_batch(const ManifoldLanes& m, const PointLanes* points, int lane
 // disk) and `rest` (undecided: near the circle, or inputs the pre-test does not take). Per lane,
 // exactly what solve_friction_block_fast does: `rest` lanes with valid inputs take the exact disk
 // test (inside: J0), the others solve_friction_block_prepared; then every lane outside the disk
-// is solved on the circle at once, eight lanes in one solve_boundary_wide call (the same bits per
+// is solved on the circle at once, all lanes in one solve_boundary_lanes call (the same bits per
 // lane as solve_boundary; the Newton loop is latency-bound, so one lane alone costs about as much
 // as eight, and packing lanes into fewer calls measured slower than solving them in place).
-void solve_friction_off_interior(int circle, int rest, int valid, W ka, W kb, W kc, W det, W vf1,
-                                 W vf2, W radius, W j01, W j02, const EigenLanes& eigen, W* j1,
-                                 W* j2, SolverCounters* counters) {
+template <int B, class T = typename Pack<B>::W>
+void solve_friction_off_interior(int circle, int rest, int valid, T ka, T kb, T kc, T det, T vf1,
+                                 T vf2, T radius, T j01, T j02, const EigenLanes* const (&eigen)[B],
+                                 T* j1, T* j2, SolverCounters* counters) {
+  constexpr int kCount = static_cast<int>(kLaneCount) * B;
   int boundary = circle;
   if (rest != 0) {
-    alignas(16) float a[kLaneCount], b[kLaneCount], c[kLaneCount], d[kLaneCount], v1[kLaneCount],
-        v2[kLaneCount], r[kLaneCount], x0[kLaneCount], y0[kLaneCount], o1[kLaneCount],
-        o2[kLaneCount];
+    alignas(16) float a[kCount], b[kCount], c[kCount], d[kCount], v1[kCount], v2[kCount], r[kCount],
+        x0[kCount], y0[kCount], o1[kCount], o2[kCount];
     for (auto [to, from] : {std::pair{a, ka},
                             {b, kb},
                             {c, kc},
@@ -198,7 +337,7 @@ void solve_friction_off_interior(int circle, int rest, int valid, W ka, W kb, W 
                             {o2, *j2}}) {
       wide::store(to, from);
     }
-    for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
+    for (int lane = 0; lane < kCount; ++lane) {
       if ((rest & (1 << lane)) == 0) continue;
       if ((valid & (1 << lane)) != 0) {
         const Vec2 j0{x0[lane], y0[lane]};
@@ -221,149 +360,200 @@ void solve_friction_off_interior(int circle, int rest, int valid, W ka, W kb, W 
       o1[lane] = result.impulse.x;
       o2[lane] = result.impulse.y;
     }
-    *j1 = wide::load8(o1);
-    *j2 = wide::load8(o2);
+    *j1 = wide::Lanes<T>::load(o1);
+    *j2 = wide::Lanes<T>::load(o2);
   }
   if (boundary == 0) return;
-  const FrictionEigenWide<W> e{wide::load8(eigen.s), wide::load8(eigen.k1), wide::load8(eigen.k2),
-                               wide::load8(eigen.e1x), wide::load8(eigen.e1y)};
-  W jx, jy;
-  const M solved = solve_boundary_lanes(e, vf1, vf2, radius, wide::lane_mask8(boundary), &jx, &jy);
+  const FrictionEigenWide<T> e{ld(eigen, &EigenLanes::s), ld(eigen, &EigenLanes::k1),
+                               ld(eigen, &EigenLanes::k2), ld(eigen, &EigenLanes::e1x),
+                               ld(eigen, &EigenLanes::e1y)};
+  T jx, jy;
+  const auto solved =
+      solve_boundary_lanes(e, vf1, vf2, radius, wide::Lanes<T>::mask(boundary), &jx, &jy);
   *j1 = wide::select(solved, jx, *j1);
   *j2 = wide::select(solved, jy, *j2);
   counters->skipped_friction_rows +=
       static_cast<uint32_t>(std::popcount(static_cast<unsigned>(boundary & ~wide::bits(solved))));
 }
 
-void solve_batch(const ManifoldLanes& m, PointLanes* points, const EigenLanes* eigens,
-                 int lane_bits, bool use_bias, SolverVelocity* v, SolverCounters* counters) {
-  BodyLanes b;
+template <int B>
+void solve_batch(const ManifoldLanes* const (&m)[B], PointLanes* const (&points)[B],
+                 const EigenLanes* const (&eigens)[B], int lane_bits, bool use_bias,
+                 SolverVelocity* v, SolverCounters* counters) {
+  using T = typename Pack<B>::W;
+  using Mask = typename Pack<B>::M;
+  BodyLanes<T> b;
   gather_pair(m, v, &b);
-  const M lanes = wide::lane_mask8(lane_bits);
-  const W zero = wide::splat8(0.0f);
-  const W ima = wide::load8(m.inv_mass_a), imb = wide::load8(m.inv_mass_b);
-  const V3 n = load3(m.normal);
+  const Mask lanes = Pack<B>::mask(lane_bits);
+  const T zero = Pack<B>::splat(0.0f);
+  const T ima = ld(m, &ManifoldLanes::inv_mass_a), imb = ld(m, &ManifoldLanes::inv_mass_b);
+  const V3T<T> n = ld3(m, &ManifoldLanes::normal);
+  const uint32_t point_rows = m[0]->point_rows;  // the same in every batch of a Pack
 
   // Centroid row: total impulse Λ = (target − vn)/K at the centroid, δ = Λ/cnt per point,
   // clamped so that no point's λ_n drops below 0; δ joins each λ_n just before its normal row.
-  const W centroid_mass = wide::load8(m.centroid_mass);
-  const M centroid_row = lanes & (centroid_mass > zero);
-  W centroid_delta = zero;
+  const T centroid_mass = ld(m, &ManifoldLanes::centroid_mass);
+  const Mask centroid_row = lanes & (centroid_mass > zero);
+  T centroid_delta = zero;
   if (wide::any(centroid_row)) {
-    W min_impulse = zero;
-    M first = lanes;
-    for (uint32_t k = 0; k < m.point_rows; ++k) {
-      const PointLanes& p = points[k];
-      const M active = wide::load8(p.normal_mass) != zero;
-      const W impulse = wide::load8(p.normal_impulse);
+    T min_impulse = zero;
+    Mask first = lanes;
+    for (uint32_t k = 0; k < point_rows; ++k) {
+      PointLanes* p[B];
+      rows_at(points, k, p);
+      const Mask active = ld(p, &PointLanes::normal_mass) != zero;
+      const T impulse = ld(p, &PointLanes::normal_impulse);
       min_impulse = wide::select(active & (first | (impulse < min_impulse)), impulse, min_impulse);
       first = wide::and_not(first, active);
     }
-    const W active_count = wide::load8(m.active_count);
-    const W vn = row_velocity(b, n, m.centroid_rn_a, m.centroid_rn_b);
-    const W target = wide::load8(use_bias ? m.centroid_target : m.centroid_relax_target);
-    const W total = -centroid_mass * (vn - target);
-    W delta = total / active_count;
+    const T active_count = ld(m, &ManifoldLanes::active_count);
+    const T vn = row_velocity(b, n, ld3(m, &ManifoldLanes::centroid_rn_a),
+                              ld3(m, &ManifoldLanes::centroid_rn_b));
+    const T target =
+        ld(m, use_bias ? &ManifoldLanes::centroid_target : &ManifoldLanes::centroid_relax_target);
+    const T total = -centroid_mass * (vn - target);
+    T delta = total / active_count;
     delta = wide::select(delta < -min_impulse, -min_impulse, delta);
     centroid_delta = wide::select(centroid_row, delta, zero);
-    apply_normal(&b, centroid_delta * active_count, ima, imb, n, m.centroid_in_a, m.centroid_in_b);
+    apply_normal(&b, centroid_delta * active_count, ima, imb, n,
+                 ld3(m, &ManifoldLanes::centroid_in_a), ld3(m, &ManifoldLanes::centroid_in_b));
   }
 
-  const W friction = wide::load8(m.friction);
-  const V3 t1 = load3(m.tangent1), t2 = load3(m.tangent2);
-  for (uint32_t k = 0; k < m.point_rows; ++k) {
-    PointLanes& p = points[k];
-    const W normal_mass = wide::load8(p.normal_mass);
-    const M active = lanes & (normal_mass != zero);
+  const T friction = ld(m, &ManifoldLanes::friction);
+  const V3T<T> t1 = ld3(m, &ManifoldLanes::tangent1), t2 = ld3(m, &ManifoldLanes::tangent2);
+  for (uint32_t k = 0; k < point_rows; ++k) {
+    PointLanes* p[B];
+    rows_at(points, k, p);
+    const T normal_mass = ld(p, &PointLanes::normal_mass);
+    const Mask active = lanes & (normal_mass != zero);
     if (!wide::any(active)) continue;
-    const V3 ra = load3(p.anchor_a), rb = load3(p.anchor_b);
-    W impulse = wide::load8(p.normal_impulse);
+    const V3T<T> ra = ld3(p, &PointLanes::anchor_a), rb = ld3(p, &PointLanes::anchor_b);
+    T impulse = ld(p, &PointLanes::normal_impulse);
     impulse = wide::select(active & centroid_row, impulse + centroid_delta, impulse);
 
     // Normal row: λ = (target − vn)/K, accumulated λ_n ≥ 0.
     {
-      const W vn = dot(n, relative_velocity(b, ra, rb));
-      const W target = wide::load8(use_bias ? p.target_velocity : p.relax_target_velocity);
-      const W lambda = -normal_mass * (vn - target);
-      W total = impulse + lambda;
+      const T vn = dot(n, relative_velocity(b, ra, rb));
+      const T target =
+          ld(p, use_bias ? &PointLanes::target_velocity : &PointLanes::relax_target_velocity);
+      const T lambda = -normal_mass * (vn - target);
+      T total = impulse + lambda;
       total = wide::select(total < zero, zero, total);
       // Inactive lanes: K⁻¹ = 0 makes λ = ±0 and `applied` +0, which changes no velocity (the
       // passes never hold −0); lanes outside `lanes` only touch registers never scattered.
-      const W applied = total - impulse;
+      const T applied = total - impulse;
       impulse = wide::select(active, total, impulse);
-      wide::store(p.normal_impulse, impulse);
-      apply_normal(&b, applied, ima, imb, n, p.in_a, p.in_b);
+      st(p, &PointLanes::normal_impulse, impulse);
+      apply_normal(&b, applied, ima, imb, n, ld3(p, &PointLanes::in_a), ld3(p, &PointLanes::in_b));
     }
 
     // Friction block with radius μ·λ_n.
-    const W j1_old = wide::load8(p.tangent_impulse_x), j2_old = wide::load8(p.tangent_impulse_y);
-    const W radius = friction * impulse;
-    const W det = wide::load8(p.tangent_det);
+    const T j1_old = ld(p, &PointLanes::tangent_impulse_x);
+    const T j2_old = ld(p, &PointLanes::tangent_impulse_y);
+    const T radius = friction * impulse;
+    const T det = ld(p, &PointLanes::tangent_det);
     // Radius 0 and no impulse yet: J = 0 again, nothing to apply.
-    const M idle = (radius == zero) & (j1_old == zero) & (j2_old == zero) & (det > zero);
-    const M work = wide::and_not(active, idle);
+    const Mask idle = (radius == zero) & (j1_old == zero) & (j2_old == zero) & (det > zero);
+    const Mask work = wide::and_not(active, idle);
     if (!wide::any(work)) continue;
-    const W ka = wide::load8(p.tangent_a), kb = wide::load8(p.tangent_b);
-    const W kc = wide::load8(p.tangent_c);
-    const V3 v_rel = relative_velocity(b, ra, rb);
+    const T ka = ld(p, &PointLanes::tangent_a), kb = ld(p, &PointLanes::tangent_b);
+    const T kc = ld(p, &PointLanes::tangent_c);
+    const V3T<T> v_rel = relative_velocity(b, ra, rb);
     // v_free = v_t − K·J_old (friction_free_velocity).
-    const W vf1 = dot(t1, v_rel) - (ka * j1_old + kb * j2_old);
-    const W vf2 = dot(t2, v_rel) - (kb * j1_old + kc * j2_old);
+    const T vf1 = dot(t1, v_rel) - (ka * j1_old + kb * j2_old);
+    const T vf2 = dot(t2, v_rel) - (kb * j1_old + kc * j2_old);
     // The interior answer and the float pre-test of solve_friction_block_fast, per lane.
-    const W max = wide::splat8(FLT_MAX), min_max = wide::splat8(-FLT_MAX);
-    const M valid = (det > zero) & (radius > zero) & (radius <= max) & (vf1 >= min_max) &
-                    (vf1 <= max) & (vf2 >= min_max) & (vf2 <= max);
-    const W j01 = (kb * vf2 - kc * vf1) / det;
-    const W j02 = (kb * vf1 - ka * vf2) / det;
-    const W len2 = j01 * j01 + j02 * j02;
-    const W r2 = radius * radius;
-    const M inside = work & valid & (r2 >= wide::splat8(FLT_MIN)) & (r2 <= max) & (len2 <= max) &
-                     (len2 <= wide::splat8(friction_block_detail::kInsideBand) * r2);
-    const M outside = valid & (r2 >= wide::splat8(FLT_MIN)) & (r2 <= max) & (len2 <= max) &
-                      (len2 >= wide::splat8(friction_block_detail::kOutsideBand) * r2);
-    W j1 = wide::select(inside, j01, j1_old), j2 = wide::select(inside, j02, j2_old);
+    const T max = Pack<B>::splat(FLT_MAX), min_max = Pack<B>::splat(-FLT_MAX);
+    const Mask valid = (det > zero) & (radius > zero) & (radius <= max) & (vf1 >= min_max) &
+                       (vf1 <= max) & (vf2 >= min_max) & (vf2 <= max);
+    const T j01 = (kb * vf2 - kc * vf1) / det;
+    const T j02 = (kb * vf1 - ka * vf2) / det;
+    const T len2 = j01 * j01 + j02 * j02;
+    const T r2 = radius * radius;
+    const Mask in_range = valid & (r2 >= Pack<B>::splat(FLT_MIN)) & (r2 <= max) & (len2 <= max);
+    const Mask inside =
+        work & in_range & (len2 <= Pack<B>::splat(friction_block_detail::kInsideBand) * r2);
+    const Mask outside =
+        in_range & (len2 >= Pack<B>::splat(friction_block_detail::kOutsideBand) * r2);
+    T j1 = wide::select(inside, j01, j1_old), j2 = wide::select(inside, j02, j2_old);
     const int circle = wide::bits(work & outside);
     const int rest = wide::bits(wide::and_not(work, inside | outside));
     if ((circle | rest) != 0) {
-      solve_friction_off_interior(circle, rest, wide::bits(valid), ka, kb, kc, det, vf1, vf2,
-                                  radius, j01, j02, eigens[k], &j1, &j2, counters);
+      const EigenLanes* e[B];
+      rows_at(eigens, k, e);
+      solve_friction_off_interior<B>(circle, rest, wide::bits(valid), ka, kb, kc, det, vf1, vf2,
+                                     radius, j01, j02, e, &j1, &j2, counters);
     }
     // Lanes without work kept J_old exactly: dj = +0 there, which changes no velocity.
-    const W dj1 = j1 - j1_old, dj2 = j2 - j2_old;
-    wide::store(p.tangent_impulse_x, j1);
-    wide::store(p.tangent_impulse_y, j2);
+    const T dj1 = j1 - j1_old, dj2 = j2 - j2_old;
+    st(p, &PointLanes::tangent_impulse_x, j1);
+    st(p, &PointLanes::tangent_impulse_y, j2);
     apply_tangent(&b, m, dj1, dj2, ima, imb, t1, t2, ra, rb);
   }
   scatter_pair(m, b, lane_bits, v);
 }
 
-void warm_start_all(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
+// Calls solve(B batches, their lane bits) over every batch in order: two at once where a batch
+// and the next are of one colour with as many point rows (ManifoldLanes::pairs_with_next) and
+// `Pair` is true, else one; the overflow's lanes one by one.
+template <bool Pair, class F1, class F2>
+void for_each_batch(const ContactLanes& lanes, F1 one, F2 two) {
   for (uint32_t i = 0; i < lanes.batch_count; ++i) {
     const ManifoldLanes& m = lanes.batches[i];
-    const PointLanes* p = &lanes.point_lanes[m.first_point_lanes];
-    if (m.sequential == 0) {
-      warm_start_batch(m, p, static_cast<int>(m.lanes), velocities.data());
+    if (m.sequential != 0) {
+      for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
+        if ((m.lanes & (1u << lane)) != 0) one(i, 1 << lane);
+      }
       continue;
     }
-    for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
-      if ((m.lanes & (1u << lane)) != 0) warm_start_batch(m, p, 1 << lane, velocities.data());
+    if (Pair && m.pairs_with_next != 0) {
+      two(i, static_cast<int>(m.lanes | (lanes.batches[i + 1].lanes << kLaneCount)));
+      ++i;
+      continue;
     }
+    one(i, static_cast<int>(m.lanes));
   }
 }
 
+template <bool Pair>
+void warm_start_all(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
+  const ManifoldLanes* const batches = lanes.batches.data();
+  const PointLanes* const rows = lanes.point_lanes.data();
+  for_each_batch<Pair>(
+      lanes,
+      [&](uint32_t i, int bits) {
+        const ManifoldLanes* m[1] = {&batches[i]};
+        const PointLanes* p[1] = {&rows[batches[i].first_point_lanes]};
+        warm_start_batch<1>(m, p, bits, velocities.data());
+      },
+      [&](uint32_t i, int bits) {
+        const ManifoldLanes* m[2] = {&batches[i], &batches[i + 1]};
+        const PointLanes* p[2] = {&rows[batches[i].first_point_lanes],
+                                  &rows[batches[i + 1].first_point_lanes]};
+        warm_start_batch<2>(m, p, bits, velocities.data());
+      });
+}
+
+template <bool Pair>
 void solve_all(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
                SolverCounters* counters) {
-  for (uint32_t i = 0; i < lanes->batch_count; ++i) {
-    const ManifoldLanes& m = lanes->batches[i];
-    PointLanes* p = &lanes->point_lanes[m.first_point_lanes];
-    const EigenLanes* e = &lanes->eigens[m.first_point_lanes];
-    if (m.sequential == 0) {
-      solve_batch(m, p, e, static_cast<int>(m.lanes), use_bias, velocities.data(), counters);
-      continue;
-    }
-    for (int lane = 0; lane < static_cast<int>(kLaneCount); ++lane) {
-      if ((m.lanes & (1u << lane)) == 0) continue;
-      solve_batch(m, p, e, 1 << lane, use_bias, velocities.data(), counters);
-    }
-  }
+  const ManifoldLanes* const batches = lanes->batches.data();
+  PointLanes* const rows = lanes->point_lanes.data();
+  const EigenLanes* const eigens = lanes->eigens.data();
+  for_each_batch<Pair>(
+      *lanes,
+      [&](uint32_t i, int bits) {
+        const uint32_t first = batches[i].first_point_lanes;
+        const ManifoldLanes* m[1] = {&batches[i]};
+        PointLanes* p[1] = {&rows[first]};
+        const EigenLanes* e[1] = {&eigens[first]};
+        solve_batch<1>(m, p, e, bits, use_bias, velocities.data(), counters);
+      },
+      [&](uint32_t i, int bits) {
+        const uint32_t f0 = batches[i].first_point_lanes, f1 = batches[i + 1].first_point_lanes;
+        const ManifoldLanes* m[2] = {&batches[i], &batches[i + 1]};
+        PointLanes* p[2] = {&rows[f0], &rows[f1]};
+        const EigenLanes* e[2] = {&eigens[f0], &eigens[f1]};
+        solve_batch<2>(m, p, e, bits, use_bias, velocities.data(), counters);
+      });
 }

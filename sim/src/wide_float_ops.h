@@ -517,6 +517,89 @@ inline W8 with_lane(W8 a, int i, float value) {
                : combine(lo(a), with_lane(hi(a), i - 4, value));
 }
 
+/// Sixteen lanes as two W8: two batches of the contact solver side by side (contact_lanes.h),
+/// two dependency chains in flight where one batch's rows would wait on their own latency. The
+/// same IEEE operation per lane as W8.
+struct W16 {
+  W8 lo, hi;
+};
+struct M16 {
+  M8 lo, hi;
+};
+inline W16 load16(const float* p) {
+  return {load8(p), load8(p + 8)};
+}
+inline void store(float* p, W16 a) {
+  store(p, a.lo);
+  store(p + 8, a.hi);
+}
+inline W16 splat16(float s) {
+  return {splat8(s), splat8(s)};
+}
+inline W16 operator+(W16 a, W16 b) {
+  return {a.lo + b.lo, a.hi + b.hi};
+}
+inline W16 operator-(W16 a, W16 b) {
+  return {a.lo - b.lo, a.hi - b.hi};
+}
+inline W16 operator*(W16 a, W16 b) {
+  return {a.lo * b.lo, a.hi * b.hi};
+}
+inline W16 operator/(W16 a, W16 b) {
+  return {a.lo / b.lo, a.hi / b.hi};
+}
+inline W16 operator-(W16 a) {
+  return {-a.lo, -a.hi};
+}
+inline M16 operator<(W16 a, W16 b) {
+  return {a.lo < b.lo, a.hi < b.hi};
+}
+inline M16 operator<=(W16 a, W16 b) {
+  return {a.lo <= b.lo, a.hi <= b.hi};
+}
+inline M16 operator>(W16 a, W16 b) {
+  return {a.lo > b.lo, a.hi > b.hi};
+}
+inline M16 operator>=(W16 a, W16 b) {
+  return {a.lo >= b.lo, a.hi >= b.hi};
+}
+inline M16 operator==(W16 a, W16 b) {
+  return {a.lo == b.lo, a.hi == b.hi};
+}
+inline M16 operator!=(W16 a, W16 b) {
+  return {a.lo != b.lo, a.hi != b.hi};
+}
+inline M16 operator&(M16 a, M16 b) {
+  return {a.lo & b.lo, a.hi & b.hi};
+}
+inline M16 operator|(M16 a, M16 b) {
+  return {a.lo | b.lo, a.hi | b.hi};
+}
+inline M16 and_not(M16 a, M16 b) {
+  return {and_not(a.lo, b.lo), and_not(a.hi, b.hi)};
+}
+inline M16 operator~(M16 a) {
+  return {~a.lo, ~a.hi};
+}
+inline W16 select(M16 m, W16 a, W16 b) {
+  return {select(m.lo, a.lo, b.lo), select(m.hi, a.hi, b.hi)};
+}
+inline int bits(M16 m) {  // bit i set when lane i is true (lanes 0–7 in lo)
+  return bits(m.lo) | (bits(m.hi) << 8);
+}
+inline bool any(M16 m) {
+  return any(m.lo | m.hi);
+}
+inline M16 lane_mask16(int bits16) {
+  return {lane_mask8(bits16 & 0xff), lane_mask8((bits16 >> 8) & 0xff)};
+}
+inline W16 sqrt(W16 a) {
+  return {sqrt(a.lo), sqrt(a.hi)};
+}
+inline W16 abs_as_scalar(W16 x) {
+  return {abs_as_scalar(x.lo), abs_as_scalar(x.hi)};
+}
+
 /// What code written once for both widths needs (friction_block_wide.cpp): the mask type, the
 /// lane count, and the width's splat, load and lane mask.
 template <class W>
@@ -542,4 +625,12 @@ struct Lanes<W8> {
   static W8 splat(float s) { return splat8(s); }
   static W8 load(const float* p) { return load8(p); }
   static M8 mask(int lane_bits) { return lane_mask8(lane_bits); }
+};
+template <>
+struct Lanes<W16> {
+  using Mask = M16;
+  static constexpr int kCount = 16;
+  static W16 splat(float s) { return splat16(s); }
+  static W16 load(const float* p) { return load16(p); }
+  static M16 mask(int lane_bits) { return lane_mask16(lane_bits); }
 };
