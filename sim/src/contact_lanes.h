@@ -10,6 +10,9 @@
 // platform carrying a crowd) goes to the overflow batches, whose lanes are solved one after
 // another.
 // Every pass solves the colours in order 0, 1, … 63, then the overflow (in key order).
+// Consecutive batches of one colour and point count are marked `pairs_with_next`: the AVX kernel
+// solves such a pair at once (sixteen lanes, two dependency chains), which is the same
+// computation for the same reason.
 //
 // Lanes. Each batch holds its manifolds' data transposed, one float per lane (ManifoldLanes and,
 // per point index, PointLanes), and the iterations do on each lane the float operations of

@@ -1,5 +1,5 @@
-// friction_block_detail::solve_boundary for four or eight points at once: the template
-// solve_boundary_lanes<W> (W = wide::W4 or wide::W8). No include guard: the body of an anonymous
+// friction_block_detail::solve_boundary for four, eight or sixteen points at once: the template
+// solve_boundary_lanes<W> (W = wide::W4, W8 or W16). No include guard: the body of an anonymous
 // namespace, included by friction_block_wide.cpp (the W4 and W8 functions of
 // friction_block_wide.h), contact_lanes.cpp (the passes) and, on x86, contact_lanes_avx.cpp with
 // `wide` = wide_avx under a target("avx") pragma. The includer provides <cfloat>,
@@ -27,7 +27,8 @@ constexpr int kMaxIterations = 20;
 constexpr float kCircleTolerance2 = 9.53674316e-7f;     // 2^-20
 constexpr float kInsideMargin = 1.0f - 9.53674316e-7f;  // 1 − 2^-20
 
-// One body for both widths: W is wide::W4 or wide::W8 (two W4: two dependency chains in flight).
+// One body for every width: W is wide::W4, W8 (two W4: two dependency chains in flight) or W16
+// (the AVX kernel's two batches side by side).
 template <class W>
 typename wide::Lanes<W>::Mask solve_boundary_lanes(const FrictionEigenWide<W>& eig, W vx, W vy,
                                                    W radius, typename wide::Lanes<W>::Mask lanes,
