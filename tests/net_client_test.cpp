@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -334,10 +335,19 @@ TEST(NetClient, InducedDesyncIsDetectedAtItsTickReportedAndHealedByResync) {
   ASSERT_FALSE(victim.client.owned_bodies().empty());
   victim.client.debug_perturb_next_tick(victim.client.owned_bodies().front(), {0.5f, 0, 0});
 
+  // Until 60 ticks after the resync snapshot (which the server sends at its current tick: on a
+  // loaded machine that is a few ticks after the desync) and the witness has them too.
+  auto resync_tick = [&]() -> uint64_t {
+    for (const auto& s : victim.snapshots) {
+      if (s.resync) return s.tick;
+    }
+    return UINT64_MAX - 60;
+  };
   ASSERT_TRUE(pump_until({&victim, &witness},
                          [&] {
                            return !victim.desyncs.empty() && victim.client.stats().resyncs >= 1 &&
                                   victim.last_tick() >= perturbed_tick + 60 &&
+                                  victim.last_tick() >= resync_tick() + 60 &&
                                   witness.last_tick() >= victim.last_tick();
                          }))
       << describe(victim) << "\n"
