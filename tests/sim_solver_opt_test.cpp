@@ -73,9 +73,12 @@ TEST(SimSolverOpt, InsideDiskPretestAgreesWithTheExactTest) {
   int decided_by_pretest = 0;
   for (int i = 0; i < 200000; ++i) {
     const float radius = std::fabs(rng.magnitude(-70, 70));
-    // |J| near the circle and near both edges of the 1 % band, and far from it.
-    const double scales[] = {1.0, 0.99, 0.995, 1.005, 1.01, 0.98, 1.02, 1e-3, 1e3};
-    const double scale = scales[rng.next() % 9] * (1.0 + 1e-6 * (rng.uniform() - 0.5));
+    // |J| on the circle, at both edges of the pre-test's bands (|J|/R = sqrt(1 − 2^-21) and
+    // sqrt(1 + 2^-20), where a few ulps of rounding decide), at 1 ± 1 %, and far from it; each
+    // moved by up to ±2 ulps of 1.
+    const double scales[] = {1.0,  1.0 - 2.4e-7, 1.0 + 4.8e-7, 1.0 - 1.2e-7, 1.0 + 2.4e-7,
+                             0.99, 1.01,         1e-3,         1e3};
+    const double scale = scales[rng.next() % 9] * (1.0 + 2.4e-7 * (rng.uniform() - 0.5));
     const double ux = rng.uniform() - 0.5, uy = rng.uniform() - 0.5;
     const double inv = 1.0 / std::sqrt(ux * ux + uy * uy);
     const Vec2 j{static_cast<float>(ux * inv * scale * radius),
@@ -84,7 +87,11 @@ TEST(SimSolverOpt, InsideDiskPretestAgreesWithTheExactTest) {
     ASSERT_EQ(detail::inside_disk(j, radius), expected) << j.x << " " << j.y << " " << radius;
     ASSERT_EQ(detail::inside_disk_exact(j, radius), expected);
     const float len2 = j.x * j.x + j.y * j.y;
-    if (len2 <= 0.99f * radius * radius || len2 >= 1.01f * radius * radius) ++decided_by_pretest;
+    const float r2 = radius * radius;
+    if (r2 >= detail::kBandTestMin &&
+        (len2 <= detail::kInsideBand * r2 || len2 >= detail::kOutsideBand * r2)) {
+      ++decided_by_pretest;
+    }
   }
   EXPECT_GT(decided_by_pretest, 50000);  // the pre-test does decide most samples
   // Edge cases: zero, denormal and huge values, non-finite ones.

@@ -470,7 +470,8 @@ void solve_batch(const ManifoldLanes* const (&m)[B], PointLanes* const (&points)
     const T j02 = (kb * vf1 - ka * vf2) / det;
     const T len2 = j01 * j01 + j02 * j02;
     const T r2 = radius * radius;
-    const Mask in_range = valid & (r2 >= Pack<B>::splat(FLT_MIN)) & (r2 <= max) & (len2 <= max);
+    const Mask in_range = valid & (r2 >= Pack<B>::splat(friction_block_detail::kBandTestMin)) &
+                          (r2 <= max) & (len2 <= max);
     const Mask inside =
         work & in_range & (len2 <= Pack<B>::splat(friction_block_detail::kInsideBand) * r2);
     const Mask outside =

@@ -66,11 +66,6 @@ bool inside_disk_exact(Vec2 j, float radius);
 /// The boundary case of solve_friction_block (−K⁻¹v_free outside the disk); K, R, v_free valid.
 FrictionBlockResult solve_boundary(const FrictionEigen& eigen, Vec2 v_free, float radius);
 
-// The float pre-test of inside_disk: |J|² ≤ 0.99·R² (float) proves J inside, ≥ 1.01·R² outside,
-// whenever R² and |J|² are finite normal floats (a few ulps of rounding cannot cross a 1 % band).
-inline constexpr float kInsideBand = 0.99f;
-inline constexpr float kOutsideBand = 1.01f;
-
 // The float proof of inside_disk for a boundary answer aimed 2^-20 inside:
 //   fl(x² + y²) ≤ fl((1 − 2^-21)·fl(R²)).
 // With u = 2^-24, fl(x² + y²) ≥ (x² + y²)(1 − u)² and fl(R²) ≤ R²(1 + u) when nothing under- or
@@ -79,6 +74,16 @@ inline constexpr float kOutsideBand = 1.01f;
 // absolute error of a subnormal square (≤ 2^-150) far below the slack.
 inline constexpr float kAimedBand = 1.0f - 4.76837158e-7f;  // 1 − 2^-21
 inline constexpr float kAimedTestMin = 7.88860905e-31f;     // 2^-100 (R², N²·s²)
+
+// The float pre-test of inside_disk (and of the solver's lanes): |J|² ≤ (1 − 2^-21)·R² (float)
+// proves J inside, as above; |J|² ≥ (1 + 2^-20)·R² proves it outside, since then
+// x² + y² ≥ (1 + 16u)·R²·(1 − u)²/(1 + u)² > R². Both need R² in [2^-100, FLT_MAX] and |J|²
+// finite. Only the rest — J0 within a few ulps of the circle — takes the exact test, so the bands
+// decide which path runs, never the answer. (Until 2026-12 the bands were 0.99 and 1.01: the
+// same answers, but a J0 that had converged onto the circle took the slow exact test.)
+inline constexpr float kInsideBand = kAimedBand;
+inline constexpr float kOutsideBand = 1.0f + 9.53674316e-7f;  // 1 + 2^-20
+inline constexpr float kBandTestMin = kAimedTestMin;
 
 /// True only if J is inside the disk as inside_disk_exact decides; false: undecided.
 inline bool inside_disk_aimed(Vec2 j, float radius) {
@@ -91,7 +96,7 @@ inline bool inside_disk_aimed(Vec2 j, float radius) {
 inline bool inside_disk(Vec2 j, float radius) {
   const float len2 = j.x * j.x + j.y * j.y;  // NaN or overflow fails the range test below
   const float r2 = radius * radius;
-  if (radius > 0 && r2 >= FLT_MIN && r2 <= FLT_MAX && len2 <= FLT_MAX) {
+  if (radius > 0 && r2 >= kBandTestMin && r2 <= FLT_MAX && len2 <= FLT_MAX) {
     if (len2 <= kInsideBand * r2) return true;
     if (len2 >= kOutsideBand * r2) return false;
   }
