@@ -329,6 +329,8 @@ void check_layout(const std::vector<ContactConstraint>& constraints,
 struct SolveResult {
   std::vector<SolverVelocity> velocities;  // every slot and the zero slot
   std::vector<PointLanes> point_lanes;     // the first point_lane_count
+  std::vector<ManifoldLanes> batches;      // the first batch_count, as prepared
+  std::vector<EigenLanes> eigens;          // the first point_lane_count, as prepared
   std::vector<ContactPoint> points;        // after unpack_contact_lanes
   SolverCounters counters;
   uint32_t zero_slot = 0;
@@ -358,6 +360,8 @@ SolveResult solve(const SolverScene& s, Mode mode, uint32_t bias_passes = 8,
   lockstep::sim::build_contact_lanes(s.constraints, s.bodies, body_count, &lanes);
   lockstep::sim::prepare_contact_lanes(s.constraints, s.points, s.bodies, s.settings, &lanes,
                                        &r.counters);
+  r.batches.assign(lanes.batches.begin(), lanes.batches.begin() + lanes.batch_count);
+  r.eigens.assign(lanes.eigens.begin(), lanes.eigens.begin() + lanes.point_lane_count);
   for (uint32_t b = 0; b < lanes.batch_count; ++b) {
     ManifoldLanes& m = lanes.batches[b];
     if (mode == Mode::all_sequential) m.sequential = 1;
@@ -399,6 +403,15 @@ void expect_identical(const SolveResult& x, const SolveResult& y) {
   }
   for (size_t i = 0; i < x.points.size(); ++i) {
     EXPECT_TRUE(same_bytes(&x.points[i], &y.points[i], sizeof(ContactPoint))) << "point " << i;
+  }
+  // What prepare wrote (each kernel prepares with its own instructions).
+  ASSERT_EQ(x.batches.size(), y.batches.size());
+  for (size_t i = 0; i < x.batches.size(); ++i) {
+    EXPECT_TRUE(same_bytes(&x.batches[i], &y.batches[i], sizeof(ManifoldLanes))) << "batch " << i;
+  }
+  ASSERT_EQ(x.eigens.size(), y.eigens.size());
+  for (size_t i = 0; i < x.eigens.size(); ++i) {
+    EXPECT_TRUE(same_bytes(&x.eigens[i], &y.eigens[i], sizeof(EigenLanes))) << "eigens " << i;
   }
   EXPECT_EQ(x.counters.skipped_normal_rows, y.counters.skipped_normal_rows);
   EXPECT_EQ(x.counters.skipped_friction_rows, y.counters.skipped_friction_rows);

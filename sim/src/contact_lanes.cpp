@@ -180,14 +180,6 @@ void clear_point_lane(PointLanes* p, uint32_t lane) {
   p->point[lane] = kNoLane;
 }
 
-// What prepare reads per lane besides the lanes it fills (scalar gather, then W8 formulas).
-struct PrepareInputs {
-  Vec3Lanes va, wa, vb, wb;  // body velocities before warm starting
-  float restitution[kLaneCount];
-  float separation[kMaxManifoldPoints][kLaneCount];  // m
-  int has_point[kMaxManifoldPoints];                 // bit i: lane i has a point in row k
-};
-
 // One manifold's inputs into lane `lane` (scalar copies: the points are read in colour order).
 void gather_lane(const ContactConstraint& c, std::span<const ContactPoint> contact_points,
                  std::span<const BodySolverState> bodies, ManifoldLanes* m, PointLanes* rows,
@@ -253,144 +245,6 @@ namespace {
 // AVX kernel pairs them (contact_lanes_avx.cpp: 2.8 -> 2.4 s).
 constexpr bool kPairBaseline = false;
 
-// friction_block_eigen(K_t) per lane, its float operations in its order (the branches are
-// selects; a quotient the scalar code would not take is never selected). Every lane gets one, used
-// or not: for a K_t that is not positive definite the values are meaningless and never read.
-void store_friction_eigen(W ka, W kb, W kc, EigenLanes* out) {
-  const W zero = wide::splat8(0.0f), one = wide::splat8(1.0f), half = wide::splat8(0.5f);
-  const W s = half * ka + half * kc;
-  const W a = ka / s, b = kb / s, c = kc / s;
-  const W half_diff = half * (a - c);
-  const W r = wide::sqrt(half_diff * half_diff + b * b);
-  const W k1 = half * (a + c) + r;
-  W k2 = (a * c - b * b) / k1;
-  k2 = wide::select(k2 > zero, k2, zero);
-  const M upper = half_diff >= zero;
-  const W p = half_diff + r;
-  const W ex = wide::select(upper, one, b / (r - half_diff));
-  const W ey = wide::select(upper, wide::select(p > zero, b / p, zero), one);
-  const W inv_len = one / wide::sqrt(ex * ex + ey * ey);
-  wide::store(out->s, s);
-  wide::store(out->k1, k1);
-  wide::store(out->k2, k2);
-  wide::store(out->e1x, inv_len * ex);
-  wide::store(out->e1y, inv_len * ey);
-}
-
-// contact_solver.cpp's prepare formulas on the eight lanes of a batch: effective masses, K_t and
-// its determinant, targets (bias, speculative, restitution) and the centroid row. Each lane does
-// the float operations of the scalar formulas (math.h's dot, cross and Mat3 product, in order);
-// the branches are selects. Lanes and rows without a point get zeros.
-void prepare_batch(const SolverSettings& s, const PrepareInputs& in, ManifoldLanes* m,
-                   PointLanes* rows, EigenLanes* eigens, SolverCounters* counters) {
-  const W zero = wide::splat8(0.0f), one = wide::splat8(1.0f);
-  const V3 n = load3(m->normal), t1 = load3(m->tangent1), t2 = load3(m->tangent2);
-  const W ima = wide::load8(m->inv_mass_a), imb = wide::load8(m->inv_mass_b);
-  const W inv_mass_sum = ima + imb;
-  const V3 va = load3(in.va), wa = load3(in.wa), vb = load3(in.vb), wb = load3(in.wb);
-  const W restitution = wide::load8(in.restitution);
-  // ga − gb per component: g for a dynamic body, 0 otherwise.
-  const M dynamic_a = ima > zero, dynamic_b = imb > zero;
-  auto g_diff = [&](float g) {
-    const W gw = wide::splat8(g);
-    return wide::select(dynamic_a, gw, zero) - wide::select(dynamic_b, gw, zero);
-  };
-  const V3 gravity_diff{g_diff(s.gravity.x), g_diff(s.gravity.y), g_diff(s.gravity.z)};
-  const W inv_dt = wide::splat8(s.inv_dt), dt = wide::splat8(s.dt_s);
-  const W bias_rate = wide::splat8(s.baumgarte * s.inv_dt);
-  const W slop = wide::splat8(s.linear_slop_m), max_bias = wide::splat8(s.max_bias_velocity);
-  const W min_inverse_mass = wide::splat8(kMinInverseMass);
-
-  V3 sum_a{zero, zero, zero}, sum_b{zero, zero, zero};
-  W sum_target = zero, sum_relax_target = zero, active = zero;
-  for (uint32_t k = 0; k < m->point_rows; ++k) {
-    PointLanes& p = rows[k];
-    const M has_point = wide::lane_mask8(in.has_point[k]);
-    const V3 ra = load3(p.anchor_a), rb = load3(p.anchor_b);
-
-    // Normal row: K = mA⁻¹ + mB⁻¹ + n·((IA⁻¹(rA×n))×rA) + n·((IB⁻¹(rB×n))×rB).
-    const V3 in_a = mul(m->inv_inertia_a, cross(ra, n));
-    const V3 in_b = mul(m->inv_inertia_b, cross(rb, n));
-    const W k_n = (inv_mass_sum + dot(n, cross(in_a, ra))) + dot(n, cross(in_b, rb));
-    const M row = (k_n >= min_inverse_mass) & (k_n <= wide::splat8(FLT_MAX));  // finite, ≥ min
-    const M active_row = has_point & row;
-    counters->skipped_normal_rows +=
-        static_cast<uint32_t>(count_lanes(wide::and_not(has_point, row)));
-    store3(&p.in_a, select3(has_point, in_a, V3{zero, zero, zero}));
-    store3(&p.in_b, select3(has_point, in_b, V3{zero, zero, zero}));
-    wide::store(p.normal_mass, wide::select(active_row, one / k_n, zero));
-    // A skipped row starts from zero impulses.
-    wide::store(p.normal_impulse, wide::select(active_row, wide::load8(p.normal_impulse), zero));
-    wide::store(p.tangent_impulse_x,
-                wide::select(active_row, wide::load8(p.tangent_impulse_x), zero));
-    wide::store(p.tangent_impulse_y,
-                wide::select(active_row, wide::load8(p.tangent_impulse_y), zero));
-
-    // Friction block K_t (symmetric) and friction_block_det.
-    const V3 ra1 = cross(ra, t1), ra2 = cross(ra, t2), rb1 = cross(rb, t1), rb2 = cross(rb, t2);
-    const V3 ia1 = mul(m->inv_inertia_a, ra1), ia2 = mul(m->inv_inertia_a, ra2);
-    const V3 ib1 = mul(m->inv_inertia_b, rb1), ib2 = mul(m->inv_inertia_b, rb2);
-    const W ka = (inv_mass_sum + dot(ra1, ia1)) + dot(rb1, ib1);
-    const W kb = dot(ra1, ia2) + dot(rb1, ib2);
-    const W kc = (inv_mass_sum + dot(ra2, ia2)) + dot(rb2, ib2);
-    const W det = ka * kc - kb * kb;
-    const M det_ok = finite(ka) & finite(kb) & finite(kc) & (ka > zero) & (kc > zero) &
-                     finite(det) & (det > zero);
-    wide::store(p.tangent_a, wide::select(has_point, ka, zero));
-    wide::store(p.tangent_b, wide::select(has_point, kb, zero));
-    wide::store(p.tangent_c, wide::select(has_point, kc, zero));
-    wide::store(p.tangent_det, wide::select(has_point & det_ok, det, zero));
-    store_friction_eigen(ka, kb, kc, &eigens[k]);
-
-    // Target normal velocity, with and without the bias.
-    const W sep = wide::load8(in.separation[k]);
-    const M speculative = sep > zero;
-    const W speculative_target = -sep * inv_dt;
-    W depth = -sep - slop;
-    depth = wide::select(depth < zero, zero, depth);
-    W bias = bias_rate * depth;
-    bias = wide::select(bias > max_bias, max_bias, bias);
-    W target = wide::select(speculative, speculative_target, bias);
-    W relax_target = wide::select(speculative, speculative_target, zero);
-    const V3 v_rel = (va + cross(wa, ra)) - (vb + cross(wb, rb));
-    const W vn = dot(n, v_rel);
-    const W vn0 = vn - dt * dot(n, gravity_diff);
-    const W bounce = -restitution * vn0;
-    const M bounces = (restitution > zero) & (sep + vn * dt < zero) &
-                      (vn0 < wide::splat8(-s.restitution_threshold));
-    target = wide::select(bounces & (bounce > target), bounce, target);
-    relax_target = wide::select(bounces & (bounce > relax_target), bounce, relax_target);
-    wide::store(p.target_velocity, wide::select(has_point, target, zero));
-    wide::store(p.relax_target_velocity, wide::select(has_point, relax_target, zero));
-
-    // Centroid sums over the active points.
-    sum_a = select3(active_row, sum_a + ra, sum_a);
-    sum_b = select3(active_row, sum_b + rb, sum_b);
-    sum_target = wide::select(active_row, sum_target + target, sum_target);
-    sum_relax_target = wide::select(active_row, sum_relax_target + relax_target, sum_relax_target);
-    active = wide::select(active_row, active + one, active);
-  }
-
-  // Centroid row over two or more active points.
-  wide::store(m->active_count, wide::select(active > zero, active, one));
-  const M centroid = active >= wide::splat8(2.0f);
-  const W inv_active = one / wide::select(centroid, active, one);
-  const V3 centroid_a = inv_active * sum_a, centroid_b = inv_active * sum_b;
-  const V3 rn_a = cross(centroid_a, n), rn_b = cross(centroid_b, n);
-  const V3 in_a = mul(m->inv_inertia_a, rn_a), in_b = mul(m->inv_inertia_b, rn_b);
-  const W k_c = (inv_mass_sum + dot(n, cross(in_a, centroid_a))) + dot(n, cross(in_b, centroid_b));
-  const M centroid_ok = centroid & (k_c >= min_inverse_mass) & (k_c <= wide::splat8(FLT_MAX));
-  const V3 zero3{zero, zero, zero};
-  store3(&m->centroid_rn_a, select3(centroid, rn_a, zero3));
-  store3(&m->centroid_rn_b, select3(centroid, rn_b, zero3));
-  store3(&m->centroid_in_a, select3(centroid, in_a, zero3));
-  store3(&m->centroid_in_b, select3(centroid, in_b, zero3));
-  wide::store(m->centroid_target, wide::select(centroid, sum_target * inv_active, zero));
-  wide::store(m->centroid_relax_target,
-              wide::select(centroid, sum_relax_target * inv_active, zero));
-  wide::store(m->centroid_mass, wide::select(centroid_ok, one / k_c, zero));
-}
-
 }  // namespace
 
 void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
@@ -412,6 +266,12 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
         clear_lane(&m, rows, lane, lanes->zero_slot, &in);
       }
     }
+#if defined(LOCKSTEP_LANES_AVX)
+    if (lanes->kernel == LaneKernel::avx) {
+      prepare_batch_avx(settings, in, &m, rows, eigens, counters);
+      continue;
+    }
+#endif
     prepare_batch(settings, in, &m, rows, eigens, counters);
   }
 }

@@ -108,6 +108,15 @@ struct alignas(16) EigenLanes {
   float s[kLaneCount], k1[kLaneCount], k2[kLaneCount], e1x[kLaneCount], e1y[kLaneCount];
 };
 
+/// What prepare reads per lane besides the lanes it fills (gathered lane by lane by
+/// prepare_contact_lanes; prepare_batch then works on the eight lanes at once).
+struct PrepareInputs {
+  Vec3Lanes va, wa, vb, wb;  // body velocities before warm starting
+  float restitution[kLaneCount];
+  float separation[kMaxManifoldPoints][kLaneCount];  // m
+  int has_point[kMaxManifoldPoints];                 // bit i: lane i has a point in row k
+};
+
 /// Capacity of the batches for `max_contact_pairs` manifolds: kLaneCount per batch, plus one
 /// partial batch per non-empty group (colour × point count, overflow included).
 inline uint32_t max_manifold_lanes(uint32_t max_contact_pairs) {
@@ -162,7 +171,10 @@ void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool
                  SolverCounters* counters);
 
 #if defined(LOCKSTEP_LANES_AVX)
-/// warm_start_lanes and solve_lanes compiled for AVX (call only when best_lane_kernel() is avx).
+/// warm_start_lanes, solve_lanes and one batch of prepare_contact_lanes compiled for AVX (call
+/// only when best_lane_kernel() is avx).
+void prepare_batch_avx(const SolverSettings& settings, const PrepareInputs& in, ManifoldLanes* m,
+                       PointLanes* rows, EigenLanes* eigens, SolverCounters* counters);
 void warm_start_lanes_avx(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
 void solve_lanes_avx(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
                      SolverCounters* counters);

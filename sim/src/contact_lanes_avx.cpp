@@ -1,7 +1,7 @@
-// The contact solver's passes (contact_lanes_passes.h) compiled a second time for AVX, on x86:
-// wide_avx::W8 is one 256-bit register instead of two 128-bit ones, so a pass issues about half
-// the vector instructions. contact_lanes.cpp calls these only when best_lane_kernel() says the CPU
-// and the OS support AVX.
+// The contact solver's passes and prepare_batch (contact_lanes_passes.h) compiled a second time for
+// AVX, on x86: wide_avx::W8 is one 256-bit register instead of two 128-bit ones, so a pass issues
+// about half the vector instructions. contact_lanes.cpp calls these only when best_lane_kernel()
+// says the CPU and the OS support AVX.
 //
 // Same bits. AVX's vaddps, vsubps, vmulps, vdivps, vsqrtps and ordered compares are IEEE-754
 // single-precision operations per lane, exactly as SSE2's (no FMA: nothing here enables it, and
@@ -55,6 +55,11 @@ namespace lockstep::sim {
 
 void warm_start_lanes_avx(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
   avx_lanes::warm_start_all<true>(lanes, velocities);
+}
+
+void prepare_batch_avx(const SolverSettings& settings, const PrepareInputs& in, ManifoldLanes* m,
+                       PointLanes* rows, EigenLanes* eigens, SolverCounters* counters) {
+  avx_lanes::prepare_batch(settings, in, m, rows, eigens, counters);
 }
 
 void solve_lanes_avx(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
