@@ -35,11 +35,32 @@ void contact_lanes_init(ContactLanes* lanes, uint32_t max_bodies, uint32_t max_c
   lanes->kernel = best_lane_kernel();
 }
 
-LaneKernel best_lane_kernel() {
+bool lane_kernel_available(LaneKernel kernel) {
+  switch (kernel) {
+    case LaneKernel::baseline:
+      return true;
+    case LaneKernel::avx:
 #if defined(LOCKSTEP_LANES_AVX)
-  // The CPU and the OS (saved ymm state) support AVX: libgcc / compiler-rt check both.
-  if (__builtin_cpu_supports("avx")) return LaneKernel::avx;
+      // The CPU and the OS (saved ymm state) support AVX: libgcc / compiler-rt check both.
+      return __builtin_cpu_supports("avx");
+#else
+      return false;
 #endif
+    case LaneKernel::avx512:
+#if defined(LOCKSTEP_LANES_AVX512)
+      // The same for AVX-512 F and VL (the OS saves the opmask and upper register state).
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+LaneKernel best_lane_kernel() {
+  for (LaneKernel kernel : {LaneKernel::avx512, LaneKernel::avx}) {
+    if (lane_kernel_available(kernel)) return kernel;
+  }
   return LaneKernel::baseline;
 }
 
@@ -266,6 +287,12 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
         clear_lane(&m, rows, lane, lanes->zero_slot, &in);
       }
     }
+#if defined(LOCKSTEP_LANES_AVX512)
+    if (lanes->kernel == LaneKernel::avx512) {
+      prepare_batch_avx512(settings, in, &m, rows, eigens, counters);
+      continue;
+    }
+#endif
 #if defined(LOCKSTEP_LANES_AVX)
     if (lanes->kernel == LaneKernel::avx) {
       prepare_batch_avx(settings, in, &m, rows, eigens, counters);
@@ -277,6 +304,12 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
 }
 
 void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
+#if defined(LOCKSTEP_LANES_AVX512)
+  if (lanes.kernel == LaneKernel::avx512) {
+    warm_start_lanes_avx512(lanes, velocities);
+    return;
+  }
+#endif
 #if defined(LOCKSTEP_LANES_AVX)
   if (lanes.kernel == LaneKernel::avx) {
     warm_start_lanes_avx(lanes, velocities);
@@ -288,6 +321,12 @@ void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> veloc
 
 void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
                  SolverCounters* counters) {
+#if defined(LOCKSTEP_LANES_AVX512)
+  if (lanes->kernel == LaneKernel::avx512) {
+    solve_lanes_avx512(lanes, velocities, use_bias, counters);
+    return;
+  }
+#endif
 #if defined(LOCKSTEP_LANES_AVX)
   if (lanes->kernel == LaneKernel::avx) {
     solve_lanes_avx(lanes, velocities, use_bias, counters);

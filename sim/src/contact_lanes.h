@@ -40,17 +40,24 @@ namespace lockstep::sim {
     (defined(__GNUC__) || defined(__clang__)) &&                   \
     (defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__)))
 #define LOCKSTEP_LANES_AVX 1
+#if defined(__x86_64__)
+#define LOCKSTEP_LANES_AVX512 1  // 32 vector registers: of no use in 32-bit mode (8 there)
+#endif
 #endif
 
 // The passes' small helpers (contact_lanes_passes.h) are always inlined: gcc otherwise calls the
 // sixteen-lane ones, passing their values through memory.
 #define LOCKSTEP_LANES_INLINE [[gnu::always_inline]] inline
 
-/// Which compiled copy of the passes runs: the build's own instruction set, or AVX.
-enum class LaneKernel : uint8_t { baseline, avx };
+/// Which compiled copy of the passes runs: the build's own instruction set, AVX, or AVX with
+/// AVX-512's 32 registers (contact_lanes_avx.cpp). All give the same bits.
+enum class LaneKernel : uint8_t { baseline, avx, avx512 };
 
 /// The fastest kernel this build and this CPU can run.
 LaneKernel best_lane_kernel();
+
+/// Whether this build and this CPU can run `kernel` (baseline: always).
+bool lane_kernel_available(LaneKernel kernel);
 
 inline constexpr uint32_t kSolverColours = 64;
 inline constexpr uint32_t kLaneCount = 8;  // two wide::W4 (wide::W8)
@@ -178,6 +185,14 @@ void prepare_batch_avx(const SolverSettings& settings, const PrepareInputs& in, 
 void warm_start_lanes_avx(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
 void solve_lanes_avx(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
                      SolverCounters* counters);
+#endif
+#if defined(LOCKSTEP_LANES_AVX512)
+/// The same compiled for AVX-512 F + VL (call only when lane_kernel_available(avx512)).
+void prepare_batch_avx512(const SolverSettings& settings, const PrepareInputs& in, ManifoldLanes* m,
+                          PointLanes* rows, EigenLanes* eigens, SolverCounters* counters);
+void warm_start_lanes_avx512(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
+void solve_lanes_avx512(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
+                        SolverCounters* counters);
 #endif
 
 /// Copies the accumulated impulses back into the points (for the warm-start cache).
