@@ -266,12 +266,37 @@ namespace {
 // AVX kernel pairs them (contact_lanes_avx.cpp: 2.8 -> 2.4 s).
 constexpr bool kPairBaseline = false;
 
+const LaneKernelCode kLaneKernelBaseline = {&prepare_batch, &warm_start_all<kPairBaseline>,
+                                            &solve_all<kPairBaseline>};
+
+// The copy of the vector code `kernel` names (a kernel this build lacks: the baseline).
+const LaneKernelCode& code_of(LaneKernel kernel) {
+  switch (kernel) {
+    case LaneKernel::baseline:
+      break;
+    case LaneKernel::avx:
+#if defined(LOCKSTEP_LANES_AVX)
+      return kLaneKernelAvx;
+#else
+      break;
+#endif
+    case LaneKernel::avx512:
+#if defined(LOCKSTEP_LANES_AVX512)
+      return kLaneKernelAvx512;
+#else
+      break;
+#endif
+  }
+  return kLaneKernelBaseline;
+}
+
 }  // namespace
 
 void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
                            std::span<const ContactPoint> points,
                            std::span<const BodySolverState> bodies, const SolverSettings& settings,
                            ContactLanes* lanes, SolverCounters* counters) {
+  const LaneKernelCode& code = code_of(lanes->kernel);
   for (uint32_t i = 0; i < lanes->batch_count; ++i) {
     ManifoldLanes& m = lanes->batches[i];
     PointLanes* const rows = &lanes->point_lanes[m.first_point_lanes];
@@ -287,53 +312,17 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
         clear_lane(&m, rows, lane, lanes->zero_slot, &in);
       }
     }
-#if defined(LOCKSTEP_LANES_AVX512)
-    if (lanes->kernel == LaneKernel::avx512) {
-      prepare_batch_avx512(settings, in, &m, rows, eigens, counters);
-      continue;
-    }
-#endif
-#if defined(LOCKSTEP_LANES_AVX)
-    if (lanes->kernel == LaneKernel::avx) {
-      prepare_batch_avx(settings, in, &m, rows, eigens, counters);
-      continue;
-    }
-#endif
-    prepare_batch(settings, in, &m, rows, eigens, counters);
+    code.prepare_batch(settings, in, &m, rows, eigens, counters);
   }
 }
 
 void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
-#if defined(LOCKSTEP_LANES_AVX512)
-  if (lanes.kernel == LaneKernel::avx512) {
-    warm_start_lanes_avx512(lanes, velocities);
-    return;
-  }
-#endif
-#if defined(LOCKSTEP_LANES_AVX)
-  if (lanes.kernel == LaneKernel::avx) {
-    warm_start_lanes_avx(lanes, velocities);
-    return;
-  }
-#endif
-  warm_start_all<kPairBaseline>(lanes, velocities);
+  code_of(lanes.kernel).warm_start(lanes, velocities);
 }
 
 void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
                  SolverCounters* counters) {
-#if defined(LOCKSTEP_LANES_AVX512)
-  if (lanes->kernel == LaneKernel::avx512) {
-    solve_lanes_avx512(lanes, velocities, use_bias, counters);
-    return;
-  }
-#endif
-#if defined(LOCKSTEP_LANES_AVX)
-  if (lanes->kernel == LaneKernel::avx) {
-    solve_lanes_avx(lanes, velocities, use_bias, counters);
-    return;
-  }
-#endif
-  solve_all<kPairBaseline>(lanes, velocities, use_bias, counters);
+  code_of(lanes->kernel).solve(lanes, velocities, use_bias, counters);
 }
 
 void unpack_contact_lanes(const ContactLanes& lanes, std::span<ContactPoint> points) {

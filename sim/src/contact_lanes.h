@@ -177,22 +177,20 @@ void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> veloc
 void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
                  SolverCounters* counters);
 
+/// One compiled copy of the vector code: prepare_contact_lanes' per-batch half, warm_start_lanes
+/// and solve_lanes. contact_lanes.cpp has the baseline's; contact_lanes_avx.cpp the x86 copies.
+struct LaneKernelCode {
+  void (*prepare_batch)(const SolverSettings& settings, const PrepareInputs& in, ManifoldLanes* m,
+                        PointLanes* rows, EigenLanes* eigens, SolverCounters* counters);
+  void (*warm_start)(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
+  void (*solve)(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
+                SolverCounters* counters);
+};
 #if defined(LOCKSTEP_LANES_AVX)
-/// warm_start_lanes, solve_lanes and one batch of prepare_contact_lanes compiled for AVX (call
-/// only when best_lane_kernel() is avx).
-void prepare_batch_avx(const SolverSettings& settings, const PrepareInputs& in, ManifoldLanes* m,
-                       PointLanes* rows, EigenLanes* eigens, SolverCounters* counters);
-void warm_start_lanes_avx(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
-void solve_lanes_avx(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
-                     SolverCounters* counters);
+extern const LaneKernelCode kLaneKernelAvx;  // call only when lane_kernel_available(avx)
 #endif
 #if defined(LOCKSTEP_LANES_AVX512)
-/// The same compiled for AVX-512 F + VL (call only when lane_kernel_available(avx512)).
-void prepare_batch_avx512(const SolverSettings& settings, const PrepareInputs& in, ManifoldLanes* m,
-                          PointLanes* rows, EigenLanes* eigens, SolverCounters* counters);
-void warm_start_lanes_avx512(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
-void solve_lanes_avx512(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
-                        SolverCounters* counters);
+extern const LaneKernelCode kLaneKernelAvx512;  // only when lane_kernel_available(avx512)
 #endif
 
 /// Copies the accumulated impulses back into the points (for the warm-start cache).

@@ -13,10 +13,11 @@
 //
 // No shared symbols. Only code between a target pragma and its pop is compiled for AVX or
 // AVX-512, and all of it lives in namespaces of its own (wide_avx, avx_lanes; wide_avx512,
-// avx512_lanes; and their anonymous namespaces) or is one of the entry points (*_avx, *_avx512):
-// no inline function of a shared header is ever emitted with AVX instructions, which the linker
-// could otherwise pick for a caller on a CPU without AVX. scripts/check-avx-isolation.sh checks
-// the built library, and that the AVX copy uses no AVX-512 register.
+// avx512_lanes; and their anonymous namespaces): contact_lanes.cpp reaches it only through the
+// copy's LaneKernelCode (kLaneKernelAvx, kLaneKernelAvx512), and no inline function of a shared
+// header is ever emitted with AVX instructions, which the linker could otherwise pick for a caller
+// on a CPU without AVX. scripts/check-avx-isolation.sh checks the built library, and that the AVX
+// copy uses no AVX-512 register.
 #include "contact_lanes.h"
 
 #if defined(LOCKSTEP_LANES_AVX)
@@ -45,40 +46,13 @@
 #pragma GCC target("avx")
 #endif
 
-namespace lockstep::sim::wide_avx {
-#define LOCKSTEP_WIDE_AVX 1
-#include "wide_float_ops.h"
-#undef LOCKSTEP_WIDE_AVX
-}  // namespace lockstep::sim::wide_avx
-
-namespace lockstep::sim::avx_lanes {
-namespace wide = lockstep::sim::wide_avx;
-namespace {
-
-#include "friction_block_wide_body.h"
-// (the passes call solve_boundary_lanes: this order)
-#include "contact_lanes_passes.h"
-
-}  // namespace
-}  // namespace lockstep::sim::avx_lanes
-
-namespace lockstep::sim {
-
-void warm_start_lanes_avx(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
-  avx_lanes::warm_start_all<true>(lanes, velocities);
-}
-
-void prepare_batch_avx(const SolverSettings& settings, const PrepareInputs& in, ManifoldLanes* m,
-                       PointLanes* rows, EigenLanes* eigens, SolverCounters* counters) {
-  avx_lanes::prepare_batch(settings, in, m, rows, eigens, counters);
-}
-
-void solve_lanes_avx(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
-                     SolverCounters* counters) {
-  avx_lanes::solve_all<true>(lanes, velocities, use_bias, counters);
-}
-
-}  // namespace lockstep::sim
+#define LOCKSTEP_KERNEL_WIDE wide_avx
+#define LOCKSTEP_KERNEL_LANES avx_lanes
+#define LOCKSTEP_KERNEL_CODE kLaneKernelAvx
+#include "contact_lanes_kernel_body.h"
+#undef LOCKSTEP_KERNEL_CODE
+#undef LOCKSTEP_KERNEL_LANES
+#undef LOCKSTEP_KERNEL_WIDE
 
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -102,40 +76,13 @@ void solve_lanes_avx(ContactLanes* lanes, std::span<SolverVelocity> velocities, 
 #pragma GCC target("avx512f,avx512vl")
 #endif
 
-namespace lockstep::sim::wide_avx512 {
-#define LOCKSTEP_WIDE_AVX 1
-#include "wide_float_ops.h"
-#undef LOCKSTEP_WIDE_AVX
-}  // namespace lockstep::sim::wide_avx512
-
-namespace lockstep::sim::avx512_lanes {
-namespace wide = lockstep::sim::wide_avx512;
-namespace {
-
-#include "friction_block_wide_body.h"
-// (the passes call solve_boundary_lanes: this order)
-#include "contact_lanes_passes.h"
-
-}  // namespace
-}  // namespace lockstep::sim::avx512_lanes
-
-namespace lockstep::sim {
-
-void warm_start_lanes_avx512(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
-  avx512_lanes::warm_start_all<true>(lanes, velocities);
-}
-
-void prepare_batch_avx512(const SolverSettings& settings, const PrepareInputs& in, ManifoldLanes* m,
-                          PointLanes* rows, EigenLanes* eigens, SolverCounters* counters) {
-  avx512_lanes::prepare_batch(settings, in, m, rows, eigens, counters);
-}
-
-void solve_lanes_avx512(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
-                        SolverCounters* counters) {
-  avx512_lanes::solve_all<true>(lanes, velocities, use_bias, counters);
-}
-
-}  // namespace lockstep::sim
+#define LOCKSTEP_KERNEL_WIDE wide_avx512
+#define LOCKSTEP_KERNEL_LANES avx512_lanes
+#define LOCKSTEP_KERNEL_CODE kLaneKernelAvx512
+#include "contact_lanes_kernel_body.h"
+#undef LOCKSTEP_KERNEL_CODE
+#undef LOCKSTEP_KERNEL_LANES
+#undef LOCKSTEP_KERNEL_WIDE
 
 #if defined(__clang__)
 #pragma clang attribute pop
