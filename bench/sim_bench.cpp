@@ -5,7 +5,8 @@
 // Step timings (CPU time of the thread) go into preallocated arrays, so every benchmark reports
 // the median and the 99th percentile of single steps (median_us, p99_us) besides benchmark's
 // mean. Stage counters
-// (broadphase_us, narrowphase_us, solve_us, hash_us) are means of the world's own StepStats.
+// (broadphase_us, narrowphase_us, solve_us, contacts_us, hash_us) are means of the world's own
+// StepStats.
 // bench/README.md says how to run it and how to read every counter.
 #include <benchmark/benchmark.h>
 
@@ -54,12 +55,13 @@ void warm_up(World& world, int ticks) {
 }
 
 struct StageSums {
-  double broadphase_ns = 0, narrowphase_ns = 0, solve_ns = 0, hash_ns = 0;
+  double broadphase_ns = 0, narrowphase_ns = 0, solve_ns = 0, contacts_ns = 0, hash_ns = 0;
   double contact_points = 0;
   void add(const StepStats& s) {
     broadphase_ns += static_cast<double>(s.ns_broadphase);
     narrowphase_ns += static_cast<double>(s.ns_narrowphase);
     solve_ns += static_cast<double>(s.ns_solve);
+    contacts_ns += static_cast<double>(s.ns_contacts);
     hash_ns += static_cast<double>(s.ns_hash);
     contact_points += s.contact_points;
   }
@@ -67,6 +69,7 @@ struct StageSums {
     state.counters["broadphase_us"] = broadphase_ns / steps / 1e3;
     state.counters["narrowphase_us"] = narrowphase_ns / steps / 1e3;
     state.counters["solve_us"] = solve_ns / steps / 1e3;
+    state.counters["contacts_us"] = contacts_ns / steps / 1e3;
     state.counters["hash_us"] = hash_ns / steps / 1e3;
     state.counters["contact_points"] = contact_points / steps;
   }

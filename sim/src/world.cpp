@@ -697,6 +697,7 @@ StepStatus World::step() {
   unpack_contact_lanes(w.lanes, points);
   store_contact_cache(constraints, points, &w.next_cache);
   std::swap(w.cache, w.next_cache);
+  lap(&st.ns_contacts);
 
   ++w.tick;
   st.tick = w.tick;

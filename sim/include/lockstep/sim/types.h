@@ -171,8 +171,9 @@ struct StepStats {
   uint64_t ns_narrowphase = 0;
   uint64_t ns_solve = 0;
   uint64_t ns_integrate_positions = 0;
-  uint64_t ns_hash = 0;
-  uint64_t ns_total = 0;
+  uint64_t ns_contacts = 0;  // contact events, impulses back to the points, warm-start cache
+  uint64_t ns_hash = 0;      // the state hash alone
+  uint64_t ns_total = 0;     // the sum of the stages above
 };
 
 /// Totals since creation (or restore) that are not part of the simulated state.
