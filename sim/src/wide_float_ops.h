@@ -314,6 +314,168 @@ inline W4 abs_as_scalar(W4 x) {
   return select(x < zero(), -x, x);
 }
 
+// ---- wider values --------------------------------------------------------------------------
+
+/// What code written once for every width needs (friction_block_wide_body.h, the contact
+/// solver's passes): the mask type, the lane count, and the width's splat, load and lane mask.
+template <class W>
+struct Lanes;
+inline W4 splat4(float s) {  // Lanes<W4>'s members are named splat and load themselves
+  return splat(s);
+}
+inline W4 load4(const float* p) {
+  return load(p);
+}
+template <>
+struct Lanes<W4> {
+  using Mask = M4;
+  static constexpr int kCount = 4;
+  static W4 splat(float s) { return splat4(s); }
+  static W4 load(const float* p) { return load4(p); }
+  static M4 mask(int lane_bits) { return lane_mask(lane_bits); }
+};
+
+/// Two values of one width side by side: twice the lanes in two independent dependency chains.
+/// The contact solver's passes are bound by the latency of each point's row (velocity → impulse
+/// → velocity), not by arithmetic, so two sets of lanes in flight nearly halve the time per
+/// lane. W8 is a pair of W4 where eight lanes have no register of their own (everything but the
+/// AVX kernel); W16, two batches of the contact solver side by side (contact_lanes.h), is a pair
+/// of W8 everywhere. Each operation is the halves' operation on each half: the same IEEE
+/// operation per lane.
+template <class H>
+struct Pair {
+  H lo, hi;
+};
+/// A Pair's comparison result; `kHalf` lanes in each half.
+template <class HM, int kHalf>
+struct PairMask {
+  HM lo, hi;
+};
+template <class H>
+using PairMaskOf = PairMask<typename Lanes<H>::Mask, Lanes<H>::kCount>;
+
+template <class H>
+inline H lo(Pair<H> a) {
+  return a.lo;
+}
+template <class H>
+inline H hi(Pair<H> a) {
+  return a.hi;
+}
+template <class H>
+inline Pair<H> join(H lo, H hi) {
+  return {lo, hi};
+}
+template <class H>
+inline void store(float* p, Pair<H> a) {
+  store(p, a.lo);
+  store(p + Lanes<H>::kCount, a.hi);
+}
+template <class H>
+inline Pair<H> operator+(Pair<H> a, Pair<H> b) {
+  return {a.lo + b.lo, a.hi + b.hi};
+}
+template <class H>
+inline Pair<H> operator-(Pair<H> a, Pair<H> b) {
+  return {a.lo - b.lo, a.hi - b.hi};
+}
+template <class H>
+inline Pair<H> operator*(Pair<H> a, Pair<H> b) {
+  return {a.lo * b.lo, a.hi * b.hi};
+}
+template <class H>
+inline Pair<H> operator/(Pair<H> a, Pair<H> b) {
+  return {a.lo / b.lo, a.hi / b.hi};
+}
+template <class H>
+inline Pair<H> operator-(Pair<H> a) {
+  return {-a.lo, -a.hi};
+}
+template <class H>
+inline Pair<H>& operator+=(Pair<H>& a, Pair<H> b) {
+  return a = a + b;
+}
+template <class H>
+inline Pair<H>& operator-=(Pair<H>& a, Pair<H> b) {
+  return a = a - b;
+}
+template <class H>
+inline Pair<H> sqrt(Pair<H> a) {
+  return {sqrt(a.lo), sqrt(a.hi)};
+}
+template <class H>
+inline Pair<H> abs_as_scalar(Pair<H> x) {
+  return {abs_as_scalar(x.lo), abs_as_scalar(x.hi)};
+}
+template <class H>
+inline PairMaskOf<H> operator<(Pair<H> a, Pair<H> b) {
+  return {a.lo < b.lo, a.hi < b.hi};
+}
+template <class H>
+inline PairMaskOf<H> operator<=(Pair<H> a, Pair<H> b) {
+  return {a.lo <= b.lo, a.hi <= b.hi};
+}
+template <class H>
+inline PairMaskOf<H> operator>(Pair<H> a, Pair<H> b) {
+  return {a.lo > b.lo, a.hi > b.hi};
+}
+template <class H>
+inline PairMaskOf<H> operator>=(Pair<H> a, Pair<H> b) {
+  return {a.lo >= b.lo, a.hi >= b.hi};
+}
+template <class H>
+inline PairMaskOf<H> operator==(Pair<H> a, Pair<H> b) {
+  return {a.lo == b.lo, a.hi == b.hi};
+}
+template <class H>
+inline PairMaskOf<H> operator!=(Pair<H> a, Pair<H> b) {  // true for NaN, as scalar !=
+  return {a.lo != b.lo, a.hi != b.hi};
+}
+template <class HM, int N>
+inline PairMask<HM, N> operator&(PairMask<HM, N> a, PairMask<HM, N> b) {
+  return {a.lo & b.lo, a.hi & b.hi};
+}
+template <class HM, int N>
+inline PairMask<HM, N> operator|(PairMask<HM, N> a, PairMask<HM, N> b) {
+  return {a.lo | b.lo, a.hi | b.hi};
+}
+template <class HM, int N>
+inline PairMask<HM, N> and_not(PairMask<HM, N> a, PairMask<HM, N> b) {  // a & ~b
+  return {and_not(a.lo, b.lo), and_not(a.hi, b.hi)};
+}
+template <class HM, int N>
+inline PairMask<HM, N> operator~(PairMask<HM, N> a) {
+  return {~a.lo, ~a.hi};
+}
+template <class H, class HM, int N>
+inline Pair<H> select(PairMask<HM, N> m, Pair<H> a, Pair<H> b) {  // m ? a : b per lane
+  return {select(m.lo, a.lo, b.lo), select(m.hi, a.hi, b.hi)};
+}
+template <class HM, int N>
+inline int bits(PairMask<HM, N> m) {  // bit i set when lane i is true (the low half's first)
+  return static_cast<int>(static_cast<unsigned>(bits(m.lo)) |
+                          (static_cast<unsigned>(bits(m.hi)) << N));
+}
+template <class HM, int N>
+inline bool any(PairMask<HM, N> m) {
+  return any(m.lo | m.hi);
+}
+template <class H>
+struct Lanes<Pair<H>> {
+  using Mask = PairMaskOf<H>;
+  static constexpr int kCount = 2 * Lanes<H>::kCount;
+  static Pair<H> splat(float s) { return {Lanes<H>::splat(s), Lanes<H>::splat(s)}; }
+  static Pair<H> load(const float* p) {
+    return {Lanes<H>::load(p), Lanes<H>::load(p + Lanes<H>::kCount)};
+  }
+  static Mask mask(int lane_bits) {
+    const unsigned b = static_cast<unsigned>(lane_bits);
+    const unsigned half = (1u << Lanes<H>::kCount) - 1u;
+    return {Lanes<H>::mask(static_cast<int>(b & half)),
+            Lanes<H>::mask(static_cast<int>((b >> Lanes<H>::kCount) & half))};
+  }
+};
+
 #if defined(LOCKSTEP_WIDE_AVX)
 /// Eight lanes in one AVX register (the same IEEE operation per lane as W4; no FMA).
 struct W8 {
@@ -410,103 +572,29 @@ inline M8 operator~(M8 a) {
 inline W8 abs_as_scalar(W8 x) {
   return select(x < splat8(0.0f), -x, x);
 }
+template <>
+struct Lanes<W8> {
+  using Mask = M8;
+  static constexpr int kCount = 8;
+  static W8 splat(float s) { return splat8(s); }
+  static W8 load(const float* p) { return load8(p); }
+  static M8 mask(int lane_bits) { return lane_mask8(lane_bits); }
+};
 #else
-/// Eight lanes as two W4: twice the independent work per dependency chain. The contact solver's
-/// passes are bound by the latency of each point's row (velocity → impulse → velocity), not by
-/// arithmetic, so two sets of four lanes in flight nearly halve the time per point.
-struct W8 {
-  W4 lo, hi;
-};
-struct M8 {
-  M4 lo, hi;
-};
-inline W4 lo(W8 a) {
-  return a.lo;
-}
-inline W4 hi(W8 a) {
-  return a.hi;
-}
+/// Eight lanes as two W4 (no eight-lane register: SSE2, NEON, portable).
+using W8 = Pair<W4>;
+using M8 = PairMaskOf<W4>;
 inline W8 combine(W4 lo, W4 hi) {
   return {lo, hi};
 }
 inline W8 load8(const float* p) {
-  return {load(p), load(p + 4)};
-}
-inline void store(float* p, W8 a) {
-  store(p, a.lo);
-  store(p + 4, a.hi);
+  return Lanes<W8>::load(p);
 }
 inline W8 splat8(float s) {
-  return {splat(s), splat(s)};
-}
-inline W8 operator+(W8 a, W8 b) {
-  return {a.lo + b.lo, a.hi + b.hi};
-}
-inline W8 operator-(W8 a, W8 b) {
-  return {a.lo - b.lo, a.hi - b.hi};
-}
-inline W8 operator*(W8 a, W8 b) {
-  return {a.lo * b.lo, a.hi * b.hi};
-}
-inline W8 operator/(W8 a, W8 b) {
-  return {a.lo / b.lo, a.hi / b.hi};
-}
-inline W8 operator-(W8 a) {
-  return {-a.lo, -a.hi};
-}
-inline M8 operator<(W8 a, W8 b) {
-  return {a.lo < b.lo, a.hi < b.hi};
-}
-inline M8 operator<=(W8 a, W8 b) {
-  return {a.lo <= b.lo, a.hi <= b.hi};
-}
-inline M8 operator>(W8 a, W8 b) {
-  return {a.lo > b.lo, a.hi > b.hi};
-}
-inline M8 operator>=(W8 a, W8 b) {
-  return {a.lo >= b.lo, a.hi >= b.hi};
-}
-inline M8 operator==(W8 a, W8 b) {
-  return {a.lo == b.lo, a.hi == b.hi};
-}
-inline M8 operator!=(W8 a, W8 b) {
-  return {a.lo != b.lo, a.hi != b.hi};
-}
-inline M8 operator&(M8 a, M8 b) {
-  return {a.lo & b.lo, a.hi & b.hi};
-}
-inline M8 operator|(M8 a, M8 b) {
-  return {a.lo | b.lo, a.hi | b.hi};
-}
-inline M8 and_not(M8 a, M8 b) {
-  return {and_not(a.lo, b.lo), and_not(a.hi, b.hi)};
-}
-inline W8 select(M8 m, W8 a, W8 b) {
-  return {select(m.lo, a.lo, b.lo), select(m.hi, a.hi, b.hi)};
-}
-inline int bits(M8 m) {  // bit i set when lane i is true (lanes 0–3 in lo)
-  return bits(m.lo) | (bits(m.hi) << 4);
-}
-inline bool any(M8 m) {
-  return bits(m) != 0;
+  return Lanes<W8>::splat(s);
 }
 inline M8 lane_mask8(int bits8) {
-  return {lane_mask(bits8 & 0xf), lane_mask((bits8 >> 4) & 0xf)};
-}
-inline W8& operator+=(W8& a, W8 b) {
-  return a = a + b;
-}
-inline W8& operator-=(W8& a, W8 b) {
-  return a = a - b;
-}
-inline W8 sqrt(W8 a) {
-  return {sqrt(a.lo), sqrt(a.hi)};
-}
-inline M8 operator~(M8 a) {
-  return {~a.lo, ~a.hi};
-}
-inline W8 abs_as_scalar(W8 x) {
-  return {abs_as_scalar(x.lo), abs_as_scalar(x.hi)};
+  return Lanes<W8>::mask(bits8);
 }
 #endif
 inline float lane(W8 a, int i) {
@@ -517,120 +605,15 @@ inline W8 with_lane(W8 a, int i, float value) {
                : combine(lo(a), with_lane(hi(a), i - 4, value));
 }
 
-/// Sixteen lanes as two W8: two batches of the contact solver side by side (contact_lanes.h),
-/// two dependency chains in flight where one batch's rows would wait on their own latency. The
-/// same IEEE operation per lane as W8.
-struct W16 {
-  W8 lo, hi;
-};
-struct M16 {
-  M8 lo, hi;
-};
+/// Sixteen lanes: two batches of the contact solver side by side (contact_lanes.h).
+using W16 = Pair<W8>;
+using M16 = PairMaskOf<W8>;
 inline W16 load16(const float* p) {
-  return {load8(p), load8(p + 8)};
-}
-inline void store(float* p, W16 a) {
-  store(p, a.lo);
-  store(p + 8, a.hi);
+  return Lanes<W16>::load(p);
 }
 inline W16 splat16(float s) {
-  return {splat8(s), splat8(s)};
-}
-inline W16 operator+(W16 a, W16 b) {
-  return {a.lo + b.lo, a.hi + b.hi};
-}
-inline W16 operator-(W16 a, W16 b) {
-  return {a.lo - b.lo, a.hi - b.hi};
-}
-inline W16 operator*(W16 a, W16 b) {
-  return {a.lo * b.lo, a.hi * b.hi};
-}
-inline W16 operator/(W16 a, W16 b) {
-  return {a.lo / b.lo, a.hi / b.hi};
-}
-inline W16 operator-(W16 a) {
-  return {-a.lo, -a.hi};
-}
-inline M16 operator<(W16 a, W16 b) {
-  return {a.lo < b.lo, a.hi < b.hi};
-}
-inline M16 operator<=(W16 a, W16 b) {
-  return {a.lo <= b.lo, a.hi <= b.hi};
-}
-inline M16 operator>(W16 a, W16 b) {
-  return {a.lo > b.lo, a.hi > b.hi};
-}
-inline M16 operator>=(W16 a, W16 b) {
-  return {a.lo >= b.lo, a.hi >= b.hi};
-}
-inline M16 operator==(W16 a, W16 b) {
-  return {a.lo == b.lo, a.hi == b.hi};
-}
-inline M16 operator!=(W16 a, W16 b) {
-  return {a.lo != b.lo, a.hi != b.hi};
-}
-inline M16 operator&(M16 a, M16 b) {
-  return {a.lo & b.lo, a.hi & b.hi};
-}
-inline M16 operator|(M16 a, M16 b) {
-  return {a.lo | b.lo, a.hi | b.hi};
-}
-inline M16 and_not(M16 a, M16 b) {
-  return {and_not(a.lo, b.lo), and_not(a.hi, b.hi)};
-}
-inline M16 operator~(M16 a) {
-  return {~a.lo, ~a.hi};
-}
-inline W16 select(M16 m, W16 a, W16 b) {
-  return {select(m.lo, a.lo, b.lo), select(m.hi, a.hi, b.hi)};
-}
-inline int bits(M16 m) {  // bit i set when lane i is true (lanes 0–7 in lo)
-  return bits(m.lo) | (bits(m.hi) << 8);
-}
-inline bool any(M16 m) {
-  return any(m.lo | m.hi);
+  return Lanes<W16>::splat(s);
 }
 inline M16 lane_mask16(int bits16) {
-  return {lane_mask8(bits16 & 0xff), lane_mask8((bits16 >> 8) & 0xff)};
+  return Lanes<W16>::mask(bits16);
 }
-inline W16 sqrt(W16 a) {
-  return {sqrt(a.lo), sqrt(a.hi)};
-}
-inline W16 abs_as_scalar(W16 x) {
-  return {abs_as_scalar(x.lo), abs_as_scalar(x.hi)};
-}
-
-/// What code written once for both widths needs (friction_block_wide.cpp): the mask type, the
-/// lane count, and the width's splat, load and lane mask.
-template <class W>
-struct Lanes;
-inline W4 splat4(float s) {  // Lanes<W4>'s members are named splat and load themselves
-  return splat(s);
-}
-inline W4 load4(const float* p) {
-  return load(p);
-}
-template <>
-struct Lanes<W4> {
-  using Mask = M4;
-  static constexpr int kCount = 4;
-  static W4 splat(float s) { return splat4(s); }
-  static W4 load(const float* p) { return load4(p); }
-  static M4 mask(int lane_bits) { return lane_mask(lane_bits); }
-};
-template <>
-struct Lanes<W8> {
-  using Mask = M8;
-  static constexpr int kCount = 8;
-  static W8 splat(float s) { return splat8(s); }
-  static W8 load(const float* p) { return load8(p); }
-  static M8 mask(int lane_bits) { return lane_mask8(lane_bits); }
-};
-template <>
-struct Lanes<W16> {
-  using Mask = M16;
-  static constexpr int kCount = 16;
-  static W16 splat(float s) { return splat16(s); }
-  static W16 load(const float* p) { return load16(p); }
-  static M16 mask(int lane_bits) { return lane_mask16(lane_bits); }
-};
