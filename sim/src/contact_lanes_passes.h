@@ -1,11 +1,12 @@
 // The contact solver's passes on wide::W8 lanes: warm start, the velocity / relax passes and the
 // vector half of prepare, prepare_batch (contact_lanes.h says what a batch is; contact_lanes.cpp
-// has the colouring and gathers prepare's inputs lane by lane). No
-// include guard: this is the body of an anonymous namespace, included twice — by
-// contact_lanes.cpp with `wide` = wide::W8 of the build's instruction set (SSE2, NEON, portable),
-// and on x86 by contact_lanes_avx.cpp with `wide` = wide_avx (W8 in one AVX register, compiled
-// under a target("avx") pragma), chosen at run time. The includer provides <bit>, <cfloat>,
-// <utility>, contact_lanes.h, lockstep/sim/friction_block.h and friction_block_wide_body.h.
+// has the colouring and gathers prepare's inputs lane by lane). No include guard: this is the body
+// of an anonymous namespace, included by contact_lanes.cpp with `wide` = wide::W8 of the build's
+// instruction set (SSE2, NEON, portable), and on x86 by contact_lanes_kernel_body.h once per
+// target region of contact_lanes_avx.cpp (`wide` = wide_avx or wide_avx512: W8 in one 256-bit
+// register); the copy that runs is chosen at run time (LaneKernelCode). The includer provides <bit>,
+// <cfloat>, <utility>, contact_lanes.h, lockstep/sim/friction_block.h and
+// friction_block_wide_body.h.
 //
 // What bounds the passes is latency: within a batch every row waits for the velocities the row
 // before it wrote (velocity → impulse → velocity), and a friction block on the circle is a chain

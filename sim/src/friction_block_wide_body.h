@@ -1,9 +1,9 @@
 // friction_block_detail::solve_boundary for four, eight or sixteen points at once: the template
 // solve_boundary_lanes<W> (W = wide::W4, W8 or W16). No include guard: the body of an anonymous
 // namespace, included by friction_block_wide.cpp (the W4 and W8 functions of
-// friction_block_wide.h), contact_lanes.cpp (the passes) and, on x86, contact_lanes_avx.cpp with
-// `wide` = wide_avx under a target("avx") pragma. The includer provides <cfloat>,
-// friction_block_wide.h and lockstep/sim/friction_block.h.
+// friction_block_wide.h), contact_lanes.cpp (the passes) and, on x86, contact_lanes_kernel_body.h
+// (`wide` = wide_avx or wide_avx512, under contact_lanes_avx.cpp's target pragmas). The includer
+// provides <cfloat>, friction_block_wide.h and lockstep/sim/friction_block.h.
 //
 // Why. The contact solver solves four manifolds in lock step, one per SIMD lane (issue 7), and
 // about half of pyramid3d's friction blocks end on the circle, where the scalar secular-equation

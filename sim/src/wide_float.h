@@ -12,8 +12,9 @@
 // comparison and the select the scalar code means.
 //
 // The operations themselves are in wide_float_ops.h, the body of this namespace: on x86 the
-// contact solver's passes are compiled a second time for AVX (contact_lanes_avx.cpp), which
-// includes that body again into namespace wide_avx with W8 as one 256-bit register.
+// contact solver's passes are compiled again for AVX and AVX-512 (contact_lanes_avx.cpp), which
+// include that body again into namespaces wide_avx and wide_avx512 with W8 as one 256-bit
+// register.
 #pragma once
 
 #include <cstdint>

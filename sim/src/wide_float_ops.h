@@ -1,7 +1,8 @@
 // The body of namespace lockstep::sim::wide (wide_float.h says what the types promise). No include
-// guard: wide_float.h includes it into namespace wide, and contact_lanes_avx.cpp a second time into
-// namespace wide_avx with LOCKSTEP_WIDE_AVX defined (W8 in one AVX register, under a target("avx")
-// pragma), so that the two instruction sets never share a symbol.
+// guard: wide_float.h includes it into namespace wide, and contact_lanes_kernel_body.h again into
+// namespaces wide_avx and wide_avx512 with LOCKSTEP_WIDE_AVX defined (W8 in one 256-bit register,
+// under a target("avx") or target("avx512f,avx512vl") pragma), so that the instruction sets never
+// share a symbol.
 
 inline constexpr int kLanes = 4;
 
