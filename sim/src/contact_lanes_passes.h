@@ -4,8 +4,8 @@
 // of an anonymous namespace, included by contact_lanes.cpp with `wide` = wide::W8 of the build's
 // instruction set (SSE2, NEON, portable), and on x86 by contact_lanes_kernel_body.h once per
 // target region of contact_lanes_avx.cpp (`wide` = wide_avx or wide_avx512: W8 in one 256-bit
-// register); the copy that runs is chosen at run time (LaneKernelCode). The includer provides <bit>,
-// <cfloat>, <utility>, contact_lanes.h, lockstep/sim/friction_block.h and
+// register); the copy that runs is picked per world through its LaneKernelCode. The includer
+// provides <bit>, <cfloat>, <utility>, contact_lanes.h, lockstep/sim/friction_block.h and
 // friction_block_wide_body.h.
 //
 // What bounds the passes is latency: within a batch every row waits for the velocities the row
