@@ -11,6 +11,7 @@
 #include <bit>
 #include <cfloat>
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
 #include "collide.h"

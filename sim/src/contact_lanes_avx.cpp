@@ -26,6 +26,7 @@
 
 #include <bit>
 #include <cfloat>
+#include <type_traits>
 #include <utility>
 
 #include "friction_block_wide.h"

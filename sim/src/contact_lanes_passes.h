@@ -5,8 +5,8 @@
 // instruction set (SSE2, NEON, portable), and on x86 by contact_lanes_kernel_body.h once per
 // target region of contact_lanes_avx.cpp (`wide` = wide_avx or wide_avx512: W8 in one 256-bit
 // register); the copy that runs is picked per world through its LaneKernelCode. The includer
-// provides <bit>, <cfloat>, <utility>, contact_lanes.h, lockstep/sim/friction_block.h and
-// friction_block_wide_body.h.
+// provides <bit>, <cfloat>, <type_traits>, <utility>, contact_lanes.h,
+// lockstep/sim/friction_block.h and friction_block_wide_body.h.
 //
 // What bounds the passes is latency: within a batch every row waits for the velocities the row
 // before it wrote (velocity → impulse → velocity), and a friction block on the circle is a chain
@@ -88,20 +88,10 @@ inline M finite(W x) {
 // lanes 8b … 8b + 7 of Pack<B>::W. Manifolds of one colour share no dynamic body, so solving two
 // batches together is the same computation as solving them one after the other.
 template <int B>
-struct Pack;
-template <>
-struct Pack<1> {
-  using W = wide::W8;
-  using M = wide::M8;
-  static W splat(float s) { return wide::splat8(s); }
-  static M mask(int bits) { return wide::lane_mask8(bits); }
-};
-template <>
-struct Pack<2> {
-  using W = wide::W16;
-  using M = wide::M16;
-  static W splat(float s) { return wide::splat16(s); }
-  static M mask(int bits) { return wide::lane_mask16(bits); }
+struct Pack : wide::Lanes<std::conditional_t<B == 1, wide::W8, wide::W16>> {
+  static_assert(B == 1 || B == 2);
+  using W = std::conditional_t<B == 1, wide::W8, wide::W16>;
+  using M = typename wide::Lanes<W>::Mask;
 };
 
 // One field of B structures (batches, or their point rows k), as one value of B·8 lanes.

@@ -609,12 +609,3 @@ inline W8 with_lane(W8 a, int i, float value) {
 /// Sixteen lanes: two batches of the contact solver side by side (contact_lanes.h).
 using W16 = Pair<W8>;
 using M16 = PairMaskOf<W8>;
-inline W16 load16(const float* p) {
-  return Lanes<W16>::load(p);
-}
-inline W16 splat16(float s) {
-  return Lanes<W16>::splat(s);
-}
-inline M16 lane_mask16(int bits16) {
-  return Lanes<W16>::mask(bits16);
-}
