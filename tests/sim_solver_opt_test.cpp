@@ -310,11 +310,9 @@ struct OnePointScene {
     p.anchor_a = Vec3{0.3f, -0.45f, 0.2f};
     p.anchor_b = Vec3{-0.25f, 0.5f, 0.35f};
     p.separation_m = separation;
-    settings.dt_s = 1.0f / 60.0f;
-    settings.inv_dt = 60.0f;
-    settings.baumgarte = 0.2f;
-    settings.linear_slop_m = 0.005f;
-    settings.max_bias_velocity = 2.0f;
+    // One substep of 1/60 s, contact hertz 30 (a quarter of the substep rate is 15 Hz: capped).
+    settings =
+        lockstep::sim::make_solver_settings(1.0f / 60.0f, 1, 30.0f, 10.0f, 0.005f, 2.0f, 1.0f);
   }
 
   void prepare_and_solve_once() {
@@ -323,7 +321,8 @@ struct OnePointScene {
     lockstep::sim::prepare_contact_lanes({&c, 1}, {&p, 1}, bodies, settings, &lanes, &counters);
     lockstep::sim::gather_velocities(bodies, {velocities.data(), 2});
     lockstep::sim::warm_start_lanes(lanes, velocities);
-    lockstep::sim::solve_lanes(&lanes, velocities, true, &counters);
+    const std::vector<SolverVelocity> deltas(3, SolverVelocity{});  // nothing moved yet
+    lockstep::sim::solve_lanes(&lanes, velocities, deltas, true, &counters);
     lockstep::sim::unpack_contact_lanes(lanes, {&p, 1});
   }
 
@@ -338,11 +337,21 @@ struct OnePointScene {
 
 TEST(SimSolverOpt, NormalRowReachesItsTargetAndConservesMomentum) {
   // Approaching at ~1 m/s with spin, 1 cm overlap, no friction: one point, so one pass solves the
-  // row exactly (up to float rounding): vn = the Baumgarte target.
+  // soft row exactly (up to float rounding). From a spring of 15 Hz (30 Hz capped at a quarter of
+  // the 60 Hz substep rate), ζ = 10, over h = 1/60 s, computed here in double: with vn₀ the
+  // normal velocity before the pass and no accumulated impulse yet,
+  //   vn = vn₀ − mass_scale·(vn₀ + bias),  bias = bias_rate·(s + slop) (≥ −2 m/s).
   OnePointScene s(0.0f, -0.01f, {0.1f, -0.6f, 0.2f}, {0.5f, -0.3f, 0.8f}, {-0.2f, 0.4f, 0.1f},
                   {-0.2f, 0.6f, 0.1f});
+  const V3d before =
+      (d3(Vec3{0.1f, -0.6f, 0.2f}) + cross(d3(Vec3{0.5f, -0.3f, 0.8f}), d3(s.p.anchor_a))) -
+      (d3(Vec3{-0.2f, 0.4f, 0.1f}) + cross(d3(Vec3{-0.2f, 0.6f, 0.1f}), d3(s.p.anchor_b)));
   s.prepare_and_solve_once();
-  const float target = s.settings.baumgarte * s.settings.inv_dt * (0.01f - 0.005f);  // 0.6 m/s
+  const double h = 1.0 / 60.0, omega = 2.0 * 3.14159265358979 * 15.0, zeta = 10.0;
+  const double a1 = 2.0 * zeta + h * omega, a2 = h * omega * a1, a3 = 1.0 / (1.0 + a2);
+  const double bias = (omega / a1) * (-0.01 + 0.005), mass_scale = a2 * a3;
+  const double vn0 = dot(d3(s.c.normal), before);
+  const double target = vn0 - mass_scale * (vn0 + bias);
   const V3d v_rel = s.relative_velocity();
   // Float rounding of ~20 operations on O(1) values: 1e-5 m/s.
   EXPECT_NEAR(dot(d3(s.c.normal), v_rel), target, 1e-5);

@@ -70,61 +70,62 @@ void closest_segment_params(Vec3 p1, Vec3 d1, Vec3 p2, Vec3 d2, float* s_out, fl
   *t_out = t;
 }
 
-int reduce_to_four(const Vec3* position, const float* separation, int count, Vec3 normal,
-                   int* keep) {
+int reduce_to_four(const Vec3* position, const uint32_t* feature, int count, Vec3 normal,
+                   const Manifold& previous, int* keep) {
   if (count <= kMaxManifoldPoints) {
     for (int i = 0; i < count; ++i)
       keep[i] = i;
     return count;
   }
-  // Deepest.
-  int i0 = 0;
-  for (int i = 1; i < count; ++i) {
-    if (separation[i] < separation[i0]) i0 = i;
-  }
-  // Farthest from it.
-  int i1 = -1;
-  float best = -1.0f;
-  for (int i = 0; i < count; ++i) {
-    if (i == i0) continue;
-    float d = length_squared(position[i] - position[i0]);
-    if (d > best) best = d, i1 = i;
-  }
-  // Largest triangle (area measured in the contact plane).
-  Vec3 p0 = position[i0], e01 = position[i1] - p0;
-  int i2 = -1;
-  float best_area = -1.0f;
-  float sign = 1.0f;
-  for (int i = 0; i < count; ++i) {
-    if (i == i0 || i == i1) continue;
-    float area = dot(cross(e01, position[i] - p0), normal);
-    float a = abs_f(area);
-    if (a > best_area) best_area = a, i2 = i, sign = area < 0.0f ? -1.0f : 1.0f;
-  }
-  // The point farthest outside the triangle: for each edge (counter-clockwise about the
-  // normal after applying `sign`) the negative signed area of (edge, point).
-  int tri[3] = {i0, i1, i2};
-  int i3 = -1;
-  float best_out = 0.0f;
-  for (int i = 0; i < count; ++i) {
-    if (i == i0 || i == i1 || i == i2) continue;
-    float out = -3.4e38f;
-    for (int k = 0; k < 3; ++k) {
-      Vec3 a = position[tri[k]], b = position[tri[(k + 1) % 3]];
-      float o = -sign * dot(cross(b - a, position[i] - a), normal);
-      if (o > out) out = o;
+  int chosen[kMaxManifoldPoints];
+  int n = 0;
+  auto taken = [&](int i) {
+    for (int k = 0; k < n; ++k) {
+      if (chosen[k] == i) return true;
     }
-    if (i3 < 0 || out > best_out) best_out = out, i3 = i;
+    return false;
+  };
+  // Last step's corners first: which corners a resting face keeps must not change with every
+  // rock of the box (a corner restarted from zero kicks a resting stack).
+  for (int i = 0; i < count && n < kMaxManifoldPoints; ++i) {
+    for (int k = 0; k < previous.previous_count; ++k) {
+      if (previous.previous_features[k] == feature[i]) {
+        chosen[n++] = i;
+        break;
+      }
+    }
   }
-  keep[0] = i0, keep[1] = i1, keep[2] = i2, keep[3] = i3;
+  // Then by position alone: the farthest along four directions of the contact plane a quarter
+  // turn apart (d, n×d, −d, −n×d, with d from tangent_basis(normal) turned by an
+  // irrational-looking angle so that the corners of common polygons do not tie). The overlap of
+  // two centred faces (a stack, turned or not) is symmetric under a quarter turn, so the four
+  // chosen corners are too, and the load spreads evenly: a lopsided choice compresses one side
+  // of every contact more and leans the stack. Not the deepest: depths change with every rock of
+  // a resting box, and a choice that follows them swaps corners from step to step.
+  Vec3 t1, t2;
+  tangent_basis(normal, &t1, &t2);
+  const Vec3 d = t1 + 0.4142135f * t2, d_perp = t2 - 0.4142135f * t1;
+  const Vec3 directions[4] = {d, d_perp, -d, -d_perp};
+  for (int k = 0; k < 4 && n < kMaxManifoldPoints; ++k) {
+    int best = -1;
+    float far = 0.0f;
+    for (int i = 0; i < count; ++i) {
+      if (taken(i)) continue;
+      const float f = dot(position[i], directions[k]);
+      if (best < 0 || f > far) far = f, best = i;
+    }
+    chosen[n++] = best;
+  }
   // Ascending, so the output order follows the candidates' order.
-  for (int i = 1; i < 4; ++i) {
+  for (int i = 0; i < kMaxManifoldPoints; ++i)
+    keep[i] = chosen[i];
+  for (int i = 1; i < kMaxManifoldPoints; ++i) {
     int v = keep[i], j = i;
     while (j > 0 && keep[j - 1] > v)
       keep[j] = keep[j - 1], --j;
     keep[j] = v;
   }
-  return 4;
+  return kMaxManifoldPoints;
 }
 
 }  // namespace collide_detail
@@ -299,7 +300,7 @@ void box_plane(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const 
   Vec3 ex = r.c0 * h.x, ey = r.c1 * h.y, ez = r.c2 * h.z;
   Vec3 pos[8];
   float sep[8];
-  uint32_t vertex[8];
+  uint32_t vertex[8], feature[8];
   int count = 0;
   for (uint32_t v = 0; v < 8; ++v) {
     Vec3 p = xa.p + ((v & 1u) ? ex : -ex) + ((v & 2u) ? ey : -ey) + ((v & 4u) ? ez : -ez);
@@ -308,10 +309,11 @@ void box_plane(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const 
     pos[count] = p - n * (0.5f * s);
     sep[count] = s;
     vertex[count] = v;
+    feature[count] = feature_id(kTagBoxPlane, v);
     count += 1;
   }
   int keep[kMaxManifoldPoints];
-  int kept = reduce_to_four(pos, sep, count, n, keep);
+  int kept = reduce_to_four(pos, feature, count, n, *out, keep);
   for (int k = 0; k < kept; ++k) {
     add_point(out, pos[keep[k]], sep[keep[k]], feature_id(kTagBoxPlane, vertex[keep[k]]));
   }
@@ -379,8 +381,13 @@ int canonical_rank(ShapeType type) {
 
 void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
              float margin, Manifold* out) {
-  // Clear every slot so a reused manifold carries no stale bytes past `count`.
-  *out = Manifold{};
+  // Clear every slot so a reused manifold carries no stale bytes past `count` (the previous
+  // features are an input and stay).
+  Manifold cleared;
+  cleared.previous_count = out->previous_count;
+  for (int k = 0; k < kMaxManifoldPoints; ++k)
+    cleared.previous_features[k] = out->previous_features[k];
+  *out = cleared;
   if (canonical_rank(a.type) <= canonical_rank(b.type)) {
     collide_canonical(a, xa, b, xb, margin, out);
   } else {

@@ -26,6 +26,11 @@ struct Manifold {
   Vec3 normal{0, 1, 0};  // unit, from B to A
   ManifoldPoint points[kMaxManifoldPoints];
   int count = 0;
+  // Input, kept by collide(): the feature ids this pair had last step. When more candidate points
+  // than kMaxManifoldPoints are found, those with these ids are kept first, so a resting contact
+  // keeps its corners (and their warm start) from step to step.
+  uint32_t previous_features[kMaxManifoldPoints] = {};
+  int previous_count = 0;
 };
 
 /// Fills `out` with up to 4 points whose separation is at most `margin` (m). `out->count` is 0

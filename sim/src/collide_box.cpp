@@ -335,20 +335,20 @@ inline Vec3 position_of(const ClipVertex& v) {
                                                Manifold* out) {
   Vec3 pos[kMaxClipVertices];
   float sep[kMaxClipVertices];
-  uint32_t vertex_id[kMaxClipVertices];
+  uint32_t feature[kMaxClipVertices];
   int count = 0;
   for (int q = 0; q < n; ++q) {
     float s = sep_of[q];
     if (s > margin) continue;
     pos[count] = position_of(poly[q]) - n_ref * (0.5f * s);
     sep[count] = s;
-    vertex_id[count] = (poly[q].in_line << 3) | poly[q].out_line;
+    feature[count] = feature_id(kTagBoxBox, faces | (poly[q].in_line << 3) | poly[q].out_line);
     count += 1;
   }
   int keep[kMaxManifoldPoints];
-  int kept = reduce_to_four(pos, sep, count, n_ref, keep);
+  int kept = reduce_to_four(pos, feature, count, n_ref, *out, keep);
   for (int q = 0; q < kept; ++q) {
-    add_point(out, pos[keep[q]], sep[keep[q]], feature_id(kTagBoxBox, faces | vertex_id[keep[q]]));
+    add_point(out, pos[keep[q]], sep[keep[q]], feature[keep[q]]);
   }
 }
 

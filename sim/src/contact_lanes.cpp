@@ -186,16 +186,19 @@ void clear_manifold_lane(ManifoldLanes* m, uint32_t lane, uint32_t zero_slot) {
   m->inv_mass_b[lane] = 0.0f;
   m->friction[lane] = 0.0f;
   m->centroid_mass[lane] = 0.0f;
-  m->centroid_target[lane] = 0.0f;
-  m->centroid_relax_target[lane] = 0.0f;
+  m->centroid_separation[lane] = 0.0f;
+  m->bias_rate[lane] = 0.0f;
+  m->mass_scale[lane] = 1.0f;
+  m->impulse_scale[lane] = 0.0f;
+  m->restitution[lane] = 0.0f;
   m->active_count[lane] = 1.0f;
 }
 
 void clear_point_lane(PointLanes* p, uint32_t lane) {
   for (Vec3Lanes* v : {&p->anchor_a, &p->anchor_b, &p->in_a, &p->in_b})
     set3(v, lane, Vec3{});
-  for (float* f : {p->normal_mass, p->target_velocity, p->relax_target_velocity, p->tangent_a,
-                   p->tangent_b, p->tangent_c, p->tangent_det, p->normal_impulse,
+  for (float* f : {p->normal_mass, p->separation, p->normal_velocity, p->max_normal_impulse,
+                   p->tangent_a, p->tangent_b, p->tangent_c, p->tangent_det, p->normal_impulse,
                    p->tangent_impulse_x, p->tangent_impulse_y}) {
     f[lane] = 0.0f;
   }
@@ -268,7 +271,7 @@ namespace {
 constexpr bool kPairBaseline = false;
 
 const LaneKernelCode kLaneKernelBaseline = {&prepare_batch, &warm_start_all<kPairBaseline>,
-                                            &solve_all<kPairBaseline>};
+                                            &solve_all<kPairBaseline>, &restitute_all};
 
 // The copy of the vector code `kernel` names (a kernel this build lacks: the baseline).
 const LaneKernelCode& code_of(LaneKernel kernel) {
@@ -298,6 +301,11 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
                            std::span<const BodySolverState> bodies, const SolverSettings& settings,
                            ContactLanes* lanes, SolverCounters* counters) {
   const LaneKernelCode& code = code_of(lanes->kernel);
+  lanes->inv_substep = settings.inv_substep;
+  lanes->linear_slop_m = settings.linear_slop_m;
+  lanes->max_bias_velocity = settings.max_bias_velocity;
+  lanes->restitution_threshold = settings.restitution_threshold;
+  lanes->gravity_step = settings.gravity_step;
   for (uint32_t i = 0; i < lanes->batch_count; ++i) {
     ManifoldLanes& m = lanes->batches[i];
     PointLanes* const rows = &lanes->point_lanes[m.first_point_lanes];
@@ -321,9 +329,13 @@ void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> veloc
   code_of(lanes.kernel).warm_start(lanes, velocities);
 }
 
-void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
-                 SolverCounters* counters) {
-  code_of(lanes->kernel).solve(lanes, velocities, use_bias, counters);
+void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities,
+                 std::span<const SolverVelocity> deltas, bool use_bias, SolverCounters* counters) {
+  code_of(lanes->kernel).solve(lanes, velocities, deltas, use_bias, counters);
+}
+
+void restitute_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities) {
+  code_of(lanes->kernel).restitute(lanes, velocities);
 }
 
 void unpack_contact_lanes(const ContactLanes& lanes, std::span<ContactPoint> points) {

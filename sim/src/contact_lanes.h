@@ -83,8 +83,11 @@ struct alignas(16) ManifoldLanes {
   Mat3Lanes inv_inertia_a, inv_inertia_b;  // world, as prepared (1/(kg·m²))
   float friction[kLaneCount];
   Vec3Lanes centroid_rn_a, centroid_rn_b, centroid_in_a, centroid_in_b;
-  float centroid_mass[kLaneCount];  // 0: no centroid row in that lane
-  float centroid_target[kLaneCount], centroid_relax_target[kLaneCount];
+  float centroid_mass[kLaneCount];        // 0: no centroid row in that lane
+  float centroid_separation[kLaneCount];  // mean s₀ of the active points (m)
+  // Soft contact coefficients of the lane (Softness: static_contact when a body is not dynamic).
+  float bias_rate[kLaneCount], mass_scale[kLaneCount], impulse_scale[kLaneCount];
+  float restitution[kLaneCount];
   float active_count[kLaneCount];   // points with a normal row, as a float (≥ 1 where used)
   uint32_t constraint[kLaneCount];  // index into the constraints; kNoLane for padding
   uint32_t first_point_lanes = 0;   // index of this batch's first PointLanes
@@ -92,22 +95,25 @@ struct alignas(16) ManifoldLanes {
   uint32_t lanes = 0;               // bit i: lane i holds a manifold
   uint32_t sequential = 0;          // 1: overflow batch, lanes solved one after another
   uint32_t pairs_with_next = 0;     // 1: the next batch has this colour and point count
+  uint32_t bounce_lanes = 0;        // bit i: lane i has a point that may bounce (restitution)
 };
 
-/// Point k of the manifolds of a batch: what every pass streams (92 bytes per point).
+/// Point k of the manifolds of a batch: what every pass streams (96 bytes per point).
 /// The Jacobians are built from the anchors in the pass: r×d costs less than reading it.
 struct alignas(16) PointLanes {
-  Vec3Lanes anchor_a, anchor_b;   // r_A, r_B (m)
-  Vec3Lanes in_a, in_b;           // I_A⁻¹(r_A×n), I_B⁻¹(r_B×n) (1/(kg·m))
-  float normal_mass[kLaneCount];  // 1/K (kg); 0: no row (no point in this lane, or skipped)
-  float target_velocity[kLaneCount], relax_target_velocity[kLaneCount];       // m/s
+  Vec3Lanes anchor_a, anchor_b;       // r_A, r_B (m)
+  Vec3Lanes in_a, in_b;               // I_A⁻¹(r_A×n), I_B⁻¹(r_B×n) (1/(kg·m))
+  float normal_mass[kLaneCount];      // 1/K (kg); 0: no row (no point in this lane, or skipped)
+  float separation[kLaneCount];       // s₀, at the narrowphase (m; < 0: overlap)
+  float normal_velocity[kLaneCount];  // vn₀ before the step, for restitution; 0 once bounced (m/s)
+  float max_normal_impulse[kLaneCount];  // the largest accumulated λ_n of this step (N·s)
   float tangent_a[kLaneCount], tangent_b[kLaneCount], tangent_c[kLaneCount];  // K_t (1/kg)
   float tangent_det[kLaneCount];                                       // friction_block_det(K_t)
   float normal_impulse[kLaneCount];                                    // accumulated λ_n (N·s)
   float tangent_impulse_x[kLaneCount], tangent_impulse_y[kLaneCount];  // accumulated J (N·s)
   uint32_t point[kLaneCount];  // index into the contact points; kNoLane for padding
 };
-static_assert(sizeof(PointLanes) == 23 * 4 * kLaneCount, "23 rows of lanes");
+static_assert(sizeof(PointLanes) == 24 * 4 * kLaneCount, "24 rows of lanes");
 
 /// friction_block_eigen(K_t) of point k of the manifolds of a batch (FrictionEigen's fields, per
 /// lane): prepared with the point, read only by friction blocks that end on the circle.
@@ -134,9 +140,10 @@ inline uint32_t max_manifold_lanes(uint32_t max_contact_pairs) {
 
 /// Capacity of the point rows for `max_contact_points` points: a group of manifolds with p
 /// points each fills ceil(n/8)·p ≤ floor(n·p/8) + p rows, and the groups' p sum to
-/// 65 · (4 + 3 + 2 + 1).
+/// 65 · (4 + 3 + 2 + 1) (kMaxManifoldPoints down to 1).
 inline uint32_t max_point_lane_rows(uint32_t max_contact_points) {
-  return max_contact_points / kLaneCount + (kSolverColours + 1) * 10 + 1;
+  return max_contact_points / kLaneCount +
+         (kSolverColours + 1) * (kMaxManifoldPoints * (kMaxManifoldPoints + 1) / 2) + 1;
 }
 
 struct ContactLanes {
@@ -150,6 +157,12 @@ struct ContactLanes {
   uint32_t zero_slot = 0;  // a velocity slot that is always zero and never written
   uint32_t colours_used = 0;
   uint32_t overflow_manifolds = 0;
+  // The passes' constants for this step (prepare_contact_lanes sets them).
+  float inv_substep = 0;  // 1/h
+  float linear_slop_m = 0;
+  float max_bias_velocity = 0;
+  float restitution_threshold = 0;
+  float gravity_step = 0;  // |g|·dt: how much faster than before the step a contact may meet
   LaneKernel kernel = LaneKernel::baseline;  // best_lane_kernel() at init; tests may pick either
 };
 
@@ -173,9 +186,15 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
 /// Applies the accumulated (warm-start) impulses of every batch.
 void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
 
-/// One pass over every batch (colour by colour); `use_bias` false is a relax pass.
-void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
-                 SolverCounters* counters);
+/// One pass over every batch (colour by colour); `use_bias` false is a relax pass. `deltas`
+/// holds, per body slot, how far it moved since the step began (linear: Δp in m, angular: Δθ in
+/// rad), from which each row recomputes its separation.
+void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities,
+                 std::span<const SolverVelocity> deltas, bool use_bias, SolverCounters* counters);
+
+/// The restitution pass: points that met this step and approached faster than the threshold
+/// before it are driven to vn = −e·vn₀, once each (contact_solver.cpp).
+void restitute_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities);
 
 /// One compiled copy of the vector code: prepare_contact_lanes' per-batch half, warm_start_lanes
 /// and solve_lanes. contact_lanes.cpp has the baseline's; contact_lanes_avx.cpp the x86 copies.
@@ -183,8 +202,9 @@ struct LaneKernelCode {
   void (*prepare_batch)(const SolverSettings& settings, const PrepareInputs& in, ManifoldLanes* m,
                         PointLanes* rows, EigenLanes* eigens, SolverCounters* counters);
   void (*warm_start)(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
-  void (*solve)(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
-                SolverCounters* counters);
+  void (*solve)(ContactLanes* lanes, std::span<SolverVelocity> velocities,
+                std::span<const SolverVelocity> deltas, bool use_bias, SolverCounters* counters);
+  void (*restitute)(ContactLanes* lanes, std::span<SolverVelocity> velocities);
 };
 #if defined(LOCKSTEP_LANES_AVX)
 extern const LaneKernelCode kLaneKernelAvx;  // call only when lane_kernel_available(avx)

@@ -22,7 +22,7 @@ namespace {
 
 namespace lockstep::sim {
 // Two batches of one colour side by side in the passes (contact_lanes.h).
-extern const LaneKernelCode LOCKSTEP_KERNEL_CODE = {&LOCKSTEP_KERNEL_LANES::prepare_batch,
-                                                    &LOCKSTEP_KERNEL_LANES::warm_start_all<true>,
-                                                    &LOCKSTEP_KERNEL_LANES::solve_all<true>};
+extern const LaneKernelCode LOCKSTEP_KERNEL_CODE = {
+    &LOCKSTEP_KERNEL_LANES::prepare_batch, &LOCKSTEP_KERNEL_LANES::warm_start_all<true>,
+    &LOCKSTEP_KERNEL_LANES::solve_all<true>, &LOCKSTEP_KERNEL_LANES::restitute_all};
 }  // namespace lockstep::sim

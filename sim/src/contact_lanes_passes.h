@@ -368,14 +368,43 @@ void solve_friction_off_interior(int circle, int rest, int valid, T ka, T kb, T 
       static_cast<uint32_t>(std::popcount(static_cast<unsigned>(boundary & ~wide::bits(solved))));
 }
 
+// The soft step's row coefficients at current separation s (contact_solver.cpp): speculative
+// (s > 0) rows are rigid with bias s/h; overlapping rows are soft with the lane's Softness in the
+// biased passes, rigid with bias 0 in the relax passes. The row's impulse is then
+// −normal_mass·mass_scale·(vn + bias) − impulse_scale·λ_acc.
+template <class T>
+struct SoftRow {
+  T bias, mass_scale, impulse_scale;
+};
+template <int B, class T = typename Pack<B>::W>
+LOCKSTEP_LANES_INLINE SoftRow<T> soft_row(const ManifoldLanes* const (&m)[B], T s, bool use_bias,
+                                          const ContactLanes& lanes) {
+  const T zero = Pack<B>::splat(0.0f), one = Pack<B>::splat(1.0f);
+  const auto speculative = s > zero;
+  const T speculative_bias = s * Pack<B>::splat(lanes.inv_substep);
+  if (!use_bias) {
+    return {wide::select(speculative, speculative_bias, zero), one, zero};
+  }
+  T depth = s + Pack<B>::splat(lanes.linear_slop_m);
+  depth = wide::select(depth > zero, zero, depth);  // min(s + slop, 0)
+  const T min_bias = Pack<B>::splat(-lanes.max_bias_velocity);
+  T bias = ld(m, &ManifoldLanes::bias_rate) * depth;
+  bias = wide::select(bias < min_bias, min_bias, bias);
+  return {wide::select(speculative, speculative_bias, bias),
+          wide::select(speculative, one, ld(m, &ManifoldLanes::mass_scale)),
+          wide::select(speculative, zero, ld(m, &ManifoldLanes::impulse_scale))};
+}
+
 template <int B>
 void solve_batch(const ManifoldLanes* const (&m)[B], PointLanes* const (&points)[B],
                  const EigenLanes* const (&eigens)[B], int lane_bits, bool use_bias,
-                 SolverVelocity* v, SolverCounters* counters) {
+                 const ContactLanes& constants, SolverVelocity* v, const SolverVelocity* deltas,
+                 SolverCounters* counters) {
   using T = typename Pack<B>::W;
   using Mask = typename Pack<B>::M;
-  BodyLanes<T> b;
+  BodyLanes<T> b, d;
   gather_pair(m, v, &b);
+  gather_pair(m, deltas, &d);  // Δp, Δθ since the step began
   const Mask lanes = Pack<B>::mask(lane_bits);
   const T zero = Pack<B>::splat(0.0f);
   const T ima = ld(m, &ManifoldLanes::inv_mass_a), imb = ld(m, &ManifoldLanes::inv_mass_b);
@@ -388,7 +417,7 @@ void solve_batch(const ManifoldLanes* const (&m)[B], PointLanes* const (&points)
   const Mask centroid_row = lanes & (centroid_mass > zero);
   T centroid_delta = zero;
   if (wide::any(centroid_row)) {
-    T min_impulse = zero;
+    T min_impulse = zero, sum_impulse = zero;
     Mask first = lanes;
     for (uint32_t k = 0; k < point_rows; ++k) {
       PointLanes* p[B];
@@ -396,14 +425,18 @@ void solve_batch(const ManifoldLanes* const (&m)[B], PointLanes* const (&points)
       const Mask active = ld(p, &PointLanes::normal_mass) != zero;
       const T impulse = ld(p, &PointLanes::normal_impulse);
       min_impulse = wide::select(active & (first | (impulse < min_impulse)), impulse, min_impulse);
+      sum_impulse = wide::select(active, sum_impulse + impulse, sum_impulse);
       first = wide::and_not(first, active);
     }
     const T active_count = ld(m, &ManifoldLanes::active_count);
-    const T vn = row_velocity(b, n, ld3(m, &ManifoldLanes::centroid_rn_a),
-                              ld3(m, &ManifoldLanes::centroid_rn_b));
-    const T target =
-        ld(m, use_bias ? &ManifoldLanes::centroid_target : &ManifoldLanes::centroid_relax_target);
-    const T total = -centroid_mass * (vn - target);
+    const V3T<T> rn_a = ld3(m, &ManifoldLanes::centroid_rn_a);
+    const V3T<T> rn_b = ld3(m, &ManifoldLanes::centroid_rn_b);
+    const T vn = row_velocity(b, n, rn_a, rn_b);
+    // The mean separation moves with the centroid: n·(Δθ×c) = Δθ·(c×n).
+    const T sep = ld(m, &ManifoldLanes::centroid_separation) + row_velocity(d, n, rn_a, rn_b);
+    const SoftRow<T> row = soft_row<B>(m, sep, use_bias, constants);
+    const T total =
+        -(centroid_mass * row.mass_scale) * (vn + row.bias) - row.impulse_scale * sum_impulse;
     T delta = total / active_count;
     delta = wide::select(delta < -min_impulse, -min_impulse, delta);
     centroid_delta = wide::select(centroid_row, delta, zero);
@@ -423,14 +456,30 @@ void solve_batch(const ManifoldLanes* const (&m)[B], PointLanes* const (&points)
     T impulse = ld(p, &PointLanes::normal_impulse);
     impulse = wide::select(active & centroid_row, impulse + centroid_delta, impulse);
 
-    // Normal row: λ = (target − vn)/K, accumulated λ_n ≥ 0.
+    // Normal row at the current separation, accumulated λ_n ≥ 0.
     {
       const T vn = dot(n, relative_velocity(b, ra, rb));
-      const T target =
-          ld(p, use_bias ? &PointLanes::target_velocity : &PointLanes::relax_target_velocity);
-      const T lambda = -normal_mass * (vn - target);
+      const T sep = ld(p, &PointLanes::separation) + dot(n, relative_velocity(d, ra, rb));
+      const SoftRow<T> row = soft_row<B>(m, sep, use_bias, constants);
+      const T lambda =
+          -(normal_mass * row.mass_scale) * (vn + row.bias) - row.impulse_scale * impulse;
       T total = impulse + lambda;
       total = wide::select(total < zero, zero, total);
+      // The first push of a row that may bounce records its normal velocity at impact (this
+      // substep's gravity included): the bounce reflects it.
+      const T max_impulse = ld(p, &PointLanes::max_normal_impulse);
+      const Mask first_push = active & (max_impulse == zero) & (total > zero);
+      if (wide::any(first_push)) {
+        // At most one step of gravity faster than before the step: pushes from other contacts
+        // in this step must not make a bounce (that would feed energy into a pile).
+        const T vn0 = ld(p, &PointLanes::normal_velocity);
+        const T fastest = vn0 - Pack<B>::splat(constants.gravity_step);
+        T impact = wide::select(vn < fastest, fastest, vn);
+        impact = wide::select(impact < vn0, impact, vn0);
+        st(p, &PointLanes::normal_velocity, wide::select(first_push & (vn0 != zero), impact, vn0));
+      }
+      st(p, &PointLanes::max_normal_impulse,
+         wide::select(active & (total > max_impulse), total, max_impulse));
       // Inactive lanes: K⁻¹ = 0 makes λ = ±0 and `applied` +0, which changes no velocity (the
       // passes never hold −0); lanes outside `lanes` only touch registers never scattered.
       const T applied = total - impulse;
@@ -528,8 +577,8 @@ void warm_start_all(const ContactLanes& lanes, std::span<SolverVelocity> velocit
 }
 
 template <bool Pair>
-void solve_all(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool use_bias,
-               SolverCounters* counters) {
+void solve_all(ContactLanes* lanes, std::span<SolverVelocity> velocities,
+               std::span<const SolverVelocity> deltas, bool use_bias, SolverCounters* counters) {
   const ManifoldLanes* const batches = lanes->batches.data();
   PointLanes* const rows = lanes->point_lanes.data();
   const EigenLanes* const eigens = lanes->eigens.data();
@@ -540,15 +589,64 @@ void solve_all(ContactLanes* lanes, std::span<SolverVelocity> velocities, bool u
         const ManifoldLanes* m[1] = {&batches[i]};
         PointLanes* p[1] = {&rows[first]};
         const EigenLanes* e[1] = {&eigens[first]};
-        solve_batch<1>(m, p, e, bits, use_bias, velocities.data(), counters);
+        solve_batch<1>(m, p, e, bits, use_bias, *lanes, velocities.data(), deltas.data(), counters);
       },
       [&](uint32_t i, int bits) {
         const uint32_t f0 = batches[i].first_point_lanes, f1 = batches[i + 1].first_point_lanes;
         const ManifoldLanes* m[2] = {&batches[i], &batches[i + 1]};
         PointLanes* p[2] = {&rows[f0], &rows[f1]};
         const EigenLanes* e[2] = {&eigens[f0], &eigens[f1]};
-        solve_batch<2>(m, p, e, bits, use_bias, velocities.data(), counters);
+        solve_batch<2>(m, p, e, bits, use_bias, *lanes, velocities.data(), deltas.data(), counters);
       });
+}
+
+// Restitution of one batch (contact_solver.cpp): every point that met this step (its largest
+// accumulated λ_n > 0) and approached faster than the threshold before it (vn₀ < −threshold) is
+// driven to vn = −e·vn₀, accumulated λ_n ≥ 0; its vn₀ is then cleared so it bounces once.
+void restitute_batch(const ManifoldLanes& m, PointLanes* points, int lane_bits,
+                     float restitution_threshold, SolverVelocity* v) {
+  const ManifoldLanes* const ms[1] = {&m};
+  BodyLanes<W> b;
+  gather_pair(ms, v, &b);
+  const M lanes = wide::lane_mask8(lane_bits);
+  const W zero = wide::splat8(0.0f), min_speed = wide::splat8(-restitution_threshold);
+  const W ima = wide::load8(m.inv_mass_a), imb = wide::load8(m.inv_mass_b);
+  const W e = wide::load8(m.restitution);
+  const V3 n = load3(m.normal);
+  // Only the lanes prepare marked: a lane's answer must not depend on which others share its call.
+  const M candidates = wide::lane_mask8(static_cast<int>(m.bounce_lanes));
+  for (uint32_t k = 0; k < m.point_rows; ++k) {
+    PointLanes& p = points[k];
+    const W normal_mass = wide::load8(p.normal_mass);
+    const W vn0 = wide::load8(p.normal_velocity);
+    const M bounce = lanes & candidates & (normal_mass != zero) & (e > zero) & (vn0 < min_speed) &
+                     (wide::load8(p.max_normal_impulse) > zero);
+    if (!wide::any(bounce)) continue;
+    const V3 ra = load3(p.anchor_a), rb = load3(p.anchor_b);
+    const W vn = dot(n, relative_velocity(b, ra, rb));
+    const W impulse = wide::load8(p.normal_impulse);
+    const W lambda = -normal_mass * (vn + e * vn0);
+    W total = impulse + lambda;
+    total = wide::select(total < zero, zero, total);
+    const W applied = wide::select(bounce, total - impulse, zero);
+    wide::store(p.normal_impulse, wide::select(bounce, total, impulse));
+    wide::store(p.normal_velocity, wide::select(bounce, zero, vn0));
+    apply_normal(&b, applied, ima, imb, n, load3(p.in_a), load3(p.in_b));
+  }
+  scatter_pair(ms, b, lane_bits, v);
+}
+
+void restitute_all(ContactLanes* lanes, std::span<SolverVelocity> velocities) {
+  PointLanes* const rows = lanes->point_lanes.data();
+  for_each_batch<false>(
+      *lanes,
+      [&](uint32_t i, int bits) {
+        const ManifoldLanes& m = lanes->batches[i];
+        if ((static_cast<uint32_t>(bits) & m.bounce_lanes) == 0) return;
+        restitute_batch(m, &rows[m.first_point_lanes], bits, lanes->restitution_threshold,
+                        velocities.data());
+      },
+      [](uint32_t, int) {});
 }
 
 // friction_block_eigen(K_t) per lane, its float operations in its order (the branches are
@@ -591,20 +689,21 @@ void prepare_batch(const SolverSettings& s, const PrepareInputs& in, ManifoldLan
   const W inv_mass_sum = ima + imb;
   const V3 va = load3(in.va), wa = load3(in.wa), vb = load3(in.vb), wb = load3(in.wb);
   const W restitution = wide::load8(in.restitution);
-  // ga − gb per component: g for a dynamic body, 0 otherwise.
-  const M dynamic_a = ima > zero, dynamic_b = imb > zero;
-  auto g_diff = [&](float g) {
-    const W gw = wide::splat8(g);
-    return wide::select(dynamic_a, gw, zero) - wide::select(dynamic_b, gw, zero);
-  };
-  const V3 gravity_diff{g_diff(s.gravity.x), g_diff(s.gravity.y), g_diff(s.gravity.z)};
-  const W inv_dt = wide::splat8(s.inv_dt), dt = wide::splat8(s.dt_s);
-  const W bias_rate = wide::splat8(s.baumgarte * s.inv_dt);
-  const W slop = wide::splat8(s.linear_slop_m), max_bias = wide::splat8(s.max_bias_velocity);
+  wide::store(m->restitution, restitution);
+  // Soft coefficients: against a static or kinematic body the spring is twice as stiff.
+  const M both_dynamic = (ima > zero) & (imb > zero);
+  wide::store(m->bias_rate, wide::select(both_dynamic, wide::splat8(s.contact.bias_rate),
+                                         wide::splat8(s.static_contact.bias_rate)));
+  wide::store(m->mass_scale, wide::select(both_dynamic, wide::splat8(s.contact.mass_scale),
+                                          wide::splat8(s.static_contact.mass_scale)));
+  wide::store(m->impulse_scale, wide::select(both_dynamic, wide::splat8(s.contact.impulse_scale),
+                                             wide::splat8(s.static_contact.impulse_scale)));
+  const W min_speed = wide::splat8(-s.restitution_threshold);
   const W min_inverse_mass = wide::splat8(kMinInverseMass);
+  M bounce_lanes = wide::lane_mask8(0);
 
   V3 sum_a{zero, zero, zero}, sum_b{zero, zero, zero};
-  W sum_target = zero, sum_relax_target = zero, active = zero;
+  W sum_separation = zero, active = zero;
   for (uint32_t k = 0; k < m->point_rows; ++k) {
     PointLanes& p = rows[k];
     const M has_point = wide::lane_mask8(in.has_point[k]);
@@ -644,34 +743,22 @@ void prepare_batch(const SolverSettings& s, const PrepareInputs& in, ManifoldLan
     wide::store(p.tangent_det, wide::select(has_point & det_ok, det, zero));
     store_friction_eigen(ka, kb, kc, &eigens[k]);
 
-    // Target normal velocity, with and without the bias.
+    // Separation and the normal velocity before the step (restitution).
     const W sep = wide::load8(in.separation[k]);
-    const M speculative = sep > zero;
-    const W speculative_target = -sep * inv_dt;
-    W depth = -sep - slop;
-    depth = wide::select(depth < zero, zero, depth);
-    W bias = bias_rate * depth;
-    bias = wide::select(bias > max_bias, max_bias, bias);
-    W target = wide::select(speculative, speculative_target, bias);
-    W relax_target = wide::select(speculative, speculative_target, zero);
     const V3 v_rel = (va + cross(wa, ra)) - (vb + cross(wb, rb));
     const W vn = dot(n, v_rel);
-    const W vn0 = vn - dt * dot(n, gravity_diff);
-    const W bounce = -restitution * vn0;
-    const M bounces = (restitution > zero) & (sep + vn * dt < zero) &
-                      (vn0 < wide::splat8(-s.restitution_threshold));
-    target = wide::select(bounces & (bounce > target), bounce, target);
-    relax_target = wide::select(bounces & (bounce > relax_target), bounce, relax_target);
-    wide::store(p.target_velocity, wide::select(has_point, target, zero));
-    wide::store(p.relax_target_velocity, wide::select(has_point, relax_target, zero));
+    wide::store(p.separation, wide::select(has_point, sep, zero));
+    wide::store(p.normal_velocity, wide::select(has_point, vn, zero));
+    wide::store(p.max_normal_impulse, zero);
+    bounce_lanes = bounce_lanes | (active_row & (restitution > zero) & (vn < min_speed));
 
     // Centroid sums over the active points.
     sum_a = select3(active_row, sum_a + ra, sum_a);
     sum_b = select3(active_row, sum_b + rb, sum_b);
-    sum_target = wide::select(active_row, sum_target + target, sum_target);
-    sum_relax_target = wide::select(active_row, sum_relax_target + relax_target, sum_relax_target);
+    sum_separation = wide::select(active_row, sum_separation + sep, sum_separation);
     active = wide::select(active_row, active + one, active);
   }
+  m->bounce_lanes = static_cast<uint32_t>(wide::bits(bounce_lanes));
 
   // Centroid row over two or more active points.
   wide::store(m->active_count, wide::select(active > zero, active, one));
@@ -687,8 +774,6 @@ void prepare_batch(const SolverSettings& s, const PrepareInputs& in, ManifoldLan
   store3(&m->centroid_rn_b, select3(centroid, rn_b, zero3));
   store3(&m->centroid_in_a, select3(centroid, in_a, zero3));
   store3(&m->centroid_in_b, select3(centroid, in_b, zero3));
-  wide::store(m->centroid_target, wide::select(centroid, sum_target * inv_active, zero));
-  wide::store(m->centroid_relax_target,
-              wide::select(centroid, sum_relax_target * inv_active, zero));
+  wide::store(m->centroid_separation, wide::select(centroid, sum_separation * inv_active, zero));
   wide::store(m->centroid_mass, wide::select(centroid_ok, one / k_c, zero));
 }

@@ -12,21 +12,28 @@
 //   K = mA⁻¹ + mB⁻¹ + n·((IA⁻¹(rA×n))×rA) + n·((IB⁻¹(rB×n))×rB)   (1/kg),
 // so driving vn to a target takes λ = (target − vn)/K. The accumulated λ is clamped to ≥ 0
 // (contacts push, never pull). Rows with K below kMinInverseMass or not finite are skipped.
-// The target velocity is fixed at prepare time from the separation s (negative = overlap):
-//   s ≤ 0: Baumgarte bias  min(baumgarte/dt · max(−s − slop, 0), max_bias_velocity)
-//   s > 0: speculative allowance −s/dt: the bodies may close the gap this step, no more, so a
-//          point inside the margin never pulls.
-//   restitution: with the closing speed from before this step's gravity,
-//          vn₀ = vn − dt·n·(gA − gB) (g_X = gravity for a dynamic body, else 0), when
-//          vn₀ < −restitution_threshold, e > 0 and the surfaces meet within this step
-//          (s + vn·dt < 0), the target becomes max(target, −e·vn₀). Slower contacts are
-//          inelastic so resting stacks do not jitter. Reflecting vn itself would hand the ball
-//          back this step's gravity increment on every bounce (e = 1 would gain ~g·dt² per step
-//          of flight, i.e. climb); vn₀ mirrors the discrete fall exactly.
-// Relax target (the relax passes after the positions are integrated, world.cpp): the same
-// without the Baumgarte bias, i.e. 0 for s ≤ 0, the speculative −s/dt for s > 0, and the bounce
-// max'ed in as above. Restitution thus stays in the targets instead of a pass of its own after
-// relax (Box2D v3): simpler, and the bounce survives the relax passes unchanged.
+//
+// Soft step (Box2D v3's scheme, world.cpp runs it). The step is cut into substeps of h = dt/N;
+// each integrates velocities, warm starts, solves with the position bias, integrates positions
+// and relaxes (solves again without the bias). The separation is not frozen at the narrowphase:
+// every row recomputes it from how far its bodies have moved since the step began,
+//   s = s₀ + n·((ΔpA + ΔθA×rA) − (ΔpB + ΔθB×rB)),
+// so the bias is anchored to where the bodies are now, not where they were (a frozen bias pushes
+// a settled stack apart every substep, and it rocks). Then, with vn the row's normal velocity:
+//   s > 0:  speculative, rigid: the bodies may close the gap within this substep, no more:
+//           target −s/h, i.e. λ = −(vn + s/h)/K.
+//   s ≤ 0:  soft (biased passes): λ = −mass_scale·(vn + bias)/K − impulse_scale·λ_acc with
+//           bias = max(bias_rate·min(s + slop, 0), −max_bias_velocity) (Softness): the overlap
+//           beyond the slop is pushed out like a stiff, heavily damped spring, whatever the
+//           masses — a 100:1 stack is not driven harder than a 1:1 one.
+//           Relax passes: rigid, target 0 (the bias velocity is taken back out).
+// Restitution has its own pass, after each substep's relax (restitute_lanes): a point whose
+// normal velocity before the step, vn₀, was below −restitution_threshold and whose row has
+// pushed during this step (its largest accumulated λ > 0: the surfaces met) is driven to
+// vn = −e·vn₀, once: its vn₀ is then cleared. Bouncing in the substep of the impact rather than
+// at the end of the step leaves at most one substep of flight out (the bounce does not depend on
+// where in the step the impact falls), and vn₀, taken before this step's gravity, mirrors the
+// discrete fall. Slower contacts are inelastic so resting stacks do not jitter.
 //
 // Friction block. Per point the two tangent directions (t1, t2) = tangent_basis(n) form one
 // 2x2 block with K_t,ij = (mA⁻¹ + mB⁻¹)δij + (rA×ti)·IA⁻¹(rA×tj) + (rB×ti)·IB⁻¹(rB×tj).
@@ -92,6 +99,34 @@ constexpr uint32_t kMaxCachedPoints = static_cast<uint32_t>(kMaxManifoldPoints);
 constexpr float kWarmStartMatchDistance = 0.01f;  // m
 
 }  // namespace
+
+Softness make_softness(float hertz, float damping_ratio, float substep_s) {
+  if (hertz == 0.0f) return Softness{};
+  constexpr float kTwoPi = 6.28318530717958647692f;
+  const float omega = kTwoPi * hertz;
+  const float a1 = 2.0f * damping_ratio + substep_s * omega;
+  const float a2 = substep_s * omega * a1;
+  const float a3 = 1.0f / (1.0f + a2);
+  return Softness{omega / a1, a2 * a3, a3};
+}
+
+SolverSettings make_solver_settings(float dt_s, uint32_t substeps, float contact_hertz,
+                                    float damping_ratio, float linear_slop_m,
+                                    float max_bias_velocity, float restitution_threshold) {
+  SolverSettings s;
+  s.dt_s = dt_s;
+  s.inv_dt = 1.0f / dt_s;
+  s.substep_s = dt_s / static_cast<float>(substeps);
+  s.inv_substep = 1.0f / s.substep_s;
+  const float max_hertz = 0.25f * s.inv_substep;
+  const float hertz = contact_hertz < max_hertz ? contact_hertz : max_hertz;
+  s.contact = make_softness(hertz, damping_ratio, s.substep_s);
+  s.static_contact = make_softness(2.0f * hertz, damping_ratio, s.substep_s);
+  s.linear_slop_m = linear_slop_m;
+  s.max_bias_velocity = max_bias_velocity;
+  s.restitution_threshold = restitution_threshold;
+  return s;
+}
 
 float combine_friction(float mu_a, float mu_b) {
   return std::sqrt(mu_a * mu_b);

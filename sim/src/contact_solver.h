@@ -80,15 +80,36 @@ struct ContactCache {
   uint32_t point_count = 0;
 };
 
+/// Soft contact coefficients for one substep (Box2D v3's soft step): an overlap row's impulse is
+/// −normal_mass·mass_scale·(vn + bias) − impulse_scale·λ, with bias = bias_rate·(s + slop) for
+/// s < −slop. From a spring of `hertz` and damping ratio ζ over a substep h: ω = 2π·hertz,
+/// a1 = 2ζ + hω, a2 = hω·a1, a3 = 1/(1 + a2): bias_rate = ω/a1, mass_scale = a2·a3,
+/// impulse_scale = a3. hertz = 0 is a rigid row without position correction.
+struct Softness {
+  float bias_rate = 0;      // 1/s
+  float mass_scale = 1;     // 1: rigid
+  float impulse_scale = 0;  // 0: rigid
+};
+Softness make_softness(float hertz, float damping_ratio, float substep_s);
+
 struct SolverSettings {
   float dt_s = 0;
   float inv_dt = 0;
-  float baumgarte = 0;
+  float substep_s = 0;      // h = dt / substeps
+  float inv_substep = 0;    // 1/h
+  Softness contact;         // between two dynamic bodies
+  Softness static_contact;  // against a static or kinematic body: twice as stiff
   float linear_slop_m = 0;
   float max_bias_velocity = 0;
   float restitution_threshold = 0;
-  Vec3 gravity{};  // m/s², to take this step's gravity out of the closing speed for restitution
+  float gravity_step = 0;  // |g|·dt (m/s)
 };
+
+/// The soft step's settings for a world: the contact hertz is capped at a quarter of the substep
+/// rate (a stiffer spring than the substep can follow would ring).
+SolverSettings make_solver_settings(float dt_s, uint32_t substeps, float contact_hertz,
+                                    float damping_ratio, float linear_slop_m,
+                                    float max_bias_velocity, float restitution_threshold);
 
 struct SolverCounters {
   uint32_t skipped_normal_rows = 0;

@@ -252,11 +252,14 @@ bool parse_world_line(LineReader& reader, WorldDef* def) {
   bool ok = reader.get_float("dt", &def->dt_s) && reader.get_vec3("gravity", &def->gravity) &&
             reader.get_u32("iterations", &def->velocity_iterations) &&
             reader.get_u32("relax_iterations", &def->relax_iterations) &&
-            reader.get_float("baumgarte", &def->baumgarte) &&
+            reader.get_u32("substeps", &def->substeps) &&
+            reader.get_float("contact_hertz", &def->contact_hertz) &&
+            reader.get_float("contact_damping_ratio", &def->contact_damping_ratio) &&
             reader.get_float("linear_slop", &def->linear_slop_m) &&
             reader.get_float("max_bias_velocity", &def->max_bias_velocity) &&
             reader.get_float("restitution_threshold", &def->restitution_threshold) &&
             reader.get_float("contact_margin", &def->contact_margin_m) &&
+            reader.get_float("max_speculative_margin", &def->max_speculative_margin_m) &&
             reader.get_float("max_angular_speed", &def->max_angular_speed) &&
             reader.get_float("max_linear_speed", &def->max_linear_speed) &&
             reader.get_float("max_input_linear_impulse", &def->max_input_linear_impulse) &&
@@ -513,11 +516,14 @@ std::string format_scene_text(const Scene& scene) {
   append_key_vec3(&out, "gravity", def.gravity);
   append_key_u32(&out, "iterations", def.velocity_iterations);
   append_key_u32(&out, "relax_iterations", def.relax_iterations);
-  append_key_float(&out, "baumgarte", def.baumgarte);
+  append_key_u32(&out, "substeps", def.substeps);
+  append_key_float(&out, "contact_hertz", def.contact_hertz);
+  append_key_float(&out, "contact_damping_ratio", def.contact_damping_ratio);
   append_key_float(&out, "linear_slop", def.linear_slop_m);
   append_key_float(&out, "max_bias_velocity", def.max_bias_velocity);
   append_key_float(&out, "restitution_threshold", def.restitution_threshold);
   append_key_float(&out, "contact_margin", def.contact_margin_m);
+  append_key_float(&out, "max_speculative_margin", def.max_speculative_margin_m);
   append_key_float(&out, "max_angular_speed", def.max_angular_speed);
   append_key_float(&out, "max_linear_speed", def.max_linear_speed);
   append_key_float(&out, "max_input_linear_impulse", def.max_input_linear_impulse);

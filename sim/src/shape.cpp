@@ -154,4 +154,18 @@ Error validate_shape(const ShapeDef& shape) {
   return Error::none;
 }
 
+float bounding_radius(const ShapeDef& shape) {
+  switch (shape.type) {
+    case ShapeType::sphere:
+      return shape.radius;
+    case ShapeType::box:
+      return length(shape.half_extents);
+    case ShapeType::capsule:
+      return shape.radius + shape.half_height;
+    case ShapeType::plane:
+      break;
+  }
+  return 0.0f;
+}
+
 }  // namespace lockstep::sim

@@ -28,6 +28,9 @@ MassProperties compute_mass_properties(const ShapeDef& shape);
 /// Planes get a box that is infinite-like (±kPlaneExtent) in the plane's directions.
 Aabb compute_aabb(const ShapeDef& shape, const Transform& xf, float margin);
 
+/// Distance from the body's centre to the farthest point of its shape (m; 0 for planes).
+float bounding_radius(const ShapeDef& shape);
+
 /// Half-size of the box used for planes in the broadphase (m).
 inline constexpr float kPlaneExtent = 1.0e6f;
 

@@ -46,7 +46,7 @@ constexpr uint32_t kSnapshotVersion = 1;
 constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};
 constexpr size_t kSnapshotHeaderBytes = 16;  // magic, version, total size
 constexpr size_t kSnapshotTrailerBytes = 8;  // checksum
-constexpr uint32_t kDefEncodingVersion = 2;  // 2: relax_iterations
+constexpr uint32_t kDefEncodingVersion = 3;  // 2: relax_iterations; 3: soft step
 
 constexpr size_t kStateHeaderBytes = 4 + 8 + 8 + 4;
 constexpr size_t kSlotBytes = 4 + 1;
@@ -498,18 +498,21 @@ void update_state_hash(const WorldData& w) {
 
 uint64_t world_def_fingerprint(const WorldDef& def) {
   // measure_stage_times is left out: it never changes the simulation.
-  uint8_t bytes[4 + 13 * 4 + 8 * 4];
+  uint8_t bytes[4 + 16 * 4 + 9 * 4];
   Writer o{bytes};
   o.u32(kDefEncodingVersion);
   o.f32(def.dt_s);
   o.vec3(def.gravity);
   o.u32(def.velocity_iterations);
   o.u32(def.relax_iterations);
-  o.f32(def.baumgarte);
+  o.u32(def.substeps);
+  o.f32(def.contact_hertz);
+  o.f32(def.contact_damping_ratio);
   o.f32(def.linear_slop_m);
   o.f32(def.max_bias_velocity);
   o.f32(def.restitution_threshold);
   o.f32(def.contact_margin_m);
+  o.f32(def.max_speculative_margin_m);
   o.f32(def.max_angular_speed);
   o.f32(def.max_linear_speed);
   o.f32(def.max_input_linear_impulse);

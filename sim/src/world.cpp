@@ -158,6 +158,8 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->constraints.assign(def.max_contact_pairs, ContactConstraint{});
   d->points.assign(def.max_contact_points, ContactPoint{});
   d->solver_velocities.assign(def.max_bodies + 1, SolverVelocity{});  // + the zero slot
+  d->solver_deltas.assign(def.max_bodies + 1, SolverVelocity{});
+  d->speculative_margins.assign(def.max_bodies, 0.0f);
   contact_lanes_init(&d->lanes, def.max_bodies, def.max_contact_pairs, def.max_contact_points);
   for (ContactCache* c : {&d->cache, &d->next_cache}) {
     c->manifolds.assign(def.max_contact_pairs, CachedManifold{});
@@ -487,6 +489,11 @@ StepStatus World::step() {
     *out = elapsed_ns(t_mark, now);
     t_mark = now;
   };
+  auto lap_add = [&](uint64_t* total) {
+    uint64_t ns = 0;
+    lap(&ns);
+    *total += ns;
+  };
 
   StepStats st{};
   StepStatus status{};
@@ -513,16 +520,24 @@ StepStatus World::step() {
   }
   w.input_count = 0;
 
-  // 2. Velocities: gravity and damping, dynamic bodies only.
+  // 2. Speculative margins: how far each body can move this step, |v|·dt + |ω|·r·dt (with this
+  // step's gravity), so that a pair's contact exists before its shapes can pass each other.
+  // Bounded: max_speculative_margin_m for the pair (collide's margin below).
+  const float spare_margin = def.max_speculative_margin_m - def.contact_margin_m;
+  const float gravity_step = length(def.gravity) * dt;
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
-    if (!r.alive || r.type != BodyType::dynamic) continue;
-    BodySolverState& s = w.solver_bodies[slot];
-    s.linear_velocity += dt * def.gravity;
-    // v *= 1/(1 + dt·c): a Padé-like damping without exp, exact when c = 0.
-    s.linear_velocity = s.linear_velocity * (1.0f / (1.0f + dt * r.linear_damping));
-    s.angular_velocity = s.angular_velocity * (1.0f / (1.0f + dt * r.angular_damping));
-    ++st.awake_dynamic_bodies;
+    float margin = 0.0f;
+    if (r.alive && r.type == BodyType::dynamic) ++st.awake_dynamic_bodies;
+    if (r.alive && r.type != BodyType::static_body) {
+      const BodySolverState& s = w.solver_bodies[slot];
+      float speed =
+          length(s.linear_velocity) + length(s.angular_velocity) * bounding_radius(r.shape);
+      if (r.type == BodyType::dynamic) speed += gravity_step;
+      margin = speed * dt;
+      if (!(margin <= spare_margin)) margin = spare_margin;
+    }
+    w.speculative_margins[slot] = margin;
   }
   lap(&st.ns_inputs_integrate);
 
@@ -530,8 +545,8 @@ StepStatus World::step() {
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
     if (!r.alive) continue;
-    w.aabbs[slot] =
-        compute_aabb(r.shape, Transform{r.position, r.orientation}, def.contact_margin_m);
+    w.aabbs[slot] = compute_aabb(r.shape, Transform{r.position, r.orientation},
+                                 def.contact_margin_m + w.speculative_margins[slot]);
   }
   broadphase_update(w.broadphase, w.aabbs, w.dynamic_flags);
   st.candidate_pairs = w.broadphase.pair_count;
@@ -542,14 +557,26 @@ StepStatus World::step() {
   // 4. Narrowphase, in pair-key order; overflow keeps the lowest keys.
   w.constraint_count = 0;
   w.point_count = 0;
+  uint32_t cached = 0;
   for (uint32_t i = 0; i < w.broadphase.pair_count; ++i) {
     const uint64_t key = w.broadphase.pairs[i];
     const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
     const BodyRecord& ra = w.bodies[sa];
     const BodyRecord& rb = w.bodies[sb];
+    float margin = def.contact_margin_m + (w.speculative_margins[sa] + w.speculative_margins[sb]);
+    if (!(margin <= def.max_speculative_margin_m)) margin = def.max_speculative_margin_m;
     Manifold m;
+    // Last step's corners of this pair (merge join: pairs and cache are both in key order).
+    while (cached < w.cache.manifold_count && w.cache.manifolds[cached].key < key)
+      ++cached;
+    if (cached < w.cache.manifold_count && w.cache.manifolds[cached].key == key) {
+      const CachedManifold& cm = w.cache.manifolds[cached];
+      m.previous_count = static_cast<int>(cm.point_count);
+      for (uint32_t k = 0; k < cm.point_count; ++k)
+        m.previous_features[k] = w.cache.points[cm.first_point + k].feature;
+    }
     collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
-            Transform{rb.position, rb.orientation}, def.contact_margin_m, &m);
+            Transform{rb.position, rb.orientation}, margin, &m);
     if (m.count <= 0) continue;
     const uint32_t count = static_cast<uint32_t>(m.count);
     if (w.constraint_count >= def.max_contact_pairs) {
@@ -588,71 +615,84 @@ StepStatus World::step() {
   st.contact_points = w.point_count;
   lap(&st.ns_narrowphase);
 
-  // 5–8. Warm-start match, prepare, warm start, velocity iterations, speed clamps.
+  // 5–9. Warm-start match, prepare (with the velocities before this step's gravity), then the
+  // substeps: velocities, warm start, biased passes, positions, relax passes, restitution.
   const std::span<ContactConstraint> constraints(w.constraints.data(), w.constraint_count);
   const std::span<ContactPoint> points(w.points.data(), w.point_count);
   const std::span<BodySolverState> bodies(w.solver_bodies.data(), slots);
   match_warm_start(constraints, points, w.cache, &sc);
-  SolverSettings settings;
-  settings.dt_s = dt;
-  settings.inv_dt = 1.0f / dt;
-  settings.baumgarte = def.baumgarte;
-  settings.linear_slop_m = def.linear_slop_m;
-  settings.max_bias_velocity = def.max_bias_velocity;
-  settings.restitution_threshold = def.restitution_threshold;
-  settings.gravity = def.gravity;
+  SolverSettings settings =
+      make_solver_settings(dt, def.substeps, def.contact_hertz, def.contact_damping_ratio,
+                           def.linear_slop_m, def.max_bias_velocity, def.restitution_threshold);
+  settings.gravity_step = gravity_step;
   build_contact_lanes(constraints, bodies, slots, &w.lanes);
   prepare_contact_lanes(constraints, points, bodies, settings, &w.lanes, &sc);
   const std::span<SolverVelocity> velocities(w.solver_velocities.data(), slots);
+  const std::span<SolverVelocity> deltas(w.solver_deltas.data(), slots);
   gather_velocities(bodies, velocities);
-  warm_start_lanes(w.lanes, velocities);
-  for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
-    solve_lanes(&w.lanes, velocities, true, &sc);
-  }
-  scatter_velocities(velocities, bodies);
-  st.velocity_iterations = def.velocity_iterations;
+  for (SolverVelocity& d : deltas)
+    d = SolverVelocity{};
+  const float h = settings.substep_s;
+  const float half_h = 0.5f * h;
+  const Vec3 gravity_h = h * def.gravity;
   auto clamp_speeds = [&] {
     for (uint32_t slot = 0; slot < slots; ++slot) {
       if (!w.dynamic_flags[slot]) continue;
-      BodySolverState& s = w.solver_bodies[slot];
-      s.linear_velocity = clamp_speed(s.linear_velocity, def.max_linear_speed);
-      s.angular_velocity = clamp_speed(s.angular_velocity, def.max_angular_speed);
+      SolverVelocity& v = velocities[slot];
+      v.linear = clamp_speed(v.linear, def.max_linear_speed);
+      v.angular = clamp_speed(v.angular, def.max_angular_speed);
     }
   };
-  clamp_speeds();
-  lap(&st.ns_solve);
-
-  // 9. Positions: semi-implicit Euler; q += ½dt·(ω⊗q), then normalize. Kinematic bodies move
-  // by their velocity too; static bodies never move. Position correction is the Baumgarte bias
-  // in the contact targets (contact_solver.cpp): there is no separate position pass.
-  const float half_dt = 0.5f * dt;
-  for (uint32_t slot = 0; slot < slots; ++slot) {
-    BodyRecord& r = w.bodies[slot];
-    if (!r.alive || r.type == BodyType::static_body) continue;
-    const BodySolverState& s = w.solver_bodies[slot];
-    r.position += dt * s.linear_velocity;
-    const Vec3 omega = s.angular_velocity;
-    const Quat spin = Quat{omega.x, omega.y, omega.z, 0.0f} * r.orientation;
-    const Quat q = r.orientation;
-    r.orientation = normalize(Quat{q.x + half_dt * spin.x, q.y + half_dt * spin.y,
-                                   q.z + half_dt * spin.z, q.w + half_dt * spin.w});
-    if (r.type == BodyType::dynamic) refresh_body_derived(w, slot);
-  }
-  lap(&st.ns_integrate_positions);
-
-  // 9b. Relax: the same rows without the bias, with the Jacobians and masses of prepare (the
-  // positions moved by one step's velocity only). Timed as part of the solve.
-  if (def.relax_iterations > 0) {
-    gather_velocities(bodies, velocities);
-    for (uint32_t it = 0; it < def.relax_iterations; ++it) {
-      solve_lanes(&w.lanes, velocities, false, &sc);
+  for (uint32_t sub = 0; sub < def.substeps; ++sub) {
+    // Velocities: gravity and damping, dynamic bodies only. v *= 1/(1 + h·c): a Padé-like
+    // damping without exp, exact when c = 0.
+    for (uint32_t slot = 0; slot < slots; ++slot) {
+      if (!w.dynamic_flags[slot]) continue;
+      const BodyRecord& r = w.bodies[slot];
+      SolverVelocity& v = velocities[slot];
+      v.linear += gravity_h;
+      v.linear = v.linear * (1.0f / (1.0f + h * r.linear_damping));
+      v.angular = v.angular * (1.0f / (1.0f + h * r.angular_damping));
     }
-    scatter_velocities(velocities, bodies);
+    warm_start_lanes(w.lanes, velocities);
+    for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
+      solve_lanes(&w.lanes, velocities, deltas, true, &sc);
+    }
     clamp_speeds();
-    uint64_t ns_relax = 0;
-    lap(&ns_relax);
-    st.ns_solve += ns_relax;
+    lap_add(&st.ns_solve);
+
+    // Positions: semi-implicit Euler; q += ½h·(ω⊗q), then normalize. Kinematic bodies move by
+    // their velocity too; static bodies never move. Δp and Δθ feed the rows' separations.
+    for (uint32_t slot = 0; slot < slots; ++slot) {
+      BodyRecord& r = w.bodies[slot];
+      if (!r.alive || r.type == BodyType::static_body) continue;
+      const SolverVelocity& v = velocities[slot];
+      r.position += h * v.linear;
+      const Vec3 omega = v.angular;
+      const Quat spin = Quat{omega.x, omega.y, omega.z, 0.0f} * r.orientation;
+      const Quat q = r.orientation;
+      r.orientation = normalize(Quat{q.x + half_h * spin.x, q.y + half_h * spin.y,
+                                     q.z + half_h * spin.z, q.w + half_h * spin.w});
+      SolverVelocity& d = deltas[slot];
+      d.linear += h * v.linear;
+      d.angular += h * omega;
+    }
+    lap_add(&st.ns_integrate_positions);
+
+    // Relax: the same rows without the bias, with prepare's anchors and masses.
+    for (uint32_t it = 0; it < def.relax_iterations; ++it) {
+      solve_lanes(&w.lanes, velocities, deltas, false, &sc);
+    }
+    restitute_lanes(&w.lanes, velocities);
+    clamp_speeds();
+    lap_add(&st.ns_solve);
   }
+  scatter_velocities(velocities, bodies);
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    if (w.dynamic_flags[slot]) refresh_body_derived(w, slot);
+  }
+  st.velocity_iterations = def.substeps * (def.velocity_iterations + def.relax_iterations);
+  lap_add(&st.ns_solve);
 
   // 10. Events (merge join of last step's touching pairs with this step's) and the new cache.
   {

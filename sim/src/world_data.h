@@ -16,6 +16,7 @@ namespace lockstep::sim {
 // Sane upper limits of WorldDef values (validate_world_def).
 inline constexpr float kMaxGravity = 1.0e3f;  // m/s² per axis
 inline constexpr uint32_t kMaxVelocityIterations = 256;
+inline constexpr uint32_t kMaxSubsteps = 64;
 inline constexpr uint32_t kMaxBodiesLimit = 1u << 20;
 inline constexpr uint32_t kMaxContactPairsLimit = 1u << 22;
 inline constexpr uint32_t kMaxContactPointsLimit = 1u << 24;
@@ -71,7 +72,9 @@ struct WorldData {
   std::vector<ContactPoint> points;
   uint32_t point_count = 0;
   std::vector<SolverVelocity> solver_velocities;  // per slot + the zero slot, during the passes
-  ContactLanes lanes;                             // the manifolds coloured, eight per batch
+  std::vector<SolverVelocity> solver_deltas;  // Δp (linear), Δθ (angular) since the step began
+  std::vector<float> speculative_margins;     // per slot: how far it may move this step (m)
+  ContactLanes lanes;                         // the manifolds coloured, eight per batch
 
   // Warm-start cache: `cache` is last step's (state), `next_cache` is being written.
   ContactCache cache;

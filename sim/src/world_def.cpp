@@ -35,11 +35,13 @@ Error validate_world_def(const WorldDef& def) {
                           def.gravity.x,
                           def.gravity.y,
                           def.gravity.z,
-                          def.baumgarte,
+                          def.contact_hertz,
+                          def.contact_damping_ratio,
                           def.linear_slop_m,
                           def.max_bias_velocity,
                           def.restitution_threshold,
                           def.contact_margin_m,
+                          def.max_speculative_margin_m,
                           def.max_angular_speed,
                           def.max_linear_speed,
                           def.max_input_linear_impulse,
@@ -58,11 +60,17 @@ Error validate_world_def(const WorldDef& def) {
     return Error::invalid_argument;
   }
   if (def.relax_iterations > kMaxVelocityIterations) return Error::invalid_argument;
-  if ((e = check_range(def.baumgarte, 0.0f, 1.0f)) != Error::none) return e;
+  if (def.substeps < 1 || def.substeps > kMaxSubsteps) return Error::invalid_argument;
+  if ((e = check_range(def.contact_hertz, 0.0f, 1.0e4f)) != Error::none) return e;
+  if ((e = check_range(def.contact_damping_ratio, 0.0f, 1.0e4f)) != Error::none) return e;
   if ((e = check_range(def.linear_slop_m, 0.0f, 1.0f)) != Error::none) return e;
   if ((e = check_range(def.max_bias_velocity, 0.0f, 1.0e3f)) != Error::none) return e;
   if ((e = check_range(def.restitution_threshold, 0.0f, 1.0e3f)) != Error::none) return e;
   if ((e = check_range(def.contact_margin_m, 0.0f, 1.0f)) != Error::none) return e;
+  if ((e = check_range(def.max_speculative_margin_m, def.contact_margin_m, 100.0f)) !=
+      Error::none) {
+    return e;
+  }
   if ((e = check_range(def.max_angular_speed, 0.0f, 1.0e4f)) != Error::none) return e;
   if ((e = check_range(def.max_linear_speed, 0.0f, 1.0e5f)) != Error::none) return e;
   if (!(def.max_angular_speed > 0.0f) || !(def.max_linear_speed > 0.0f)) {

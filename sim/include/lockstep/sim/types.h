@@ -75,19 +75,27 @@ struct BodyDef {
 struct WorldDef {
   float dt_s = 1.0f / 60.0f;
   Vec3 gravity{0, -9.81f, 0};
-  uint32_t velocity_iterations = 8;
-  // Passes without the Baumgarte bias after the positions are integrated (Box2D v3's relax):
-  // they take the bias velocity back out, so position correction does not feed energy into
-  // resting stacks. 0 keeps the biased velocities.
-  uint32_t relax_iterations = 4;
-  // Contact tuning (seed 4.1).
-  float baumgarte = 0.2f;              // fraction of penetration removed per step
+  // The step is cut into `substeps` substeps (Box2D v3's soft step). Each one integrates
+  // velocities, warm starts, runs `velocity_iterations` passes with the soft position bias,
+  // integrates positions and runs `relax_iterations` passes without the bias (they take the bias
+  // velocity back out so position correction feeds no energy into resting stacks). Restitution
+  // has a pass of its own after the last substep.
+  uint32_t substeps = 4;
+  uint32_t velocity_iterations = 1;  // biased passes per substep
+  uint32_t relax_iterations = 1;     // relax passes per substep
+  // Soft contact: an overlap is pushed out like a damped spring of this stiffness (Hz; capped at
+  // a quarter of the substep rate) and damping ratio, at most max_bias_velocity.
+  float contact_hertz = 30.0f;
+  float contact_damping_ratio = 10.0f;
   float linear_slop_m = 0.005f;        // penetration left alone
-  float max_bias_velocity = 2.0f;      // m/s; clamp so deep overlaps separate gently
+  float max_bias_velocity = 2.0f;      // m/s; push-out speed cap so deep overlaps separate gently
   float restitution_threshold = 1.0f;  // m/s; slower closing speeds do not bounce
-  float contact_margin_m = 0.02f;      // speculative distance for manifold points
-  float max_angular_speed = 100.0f;    // rad/s; clamp after the solve
-  float max_linear_speed = 500.0f;     // m/s; clamp after the solve
+  float contact_margin_m = 0.02f;      // speculative distance for manifold points at rest
+  // A pair's speculative distance grows with how far its bodies can move in one step
+  // (|v|·dt + |ω|·r·dt each), up to this bound; faster bodies can be flagged `bullet`.
+  float max_speculative_margin_m = 1.0f;
+  float max_angular_speed = 100.0f;  // rad/s; clamp after the solve
+  float max_linear_speed = 500.0f;   // m/s; clamp after the solve
   // Input limits (in the world's units; fixed-point inputs beyond them are rejected).
   float max_input_linear_impulse = 1.0e4f;   // N·s per axis
   float max_input_angular_impulse = 1.0e4f;  // N·m·s per axis
