@@ -130,12 +130,15 @@ class BulletEngine final : public Engine {
     dt_ = def.dt_s;
     btContactSolverInfo& info = world_.getSolverInfo();
     info.m_timeStep = def.dt_s;
-    // Bullet's defaults already equal ours here: Baumgarte factor 0.2 (erp, erp2).
-    info.m_erp = def.baumgarte;
-    info.m_erp2 = def.baumgarte;
+    // Bullet's own position correction: its default Baumgarte factor 0.2 (erp, erp2) and split
+    // impulse. Ours is the soft contact (contact_hertz, contact_damping_ratio): no equivalent.
+    info.m_erp = 0.2f;
+    info.m_erp2 = 0.2f;
     if (variant != BulletVariant::stock) {
-      // Ours: velocity_iterations passes with the Baumgarte bias, then relax_iterations without.
-      info.m_numIterations = static_cast<int>(def.velocity_iterations + def.relax_iterations);
+      // Equal passes over the contacts: ours runs velocity_iterations biased and relax_iterations
+      // relax passes in each of its substeps (plus a warm start and a restitution pass each).
+      info.m_numIterations =
+          static_cast<int>(def.substeps * (def.velocity_iterations + def.relax_iterations));
       info.m_restitutionVelocityThreshold = def.restitution_threshold;
     }
     if (variant == BulletVariant::mapped) {

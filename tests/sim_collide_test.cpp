@@ -368,22 +368,193 @@ TEST(CollidePlane, BoxOnEdgeAndOnVertex) {
   EXPECT_NEAR(min_separation(m), lowest, kTol);
 }
 
-TEST(CollidePlane, TinyBoxKeepsFourPointsDeterministically) {
-  // All 8 vertices are within a 0.02 margin: the reduction must keep the deepest and 4 total.
-  ShapeDef b = box(0.004f, 0.004f, 0.004f);
-  Transform x = xf({0, 0.003f, 0}, normalize(Quat{0.1f, 0.2f, 0.05f, 1}));
-  Manifold m = run(b, x, plane({0, 1, 0}, 0), xf({}));
-  expect_valid(m, kMargin);
-  ASSERT_EQ(m.count, 4);
-  float lowest = 1e30f;
-  for (int v = 0; v < 8; ++v) {
-    Vec3 c{(v & 1) ? 0.004f : -0.004f, (v & 2) ? 0.004f : -0.004f, (v & 4) ? 0.004f : -0.004f};
-    lowest = std::min(lowest, transform_point(x, c).y);
+// The reduction rule of reduce_to_four (collide_internal.h), written out again here: first every
+// candidate whose feature id the pair had last step (in candidate order, at most 4), then, while
+// fewer than 4 are chosen, the farthest remaining candidate along d, n×d, −d, −n×d in turn, with
+// d = t1 + tan(22.5°)·t2 and (t1, t2) = tangent_basis(n). Returns the chosen candidate indices
+// ascending; *min_gap is the smallest lead of a chosen point over the runner-up along its
+// direction, so a test can check its pose is not a near-tie that rounding could flip.
+std::vector<int> expected_reduction(const std::vector<Vec3>& position,
+                                    const std::vector<uint32_t>& feature, Vec3 n,
+                                    const std::vector<uint32_t>& previous, float* min_gap) {
+  const int count = static_cast<int>(position.size());
+  std::vector<int> chosen;
+  auto taken = [&](int i) { return std::find(chosen.begin(), chosen.end(), i) != chosen.end(); };
+  for (int i = 0; i < count && chosen.size() < 4; ++i) {
+    if (std::find(previous.begin(), previous.end(), feature[i]) != previous.end())
+      chosen.push_back(i);
   }
-  EXPECT_NEAR(min_separation(m), lowest, 1e-6f);
-  Manifold again = run(b, x, plane({0, 1, 0}, 0), xf({}));
+  Vec3 t1, t2;
+  tangent_basis(n, &t1, &t2);
+  const float tan225 = std::sqrt(2.0f) - 1.0f;
+  const Vec3 d = t1 + t2 * tan225, d_perp = cross(n, d);
+  const Vec3 directions[4] = {d, d_perp, -d, -d_perp};
+  *min_gap = 1e30f;
+  for (int k = 0; k < 4 && chosen.size() < 4; ++k) {
+    int best = -1;
+    float best_f = -1e30f, second_f = -1e30f;
+    for (int i = 0; i < count; ++i) {
+      if (taken(i)) continue;
+      const float f = dot(position[i], directions[k]);
+      if (best < 0 || f > best_f) {
+        second_f = best_f;
+        best_f = f, best = i;
+      } else if (f > second_f) {
+        second_f = f;
+      }
+    }
+    chosen.push_back(best);
+    *min_gap = std::min(*min_gap, best_f - second_f);
+  }
+  // Then a left-out corner deeper than the shallowest kept one by more than 2 mm takes its place
+  // (the plane passes through the origin: a corner's separation is its height along n).
+  for (int swaps = 0; swaps < 4; ++swaps) {
+    int deepest = -1;
+    for (int i = 0; i < count; ++i) {
+      if (!taken(i) && (deepest < 0 || dot(position[i], n) < dot(position[deepest], n)))
+        deepest = i;
+    }
+    auto shallowest = std::max_element(chosen.begin(), chosen.end(), [&](int a, int b) {
+      return dot(position[a], n) < dot(position[b], n);
+    });
+    if (deepest < 0 || !(dot(position[deepest], n) < dot(position[*shallowest], n) - 0.002f)) break;
+    *shallowest = deepest;
+  }
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+TEST(CollidePlane, TinyBoxKeepsFourPointsDeterministically) {
+  // All 8 vertices are within a 0.02 margin and within 2 mm of each other in depth: the reduction
+  // keeps 4, the extremes along four directions of the plane a quarter turn apart (not the
+  // deepest: depths change with every rock of a resting box), and prefers the corners the pair
+  // had last step.
+  const float hx = 0.0005f;
+  ShapeDef b = box(hx, hx, hx);
+  Transform x = xf({0, 0.0004f, 0}, normalize(Quat{0.1f, 0.2f, 0.05f, 1}));
+  const Vec3 n{0, 1, 0};
+  const uint32_t tag = 9u << 28;  // box–plane feature ids: tag 9, payload = vertex index
+  std::vector<Vec3> corner;
+  std::vector<uint32_t> feature;
+  float lowest = 1e30f;
+  for (uint32_t v = 0; v < 8; ++v) {
+    Vec3 c{(v & 1) ? hx : -hx, (v & 2) ? hx : -hx, (v & 4) ? hx : -hx};
+    const Vec3 p = transform_point(x, c);
+    ASSERT_LE(p.y, kMargin);  // every vertex is a candidate, in vertex order
+    corner.push_back(p);
+    feature.push_back(tag | v);
+    lowest = std::min(lowest, p.y);
+  }
+  // Each manifold point is the midpoint between its corner and the plane, at its separation.
+  auto expect_corners = [&](const Manifold& m, const std::vector<int>& want) {
+    ASSERT_EQ(m.count, 4);
+    ASSERT_EQ(want.size(), 4u);
+    for (int i = 0; i < 4; ++i) {
+      const Vec3 c = corner[static_cast<size_t>(want[i])];
+      EXPECT_EQ(m.points[i].feature, feature[static_cast<size_t>(want[i])]) << "point " << i;
+      EXPECT_NEAR(m.points[i].separation, c.y, 1e-6f);
+      expect_vec_near(m.points[i].position, {c.x, 0.5f * c.y, c.z}, 1e-6f);
+    }
+  };
+
+  // No history: the extremes along the four directions.
+  Manifold m = run(b, x, plane(n, 0), xf({}));
+  expect_valid(m, kMargin);
+  float gap = 0;
+  const std::vector<int> extremes = expected_reduction(corner, feature, n, {}, &gap);
+  ASSERT_GT(gap, 1e-5f);  // not a near-tie: corners are ~1e-3 m apart along each direction
+  expect_corners(m, extremes);
+  EXPECT_GE(min_separation(m), lowest - 1e-6f);
+  // The same inputs give the same corners.
+  Manifold again = run(b, x, plane(n, 0), xf({}));
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(again.points[i].feature, m.points[i].feature);
+
+  // Every corner not chosen above, as last step's corners: exactly those are kept.
+  std::vector<uint32_t> others;
+  std::vector<int> others_index;
+  for (int v = 0; v < 8; ++v) {
+    if (std::find(extremes.begin(), extremes.end(), v) != extremes.end()) continue;
+    others.push_back(feature[static_cast<size_t>(v)]);
+    others_index.push_back(v);
+  }
+  ASSERT_EQ(others.size(), 4u);
+  Manifold with_history;
+  with_history.previous_count = 4;
+  for (int k = 0; k < 4; ++k)
+    with_history.previous_features[k] = others[static_cast<size_t>(3 - k)];  // any order
+  collide(b, x, plane(n, 0), xf({}), kMargin, &with_history);
+  expect_corners(with_history, others_index);
+  // collide() keeps the input history.
+  EXPECT_EQ(with_history.previous_count, 4);
+
+  // Two of them, plus a feature the pair does not have (a box–box id): those two, then the
+  // extremes along d and n×d among the rest.
+  const std::vector<uint32_t> partial{others[2], (8u << 28) | 5u, others[0]};
+  float partial_gap = 0;
+  const std::vector<int> want = expected_reduction(corner, feature, n, partial, &partial_gap);
+  ASSERT_GT(partial_gap, 1e-5f);
+  EXPECT_NE(std::find(want.begin(), want.end(), others_index[0]), want.end());
+  EXPECT_NE(std::find(want.begin(), want.end(), others_index[2]), want.end());
+  Manifold partial_history;
+  partial_history.previous_count = 3;
+  for (int k = 0; k < 3; ++k)
+    partial_history.previous_features[k] = partial[static_cast<size_t>(k)];
+  collide(b, x, plane(n, 0), xf({}), kMargin, &partial_history);
+  expect_corners(partial_history, want);
+}
+
+TEST(CollidePlane, ADeepCornerIsNeverLeftOut) {
+  // A small box tilted so its corners span 8 mm of depth, all within the margin: whatever the
+  // history, no left-out corner is deeper than a kept one by more than 2 mm, so the deepest is
+  // always kept (a box landing on an edge must not come to rest on its shallow corners).
+  const float hx = 0.004f;
+  ShapeDef b = box(hx, hx, hx);
+  Transform x = xf({0, 0.003f, 0}, normalize(Quat{0.1f, 0.2f, 0.05f, 1}));
+  const Vec3 n{0, 1, 0};
+  const uint32_t tag = 9u << 28;
+  std::vector<Vec3> corner;
+  std::vector<uint32_t> feature;
+  std::vector<int> by_depth;
+  for (uint32_t v = 0; v < 8; ++v) {
+    const Vec3 p =
+        transform_point(x, Vec3{(v & 1) ? hx : -hx, (v & 2) ? hx : -hx, (v & 4) ? hx : -hx});
+    ASSERT_LE(p.y, kMargin);
+    corner.push_back(p);
+    feature.push_back(tag | v);
+    by_depth.push_back(static_cast<int>(v));
+  }
+  std::sort(by_depth.begin(), by_depth.end(),
+            [&](int a, int c) { return corner[size_t(a)].y < corner[size_t(c)].y; });
+  ASSERT_GT(corner[size_t(by_depth[7])].y - corner[size_t(by_depth[0])].y, 0.006f);
+  // History: none, and the four shallowest corners.
+  std::vector<uint32_t> shallow;
+  for (int k = 4; k < 8; ++k)
+    shallow.push_back(feature[size_t(by_depth[size_t(k)])]);
+  for (const std::vector<uint32_t>& history : {std::vector<uint32_t>{}, shallow}) {
+    Manifold m;
+    m.previous_count = static_cast<int>(history.size());
+    for (size_t k = 0; k < history.size(); ++k)
+      m.previous_features[k] = history[k];
+    collide(b, x, plane(n, 0), xf({}), kMargin, &m);
+    ASSERT_EQ(m.count, 4);
+    float gap = 0;
+    const std::vector<int> want = expected_reduction(corner, feature, n, history, &gap);
+    float kept_shallowest = -1e30f;
+    bool has_deepest = false;
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(m.points[i].feature, feature[size_t(want[size_t(i)])]) << "point " << i;
+      kept_shallowest = std::max(kept_shallowest, m.points[i].separation);
+      has_deepest = has_deepest || m.points[i].feature == feature[size_t(by_depth[0])];
+    }
+    EXPECT_TRUE(has_deepest);
+    for (int v = 0; v < 8; ++v) {
+      bool kept = false;
+      for (int i = 0; i < 4; ++i)
+        kept = kept || m.points[i].feature == feature[size_t(v)];
+      if (!kept) EXPECT_GE(corner[size_t(v)].y, kept_shallowest - 0.002f - 1e-6f) << "corner " << v;
+    }
+  }
 }
 
 TEST(CollidePlane, PlanePlaneNeverCollides) {
@@ -1053,7 +1224,7 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
     }
     return plane(random_unit(rng), pos(rng));
   };
-  int with_points = 0, checked_reference = 0;
+  int with_points = 0, checked_reference = 0, reduced_box_plane = 0;
   float worst[4][4] = {};
   int box_face = 0, box_edge = 0, capsule_parallel = 0, capsule_box_kind[4] = {};
   for (int it = 0; it < 20000; ++it) {
@@ -1101,10 +1272,43 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
       ref = dot(n, xa.p - xb.p) - b.plane_offset - a.radius;
     } else if (a.type == ShapeType::box && b.type == ShapeType::plane) {
       Vec3 n = rotate(xb.q, b.plane_normal);
+      std::vector<Vec3> candidates;
       for (int v = 0; v < 8; ++v) {
         Vec3 h = a.half_extents;
         Vec3 c{(v & 1) ? h.x : -h.x, (v & 2) ? h.y : -h.y, (v & 4) ? h.z : -h.z};
-        ref = std::min(ref, dot(n, transform_point(xa, c) - xb.p) - b.plane_offset);
+        const Vec3 p = transform_point(xa, c);
+        const float s = dot(n, p - xb.p) - b.plane_offset;
+        ref = std::min(ref, s);
+        if (s <= margin) candidates.push_back(p);
+      }
+      // More than 4 corners within the margin: the 4 kept are chosen by position (reduce_to_four),
+      // then a left-out corner deeper than the shallowest kept one by more than 2 mm takes its
+      // place. So the deepest corner is kept, or within 2 mm of a kept one, and when every
+      // candidate lies within 2 mm in depth (no swap can happen) what is kept attains the
+      // candidates' extremes along the four directions d, n×d, −d, −n×d of the plane
+      // (d = t1 + tan(22.5°)·t2): each direction takes the farthest corner not yet chosen.
+      if (candidates.size() > 4) {
+        reduced_box_plane += 1;
+        ASSERT_EQ(m.count, 4);
+        EXPECT_GE(min_separation(m), ref - 2e-4f);
+        EXPECT_LE(min_separation(m), ref + 0.002f + 2e-4f);
+        float shallowest = -1e30f;
+        for (Vec3 c : candidates)
+          shallowest = std::max(shallowest, dot(n, c - xb.p) - b.plane_offset);
+        if (shallowest - ref < 0.002f) {
+          Vec3 t1, t2;
+          tangent_basis(m.normal, &t1, &t2);
+          const Vec3 d = t1 + t2 * (std::sqrt(2.0f) - 1.0f), d_perp = cross(m.normal, d);
+          for (Vec3 dir : {d, d_perp, -d, -d_perp}) {
+            float all = -1e30f, kept = -1e30f;
+            for (Vec3 c : candidates)
+              all = std::max(all, dot(c, dir));
+            for (int i = 0; i < m.count; ++i)
+              kept = std::max(kept, dot(m.points[i].position, dir));
+            EXPECT_NEAR(kept, all, 2e-4f);
+          }
+        }
+        has_ref = false;
       }
     } else if (a.type == ShapeType::capsule && b.type == ShapeType::plane) {
       Vec3 n = rotate(xb.q, b.plane_normal), ax = rotate(xa.q, {0, a.half_height, 0});
@@ -1153,6 +1357,7 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
   EXPECT_GT(capsule_box_kind[3], 100);  // closest point in an edge or vertex region
 
   EXPECT_GT(checked_reference, 3000);
+  EXPECT_GT(reduced_box_plane, 200);  // box–plane with more than 4 candidates (this seed: 529)
 }
 
 // Same inputs, same bits (the narrowphase has no hidden state).

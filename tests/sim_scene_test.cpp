@@ -46,7 +46,11 @@ bool same_body(const BodyDef& a, const BodyDef& b) {
 
 bool same_world_def(const WorldDef& a, const WorldDef& b) {
   return same_bits(a.dt_s, b.dt_s) && same_bits(a.gravity, b.gravity) &&
-         a.velocity_iterations == b.velocity_iterations && same_bits(a.baumgarte, b.baumgarte) &&
+         a.velocity_iterations == b.velocity_iterations &&
+         a.relax_iterations == b.relax_iterations && a.substeps == b.substeps &&
+         same_bits(a.contact_hertz, b.contact_hertz) &&
+         same_bits(a.contact_damping_ratio, b.contact_damping_ratio) &&
+         same_bits(a.max_speculative_margin_m, b.max_speculative_margin_m) &&
          same_bits(a.linear_slop_m, b.linear_slop_m) &&
          same_bits(a.max_bias_velocity, b.max_bias_velocity) &&
          same_bits(a.restitution_threshold, b.restitution_threshold) &&
@@ -89,7 +93,7 @@ Census census(const Scene& scene) {
 }
 
 /// Radius of a sphere about the body's centre that contains its shape.
-float bounding_radius(const ShapeDef& s) {
+float enclosing_radius(const ShapeDef& s) {
   switch (s.type) {
     case ShapeType::sphere:
       return s.radius;
@@ -292,7 +296,7 @@ TEST(BuiltinScenes, NoBodiesStartOverlapping) {
         if (a.type != BodyType::dynamic || b.type != BodyType::dynamic) continue;
         if (rotated) {
           float d = length(a.position - b.position);
-          ASSERT_GT(d, bounding_radius(a.shape) + bounding_radius(b.shape))
+          ASSERT_GT(d, enclosing_radius(a.shape) + enclosing_radius(b.shape))
               << name << ": bodies " << i << ", " << j;
         } else {
           // Axis-aligned boxes and spheres: the world boxes may touch (pyramid3d) but not
@@ -601,7 +605,8 @@ TEST(SceneText, EachMalformedLineIsNamed) {
       {"fractional count", "world iterations=1.5", "'1.5' is not an unsigned 32-bit integer"},
       {"bad boolean", "world measure_stage_times=yes", "not a boolean"},
       {"invalid world", "world dt=0", "invalid world"},
-      {"unknown world key", "world gravity=0,-9.81,0 substeps=4", "unknown key 'substeps'"},
+      // baumgarte was replaced by the soft step's contact_hertz and contact_damping_ratio.
+      {"unknown world key", "world gravity=0,-9.81,0 baumgarte=0.2", "unknown key 'baumgarte'"},
       {"unsupported version", "scene version=2", "format version 2 is not supported"},
   };
   for (const BadCase& c : cases) {

@@ -822,7 +822,11 @@ TEST(SimWorld, StepStatsCountTheStep) {
   EXPECT_EQ(st.manifolds, 4u);
   EXPECT_EQ(st.contact_points, 4u);
   EXPECT_EQ(st.warm_started_points, 4u);
-  EXPECT_EQ(st.velocity_iterations, world->def().velocity_iterations);
+  // Every pass over the contacts: each substep runs velocity_iterations biased passes and
+  // relax_iterations relax passes (4 · (1 + 1) = 8 with the defaults).
+  const WorldDef& def = world->def();
+  EXPECT_EQ(st.velocity_iterations,
+            def.substeps * (def.velocity_iterations + def.relax_iterations));
   EXPECT_GE(st.ns_total, st.ns_solve);
   // The stages are consecutive laps of one clock: they add up to the total exactly.
   EXPECT_EQ(st.ns_inputs_integrate + st.ns_broadphase + st.ns_narrowphase + st.ns_solve +
@@ -852,8 +856,14 @@ TEST(SimWorld, ValidateWorldDefRejectsBadDefinitions) {
       {"gravity huge", [](WorldDef& d) { d.gravity.y = -1e6f; }, Error::invalid_argument},
       {"iterations 0", [](WorldDef& d) { d.velocity_iterations = 0; }, Error::invalid_argument},
       {"iterations 257", [](WorldDef& d) { d.velocity_iterations = 257; }, Error::invalid_argument},
-      {"baumgarte NaN", [](WorldDef& d) { d.baumgarte = kNaN; }, Error::non_finite},
-      {"baumgarte > 1", [](WorldDef& d) { d.baumgarte = 2; }, Error::invalid_argument},
+      {"substeps 0", [](WorldDef& d) { d.substeps = 0; }, Error::invalid_argument},
+      {"substeps 65", [](WorldDef& d) { d.substeps = 65; }, Error::invalid_argument},
+      {"contact hertz NaN", [](WorldDef& d) { d.contact_hertz = kNaN; }, Error::non_finite},
+      {"contact hertz < 0", [](WorldDef& d) { d.contact_hertz = -1; }, Error::invalid_argument},
+      {"damping ratio inf", [](WorldDef& d) { d.contact_damping_ratio = kInf; }, Error::non_finite},
+      {"speculative < margin",
+       [](WorldDef& d) { d.max_speculative_margin_m = 0.5f * d.contact_margin_m; },
+       Error::invalid_argument},
       {"slop negative", [](WorldDef& d) { d.linear_slop_m = -1e-3f; }, Error::invalid_argument},
       {"margin negative", [](WorldDef& d) { d.contact_margin_m = -0.1f; }, Error::invalid_argument},
       {"max speed 0", [](WorldDef& d) { d.max_linear_speed = 0; }, Error::invalid_argument},

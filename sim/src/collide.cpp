@@ -70,8 +70,10 @@ void closest_segment_params(Vec3 p1, Vec3 d1, Vec3 p2, Vec3 d2, float* s_out, fl
   *t_out = t;
 }
 
-int reduce_to_four(const Vec3* position, const uint32_t* feature, int count, Vec3 normal,
-                   const Manifold& previous, int* keep) {
+int reduce_to_four(const Vec3* position, const float* separation, const uint32_t* feature,
+                   int count, Vec3 normal, const Manifold& previous, int* keep) {
+  // How much deeper than a kept corner a left-out one may be (m).
+  constexpr float kDepthBand = 0.002f;
   if (count <= kMaxManifoldPoints) {
     for (int i = 0; i < count; ++i)
       keep[i] = i;
@@ -115,6 +117,24 @@ int reduce_to_four(const Vec3* position, const uint32_t* feature, int count, Vec
       if (best < 0 || f > far) far = f, best = i;
     }
     chosen[n++] = best;
+  }
+  // Never leave out a corner clearly deeper than a kept one: a box landing on an edge has its
+  // deep edge corners inside the outline of the others, and without this it comes to rest on the
+  // shallow ones with the edge buried. Swap the deepest left-out point for the shallowest kept one
+  // while it is deeper by more than kDepthBand (a resting face's corners differ by far less, so
+  // this never undoes the symmetric choice above).
+  for (int swaps = 0; swaps < kMaxManifoldPoints; ++swaps) {
+    int deepest = -1;
+    for (int i = 0; i < count; ++i) {
+      if (taken(i)) continue;
+      if (deepest < 0 || separation[i] < separation[deepest]) deepest = i;
+    }
+    int shallowest = 0;
+    for (int k = 1; k < n; ++k) {
+      if (separation[chosen[k]] > separation[chosen[shallowest]]) shallowest = k;
+    }
+    if (deepest < 0 || !(separation[deepest] < separation[chosen[shallowest]] - kDepthBand)) break;
+    chosen[shallowest] = deepest;
   }
   // Ascending, so the output order follows the candidates' order.
   for (int i = 0; i < kMaxManifoldPoints; ++i)
@@ -313,7 +333,7 @@ void box_plane(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const 
     count += 1;
   }
   int keep[kMaxManifoldPoints];
-  int kept = reduce_to_four(pos, feature, count, n, *out, keep);
+  int kept = reduce_to_four(pos, sep, feature, count, n, *out, keep);
   for (int k = 0; k < kept; ++k) {
     add_point(out, pos[keep[k]], sep[keep[k]], feature_id(kTagBoxPlane, vertex[keep[k]]));
   }

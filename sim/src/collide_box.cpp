@@ -346,7 +346,7 @@ inline Vec3 position_of(const ClipVertex& v) {
     count += 1;
   }
   int keep[kMaxManifoldPoints];
-  int kept = reduce_to_four(pos, feature, count, n_ref, *out, keep);
+  int kept = reduce_to_four(pos, sep, feature, count, n_ref, *out, keep);
   for (int q = 0; q < kept; ++q) {
     add_point(out, pos[keep[q]], sep[keep[q]], feature[keep[q]]);
   }

@@ -66,12 +66,12 @@ void closest_segment_params(Vec3 p1, Vec3 d1, Vec3 p2, Vec3 d2, float* s, float*
 
 /// Chooses at most 4 of `count` candidate points: first every candidate whose feature id is in
 /// `previous` (the pair's points last step, in candidate order, at most 4), then, while fewer
-/// than 4 are chosen, by position alone: the farthest along a fixed direction of the contact
-/// plane, the farthest from it, the one spanning the largest triangle with those, and the one
-/// farthest outside that triangle. Ties go to the lower index. Writes the chosen indices
-/// ascending to `keep`; returns how many.
-int reduce_to_four(const Vec3* position, const uint32_t* feature, int count, Vec3 normal,
-                   const Manifold& previous, int* keep);
+/// than 4 are chosen, by position alone: the farthest along four directions of the contact plane
+/// a quarter turn apart (d, n×d, −d, −n×d; d from tangent_basis(normal)); last, while a left-out
+/// point is deeper than the shallowest chosen one by more than 2 mm, it takes that one's place.
+/// Writes the chosen indices ascending to `keep`; returns how many.
+int reduce_to_four(const Vec3* position, const float* separation, const uint32_t* feature,
+                   int count, Vec3 normal, const Manifold& previous, int* keep);
 
 // Box routines (collide_box.cpp). Normal from B to A, as in collide().
 void collide_sphere_box(const ShapeDef& sphere, const Transform& xa, const ShapeDef& box,

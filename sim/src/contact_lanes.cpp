@@ -305,6 +305,7 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
   lanes->linear_slop_m = settings.linear_slop_m;
   lanes->max_bias_velocity = settings.max_bias_velocity;
   lanes->restitution_threshold = settings.restitution_threshold;
+  lanes->bounce_batches = 0;
   lanes->gravity_step = settings.gravity_step;
   for (uint32_t i = 0; i < lanes->batch_count; ++i) {
     ManifoldLanes& m = lanes->batches[i];
@@ -322,6 +323,7 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
       }
     }
     code.prepare_batch(settings, in, &m, rows, eigens, counters);
+    lanes->bounce_batches += m.bounce_lanes != 0 ? 1u : 0u;
   }
 }
 
@@ -335,6 +337,7 @@ void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities,
 }
 
 void restitute_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities) {
+  if (lanes->bounce_batches == 0) return;  // nothing may bounce this step
   code_of(lanes->kernel).restitute(lanes, velocities);
 }
 

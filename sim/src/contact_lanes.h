@@ -162,7 +162,8 @@ struct ContactLanes {
   float linear_slop_m = 0;
   float max_bias_velocity = 0;
   float restitution_threshold = 0;
-  float gravity_step = 0;  // |g|·dt: how much faster than before the step a contact may meet
+  float gravity_step = 0;       // |g|·dt: how much faster than before the step a contact may meet
+  uint32_t bounce_batches = 0;  // batches with a point that may bounce (restitution)
   LaneKernel kernel = LaneKernel::baseline;  // best_lane_kernel() at init; tests may pick either
 };
 

@@ -629,7 +629,8 @@ void restitute_batch(const ManifoldLanes& m, PointLanes* points, int lane_bits,
     W total = impulse + lambda;
     total = wide::select(total < zero, zero, total);
     const W applied = wide::select(bounce, total - impulse, zero);
-    wide::store(p.normal_impulse, wide::select(bounce, total, impulse));
+    // The bounce is not added to the accumulated impulse: the next substeps warm start with the
+    // impulse that stopped the bodies, not with the bounce on top of it (which would push again).
     wide::store(p.normal_velocity, wide::select(bounce, zero, vn0));
     apply_normal(&b, applied, ima, imb, n, load3(p.in_a), load3(p.in_b));
   }

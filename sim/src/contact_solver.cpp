@@ -47,16 +47,14 @@
 //
 // Centroid row. Before its points, each manifold with two or more active points solves one
 // extra normal row: the same impulse δ added to every active point, i.e. an impulse n·δ at the
-// centroid of the anchors (equal force and torque). Its inverse effective mass is cnt·K(centroid)
-// and its target the mean of the points' targets (bias or relax); δ is clamped so that no
-// point's accumulated λ_n drops below 0. This is projected Gauss-Seidel along the feasible
-// direction (1, …, 1) of the manifold's impulses, so the fixed point is unchanged: it only
-// speeds convergence. Why it stays (tried without it, with stable feature ids and 4 relax
-// passes): plain point-by-point sweeps leave an unconverged manifold lopsided (the first point
-// swept takes the most), which tilts a settling stack, and it rocks. With 8 iterations the
-// 10-box stack test's top box then drifts 9 cm in 10 s (limit 1 cm; 17 cm with 1 mm offsets);
-// alternating the sweep direction still gives 6 cm (4 cm), 32 iterations 1.7 cm, and without
-// relax it takes ~64 iterations to get under 1 cm. With the centroid row: 0.0 mm (0.4 mm).
+// centroid of the anchors (equal force and torque). Its inverse effective mass is cnt·K(centroid);
+// its separation is the points' mean s₀ moved with the centroid (the separation is linear in the
+// anchor), its soft coefficients the manifold's and its accumulated impulse the points' sum; δ is
+// clamped so that no point's accumulated λ_n drops below 0. This is projected Gauss-Seidel along
+// the feasible direction (1, …, 1) of the manifold's impulses: it only speeds convergence. Why it
+// stays: plain point-by-point sweeps leave an unconverged manifold lopsided (the first point swept
+// takes the most), which tilts a settling stack; without it the 10-box stack, aligned, drifts
+// 33 mm in 10 s under the soft step (0.2 mm with it), and the 2° turned stack 41 mm (1.4 mm).
 //
 // Warm start. Last step's manifolds are found by a merge join on the pair key; within one, a
 // point takes the impulses of the old point with the same feature id, else of the nearest
@@ -73,14 +71,14 @@
 // the centroid row, then the points in manifold order, per point the normal row first and then
 // the friction block (so the block sees this pass's λ_n in its radius).
 //
-// Iterations (issue 7; contact_lanes.cpp). Prepare computes K, K_t, the targets and I⁻¹(r×n)
+// Iterations (contact_lanes.cpp). Prepare computes K, K_t, s₀, vn₀ and I⁻¹(r×n)
 // per point and writes them, transposed, into batches of eight manifolds of one colour (one per
 // lane); the passes run every lane at once with wide::W8 (SSE2, NEON or scalar: one IEEE
 // operation per lane, the same bits everywhere). The relative velocity is formed from the
 // anchors, v_rel = (vA + ωA×rA) − (vB + ωB×rB), and a friction impulse P = J1·t1 + J2·t2 is
 // applied as ΔωA = IA⁻¹(rA×P): the passes are bound by the memory they stream, and anchors cost
-// a third of the precomputed Jacobian rows. The velocity and the relax passes use prepare's
-// anchors, masses and world inverse inertias. The iterations work on a compact copy of the
+// a third of the precomputed Jacobian rows. Every substep's passes use prepare's anchors, masses
+// and world inverse inertias. The iterations work on a compact copy of the
 // velocities (SolverVelocity, gathered before and scattered after the passes).
 #include "contact_solver.h"
 

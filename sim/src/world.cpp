@@ -1,16 +1,13 @@
 // The World: bodies in generation-checked slots, queued inputs, and the fixed-dt step
-//   inputs → velocities → broadphase → narrowphase → warm-start match → prepare → warm start →
-//   velocity iterations (with bias) → speed clamps → positions → relax iterations (without
-//   bias) → speed clamps → events and counters → state hash.
-// Position correction as designed (Box2D v3's order, without substeps): the velocity
-// iterations drive every contact towards a target that includes the Baumgarte bias, so the
-// integrated positions remove the penetration; the relax passes then solve the same rows
-// towards the targets without the bias (the speculative allowance and the bounce stay), so
-// the velocities carried into the next step no longer hold the bias velocity. Without them a
-// stack is pushed apart every step, falls back and rocks: the bias feeds energy into it.
-// Restitution stays in the targets of both passes (contact_solver.cpp) rather than in a pass
-// of its own after relax as in Box2D v3: the relax target keeps the bounce, which is simpler
-// and bounces the same.
+//   inputs → speculative margins → broadphase → narrowphase → warm-start match → prepare →
+//   substeps × (velocities → warm start → biased passes → speed clamps → positions → relax
+//   passes → restitution → speed clamps) → events and counters → state hash.
+// Position correction as designed is Box2D v3's soft step (contact_solver.cpp has the rows):
+// the biased passes push overlaps out through a soft, heavily damped spring whose target is
+// recomputed from how far the bodies moved since the step began, the positions integrate, and
+// the relax passes solve the same rows rigidly without the push, so the velocities carried on no
+// longer hold it (without them a stack is pushed apart every substep, falls back and rocks).
+// Prepare (anchors, masses, inverse inertias) runs once per step; the substeps reuse it.
 // All memory is taken in World::create; nothing here allocates afterwards.
 #include "lockstep/sim/world.h"
 
