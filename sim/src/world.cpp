@@ -1,5 +1,5 @@
 // The World: bodies in generation-checked slots, queued inputs, and the fixed-dt step
-//   inputs → velocities → broadphase → narrowphase → warm-start match → prepare → warm start →
+//   inputs → broadphase → narrowphase → velocities → warm-start match → prepare → warm start →
 //   velocity iterations (with bias) → speed clamps → positions → relax iterations (without
 //   bias) → speed clamps → events and counters → state hash.
 // Position correction as designed (Box2D v3's order, without substeps): the velocity
@@ -512,21 +512,9 @@ StepStatus World::step() {
     ++st.inputs_applied;
   }
   w.input_count = 0;
-
-  // 2. Velocities: gravity and damping, dynamic bodies only.
-  for (uint32_t slot = 0; slot < slots; ++slot) {
-    const BodyRecord& r = w.bodies[slot];
-    if (!r.alive || r.type != BodyType::dynamic) continue;
-    BodySolverState& s = w.solver_bodies[slot];
-    s.linear_velocity += dt * def.gravity;
-    // v *= 1/(1 + dt·c): a Padé-like damping without exp, exact when c = 0.
-    s.linear_velocity = s.linear_velocity * (1.0f / (1.0f + dt * r.linear_damping));
-    s.angular_velocity = s.angular_velocity * (1.0f / (1.0f + dt * r.angular_damping));
-    ++st.awake_dynamic_bodies;
-  }
   lap(&st.ns_inputs_integrate);
 
-  // 3. Broadphase.
+  // 2. Broadphase.
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
     if (!r.alive) continue;
@@ -539,7 +527,7 @@ StepStatus World::step() {
   if (st.dropped_candidate_pairs > 0) status.overflow |= overflow_candidate_pairs;
   lap(&st.ns_broadphase);
 
-  // 4. Narrowphase, in pair-key order; overflow keeps the lowest keys.
+  // 3. Narrowphase, in pair-key order; overflow keeps the lowest keys.
   w.constraint_count = 0;
   w.point_count = 0;
   for (uint32_t i = 0; i < w.broadphase.pair_count; ++i) {
@@ -587,6 +575,23 @@ StepStatus World::step() {
   st.manifolds = w.constraint_count;
   st.contact_points = w.point_count;
   lap(&st.ns_narrowphase);
+
+  // 4. Velocities: gravity and damping, dynamic bodies only. The broadphase and the narrowphase
+  // read positions only, so doing this after them gives the same bits as before them; here,
+  // bodies that a contact wakes during the broadphase (sleeping) get this step's gravity too.
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    const BodyRecord& r = w.bodies[slot];
+    if (!r.alive || r.type != BodyType::dynamic) continue;
+    BodySolverState& s = w.solver_bodies[slot];
+    s.linear_velocity += dt * def.gravity;
+    // v *= 1/(1 + dt·c): a Padé-like damping without exp, exact when c = 0.
+    s.linear_velocity = s.linear_velocity * (1.0f / (1.0f + dt * r.linear_damping));
+    s.angular_velocity = s.angular_velocity * (1.0f / (1.0f + dt * r.angular_damping));
+    ++st.awake_dynamic_bodies;
+  }
+  uint64_t ns_velocities = 0;
+  lap(&ns_velocities);
+  st.ns_inputs_integrate += ns_velocities;
 
   // 5–8. Warm-start match, prepare, warm start, velocity iterations, speed clamps.
   const std::span<ContactConstraint> constraints(w.constraints.data(), w.constraint_count);

@@ -63,7 +63,7 @@ class World final {
   Error queue_input(const Input& input);
 
   // ---- step -----------------------------------------------------------------------------------
-  /// Advances one fixed dt: inputs → velocities → broadphase → narrowphase → warm start →
+  /// Advances one fixed dt: inputs → broadphase → narrowphase → velocities → warm start →
   /// velocity iterations → positions → events → state hash. Never allocates.
   StepStatus step();
   uint64_t tick() const;
