@@ -21,6 +21,7 @@
 #include "broadphase.h"
 #include "collide.h"
 #include "contact_solver.h"
+#include "island.h"
 #include "shape.h"
 #include "state_stream.h"
 #include "world_data.h"
@@ -155,6 +156,7 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->aabbs.assign(def.max_bodies, Aabb{});
   d->dynamic_flags.assign(def.max_bodies, 0);
   broadphase_init(d->broadphase, def.max_bodies, def.max_candidate_pairs);
+  islands_init(&d->islands, def.max_bodies);
   d->constraints.assign(def.max_contact_pairs, ContactConstraint{});
   d->points.assign(def.max_contact_points, ContactPoint{});
   d->solver_velocities.assign(def.max_bodies + 1, SolverVelocity{});  // + the zero slot
@@ -254,10 +256,14 @@ Error World::create_body(const BodyDef& def, BodyId* out_id) {
   r.orientation = orientation;
   r.mass_kg = mass.mass;
   r.inertia = mass.inertia;
+  r.allow_sleep = def.allow_sleep;
   BodySolverState& s = w.solver_bodies[slot];
   s.linear_velocity = def.linear_velocity;
   s.angular_velocity = def.angular_velocity;
   refresh_body_derived(w, slot);
+  // Sleeping: a static or kinematic body appearing among sleeping bodies wakes them (a dynamic
+  // one does so by contact in the next step).
+  if (def.type != BodyType::dynamic) wake_overlapping(w, slot);
 
   ++w.body_count;
   if (slot + 1 > w.slot_count) w.slot_count = slot + 1;
@@ -275,6 +281,7 @@ Error World::destroy_body(BodyId id) {
     ++w.counters.api_calls_rejected;
     return e;
   }
+  wake_contacts_of(w, slot);  // sleeping: its island and the islands it supported
   BodyRecord& r = w.bodies[slot];
   const uint32_t generation = r.generation + 1 == 0 ? 1 : r.generation + 1;
   r = BodyRecord{};
@@ -318,6 +325,9 @@ Error World::get_body(BodyId id, BodyView* out) const {
   out->angular_velocity = s.angular_velocity;
   out->mass_kg = r.mass_kg;
   out->owner_player = r.owner_player;
+  out->allow_sleep = r.allow_sleep;
+  out->asleep = r.asleep;
+  out->sleep_timer_s = r.sleep_timer_s;
   return Error::none;
 }
 
@@ -344,6 +354,7 @@ Error World::set_linear_velocity(BodyId id, Vec3 velocity) {
     return e;
   }
   w.solver_bodies[slot].linear_velocity = velocity;
+  wake_body(w, slot);
   w.hash_dirty = true;
   return Error::none;
 }
@@ -357,6 +368,7 @@ Error World::set_angular_velocity(BodyId id, Vec3 velocity) {
     return e;
   }
   w.solver_bodies[slot].angular_velocity = velocity;
+  wake_body(w, slot);
   w.hash_dirty = true;
   return Error::none;
 }
@@ -373,9 +385,17 @@ Error World::set_transform(BodyId id, Vec3 position, Quat orientation) {
     ++w.counters.api_calls_rejected;
     return e;
   }
+  // Sleeping: a dynamic body wakes its island; a static or kinematic one wakes what it touched
+  // where it was and what sleeps where it lands.
+  if (w.bodies[slot].type == BodyType::dynamic) {
+    wake_body(w, slot);
+  } else {
+    wake_contacts_of(w, slot);
+  }
   w.bodies[slot].position = position;
   w.bodies[slot].orientation = q;
   refresh_body_derived(w, slot);
+  if (w.bodies[slot].type != BodyType::dynamic) wake_overlapping(w, slot);
   w.hash_dirty = true;
   return Error::none;
 }
@@ -401,6 +421,7 @@ Error World::apply_impulse(BodyId id, Vec3 impulse, Vec3 world_point) {
   }
   w.solver_bodies[slot].linear_velocity = v;
   w.solver_bodies[slot].angular_velocity = omega;
+  wake_body(w, slot);
   w.hash_dirty = true;
   return Error::none;
 }
@@ -429,6 +450,7 @@ Error World::debug_perturb_position(BodyId id, Vec3 delta) {
     return e;
   }
   w.bodies[slot].position += delta;
+  refresh_sleeping_box(w, slot);  // stays asleep: the hook changes nothing else
   w.hash_dirty = true;
   return Error::none;
 }
@@ -469,6 +491,7 @@ Error World::queue_input(const Input& input) {
   w.inputs[j] = input;
   ++w.input_count;
   ++w.counters.inputs_accepted;
+  wake_body(w, slot);  // sleeping: an input wakes the body's island now, before its step
   w.hash_dirty = true;
   return Error::none;
 }
@@ -514,14 +537,15 @@ StepStatus World::step() {
   w.input_count = 0;
   lap(&st.ns_inputs_integrate);
 
-  // 2. Broadphase.
+  // 2. Broadphase. [sleep] Sleeping bodies keep the box they fell asleep with; sweep_and_wake
+  // sweeps the awake bodies and wakes the islands they touch (island.h).
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
-    if (!r.alive) continue;
+    if (!r.alive || r.asleep) continue;
     w.aabbs[slot] =
         compute_aabb(r.shape, Transform{r.position, r.orientation}, def.contact_margin_m);
   }
-  broadphase_update(w.broadphase, w.aabbs, w.dynamic_flags);
+  sweep_and_wake(w);
   st.candidate_pairs = w.broadphase.pair_count;
   st.dropped_candidate_pairs = w.broadphase.dropped_pairs;
   if (st.dropped_candidate_pairs > 0) status.overflow |= overflow_candidate_pairs;
@@ -579,9 +603,10 @@ StepStatus World::step() {
   // 4. Velocities: gravity and damping, dynamic bodies only. The broadphase and the narrowphase
   // read positions only, so doing this after them gives the same bits as before them; here,
   // bodies that a contact wakes during the broadphase (sleeping) get this step's gravity too.
+  // [sleep] Sleeping bodies are not integrated.
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
-    if (!r.alive || r.type != BodyType::dynamic) continue;
+    if (!r.alive || r.type != BodyType::dynamic || r.asleep) continue;
     BodySolverState& s = w.solver_bodies[slot];
     s.linear_velocity += dt * def.gravity;
     // v *= 1/(1 + dt·c): a Padé-like damping without exp, exact when c = 0.
@@ -630,10 +655,11 @@ StepStatus World::step() {
   // 9. Positions: semi-implicit Euler; q += ½dt·(ω⊗q), then normalize. Kinematic bodies move
   // by their velocity too; static bodies never move. Position correction is the Baumgarte bias
   // in the contact targets (contact_solver.cpp): there is no separate position pass.
+  // [sleep] Sleeping bodies do not move (normalize would change the bits of their rotation).
   const float half_dt = 0.5f * dt;
   for (uint32_t slot = 0; slot < slots; ++slot) {
     BodyRecord& r = w.bodies[slot];
-    if (!r.alive || r.type == BodyType::static_body) continue;
+    if (!r.alive || r.type == BodyType::static_body || r.asleep) continue;
     const BodySolverState& s = w.solver_bodies[slot];
     r.position += dt * s.linear_velocity;
     const Vec3 omega = s.angular_velocity;
@@ -690,7 +716,8 @@ StepStatus World::step() {
         emit(ContactEventType::begin, k_new);
         ++i;
       } else if (has_old && (!has_new || k_old < k_new)) {
-        emit(ContactEventType::end, k_old);
+        // [sleep] A contact of a sleeping body is held, not ended (island.h).
+        if (!contact_pair_asleep(w, k_old)) emit(ContactEventType::end, k_old);
         ++j;
       } else {
         ++i;
@@ -701,8 +728,13 @@ StepStatus World::step() {
   }
   unpack_contact_lanes(w.lanes, points);
   store_contact_cache(constraints, points, &w.next_cache);
+  carry_sleeping_contacts(w, &st, &status);  // [sleep] held contacts keep their warm start
   std::swap(w.cache, w.next_cache);
   lap(&st.ns_contacts);
+
+  // 10b. [sleep] Rest timers, islands of this step's manifolds, islands falling asleep.
+  update_islands(w, &st);
+  lap(&st.ns_islands);
 
   ++w.tick;
   st.tick = w.tick;
