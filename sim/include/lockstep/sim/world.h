@@ -80,7 +80,8 @@ class World final {
   const WorldCounters& counters() const;
   /// Contact begin/end events of the last step, in a deterministic order.
   std::span<const ContactEvent> events() const;
-  /// Sum of accumulated normal impulses of the last step's contacts touching `id` (N·s).
+  /// Sum of accumulated normal impulses of the last step's contacts touching `id` (N·s); for a
+  /// sleeping body, those its held contacts had when it fell asleep.
   float normal_impulse_sum(BodyId id) const;
 
   // ---- snapshots ------------------------------------------------------------------------------
