@@ -643,4 +643,53 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
   EXPECT_EQ(target.world->state_hash(), source.world->state_hash());
 }
 
+// A snapshot whose stacks sleep, edited into sleep states island.cpp never leaves: refused.
+TEST(SimState, InvalidSleepStatesAreRefused) {
+  std::vector<BodyId> tops;
+  std::unique_ptr<World> source = World::create(scene_def());
+  build_sleep_scene(*source, &tops);
+  while (source->tick() < 150)
+    source->step();
+  BodyId ids[16];
+  ASSERT_GE(source->list_bodies(ids), 4u);
+  lockstep::sim::BodyView first{};
+  ASSERT_EQ(source->get_body(ids[1], &first), Error::none);
+  ASSERT_TRUE(first.asleep);  // slot 1, the bottom box of the first stack: its island's root
+  const std::vector<uint8_t> bytes = save(*source);
+  std::unique_ptr<World> target = World::create(scene_def());
+
+  // Slot 0 is the ground plane; slot 1 the first box. Offsets inside slot 1 as in
+  // StructurallyInvalidPayloadsAreRefused; slot 2 (the box above, same island) 144 bytes on.
+  const size_t slot1 = kFirstSlot + 5 + kLiveBodyBytes;
+  const size_t velocity1 = slot1 + 5 + 1 + 49 + 4 + 8 + 12 + 16;
+  const size_t sleep1 = velocity1 + 24 + 4 + 12;
+  const size_t sleep2 = sleep1 + 5 + kLiveBodyBytes;
+  struct Edit {
+    const char* what;
+    size_t at;
+    uint32_t value;
+  };
+  const Edit edits[] = {
+      {"sleeping body with a -0 velocity", velocity1, 0x80000000u},
+      {"sleeping body moving", velocity1 + 4, 0x3f800000u},
+      {"sleeping body with a short rest timer", sleep1 + 1, 0x3e800000u},
+      {"island named by a body that is not its root", sleep2 + 5, 2},
+      {"island named after a later slot", sleep1 + 5, 2},
+  };
+  for (const Edit& e : edits) {
+    std::vector<uint8_t> bad = bytes;
+    put_u32(bad, e.at, e.value);
+    reseal(bad);
+    expect_refused(*target, bad, Error::snapshot_corrupt, e.what);
+  }
+  // The island root awake while the rest of its island sleeps.
+  std::vector<uint8_t> bad = bytes;
+  bad[sleep1] = 1;              // allow sleep, not asleep
+  put_u32(bad, sleep1 + 5, 0);  // and naming no island
+  reseal(bad);
+  expect_refused(*target, bad, Error::snapshot_corrupt, "island root awake");
+  EXPECT_EQ(target->restore_snapshot(bytes), Error::none);
+  EXPECT_EQ(target->state_hash(), source->state_hash());
+}
+
 }  // namespace

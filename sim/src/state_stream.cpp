@@ -236,6 +236,12 @@ bool finite3(Vec3 v) {
   return is_finite(v);
 }
 
+// All three components +0 exactly (as island.cpp zeroes a sleeping body's velocities).
+bool positive_zero3(Vec3 v) {
+  return (std::bit_cast<uint32_t>(v.x) | std::bit_cast<uint32_t>(v.y) |
+          std::bit_cast<uint32_t>(v.z)) == 0;
+}
+
 ShapeDef read_shape(Reader& in, bool* ok) {
   ShapeDef s;
   const uint8_t type = in.u8();
@@ -352,8 +358,8 @@ Error parse_state(Reader& in, WorldData& w) {
         (asleep || !(sleep_timer == 0.0f))) {
       return Error::snapshot_corrupt;
     }
-    if (asleep ? (!(linear_velocity == Vec3{}) || !(angular_velocity == Vec3{}) || island > slot ||
-                  !(sleep_timer == def.time_to_sleep_s))
+    if (asleep ? (!positive_zero3(linear_velocity) || !positive_zero3(angular_velocity) ||
+                  island > slot || !(sleep_timer == def.time_to_sleep_s))
                : island != 0) {
       return Error::snapshot_corrupt;
     }
