@@ -118,6 +118,9 @@ bool make_bench_scene(std::string_view name, BenchScene* out) {
   } else if (!make_builtin_scene(name, &result.scene)) {
     return false;
   }
+  // The benchmarks measure the awake pipeline (Bullet's bodies run with DISABLE_DEACTIVATION,
+  // Jolt's PyramidTest without sleeping); sim_bench's BM_SettledPile measures sleeping.
+  result.scene.def.enable_sleep = false;
   *out = std::move(result);
   return true;
 }

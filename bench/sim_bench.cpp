@@ -83,16 +83,8 @@ void report_distribution(benchmark::State& state, std::vector<double>& ns, size_
   state.counters["p99_us"] = d.p99 / 1e3;
 }
 
-/// One World::step() per iteration after `warm_up_ticks` untimed steps. With warm-up 0 and
-/// Iterations(N) this is a whole run from the first tick (Jolt's performance test: 500 steps).
-void BM_StepScene(benchmark::State& state, std::string_view name, int warm_up_ticks) {
-  size_t bodies = 0;
-  std::unique_ptr<World> world = build_scene(name, &bodies);
-  if (world == nullptr) {
-    state.SkipWithError("scene failed to build");
-    return;
-  }
-  warm_up(*world, warm_up_ticks);
+/// One World::step() per iteration of `state`, with the counters of BM_StepScene.
+void measure_steps(benchmark::State& state, World* world, size_t bodies) {
   std::vector<double> durations(static_cast<size_t>(state.max_iterations));
   size_t count = 0;
   StageSums stages;
@@ -112,7 +104,21 @@ void BM_StepScene(benchmark::State& state, std::string_view name, int warm_up_ti
   state.counters["bodies"] = static_cast<double>(bodies);
   state.counters["step_allocations"] = static_cast<double>(allocations);
   state.counters["overflow_steps"] = static_cast<double>(world->counters().overflow_steps);
+  state.counters["sleeping_bodies"] = world->last_step_stats().sleeping_bodies;
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(bodies));  // bodies/s
+}
+
+/// One World::step() per iteration after `warm_up_ticks` untimed steps. With warm-up 0 and
+/// Iterations(N) this is a whole run from the first tick (Jolt's performance test: 500 steps).
+void BM_StepScene(benchmark::State& state, std::string_view name, int warm_up_ticks) {
+  size_t bodies = 0;
+  std::unique_ptr<World> world = build_scene(name, &bodies);
+  if (world == nullptr) {
+    state.SkipWithError("scene failed to build");
+    return;
+  }
+  warm_up(*world, warm_up_ticks);
+  measure_steps(state, world.get(), bodies);
 }
 
 // Steady state. Warm-up ticks: the pyramids settle within two seconds; the pile falls from up
@@ -131,6 +137,29 @@ BENCHMARK_CAPTURE(BM_StepScene, pyramid3d_run, "pyramid3d", 0)
 BENCHMARK_CAPTURE(BM_StepScene, pile_run, "pile", 0)
     ->Iterations(500)
     ->Unit(benchmark::kMicrosecond);
+
+/// Sleeping: the pile with angular damping 0.5/s on every dynamic body, stepped after 900
+/// untimed steps, with sleeping on (`asleep`: the whole pile sleeps from about tick 500) and off
+/// (`awake`: the same scene, every body stepped). The damping stands in for rolling resistance:
+/// in the plain pile a box rocking on two spheres and a few spheres spinning in place never come
+/// to rest, and they keep the pile's one island of ~990 bodies awake.
+void BM_SettledPile(benchmark::State& state, bool sleep) {
+  BenchScene bench;
+  make_bench_scene("pile", &bench);
+  bench.scene.def.enable_sleep = sleep;
+  for (BodyDef& body : bench.scene.bodies) {
+    if (body.type == BodyType::dynamic) body.angular_damping = 0.5f;
+  }
+  std::unique_ptr<World> world = build_world(bench.scene);
+  if (world == nullptr) {
+    state.SkipWithError("scene failed to build");
+    return;
+  }
+  warm_up(*world, 900);
+  measure_steps(state, world.get(), bench.scene.bodies.size());
+}
+BENCHMARK_CAPTURE(BM_SettledPile, awake, false)->Iterations(300)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SettledPile, asleep, true)->Iterations(300)->Unit(benchmark::kMicrosecond);
 
 /// Rain: before every step `per_tick` bodies are created (World::create_body between steps)
 /// until 4,000 exist, then 100 more steps. One iteration is the whole run; its time is the sum

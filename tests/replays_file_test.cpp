@@ -157,6 +157,29 @@ TEST(ReplayFile, RoundTripKeepsEveryField) {
   EXPECT_TRUE(replays::verify_replay(r).ok);
 }
 
+TEST(ReplayFile, HeaderKeepsTheSleepingFields) {
+  Match m;
+  replays::ReplayWindow window(*m.world, {600, 120, 0});
+  m.step();
+  ASSERT_TRUE(window.record_step(*m.world, m.applied, m.world->state_hash(), std::nullopt));
+  for (const bool enable : {true, false}) {
+    replays::ReplayHeader header = m.header();
+    header.world_def.enable_sleep = enable;
+    header.world_def.sleep_speed_threshold_mps = enable ? 0.07f : 0.0f;
+    header.world_def.time_to_sleep_s = 1.25f;
+    header.world_def_fingerprint = sim::world_def_fingerprint(header.world_def);
+    std::vector<uint8_t> bytes;
+    ASSERT_TRUE(window.write_bytes(&bytes, header).ok);
+    LoadedReplay r;
+    std::string error;
+    ASSERT_TRUE(replays::load_replay(bytes, &r, &error)) << error;
+    EXPECT_EQ(r.header.world_def.enable_sleep, enable);
+    EXPECT_EQ(r.header.world_def.sleep_speed_threshold_mps, enable ? 0.07f : 0.0f);
+    EXPECT_EQ(r.header.world_def.time_to_sleep_s, 1.25f);
+    EXPECT_EQ(sim::world_def_fingerprint(r.header.world_def), header.world_def_fingerprint);
+  }
+}
+
 TEST(ReplayFile, StreamedMatchVerifies) {
   const std::string path = temp_dir() + "/stream.lsr";
   const std::vector<uint8_t> bytes = stream_match(path, 120);

@@ -1,6 +1,7 @@
 // The step never allocates: every global operator new/delete is replaced by a counting one, a
 // 1,000-body scene is built (allocating freely), and then 600 steps with inputs every tick,
-// state hashes, snapshots and edits between steps must not allocate a single byte.
+// state hashes, snapshots and edits between steps must not allocate a single byte; the same
+// for a pile that falls asleep and is woken (sleeping, islands, held contacts).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -93,6 +94,60 @@ TEST(SimAlloc, StepsSnapshotsAndEditsNeverAllocate) {
   // The scene really collided: on average thousands of contact points per step at the end.
   EXPECT_GT(contact_points / 600, 1000u);
   EXPECT_GT(world->counters().inputs_accepted, 0u);
+}
+
+TEST(SimAlloc, SleepingAndWakingNeverAllocate) {
+  // The pile with some angular damping settles and sleeps within ~10 s; then a thrown body, an
+  // input, a setter, a destroy and a snapshot round trip wake parts of it, which sleep again.
+  lockstep::sim::Scene scene;
+  ASSERT_TRUE(lockstep::sim::make_builtin_scene("pile", &scene));
+  for (BodyDef& body : scene.bodies) {
+    if (body.type == lockstep::sim::BodyType::dynamic) body.angular_damping = 0.5f;
+  }
+  Error error = Error::none;
+  std::unique_ptr<World> world = lockstep::sim::build_world(scene, &error);
+  ASSERT_EQ(error, Error::none);
+  std::vector<BodyId> ids(world->body_count());
+  ASSERT_EQ(world->list_bodies(ids), ids.size());
+  std::vector<uint8_t> snapshot(world->max_snapshot_size());
+  BodyDef thrown = lockstep::sim::default_body_def();
+  thrown.position = {-7.0f, 3.0f, 0};
+  thrown.linear_velocity = {12.0f, 0, 0};
+
+  uint64_t allocations = 0;
+  uint32_t most_asleep = 0, woken_after = 0;
+  {
+    AllocationCounter counter;
+    for (uint32_t tick = 0; tick < 1200; ++tick) {
+      if (tick == 700) {
+        BodyId id{};
+        EXPECT_EQ(world->create_body(thrown, &id), Error::none);
+      }
+      if (tick == 760) {
+        Input in;
+        in.player = 1;
+        in.body = ids[500];
+        in.linear_impulse[1] = 50 * 1024;
+        EXPECT_EQ(world->queue_input(in), Error::none);
+        EXPECT_EQ(world->set_linear_velocity(ids[900], {0, 1, 0}), Error::none);
+        EXPECT_EQ(world->destroy_body(ids[300]), Error::none);
+      }
+      if (tick == 650 || tick == 1100) {
+        size_t written = 0;
+        EXPECT_EQ(world->save_snapshot(snapshot, &written), Error::none);
+        EXPECT_EQ(world->restore_snapshot({snapshot.data(), written}), Error::none);
+      }
+      world->step();
+      (void)world->state_hash();
+      const lockstep::sim::StepStats& st = world->last_step_stats();
+      most_asleep = st.sleeping_bodies > most_asleep ? st.sleeping_bodies : most_asleep;
+      if (tick > 700 && st.sleeping_bodies < most_asleep) ++woken_after;
+    }
+    allocations = counter.count();
+  }
+  EXPECT_EQ(allocations, 0u);
+  EXPECT_EQ(most_asleep, 1000u);  // the whole pile slept
+  EXPECT_GT(woken_after, 30u);    // and parts of it woke
 }
 
 }  // namespace

@@ -864,6 +864,7 @@ PlatformWorld make_platform_world() {
   def.max_contact_points = 4096;
   def.max_candidate_pairs = 4096;
   def.max_events = 1024;
+  def.enable_sleep = false;  // the overflow batches are solved every tick, not only until it rests
   PlatformWorld p;
   Error error = Error::invalid_argument;
   p.world = World::create(def, &error);

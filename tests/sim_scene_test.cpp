@@ -41,7 +41,7 @@ bool same_body(const BodyDef& a, const BodyDef& b) {
          same_bits(a.angular_velocity, b.angular_velocity) &&
          same_bits(a.linear_damping, b.linear_damping) &&
          same_bits(a.angular_damping, b.angular_damping) && same_shape(a.shape, b.shape) &&
-         a.owner_player == b.owner_player;
+         a.owner_player == b.owner_player && a.allow_sleep == b.allow_sleep;
 }
 
 bool same_world_def(const WorldDef& a, const WorldDef& b) {
@@ -63,7 +63,10 @@ bool same_world_def(const WorldDef& a, const WorldDef& b) {
          a.max_contact_points == b.max_contact_points &&
          a.max_candidate_pairs == b.max_candidate_pairs && a.max_events == b.max_events &&
          a.max_inputs_per_tick == b.max_inputs_per_tick &&
-         a.measure_stage_times == b.measure_stage_times;
+         a.measure_stage_times == b.measure_stage_times && a.enable_sleep == b.enable_sleep &&
+         same_bits(a.sleep_speed_threshold_mps, b.sleep_speed_threshold_mps) &&
+         same_bits(a.time_to_sleep_s, b.time_to_sleep_s) &&
+         a.relax_iterations == b.relax_iterations;
 }
 
 Scene builtin(std::string_view name) {

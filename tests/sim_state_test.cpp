@@ -265,6 +265,92 @@ TEST(SimState, SnapshotRestoredIntoAFreshWorldContinuesIdentically) {
   }
 }
 
+// Stacks that fall asleep, a ball that may not sleep rolling among them, and a script that
+// wakes them: a box thrown at one stack (tick 200) and an input on another (tick 260).
+void build_sleep_scene(World& world, std::vector<BodyId>* stack_tops) {
+  BodyId id{};
+  ASSERT_EQ(world.create_body(plane({0, 1, 0}, 0), &id), Error::none);
+  for (int s = 0; s < 3; ++s) {
+    for (int level = 0; level < 3; ++level) {
+      BodyDef box = lockstep::sim::default_body_def();
+      box.shape.type = ShapeType::box;
+      box.shape.half_extents = {0.4f, 0.4f, 0.4f};
+      box.position = {-3.0f + 3.0f * static_cast<float>(s), 0.4f + 0.8f * static_cast<float>(level),
+                      0};
+      ASSERT_EQ(world.create_body(box, &id), Error::none);
+    }
+    stack_tops->push_back(id);
+  }
+  BodyDef ball = lockstep::sim::default_body_def();
+  ball.shape.radius = 0.3f;
+  ball.position = {-4.0f, 0.3f, 3.0f};
+  ball.linear_velocity = {0.2f, 0, 0};
+  ball.allow_sleep = false;
+  ASSERT_EQ(world.create_body(ball, &id), Error::none);
+}
+
+void sleep_script(World& world, const std::vector<BodyId>& stack_tops) {
+  if (world.tick() == 200) {
+    BodyDef thrown = lockstep::sim::default_body_def();
+    thrown.shape.type = ShapeType::box;
+    thrown.shape.half_extents = {0.2f, 0.2f, 0.2f};
+    thrown.position = {-6.0f, 2.0f, 0};
+    thrown.linear_velocity = {9.0f, 1.0f, 0};
+    BodyId id{};
+    ASSERT_EQ(world.create_body(thrown, &id), Error::none);
+  }
+  if (world.tick() == 260) {
+    Input in;
+    in.player = 1;
+    in.sequence = 260;
+    in.body = stack_tops[2];
+    in.linear_impulse[2] = 200 * 1024;
+    ASSERT_EQ(world.queue_input(in), Error::none);
+  }
+}
+
+TEST(SimState, SnapshotsOfASleepingSceneContinueIdentically) {
+  std::vector<BodyId> tops;
+  std::unique_ptr<World> reference = World::create(scene_def());
+  ASSERT_NE(reference, nullptr);
+  build_sleep_scene(*reference, &tops);
+  std::vector<uint64_t> expected;
+  std::vector<lockstep::sim::StepStats> stats;
+  while (reference->tick() < 600) {
+    sleep_script(*reference, tops);
+    reference->step();
+    expected.push_back(reference->state_hash());
+    stats.push_back(reference->last_step_stats());
+  }
+  // The scene does what it is for: stacks asleep while the ball rolls (tick 150), a stack woken
+  // by the thrown box while the others sleep (tick 230); 262 is just after the input.
+  EXPECT_EQ(stats[149].sleeping_bodies, 9u);
+  EXPECT_EQ(stats[149].awake_dynamic_bodies, 1u);
+  EXPECT_GT(stats[229].sleeping_bodies, 0u);
+  EXPECT_GT(stats[229].awake_dynamic_bodies, 2u);
+
+  for (const uint64_t snapshot_tick : {150u, 230u, 262u}) {
+    std::unique_ptr<World> first = World::create(scene_def());
+    std::vector<BodyId> first_tops;
+    build_sleep_scene(*first, &first_tops);
+    while (first->tick() < snapshot_tick) {
+      sleep_script(*first, first_tops);
+      first->step();
+    }
+    const std::vector<uint8_t> bytes = save(*first);
+    std::unique_ptr<World> resumed = World::create(scene_def());
+    ASSERT_EQ(resumed->restore_snapshot(bytes), Error::none);
+    ASSERT_EQ(resumed->state_hash(), expected[snapshot_tick - 1]);
+    EXPECT_EQ(save(*resumed), bytes);
+    while (resumed->tick() < 600) {
+      sleep_script(*resumed, first_tops);
+      resumed->step();
+      ASSERT_EQ(resumed->state_hash(), expected[resumed->tick() - 1])
+          << "snapshot at " << snapshot_tick << ", tick " << resumed->tick();
+    }
+  }
+}
+
 TEST(SimState, RestoreReplacesAWorldThatHeldSomethingElse) {
   SimRun source = start_run(60);
   advance(source, 120, nullptr);
@@ -332,7 +418,7 @@ constexpr size_t kHeaderBytes = 16;                         // "LSSN", u32 versi
 constexpr size_t kTrailerBytes = 8;                         // XXH3-64 of everything before it
 constexpr size_t kPayloadSlots = kHeaderBytes + 4 + 8 + 8;  // slot count offset
 constexpr size_t kFirstSlot = kPayloadSlots + 4;            // slot 0: u32 generation, u8 alive
-constexpr size_t kLiveBodyBytes = 130;                      // after generation and alive
+constexpr size_t kLiveBodyBytes = 139;                      // after generation and alive
 // Warm-start point: feature, normal impulse, friction impulse (3), anchor in A's frame (3).
 constexpr size_t kPointBytes = 4 + 4 + 12 + 12;
 
@@ -387,7 +473,7 @@ TEST(SimState, HeaderErrorsAreNamed) {
     expect_refused(*target.world, bad, Error::snapshot_bad_magic, "magic", i);
   }
   std::vector<uint8_t> future = bytes;
-  put_u32(future, 4, 2);  // a version from the future, even with a valid checksum
+  put_u32(future, 4, 3);  // a version from the future, even with a valid checksum
   reseal(future);
   expect_refused(*target.world, future, Error::snapshot_version, "future version");
   // The state encoding's own version, inside the checksummed payload.
@@ -466,6 +552,9 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
   const size_t slot6 = kFirstSlot + 6 * (5 + kLiveBodyBytes);
   const size_t velocity6 = slot6 + 5 + 1 + 49 + 4 + 8 + 12 + 16;
   const size_t mass6 = velocity6 + 24;
+  // Sleep state after the inertia: u8 flags (1 allow sleep, 2 asleep), f32 timer, u32 island.
+  const size_t sleep0 = alive0 + 1 + 130;
+  const size_t sleep6 = mass6 + 4 + 12;
 
   struct Edit {
     const char* what;
@@ -485,6 +574,14 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
       {"slot count beyond capacity", kPayloadSlots, 100000, false},
       {"slot count short", kPayloadSlots, 3, false},
       {"ground turned dynamic", type0, 2, true},  // a dynamic plane is not allowed
+      {"static body asleep", sleep0, 3, true},
+      {"static body with a rest timer", sleep0 + 1, 0x3e800000u, false},
+      {"sleep flags 4", sleep6, 5, true},
+      {"NaN rest timer", sleep6 + 1, nan_bits, false},
+      {"negative rest timer", sleep6 + 1, 0xbf800000u, false},
+      {"rest timer beyond time_to_sleep", sleep6 + 1, 0x3f800000u, false},
+      {"island named by an awake body", sleep6 + 5, 3, false},
+      {"asleep while moving, with an input queued", sleep6, 3, true},
   };
   for (const Edit& e : edits) {
     std::vector<uint8_t> bad = bytes;
@@ -497,7 +594,7 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
     expect_refused(*target.world, bad, Error::snapshot_corrupt, e.what);
   }
   // The trailing sections: the warm-start cache and the queued inputs, found by walking the
-  // slots (u32 generation, u8 alive, 130 bytes when alive).
+  // slots (u32 generation, u8 alive, 139 bytes when alive).
   uint32_t slot_count = 0;
   for (int i = 0; i < 4; ++i)
     slot_count |= uint32_t{bytes[kPayloadSlots + size_t(i)]} << (8 * i);
@@ -544,6 +641,55 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
   // Sanity: the unedited bytes are accepted by the same world.
   EXPECT_EQ(target.world->restore_snapshot(bytes), Error::none);
   EXPECT_EQ(target.world->state_hash(), source.world->state_hash());
+}
+
+// A snapshot whose stacks sleep, edited into sleep states island.cpp never leaves: refused.
+TEST(SimState, InvalidSleepStatesAreRefused) {
+  std::vector<BodyId> tops;
+  std::unique_ptr<World> source = World::create(scene_def());
+  build_sleep_scene(*source, &tops);
+  while (source->tick() < 150)
+    source->step();
+  BodyId ids[16];
+  ASSERT_GE(source->list_bodies(ids), 4u);
+  lockstep::sim::BodyView first{};
+  ASSERT_EQ(source->get_body(ids[1], &first), Error::none);
+  ASSERT_TRUE(first.asleep);  // slot 1, the bottom box of the first stack: its island's root
+  const std::vector<uint8_t> bytes = save(*source);
+  std::unique_ptr<World> target = World::create(scene_def());
+
+  // Slot 0 is the ground plane; slot 1 the first box. Offsets inside slot 1 as in
+  // StructurallyInvalidPayloadsAreRefused; slot 2 (the box above, same island) 144 bytes on.
+  const size_t slot1 = kFirstSlot + 5 + kLiveBodyBytes;
+  const size_t velocity1 = slot1 + 5 + 1 + 49 + 4 + 8 + 12 + 16;
+  const size_t sleep1 = velocity1 + 24 + 4 + 12;
+  const size_t sleep2 = sleep1 + 5 + kLiveBodyBytes;
+  struct Edit {
+    const char* what;
+    size_t at;
+    uint32_t value;
+  };
+  const Edit edits[] = {
+      {"sleeping body with a -0 velocity", velocity1, 0x80000000u},
+      {"sleeping body moving", velocity1 + 4, 0x3f800000u},
+      {"sleeping body with a short rest timer", sleep1 + 1, 0x3e800000u},
+      {"island named by a body that is not its root", sleep2 + 5, 2},
+      {"island named after a later slot", sleep1 + 5, 2},
+  };
+  for (const Edit& e : edits) {
+    std::vector<uint8_t> bad = bytes;
+    put_u32(bad, e.at, e.value);
+    reseal(bad);
+    expect_refused(*target, bad, Error::snapshot_corrupt, e.what);
+  }
+  // The island root awake while the rest of its island sleeps.
+  std::vector<uint8_t> bad = bytes;
+  bad[sleep1] = 1;              // allow sleep, not asleep
+  put_u32(bad, sleep1 + 5, 0);  // and naming no island
+  reseal(bad);
+  expect_refused(*target, bad, Error::snapshot_corrupt, "island root awake");
+  EXPECT_EQ(target->restore_snapshot(bytes), Error::none);
+  EXPECT_EQ(target->state_hash(), source->state_hash());
 }
 
 }  // namespace

@@ -68,6 +68,9 @@ fb::Offset<rp::WorldDef> encode_world_def(fb::FlatBufferBuilder& b, const sim::W
   w.add_max_events(d.max_events);
   w.add_max_inputs_per_tick(d.max_inputs_per_tick);
   w.add_measure_stage_times(d.measure_stage_times);
+  w.add_enable_sleep(d.enable_sleep);
+  w.add_sleep_speed_threshold_mps(d.sleep_speed_threshold_mps);
+  w.add_time_to_sleep_s(d.time_to_sleep_s);
   return w.Finish();
 }
 
@@ -98,6 +101,9 @@ sim::WorldDef decode_world_def(const rp::WorldDef& w) {
   d.max_events = w.max_events();
   d.max_inputs_per_tick = w.max_inputs_per_tick();
   d.measure_stage_times = w.measure_stage_times();
+  d.enable_sleep = w.enable_sleep();
+  d.sleep_speed_threshold_mps = w.sleep_speed_threshold_mps();
+  d.time_to_sleep_s = w.time_to_sleep_s();
   return d;
 }
 

@@ -284,7 +284,7 @@ float quat_component(const sim::Quat& q, int c) {
 }
 
 // The body's fields in their fixed comparison order.
-void body_fields(const sim::BodyView& v, float values[18]) {
+void body_fields(const sim::BodyView& v, float values[19]) {
   int n = 0;
   for (int c = 0; c < 3; ++c)
     values[n++] = vec_component(v.position, c);
@@ -299,9 +299,10 @@ void body_fields(const sim::BodyView& v, float values[18]) {
   values[n++] = v.shape.half_extents.x;
   values[n++] = v.shape.half_extents.y;
   values[n++] = v.shape.half_extents.z;
+  values[n++] = v.sleep_timer_s;
 }
 
-constexpr const char* kFieldNames[18] = {"position.x",           "position.y",
+constexpr const char* kFieldNames[19] = {"position.x",           "position.y",
                                          "position.z",           "orientation.x",
                                          "orientation.y",        "orientation.z",
                                          "orientation.w",        "linear_velocity.x",
@@ -309,7 +310,8 @@ constexpr const char* kFieldNames[18] = {"position.x",           "position.y",
                                          "angular_velocity.x",   "angular_velocity.y",
                                          "angular_velocity.z",   "mass_kg",
                                          "shape.radius",         "shape.half_extents.x",
-                                         "shape.half_extents.y", "shape.half_extents.z"};
+                                         "shape.half_extents.y", "shape.half_extents.z",
+                                         "sleep_timer_s"};
 
 std::vector<sim::BodyId> bodies_of(const sim::World& world) {
   std::vector<sim::BodyId> ids(world.body_count());
@@ -351,10 +353,12 @@ std::vector<FieldDiff> diff_worlds(const sim::World& a, const sim::World& b, siz
       if (va.owner_player != vb.owner_player)
         add({id, "owner_player", static_cast<double>(va.owner_player),
              static_cast<double>(vb.owner_player), 0});
-      float fa[18], fb[18];
+      if (va.asleep != vb.asleep)
+        add({id, "asleep", va.asleep ? 1.0 : 0.0, vb.asleep ? 1.0 : 0.0, 0});
+      float fa[19], fb[19];
       body_fields(va, fa);
       body_fields(vb, fb);
-      for (int f = 0; f < 18; ++f)
+      for (int f = 0; f < 19; ++f)
         if (std::bit_cast<uint32_t>(fa[f]) != std::bit_cast<uint32_t>(fb[f]))
           add({id, kFieldNames[f], fa[f], fb[f], float_ulp_distance(fa[f], fb[f])});
     }
@@ -534,7 +538,7 @@ std::string dump_state_json(const sim::World& world) {
     out += "\n{\"index1\":" + std::to_string(id.index1) +
            ",\"generation\":" + std::to_string(id.generation) + ",\"type\":\"" +
            body_type_name(v.type) + "\",\"owner_player\":" + std::to_string(v.owner_player) +
-           ",\"mass_kg\":";
+           ",\"asleep\":" + (v.asleep ? "true" : "false") + ",\"mass_kg\":";
     append_float(&out, v.mass_kg);
     const float position[3] = {v.position.x, v.position.y, v.position.z};
     const float orientation[4] = {v.orientation.x, v.orientation.y, v.orientation.z,

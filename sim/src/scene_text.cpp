@@ -230,10 +230,24 @@ constexpr ShapeType kShapeTypeValues[] = {ShapeType::sphere, ShapeType::box, Sha
                                           ShapeType::plane};
 
 // Every body key, so that a shape-specific key on the wrong shape gets a precise message.
-constexpr std::array<std::string_view, 17> kBodyKeys = {
-    "type",     "shape",       "radius", "half",   "half_height",    "normal",          "offset",
-    "pos",      "rot",         "vel",    "angvel", "linear_damping", "angular_damping", "density",
-    "friction", "restitution", "owner"};
+constexpr std::array<std::string_view, 18> kBodyKeys = {"type",
+                                                        "shape",
+                                                        "radius",
+                                                        "half",
+                                                        "half_height",
+                                                        "normal",
+                                                        "offset",
+                                                        "pos",
+                                                        "rot",
+                                                        "vel",
+                                                        "angvel",
+                                                        "linear_damping",
+                                                        "angular_damping",
+                                                        "density",
+                                                        "friction",
+                                                        "restitution",
+                                                        "owner",
+                                                        "allow_sleep"};
 
 bool parse_scene_line(LineReader& reader, Scene* scene) {
   uint32_t version = kFormatVersion;
@@ -270,6 +284,9 @@ bool parse_world_line(LineReader& reader, WorldDef* def) {
             reader.get_u32("max_candidate_pairs", &def->max_candidate_pairs) &&
             reader.get_u32("max_events", &def->max_events) &&
             reader.get_u32("max_inputs_per_tick", &def->max_inputs_per_tick) &&
+            reader.get_bool("enable_sleep", &def->enable_sleep) &&
+            reader.get_float("sleep_speed_threshold", &def->sleep_speed_threshold_mps) &&
+            reader.get_float("time_to_sleep", &def->time_to_sleep_s) &&
             reader.get_bool("measure_stage_times", &def->measure_stage_times) &&
             reader.finish("a world line", {});
   if (!ok) return false;
@@ -325,7 +342,8 @@ bool parse_body_line(LineReader& reader, BodyDef* body) {
        reader.get_float("density", &shape.density) &&
        reader.get_float("friction", &shape.friction) &&
        reader.get_float("restitution", &shape.restitution) &&
-       reader.get_u32("owner", &body->owner_player) && reader.finish(context, kBodyKeys);
+       reader.get_u32("owner", &body->owner_player) &&
+       reader.get_bool("allow_sleep", &body->allow_sleep) && reader.finish(context, kBodyKeys);
   if (!ok) return false;
 
   // Values that parse but a world would refuse; named here so the message points at the line.
@@ -534,6 +552,9 @@ std::string format_scene_text(const Scene& scene) {
   append_key_u32(&out, "max_candidate_pairs", def.max_candidate_pairs);
   append_key_u32(&out, "max_events", def.max_events);
   append_key_u32(&out, "max_inputs_per_tick", def.max_inputs_per_tick);
+  out += def.enable_sleep ? " enable_sleep=1" : " enable_sleep=0";
+  append_key_float(&out, "sleep_speed_threshold", def.sleep_speed_threshold_mps);
+  append_key_float(&out, "time_to_sleep", def.time_to_sleep_s);
   out += def.measure_stage_times ? " measure_stage_times=1\n" : " measure_stage_times=0\n";
 
   // Optional keys equal (bit for bit) to default_body_def() are left out; parsing starts from
@@ -586,6 +607,9 @@ std::string format_scene_text(const Scene& scene) {
     append_key_float(&out, "restitution", shape.restitution);
     if (body.owner_player != defaults.owner_player)
       append_key_u32(&out, "owner", body.owner_player);
+    if (body.allow_sleep != defaults.allow_sleep) {
+      out += body.allow_sleep ? " allow_sleep=1" : " allow_sleep=0";
+    }
     out += '\n';
   }
   return out;

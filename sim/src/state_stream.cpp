@@ -13,7 +13,9 @@
 //     f32×3 plane normal, f32 plane offset, f32 density, f32 friction, f32 restitution),
 //     u32 owner player, f32 linear damping, f32 angular damping, f32×3 position,
 //     f32×4 orientation (x y z w), f32×3 linear velocity, f32×3 angular velocity,
-//     f32 mass, f32×3 principal inertia                                  (135 bytes per body)
+//     f32 mass, f32×3 principal inertia,
+//     u8 sleep flags (bit 0 allow sleep, bit 1 asleep), f32 rest timer, u32 island (the
+//     smallest slot of a sleeping body's island, else 0)                (144 bytes per body)
 //   u32 warm-start manifold count, per manifold (ascending keys):
 //     u64 pair key, u8 point count, per point: u32 feature, f32 normal impulse,
 //     f32×3 friction impulse (world), f32×3 point in body A's frame
@@ -41,22 +43,22 @@ namespace lockstep::sim {
 
 namespace {
 
-constexpr uint32_t kStateVersion = 1;
-constexpr uint32_t kSnapshotVersion = 1;
+constexpr uint32_t kStateVersion = 2;     // 2: sleep state per body
+constexpr uint32_t kSnapshotVersion = 2;  // 2: state version 2
 constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};
 constexpr size_t kSnapshotHeaderBytes = 16;  // magic, version, total size
 constexpr size_t kSnapshotTrailerBytes = 8;  // checksum
-constexpr uint32_t kDefEncodingVersion = 3;  // 2: relax_iterations; 3: soft step
+constexpr uint32_t kDefEncodingVersion = 3;  // 2: relax_iterations; 3: soft step, sleeping
 
 constexpr size_t kStateHeaderBytes = 4 + 8 + 8 + 4;
 constexpr size_t kSlotBytes = 4 + 1;
 constexpr size_t kShapeBytes = 1 + 12 * 4;
 constexpr size_t kLiveBodyBytes =
-    1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4;
+    1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4 + 1 + 4 + 4;
 constexpr size_t kManifoldBytes = 8 + 1;
 constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4;
 constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4;
-static_assert(kSlotBytes + kLiveBodyBytes == 135);
+static_assert(kSlotBytes + kLiveBodyBytes == 144);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
 // impulse, f32×3 friction impulse, f32×3 anchor), so on little-endian hosts its bytes are its
@@ -187,6 +189,9 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     o.vec3(s.angular_velocity);
     o.f32(r.mass_kg);
     o.vec3(r.inertia);
+    o.u8(static_cast<uint8_t>((r.allow_sleep ? 1 : 0) | (r.asleep ? 2 : 0)));
+    o.f32(r.sleep_timer_s);
+    o.u32(r.island);
     o.n = flush(o.out, o.n);
   }
   o.u32(w.cache.manifold_count);
@@ -229,6 +234,12 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
 
 bool finite3(Vec3 v) {
   return is_finite(v);
+}
+
+// All three components +0 exactly (as island.cpp zeroes a sleeping body's velocities).
+bool positive_zero3(Vec3 v) {
+  return (std::bit_cast<uint32_t>(v.x) | std::bit_cast<uint32_t>(v.y) |
+          std::bit_cast<uint32_t>(v.z)) == 0;
 }
 
 ShapeDef read_shape(Reader& in, bool* ok) {
@@ -303,6 +314,9 @@ Error parse_state(Reader& in, WorldData& w) {
     const Vec3 angular_velocity = in.vec3();
     const float mass = in.f32();
     const Vec3 inertia = in.vec3();
+    const uint8_t sleep_flags = in.u8();
+    const float sleep_timer = in.f32();
+    const uint32_t island = in.u32();
     if (in.failed || !ok) return Error::snapshot_corrupt;
     if (validate_shape(shape) != Error::none) return Error::snapshot_corrupt;
     if (shape.type == ShapeType::plane && type != BodyType::static_body) {
@@ -331,9 +345,29 @@ Error parse_state(Reader& in, WorldData& w) {
     } else if (!(mass == 0.0f) || !(inertia == Vec3{})) {
       return Error::snapshot_corrupt;
     }
+    // Sleep state as island.cpp leaves it: only dynamic bodies that may sleep rest or sleep,
+    // the timer stays in [0, time_to_sleep_s], a sleeping body does not move and names its
+    // island (checked against the island's root below), an awake one names none.
+    const bool allow_sleep = (sleep_flags & 1) != 0;
+    const bool asleep = (sleep_flags & 2) != 0;
+    if (sleep_flags > 3 || !std::isfinite(sleep_timer) || !(sleep_timer >= 0.0f) ||
+        !(sleep_timer <= def.time_to_sleep_s)) {
+      return Error::snapshot_corrupt;
+    }
+    if ((!def.enable_sleep || !allow_sleep || type != BodyType::dynamic) &&
+        (asleep || !(sleep_timer == 0.0f))) {
+      return Error::snapshot_corrupt;
+    }
+    if (asleep ? (!positive_zero3(linear_velocity) || !positive_zero3(angular_velocity) ||
+                  island > slot || !(sleep_timer == def.time_to_sleep_s))
+               : island != 0) {
+      return Error::snapshot_corrupt;
+    }
     rs.alive = true;
     rs.type = type;
     rs.owner_player = owner;
+    rs.asleep = asleep;
+    rs.island = island;
     if constexpr (kApply) {
       BodyRecord& r = w.bodies[slot];
       r.generation = generation;
@@ -347,6 +381,10 @@ Error parse_state(Reader& in, WorldData& w) {
       r.orientation = orientation;
       r.mass_kg = mass;
       r.inertia = inertia;
+      r.allow_sleep = allow_sleep;
+      r.asleep = asleep;
+      r.sleep_timer_s = sleep_timer;
+      r.island = island;
       BodySolverState& s = w.solver_bodies[slot];
       s.linear_velocity = linear_velocity;
       s.angular_velocity = angular_velocity;
@@ -354,6 +392,14 @@ Error parse_state(Reader& in, WorldData& w) {
       ++w.body_count;
       broadphase_insert(w.broadphase, slot);
     }
+  }
+
+  // A sleeping body's island root is a sleeping body of its own island (the smallest slot).
+  for (uint32_t slot = 0; slot < slot_count; ++slot) {
+    const RestoreSlot& rs = w.restore_slots[slot];
+    if (!rs.alive || !rs.asleep) continue;
+    const RestoreSlot& root = w.restore_slots[rs.island];
+    if (!root.alive || !root.asleep || root.island != rs.island) return Error::snapshot_corrupt;
   }
 
   // Warm-start cache.
@@ -372,6 +418,13 @@ Error parse_state(Reader& in, WorldData& w) {
     const RestoreSlot& a = w.restore_slots[sa];
     const RestoreSlot& b = w.restore_slots[sb];
     if (!a.alive || !b.alive || (a.type != BodyType::dynamic && b.type != BodyType::dynamic)) {
+      return Error::snapshot_corrupt;
+    }
+    // A held contact (island.cpp) joins a sleeping body to a body of its island or to a
+    // non-dynamic one; never to an awake dynamic body (that manifold would have woken it).
+    if ((a.asleep || b.asleep) &&
+        !(a.asleep && b.asleep ? a.island == b.island
+                               : (a.type != BodyType::dynamic || b.type != BodyType::dynamic))) {
       return Error::snapshot_corrupt;
     }
     if (count < 1 || count > static_cast<uint32_t>(kMaxManifoldPoints) ||
@@ -428,8 +481,9 @@ Error parse_state(Reader& in, WorldData& w) {
       return Error::snapshot_corrupt;
     }
     const RestoreSlot& rs = w.restore_slots[input.body.index1 - 1];
+    // queue_input wakes the body's island, so a queued input never names a sleeping body.
     if (!rs.alive || rs.generation != input.body.generation || rs.type != BodyType::dynamic ||
-        (rs.owner_player != 0 && rs.owner_player != input.player)) {
+        rs.asleep || (rs.owner_player != 0 && rs.owner_player != input.player)) {
       return Error::snapshot_corrupt;
     }
     for (int k = 0; k < 3; ++k) {
@@ -498,7 +552,7 @@ void update_state_hash(const WorldData& w) {
 
 uint64_t world_def_fingerprint(const WorldDef& def) {
   // measure_stage_times is left out: it never changes the simulation.
-  uint8_t bytes[4 + 16 * 4 + 9 * 4];
+  uint8_t bytes[4 + 16 * 4 + 9 * 4 + 1 + 2 * 4];
   Writer o{bytes};
   o.u32(kDefEncodingVersion);
   o.f32(def.dt_s);
@@ -523,6 +577,9 @@ uint64_t world_def_fingerprint(const WorldDef& def) {
   o.u32(def.max_candidate_pairs);
   o.u32(def.max_events);
   o.u32(def.max_inputs_per_tick);
+  o.u8(def.enable_sleep ? 1 : 0);
+  o.f32(def.sleep_speed_threshold_mps);
+  o.f32(def.time_to_sleep_s);
   return XXH3_64bits(bytes, o.n);
 }
 
@@ -579,6 +636,8 @@ Error World::restore_snapshot(std::span<const uint8_t> bytes) {
   if (e != Error::none) return e;
   Reader apply{p + kSnapshotHeaderBytes, body - kSnapshotHeaderBytes};
   parse_state<true>(apply, w);
+  for (uint32_t slot = 0; slot < w.slot_count; ++slot)
+    refresh_sleeping_box(w, slot);  // a sleeping body keeps the box it fell asleep with
 
   w.constraint_count = 0;
   w.point_count = 0;

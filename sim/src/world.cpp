@@ -8,6 +8,8 @@
 // the relax passes solve the same rows rigidly without the push, so the velocities carried on no
 // longer hold it (without them a stack is pushed apart every substep, falls back and rocks).
 // Prepare (anchors, masses, inverse inertias) runs once per step; the substeps reuse it.
+// Sleeping (island.h): islands of bodies at rest sleep; a sleeping body is neither integrated nor
+// swept, and keeps its contacts and warm start until something wakes its island.
 // All memory is taken in World::create; nothing here allocates afterwards.
 #include "lockstep/sim/world.h"
 
@@ -18,6 +20,7 @@
 #include "broadphase.h"
 #include "collide.h"
 #include "contact_solver.h"
+#include "island.h"
 #include "shape.h"
 #include "state_stream.h"
 #include "world_data.h"
@@ -152,6 +155,7 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->aabbs.assign(def.max_bodies, Aabb{});
   d->dynamic_flags.assign(def.max_bodies, 0);
   broadphase_init(d->broadphase, def.max_bodies, def.max_candidate_pairs);
+  islands_init(&d->islands, def.max_bodies);
   d->constraints.assign(def.max_contact_pairs, ContactConstraint{});
   d->points.assign(def.max_contact_points, ContactPoint{});
   d->solver_velocities.assign(def.max_bodies + 1, SolverVelocity{});  // + the zero slot
@@ -253,10 +257,14 @@ Error World::create_body(const BodyDef& def, BodyId* out_id) {
   r.orientation = orientation;
   r.mass_kg = mass.mass;
   r.inertia = mass.inertia;
+  r.allow_sleep = def.allow_sleep;
   BodySolverState& s = w.solver_bodies[slot];
   s.linear_velocity = def.linear_velocity;
   s.angular_velocity = def.angular_velocity;
   refresh_body_derived(w, slot);
+  // Sleeping: a static or kinematic body appearing among sleeping bodies wakes them (a dynamic
+  // one does so by contact in the next step).
+  if (def.type != BodyType::dynamic) wake_overlapping(w, slot);
 
   ++w.body_count;
   if (slot + 1 > w.slot_count) w.slot_count = slot + 1;
@@ -274,6 +282,7 @@ Error World::destroy_body(BodyId id) {
     ++w.counters.api_calls_rejected;
     return e;
   }
+  wake_contacts_of(w, slot);  // sleeping: its island and the islands it supported
   BodyRecord& r = w.bodies[slot];
   const uint32_t generation = r.generation + 1 == 0 ? 1 : r.generation + 1;
   r = BodyRecord{};
@@ -317,6 +326,9 @@ Error World::get_body(BodyId id, BodyView* out) const {
   out->angular_velocity = s.angular_velocity;
   out->mass_kg = r.mass_kg;
   out->owner_player = r.owner_player;
+  out->allow_sleep = r.allow_sleep;
+  out->asleep = r.asleep;
+  out->sleep_timer_s = r.sleep_timer_s;
   return Error::none;
 }
 
@@ -343,6 +355,7 @@ Error World::set_linear_velocity(BodyId id, Vec3 velocity) {
     return e;
   }
   w.solver_bodies[slot].linear_velocity = velocity;
+  wake_body(w, slot);
   w.hash_dirty = true;
   return Error::none;
 }
@@ -356,6 +369,7 @@ Error World::set_angular_velocity(BodyId id, Vec3 velocity) {
     return e;
   }
   w.solver_bodies[slot].angular_velocity = velocity;
+  wake_body(w, slot);
   w.hash_dirty = true;
   return Error::none;
 }
@@ -372,9 +386,17 @@ Error World::set_transform(BodyId id, Vec3 position, Quat orientation) {
     ++w.counters.api_calls_rejected;
     return e;
   }
+  // Sleeping: a dynamic body wakes its island; a static or kinematic one wakes what it touched
+  // where it was and what sleeps where it lands.
+  if (w.bodies[slot].type == BodyType::dynamic) {
+    wake_body(w, slot);
+  } else {
+    wake_contacts_of(w, slot);
+  }
   w.bodies[slot].position = position;
   w.bodies[slot].orientation = q;
   refresh_body_derived(w, slot);
+  if (w.bodies[slot].type != BodyType::dynamic) wake_overlapping(w, slot);
   w.hash_dirty = true;
   return Error::none;
 }
@@ -400,6 +422,7 @@ Error World::apply_impulse(BodyId id, Vec3 impulse, Vec3 world_point) {
   }
   w.solver_bodies[slot].linear_velocity = v;
   w.solver_bodies[slot].angular_velocity = omega;
+  wake_body(w, slot);
   w.hash_dirty = true;
   return Error::none;
 }
@@ -428,6 +451,7 @@ Error World::debug_perturb_position(BodyId id, Vec3 delta) {
     return e;
   }
   w.bodies[slot].position += delta;
+  refresh_sleeping_box(w, slot);  // stays asleep: the hook changes nothing else
   w.hash_dirty = true;
   return Error::none;
 }
@@ -468,6 +492,7 @@ Error World::queue_input(const Input& input) {
   w.inputs[j] = input;
   ++w.input_count;
   ++w.counters.inputs_accepted;
+  wake_body(w, slot);  // sleeping: an input wakes the body's island now, before its step
   w.hash_dirty = true;
   return Error::none;
 }
@@ -525,7 +550,6 @@ StepStatus World::step() {
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
     float margin = 0.0f;
-    if (r.alive && r.type == BodyType::dynamic) ++st.awake_dynamic_bodies;
     if (r.alive && r.type != BodyType::static_body) {
       const BodySolverState& s = w.solver_bodies[slot];
       float speed =
@@ -538,14 +562,15 @@ StepStatus World::step() {
   }
   lap(&st.ns_inputs_integrate);
 
-  // 3. Broadphase.
+  // 3. Broadphase. [sleep] Sleeping bodies keep the box they fell asleep with; sweep_and_wake
+  // sweeps the awake bodies and wakes the islands they touch (island.h).
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
-    if (!r.alive) continue;
+    if (!r.alive || r.asleep) continue;
     w.aabbs[slot] = compute_aabb(r.shape, Transform{r.position, r.orientation},
                                  def.contact_margin_m + w.speculative_margins[slot]);
   }
-  broadphase_update(w.broadphase, w.aabbs, w.dynamic_flags);
+  sweep_and_wake(w);
   st.candidate_pairs = w.broadphase.pair_count;
   st.dropped_candidate_pairs = w.broadphase.dropped_pairs;
   if (st.dropped_candidate_pairs > 0) status.overflow |= overflow_candidate_pairs;
@@ -612,6 +637,12 @@ StepStatus World::step() {
   st.contact_points = w.point_count;
   lap(&st.ns_narrowphase);
 
+  // [sleep] Bodies a contact woke during the broadphase take part from here on.
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    const BodyRecord& r = w.bodies[slot];
+    if (r.alive && r.type == BodyType::dynamic && !r.asleep) ++st.awake_dynamic_bodies;
+  }
+
   // 5–9. Warm-start match, prepare (with the velocities before this step's gravity), then the
   // substeps: velocities, warm start, biased passes, positions, relax passes, restitution.
   const std::span<ContactConstraint> constraints(w.constraints.data(), w.constraint_count);
@@ -644,8 +675,8 @@ StepStatus World::step() {
     // Velocities: gravity and damping, dynamic bodies only. v *= 1/(1 + h·c): a Padé-like
     // damping without exp, exact when c = 0.
     for (uint32_t slot = 0; slot < slots; ++slot) {
-      if (!w.dynamic_flags[slot]) continue;
       const BodyRecord& r = w.bodies[slot];
+      if (!w.dynamic_flags[slot] || r.asleep) continue;  // [sleep] not integrated
       SolverVelocity& v = velocities[slot];
       v.linear += gravity_h;
       v.linear = v.linear * (1.0f / (1.0f + h * r.linear_damping));
@@ -662,7 +693,8 @@ StepStatus World::step() {
     // their velocity too; static bodies never move. Δp and Δθ feed the rows' separations.
     for (uint32_t slot = 0; slot < slots; ++slot) {
       BodyRecord& r = w.bodies[slot];
-      if (!r.alive || r.type == BodyType::static_body) continue;
+      // [sleep] Sleeping bodies do not move (normalize would change the bits of their rotation).
+      if (!r.alive || r.type == BodyType::static_body || r.asleep) continue;
       const SolverVelocity& v = velocities[slot];
       r.position += h * v.linear;
       const Vec3 omega = v.angular;
@@ -686,7 +718,7 @@ StepStatus World::step() {
   }
   scatter_velocities(velocities, bodies);
   for (uint32_t slot = 0; slot < slots; ++slot) {
-    if (w.dynamic_flags[slot]) refresh_body_derived(w, slot);
+    if (w.dynamic_flags[slot] && !w.bodies[slot].asleep) refresh_body_derived(w, slot);
   }
   st.velocity_iterations = def.substeps * (def.velocity_iterations + def.relax_iterations);
   lap_add(&st.ns_solve);
@@ -722,7 +754,8 @@ StepStatus World::step() {
         emit(ContactEventType::begin, k_new);
         ++i;
       } else if (has_old && (!has_new || k_old < k_new)) {
-        emit(ContactEventType::end, k_old);
+        // [sleep] A contact of a sleeping body is held, not ended (island.h).
+        if (!contact_pair_asleep(w, k_old)) emit(ContactEventType::end, k_old);
         ++j;
       } else {
         ++i;
@@ -733,8 +766,13 @@ StepStatus World::step() {
   }
   unpack_contact_lanes(w.lanes, points);
   store_contact_cache(constraints, points, &w.next_cache);
+  carry_sleeping_contacts(w, &st, &status);  // [sleep] held contacts keep their warm start
   std::swap(w.cache, w.next_cache);
   lap(&st.ns_contacts);
+
+  // 10b. [sleep] Rest timers, islands of this step's manifolds, islands falling asleep.
+  update_islands(w, &st);
+  lap(&st.ns_islands);
 
   ++w.tick;
   st.tick = w.tick;

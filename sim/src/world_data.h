@@ -7,6 +7,7 @@
 #include "broadphase.h"
 #include "contact_lanes.h"
 #include "contact_solver.h"
+#include "island.h"
 #include "lockstep/sim/types.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
@@ -23,6 +24,7 @@ inline constexpr uint32_t kMaxContactPointsLimit = 1u << 24;
 inline constexpr uint32_t kMaxCandidatePairsLimit = 1u << 24;
 inline constexpr uint32_t kMaxEventsLimit = 1u << 22;
 inline constexpr uint32_t kMaxInputsLimit = 1u << 16;
+inline constexpr float kMaxTimeToSleep = 1.0e4f;  // s
 // Limits of body values (create_body, setters, snapshot restore).
 inline constexpr float kMaxCoordinate = 1.0e5f;  // |position component| (m); planes span 1e6
 inline constexpr float kMaxDamping = 1.0e3f;     // 1/s
@@ -42,6 +44,11 @@ struct BodyRecord {
   float mass_kg = 0;         // 0 for static and kinematic bodies
   Vec3 inertia{};            // principal inertia, body axes (kg·m²); 0 when not dynamic
   Vec3 inv_inertia_local{};  // derived from inertia
+  // Sleeping (island.h). Only dynamic bodies sleep; the others keep asleep false, timer 0.
+  bool allow_sleep = true;
+  bool asleep = false;      // not stepped; velocities 0; contacts held (island.cpp)
+  float sleep_timer_s = 0;  // time at rest (s), capped at WorldDef::time_to_sleep_s; 0 on waking
+  uint32_t island = 0;      // asleep: the smallest slot of its island (which wakes at once)
 };
 
 struct RestoreSlot {
@@ -49,6 +56,8 @@ struct RestoreSlot {
   uint32_t owner_player = 0;
   bool alive = false;
   BodyType type = BodyType::static_body;
+  bool asleep = false;
+  uint32_t island = 0;
 };
 
 struct WorldData {
@@ -60,11 +69,12 @@ struct WorldData {
   std::vector<BodyRecord> bodies;
   std::vector<BodySolverState> solver_bodies;
   std::vector<Aabb> aabbs;
-  std::vector<uint8_t> dynamic_flags;  // 1 for dynamic bodies (broadphase filter)
+  std::vector<uint8_t> dynamic_flags;  // 1 for dynamic bodies
   uint32_t body_count = 0;             // live bodies
   uint32_t slot_count = 0;             // 1 + highest slot ever used (alive or generation ≠ 0)
 
   Broadphase broadphase;
+  IslandScratch islands;  // sleeping: islands, waking, what the sweep sees as awake
 
   // This step's contacts (constraints sorted by pair key).
   std::vector<ContactConstraint> constraints;

@@ -69,6 +69,7 @@ struct BodyDef {
   float angular_damping = 0;  // 1/s
   ShapeDef shape{};
   uint32_t owner_player = 0;  // player allowed to push it with inputs; 0 = any player
+  bool allow_sleep = true;    // false: never falls asleep, nor does any island it is part of
 };
 
 /// World definition; start from default_world_def(). Everything is fixed at creation.
@@ -79,7 +80,7 @@ struct WorldDef {
   // velocities, warm starts, runs `velocity_iterations` passes with the soft position bias,
   // integrates positions and runs `relax_iterations` passes without the bias (they take the bias
   // velocity back out so position correction feeds no energy into resting stacks). Restitution
-  // has a pass of its own after the last substep.
+  // has a pass of its own after each substep's relax.
   uint32_t substeps = 4;
   uint32_t velocity_iterations = 1;  // biased passes per substep
   uint32_t relax_iterations = 1;     // relax passes per substep
@@ -96,6 +97,13 @@ struct WorldDef {
   float max_speculative_margin_m = 1.0f;
   float max_angular_speed = 100.0f;  // rad/s; clamp after the solve
   float max_linear_speed = 500.0f;   // m/s; clamp after the solve
+  // Sleeping (island.h): an island of touching dynamic bodies that have all been at rest for
+  // time_to_sleep_s goes to sleep and costs nothing until woken. A body is at rest while
+  // |v| ≤ threshold and |ω|·extent ≤ threshold, extent being the largest distance from its
+  // centre to a point of its shape: no point of it moves faster than about the threshold.
+  bool enable_sleep = true;
+  float sleep_speed_threshold_mps = 0.05f;  // m/s
+  float time_to_sleep_s = 0.5f;             // s of rest before an island sleeps
   // Input limits (in the world's units; fixed-point inputs beyond them are rejected).
   float max_input_linear_impulse = 1.0e4f;   // N·s per axis
   float max_input_angular_impulse = 1.0e4f;  // N·m·s per axis
@@ -158,7 +166,9 @@ struct StepStatus {
 struct StepStats {
   uint64_t tick = 0;
   uint32_t bodies = 0;
-  uint32_t awake_dynamic_bodies = 0;
+  uint32_t awake_dynamic_bodies = 0;  // dynamic bodies stepped (not asleep during the step)
+  uint32_t sleeping_bodies = 0;       // dynamic bodies asleep at the end of the step
+  uint32_t islands = 0;               // islands of the awake bodies this step (0: sleep off)
   uint32_t candidate_pairs = 0;
   uint32_t manifolds = 0;
   uint32_t contact_points = 0;
@@ -180,6 +190,7 @@ struct StepStats {
   uint64_t ns_solve = 0;
   uint64_t ns_integrate_positions = 0;
   uint64_t ns_contacts = 0;  // contact events, impulses back to the points, warm-start cache
+  uint64_t ns_islands = 0;   // islands, sleep timers, falling asleep
   uint64_t ns_hash = 0;      // the state hash alone
   uint64_t ns_total = 0;     // the sum of the stages above
 };

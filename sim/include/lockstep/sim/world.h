@@ -26,6 +26,9 @@ struct BodyView {
   Vec3 angular_velocity{};
   float mass_kg = 0;  // 0 for static and kinematic bodies
   uint32_t owner_player = 0;
+  bool allow_sleep = true;
+  bool asleep = false;      // sleeping: not stepped until its island wakes
+  float sleep_timer_s = 0;  // time at rest (s), up to WorldDef::time_to_sleep_s
 };
 
 /// Checks a WorldDef; Error::none when a world can be made from it.
@@ -42,6 +45,10 @@ class World final {
   const WorldDef& def() const;
 
   // ---- bodies (between steps only) ------------------------------------------------------------
+  // Sleeping (WorldDef::enable_sleep): every call below that changes a dynamic body, and
+  // queue_input, wakes the body's island and restarts its rest timer; destroy_body wakes the
+  // islands the body touched; a static or kinematic body created or moved by set_transform
+  // wakes what it touched and what sleeps where it lands (docs/design-decisions.md, Sleeping).
   /// Adds a body; the same call sequence gives the same handles on every machine.
   Error create_body(const BodyDef& def, BodyId* out_id);
   Error destroy_body(BodyId id);
@@ -63,7 +70,7 @@ class World final {
   Error queue_input(const Input& input);
 
   // ---- step -----------------------------------------------------------------------------------
-  /// Advances one fixed dt: inputs → velocities → broadphase → narrowphase → warm start →
+  /// Advances one fixed dt: inputs → broadphase → narrowphase → velocities → warm start →
   /// velocity iterations → positions → events → state hash. Never allocates.
   StepStatus step();
   uint64_t tick() const;
@@ -73,7 +80,8 @@ class World final {
   const WorldCounters& counters() const;
   /// Contact begin/end events of the last step, in a deterministic order.
   std::span<const ContactEvent> events() const;
-  /// Sum of accumulated normal impulses of the last step's contacts touching `id` (N·s).
+  /// Sum of accumulated normal impulses of the last step's contacts touching `id` (N·s); for a
+  /// sleeping body, those its held contacts had when it fell asleep.
   float normal_impulse_sum(BodyId id) const;
 
   // ---- snapshots ------------------------------------------------------------------------------
