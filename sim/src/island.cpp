@@ -59,6 +59,11 @@ constexpr uint8_t kKeepAwake = 1;   // per body: touches a moving kinematic body
 constexpr uint8_t kCanSleep = 2;    // per root: every body of the island has rested long enough
 constexpr uint8_t kWakeIsland = 4;  // per root of a sleeping island: wake it
 
+// IslandScratch::pair_kind bits: what the pass over the sweep's pairs needs of a body, in one
+// byte per slot instead of its record.
+constexpr uint8_t kKindAsleep = 1;
+constexpr uint8_t kKindDynamic = 2;
+
 bool is_dynamic(const BodyRecord& r) {
   return r.alive && r.type == BodyType::dynamic;
 }
@@ -113,12 +118,14 @@ void wake_record(BodyRecord& r) {
 uint32_t wake_marked_islands(WorldData& w) {
   uint8_t* marks = w.islands.marks.data();
   uint8_t* active = w.islands.sweep_active.data();
+  uint8_t* kind = w.islands.pair_kind.data();
   uint32_t woken = 0;
   for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
     BodyRecord& r = w.bodies[slot];
     if (!r.asleep || !(marks[r.island] & kWakeIsland)) continue;
     wake_record(r);
     active[slot] = 1;
+    kind[slot] = kKindDynamic;
     ++woken;
   }
   for (uint32_t slot = 0; slot < w.slot_count; ++slot)
@@ -138,6 +145,7 @@ void islands_init(IslandScratch* islands, uint32_t max_bodies) {
   islands->parent.assign(max_bodies, 0);
   islands->marks.assign(max_bodies, 0);
   islands->sweep_active.assign(max_bodies, 0);
+  islands->pair_kind.assign(max_bodies, 0);
   islands->sleeping = 0;
 }
 
@@ -151,10 +159,13 @@ void sweep_and_wake(WorldData& w) {
   IslandScratch& is = w.islands;
   const uint32_t slots = w.slot_count;
   uint8_t* active = is.sweep_active.data();
+  uint8_t* kind = is.pair_kind.data();
   uint32_t sleeping = 0;
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
-    active[slot] = is_dynamic(r) && !r.asleep ? 1 : 0;
+    const bool dynamic = is_dynamic(r);
+    active[slot] = dynamic && !r.asleep ? 1 : 0;
+    kind[slot] = static_cast<uint8_t>((r.asleep ? kKindAsleep : 0) | (dynamic ? kKindDynamic : 0));
     sleeping += r.asleep ? 1 : 0;
   }
   if (sleeping > 0) {
@@ -167,43 +178,42 @@ void sweep_and_wake(WorldData& w) {
   is.sleeping = sleeping;
   if (sleeping == 0) return;  // the pairs are those without sleeping, bit for bit
 
-  // A pair with exactly one sleeping body has an active other body (the sweep reports only
-  // pairs with an active body, and a sleeping body is never active): a manifold wakes it.
+  // One pass over the pairs (in order). A pair with exactly one sleeping body has an active
+  // other body (the sweep reports only pairs with an active body, and a sleeping body is never
+  // active): a manifold wakes the sleeper's island, and the sweep runs again. The pass keeps the
+  // pairs the narrowphase needs: no sleeping body (such pairs have no manifold, or their island
+  // would wake here) and at least one dynamic body (moving kinematic bodies were swept for the
+  // wake test only).
   const float margin = w.def.contact_margin_m;
   for (;;) {
     bool woke = false;
+    uint32_t kept = 0;
     for (uint32_t i = 0; i < bp.pair_count; ++i) {
       const uint64_t key = bp.pairs[i];
       const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
+      const uint8_t ka = kind[sa], kb = kind[sb];
+      if (((ka | kb) & kKindAsleep) == 0) {
+        if ((ka | kb) & kKindDynamic) bp.pairs[kept++] = key;
+        continue;
+      }
+      if ((ka & kb & kKindAsleep) != 0) continue;  // never found: neither is active
       const BodyRecord& ra = w.bodies[sa];
       const BodyRecord& rb = w.bodies[sb];
-      if (ra.asleep == rb.asleep) continue;
       Manifold m;
       collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
               Transform{rb.position, rb.orientation}, margin, &m);
       if (m.count <= 0) continue;
-      mark_island_of(w, ra.asleep ? sa : sb);
+      mark_island_of(w, (ka & kKindAsleep) ? sa : sb);
       woke = true;
     }
-    if (!woke) break;
+    if (!woke) {
+      bp.pair_count = kept;
+      break;
+    }
     sleeping -= wake_marked_islands(w);
     broadphase_update(bp, w.aabbs, is.sweep_active);
   }
   is.sleeping = sleeping;
-
-  // Keep the pairs the narrowphase needs (in order): no sleeping body (such pairs have no
-  // manifold, or their island would have woken above), and at least one dynamic body (the
-  // moving kinematic bodies were active for the wake test only).
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < bp.pair_count; ++i) {
-    const uint64_t key = bp.pairs[i];
-    const BodyRecord& ra = w.bodies[pair_slot_a(key)];
-    const BodyRecord& rb = w.bodies[pair_slot_b(key)];
-    if (ra.asleep || rb.asleep) continue;
-    if (ra.type != BodyType::dynamic && rb.type != BodyType::dynamic) continue;
-    bp.pairs[kept++] = key;
-  }
-  bp.pair_count = kept;
 }
 
 void carry_sleeping_contacts(WorldData& w, StepStats* stats, StepStatus* status) {

@@ -22,6 +22,7 @@ struct IslandScratch {
   std::vector<uint32_t> parent;       // union-find over slots; a root is its island's min slot
   std::vector<uint8_t> marks;         // per slot: island flags (island.cpp)
   std::vector<uint8_t> sweep_active;  // per slot: 1 when the broadphase must find its pairs
+  std::vector<uint8_t> pair_kind;     // per slot, for the pair pass: asleep, dynamic (island.cpp)
   uint32_t sleeping = 0;              // sleeping bodies, as of the last sweep_and_wake
 };
 
