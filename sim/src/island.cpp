@@ -3,8 +3,11 @@
 // Rest. After the solve, an awake dynamic body with |v| ≤ t and |ω|·extent ≤ t, t being
 // sleep_speed_threshold_mps and extent the largest distance from its centre to a point of its
 // shape (sphere r, box |half extents|, capsule half height + r), adds dt to its rest timer,
-// capped at time_to_sleep_s; otherwise the timer is 0. Squares are compared (no sqrt). One
-// speed for every size, as Box2D v3 and Jolt do: the threshold bounds how fast any point of the
+// capped at time_to_sleep_s, if it also moved less than t·dt (and turned less than t·dt/extent)
+// over the step: the relax passes take the soft contact's push-out velocity back out, so a body
+// still being pushed out of an overlap moves with no velocity left, and without this a pair
+// would fall asleep inside each other. Otherwise the timer is 0. Squares are compared (no sqrt).
+// One speed for every size, as Box2D v3 and Jolt do: the threshold bounds how fast any point of the
 // body moves, so a large body turning slowly is not at rest and a small one spinning is. A body
 // with allow_sleep false never rests, and neither does a body touching a moving kinematic body
 // (a platform carries it; it is not at rest).
@@ -295,6 +298,8 @@ void update_islands(WorldData& w, StepStats* stats) {
   const float dt = def.dt_s;
   const float time_to_sleep = def.time_to_sleep_s;
   const float speed2 = def.sleep_speed_threshold_mps * def.sleep_speed_threshold_mps;
+  const float moved_limit = def.sleep_speed_threshold_mps * dt;  // m per step
+  const float moved_limit2 = moved_limit * moved_limit;
 
   // Rest timers; every awake dynamic body starts as an island of its own.
   uint32_t sleeping = 0;
@@ -306,8 +311,15 @@ void update_islands(WorldData& w, StepStats* stats) {
       continue;
     }
     const BodySolverState& s = w.solver_bodies[slot];
+    // Moved this step too, not only moving: the soft contact's push-out moves a body that still
+    // overlaps another while the relax passes leave it no velocity, and a pair must not fall
+    // asleep inside each other (Δp, Δθ: the solver's motion of the step, world.cpp).
+    const SolverVelocity& moved = w.solver_deltas[slot];
+    const float extent2 = extent_squared(r.shape);
     const bool resting = r.allow_sleep && length_squared(s.linear_velocity) <= speed2 &&
-                         length_squared(s.angular_velocity) * extent_squared(r.shape) <= speed2;
+                         length_squared(s.angular_velocity) * extent2 <= speed2 &&
+                         length_squared(moved.linear) <= moved_limit2 &&
+                         length_squared(moved.angular) * extent2 <= moved_limit2;
     const float timer = r.sleep_timer_s + dt;
     r.sleep_timer_s = !resting ? 0.0f : (timer < time_to_sleep ? timer : time_to_sleep);
     parent[slot] = slot;

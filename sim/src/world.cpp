@@ -638,10 +638,14 @@ StepStatus World::step() {
   lap(&st.ns_narrowphase);
 
   // [sleep] Bodies a contact woke during the broadphase take part from here on.
+  uint32_t kinematic_bodies = 0;
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
     if (r.alive && r.type == BodyType::dynamic && !r.asleep) ++st.awake_dynamic_bodies;
+    if (r.alive && r.type == BodyType::kinematic) ++kinematic_bodies;
   }
+  // Nothing can move (every dynamic body asleep, no kinematic body): the substeps are skipped.
+  const bool moving = st.awake_dynamic_bodies + kinematic_bodies > 0;
 
   // 5–9. Warm-start match, prepare (with the velocities before this step's gravity), then the
   // substeps: velocities, warm start, biased passes, positions, relax passes, restitution.
@@ -657,68 +661,70 @@ StepStatus World::step() {
   prepare_contact_lanes(constraints, points, bodies, settings, &w.lanes, &sc);
   const std::span<SolverVelocity> velocities(w.solver_velocities.data(), slots);
   const std::span<SolverVelocity> deltas(w.solver_deltas.data(), slots);
-  gather_velocities(bodies, velocities);
-  for (SolverVelocity& d : deltas)
-    d = SolverVelocity{};
-  const float h = settings.substep_s;
-  const float half_h = 0.5f * h;
-  const Vec3 gravity_h = h * def.gravity;
-  auto clamp_speeds = [&] {
-    for (uint32_t slot = 0; slot < slots; ++slot) {
-      if (!w.dynamic_flags[slot]) continue;
-      SolverVelocity& v = velocities[slot];
-      v.linear = clamp_speed(v.linear, def.max_linear_speed);
-      v.angular = clamp_speed(v.angular, def.max_angular_speed);
-    }
-  };
-  for (uint32_t sub = 0; sub < def.substeps; ++sub) {
-    // Velocities: gravity and damping, dynamic bodies only. v *= 1/(1 + h·c): a Padé-like
-    // damping without exp, exact when c = 0.
-    for (uint32_t slot = 0; slot < slots; ++slot) {
-      const BodyRecord& r = w.bodies[slot];
-      if (!w.dynamic_flags[slot] || r.asleep) continue;  // [sleep] not integrated
-      SolverVelocity& v = velocities[slot];
-      v.linear += gravity_h;
-      v.linear = v.linear * (1.0f / (1.0f + h * r.linear_damping));
-      v.angular = v.angular * (1.0f / (1.0f + h * r.angular_damping));
-    }
-    warm_start_lanes(w.lanes, velocities);
-    for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
-      solve_lanes(&w.lanes, velocities, deltas, true, &sc);
-    }
-    clamp_speeds();
-    lap_add(&st.ns_solve);
+  if (moving) {
+    gather_velocities(bodies, velocities);
+    for (SolverVelocity& d : deltas)
+      d = SolverVelocity{};
+    const float h = settings.substep_s;
+    const float half_h = 0.5f * h;
+    const Vec3 gravity_h = h * def.gravity;
+    auto clamp_speeds = [&] {
+      for (uint32_t slot = 0; slot < slots; ++slot) {
+        if (!w.dynamic_flags[slot]) continue;
+        SolverVelocity& v = velocities[slot];
+        v.linear = clamp_speed(v.linear, def.max_linear_speed);
+        v.angular = clamp_speed(v.angular, def.max_angular_speed);
+      }
+    };
+    for (uint32_t sub = 0; sub < def.substeps; ++sub) {
+      // Velocities: gravity and damping, dynamic bodies only. v *= 1/(1 + h·c): a Padé-like
+      // damping without exp, exact when c = 0.
+      for (uint32_t slot = 0; slot < slots; ++slot) {
+        const BodyRecord& r = w.bodies[slot];
+        if (!w.dynamic_flags[slot] || r.asleep) continue;  // [sleep] not integrated
+        SolverVelocity& v = velocities[slot];
+        v.linear += gravity_h;
+        v.linear = v.linear * (1.0f / (1.0f + h * r.linear_damping));
+        v.angular = v.angular * (1.0f / (1.0f + h * r.angular_damping));
+      }
+      warm_start_lanes(w.lanes, velocities);
+      for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
+        solve_lanes(&w.lanes, velocities, deltas, true, &sc);
+      }
+      clamp_speeds();
+      lap_add(&st.ns_solve);
 
-    // Positions: semi-implicit Euler; q += ½h·(ω⊗q), then normalize. Kinematic bodies move by
-    // their velocity too; static bodies never move. Δp and Δθ feed the rows' separations.
-    for (uint32_t slot = 0; slot < slots; ++slot) {
-      BodyRecord& r = w.bodies[slot];
-      // [sleep] Sleeping bodies do not move (normalize would change the bits of their rotation).
-      if (!r.alive || r.type == BodyType::static_body || r.asleep) continue;
-      const SolverVelocity& v = velocities[slot];
-      r.position += h * v.linear;
-      const Vec3 omega = v.angular;
-      const Quat spin = Quat{omega.x, omega.y, omega.z, 0.0f} * r.orientation;
-      const Quat q = r.orientation;
-      r.orientation = normalize(Quat{q.x + half_h * spin.x, q.y + half_h * spin.y,
-                                     q.z + half_h * spin.z, q.w + half_h * spin.w});
-      SolverVelocity& d = deltas[slot];
-      d.linear += h * v.linear;
-      d.angular += h * omega;
-    }
-    lap_add(&st.ns_integrate_positions);
+      // Positions: semi-implicit Euler; q += ½h·(ω⊗q), then normalize. Kinematic bodies move by
+      // their velocity too; static bodies never move. Δp and Δθ feed the rows' separations.
+      for (uint32_t slot = 0; slot < slots; ++slot) {
+        BodyRecord& r = w.bodies[slot];
+        // [sleep] Sleeping bodies do not move (normalize would change the bits of their rotation).
+        if (!r.alive || r.type == BodyType::static_body || r.asleep) continue;
+        const SolverVelocity& v = velocities[slot];
+        r.position += h * v.linear;
+        const Vec3 omega = v.angular;
+        const Quat spin = Quat{omega.x, omega.y, omega.z, 0.0f} * r.orientation;
+        const Quat q = r.orientation;
+        r.orientation = normalize(Quat{q.x + half_h * spin.x, q.y + half_h * spin.y,
+                                       q.z + half_h * spin.z, q.w + half_h * spin.w});
+        SolverVelocity& d = deltas[slot];
+        d.linear += h * v.linear;
+        d.angular += h * omega;
+      }
+      lap_add(&st.ns_integrate_positions);
 
-    // Relax: the same rows without the bias, with prepare's anchors and masses.
-    for (uint32_t it = 0; it < def.relax_iterations; ++it) {
-      solve_lanes(&w.lanes, velocities, deltas, false, &sc);
+      // Relax: the same rows without the bias, with prepare's anchors and masses.
+      for (uint32_t it = 0; it < def.relax_iterations; ++it) {
+        solve_lanes(&w.lanes, velocities, deltas, false, &sc);
+      }
+      restitute_lanes(&w.lanes, velocities);
+      clamp_speeds();
+      lap_add(&st.ns_solve);
     }
-    restitute_lanes(&w.lanes, velocities);
-    clamp_speeds();
-    lap_add(&st.ns_solve);
-  }
-  scatter_velocities(velocities, bodies);
-  for (uint32_t slot = 0; slot < slots; ++slot) {
-    if (w.dynamic_flags[slot] && !w.bodies[slot].asleep) refresh_body_derived(w, slot);
+    scatter_velocities(velocities, bodies);
+    for (uint32_t slot = 0; slot < slots; ++slot) {
+      if (w.dynamic_flags[slot] && !w.bodies[slot].asleep) refresh_body_derived(w, slot);
+    }
   }
   st.velocity_iterations = def.substeps * (def.velocity_iterations + def.relax_iterations);
   lap_add(&st.ns_solve);
