@@ -576,7 +576,7 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
       {"ground turned dynamic", type0, 2, true},  // a dynamic plane is not allowed
       {"static body asleep", sleep0, 3, true},
       {"static body with a rest timer", sleep0 + 1, 0x3e800000u, false},
-      {"sleep flags 4", sleep6, 5, true},
+      {"unknown body flag 8", sleep6, 9, true},
       {"NaN rest timer", sleep6 + 1, nan_bits, false},
       {"negative rest timer", sleep6 + 1, 0xbf800000u, false},
       {"rest timer beyond time_to_sleep", sleep6 + 1, 0x3f800000u, false},

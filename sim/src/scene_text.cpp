@@ -230,7 +230,7 @@ constexpr ShapeType kShapeTypeValues[] = {ShapeType::sphere, ShapeType::box, Sha
                                           ShapeType::plane};
 
 // Every body key, so that a shape-specific key on the wrong shape gets a precise message.
-constexpr std::array<std::string_view, 18> kBodyKeys = {"type",
+constexpr std::array<std::string_view, 19> kBodyKeys = {"type",
                                                         "shape",
                                                         "radius",
                                                         "half",
@@ -247,7 +247,8 @@ constexpr std::array<std::string_view, 18> kBodyKeys = {"type",
                                                         "friction",
                                                         "restitution",
                                                         "owner",
-                                                        "allow_sleep"};
+                                                        "allow_sleep",
+                                                        "bullet"};
 
 bool parse_scene_line(LineReader& reader, Scene* scene) {
   uint32_t version = kFormatVersion;
@@ -343,7 +344,8 @@ bool parse_body_line(LineReader& reader, BodyDef* body) {
        reader.get_float("friction", &shape.friction) &&
        reader.get_float("restitution", &shape.restitution) &&
        reader.get_u32("owner", &body->owner_player) &&
-       reader.get_bool("allow_sleep", &body->allow_sleep) && reader.finish(context, kBodyKeys);
+       reader.get_bool("allow_sleep", &body->allow_sleep) &&
+       reader.get_bool("bullet", &body->bullet) && reader.finish(context, kBodyKeys);
   if (!ok) return false;
 
   // Values that parse but a world would refuse; named here so the message points at the line.
@@ -610,6 +612,7 @@ std::string format_scene_text(const Scene& scene) {
     if (body.allow_sleep != defaults.allow_sleep) {
       out += body.allow_sleep ? " allow_sleep=1" : " allow_sleep=0";
     }
+    if (body.bullet != defaults.bullet) out += body.bullet ? " bullet=1" : " bullet=0";
     out += '\n';
   }
   return out;

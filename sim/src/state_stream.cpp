@@ -14,7 +14,7 @@
 //     u32 owner player, f32 linear damping, f32 angular damping, f32×3 position,
 //     f32×4 orientation (x y z w), f32×3 linear velocity, f32×3 angular velocity,
 //     f32 mass, f32×3 principal inertia,
-//     u8 sleep flags (bit 0 allow sleep, bit 1 asleep), f32 rest timer, u32 island (the
+//     u8 flags (bit 0 allow sleep, bit 1 asleep, bit 2 bullet), f32 rest timer, u32 island (the
 //     smallest slot of a sleeping body's island, else 0)                (144 bytes per body)
 //   u32 warm-start manifold count, per manifold (ascending keys):
 //     u64 pair key, u8 point count, per point: u32 feature, f32 normal impulse,
@@ -43,7 +43,7 @@ namespace lockstep::sim {
 
 namespace {
 
-constexpr uint32_t kStateVersion = 2;     // 2: sleep state per body
+constexpr uint32_t kStateVersion = 2;     // 2: sleep state and bullet flag per body
 constexpr uint32_t kSnapshotVersion = 2;  // 2: state version 2
 constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};
 constexpr size_t kSnapshotHeaderBytes = 16;  // magic, version, total size
@@ -189,7 +189,7 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     o.vec3(s.angular_velocity);
     o.f32(r.mass_kg);
     o.vec3(r.inertia);
-    o.u8(static_cast<uint8_t>((r.allow_sleep ? 1 : 0) | (r.asleep ? 2 : 0)));
+    o.u8(static_cast<uint8_t>((r.allow_sleep ? 1 : 0) | (r.asleep ? 2 : 0) | (r.bullet ? 4 : 0)));
     o.f32(r.sleep_timer_s);
     o.u32(r.island);
     o.n = flush(o.out, o.n);
@@ -350,7 +350,8 @@ Error parse_state(Reader& in, WorldData& w) {
     // island (checked against the island's root below), an awake one names none.
     const bool allow_sleep = (sleep_flags & 1) != 0;
     const bool asleep = (sleep_flags & 2) != 0;
-    if (sleep_flags > 3 || !std::isfinite(sleep_timer) || !(sleep_timer >= 0.0f) ||
+    const bool bullet = (sleep_flags & 4) != 0;
+    if (sleep_flags > 7 || !std::isfinite(sleep_timer) || !(sleep_timer >= 0.0f) ||
         !(sleep_timer <= def.time_to_sleep_s)) {
       return Error::snapshot_corrupt;
     }
@@ -382,6 +383,7 @@ Error parse_state(Reader& in, WorldData& w) {
       r.mass_kg = mass;
       r.inertia = inertia;
       r.allow_sleep = allow_sleep;
+      r.bullet = bullet;
       r.asleep = asleep;
       r.sleep_timer_s = sleep_timer;
       r.island = island;

@@ -23,6 +23,7 @@
 #include "island.h"
 #include "shape.h"
 #include "state_stream.h"
+#include "time_of_impact.h"
 #include "world_data.h"
 
 namespace lockstep::sim {
@@ -258,6 +259,7 @@ Error World::create_body(const BodyDef& def, BodyId* out_id) {
   r.mass_kg = mass.mass;
   r.inertia = mass.inertia;
   r.allow_sleep = def.allow_sleep;
+  r.bullet = def.bullet;
   BodySolverState& s = w.solver_bodies[slot];
   s.linear_velocity = def.linear_velocity;
   s.angular_velocity = def.angular_velocity;
@@ -327,6 +329,7 @@ Error World::get_body(BodyId id, BodyView* out) const {
   out->mass_kg = r.mass_kg;
   out->owner_player = r.owner_player;
   out->allow_sleep = r.allow_sleep;
+  out->bullet = r.bullet;
   out->asleep = r.asleep;
   out->sleep_timer_s = r.sleep_timer_s;
   return Error::none;
@@ -564,11 +567,20 @@ StepStatus World::step() {
 
   // 3. Broadphase. [sleep] Sleeping bodies keep the box they fell asleep with; sweep_and_wake
   // sweeps the awake bodies and wakes the islands they touch (island.h).
+  // A bullet's box covers its whole travel, so that every static body it could reach is a
+  // candidate for its time of impact (step 9c); its contacts keep the bounded margin.
+  uint32_t bullets = 0;
   for (uint32_t slot = 0; slot < slots; ++slot) {
     const BodyRecord& r = w.bodies[slot];
     if (!r.alive || r.asleep) continue;
-    w.aabbs[slot] = compute_aabb(r.shape, Transform{r.position, r.orientation},
-                                 def.contact_margin_m + w.speculative_margins[slot]);
+    float margin = def.contact_margin_m + w.speculative_margins[slot];
+    if (r.bullet && r.type == BodyType::dynamic) {
+      const BodySolverState& s = w.solver_bodies[slot];
+      const float travel = (length(s.linear_velocity) + gravity_step) * dt;
+      if (travel > margin) margin = travel;
+      ++bullets;
+    }
+    w.aabbs[slot] = compute_aabb(r.shape, Transform{r.position, r.orientation}, margin);
   }
   sweep_and_wake(w);
   st.candidate_pairs = w.broadphase.pair_count;
@@ -724,6 +736,31 @@ StepStatus World::step() {
     scatter_velocities(velocities, bodies);
     for (uint32_t slot = 0; slot < slots; ++slot) {
       if (w.dynamic_flags[slot] && !w.bodies[slot].asleep) refresh_body_derived(w, slot);
+    }
+    // 9c. Bullets: each one's motion of the step (from where it started, end − Δp, to where it
+    // ended) is swept against the static bodies its box met; at a hit it goes back to the pose
+    // of the first one, keeping its velocity (time_of_impact.cpp). Pairs in key order.
+    for (uint32_t slot = 0; bullets > 0 && slot < slots; ++slot) {
+      BodyRecord& r = w.bodies[slot];
+      if (!r.alive || !r.bullet || r.type != BodyType::dynamic || r.asleep) continue;
+      const Vec3 end = r.position;
+      const Vec3 start = end - deltas[slot].linear;
+      float first = 1.0f;
+      for (uint32_t i = 0; i < w.broadphase.pair_count; ++i) {
+        const uint64_t key = w.broadphase.pairs[i];
+        const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
+        if (sa != slot && sb != slot) continue;
+        const BodyRecord& other = w.bodies[sa == slot ? sb : sa];
+        if (other.type != BodyType::static_body) continue;
+        const float t =
+            time_of_impact(r.shape, start, end, r.orientation, other.shape,
+                           Transform{other.position, other.orientation}, def.linear_slop_m);
+        if (t < first) first = t;
+      }
+      if (first < 1.0f) {
+        r.position = start + first * (end - start);
+        ++st.bullet_impacts;
+      }
     }
   }
   st.velocity_iterations = def.substeps * (def.velocity_iterations + def.relax_iterations);

@@ -46,6 +46,7 @@ struct BodyRecord {
   Vec3 inv_inertia_local{};  // derived from inertia
   // Sleeping (island.h). Only dynamic bodies sleep; the others keep asleep false, timer 0.
   bool allow_sleep = true;
+  bool bullet = false;      // time of impact against static bodies (time_of_impact.cpp)
   bool asleep = false;      // not stepped; velocities 0; contacts held (island.cpp)
   float sleep_timer_s = 0;  // time at rest (s), capped at WorldDef::time_to_sleep_s; 0 on waking
   uint32_t island = 0;      // asleep: the smallest slot of its island (which wakes at once)

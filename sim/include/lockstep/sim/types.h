@@ -70,6 +70,11 @@ struct BodyDef {
   ShapeDef shape{};
   uint32_t owner_player = 0;  // player allowed to push it with inputs; 0 = any player
   bool allow_sleep = true;    // false: never falls asleep, nor does any island it is part of
+  // A projectile: after each step its motion is swept against static bodies and it is put back
+  // where it first touched one (time of impact), so it cannot pass through a thin wall however
+  // fast it goes. Without it a dynamic body is caught by speculative contacts up to
+  // WorldDef::max_speculative_margin_m of travel per step.
+  bool bullet = false;
 };
 
 /// World definition; start from default_world_def(). Everything is fixed at creation.
@@ -183,6 +188,7 @@ struct StepStats {
   uint32_t inputs_applied = 0;
   uint32_t begin_events = 0;
   uint32_t end_events = 0;
+  uint32_t bullet_impacts = 0;  // bullets put back to their time of impact this step
   // Wall-clock stage times in nanoseconds (zero when WorldDef::measure_stage_times is off).
   uint64_t ns_inputs_integrate = 0;
   uint64_t ns_broadphase = 0;

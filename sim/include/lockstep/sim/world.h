@@ -27,6 +27,7 @@ struct BodyView {
   float mass_kg = 0;  // 0 for static and kinematic bodies
   uint32_t owner_player = 0;
   bool allow_sleep = true;
+  bool bullet = false;
   bool asleep = false;      // sleeping: not stepped until its island wakes
   float sleep_timer_s = 0;  // time at rest (s), up to WorldDef::time_to_sleep_s
 };
