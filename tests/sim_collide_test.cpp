@@ -552,7 +552,9 @@ TEST(CollidePlane, ADeepCornerIsNeverLeftOut) {
       bool kept = false;
       for (int i = 0; i < 4; ++i)
         kept = kept || m.points[i].feature == feature[size_t(v)];
-      if (!kept) EXPECT_GE(corner[size_t(v)].y, kept_shallowest - 0.002f - 1e-6f) << "corner " << v;
+      if (!kept) {
+        EXPECT_GE(corner[size_t(v)].y, kept_shallowest - 0.002f - 1e-6f) << "corner " << v;
+      }
     }
   }
 }
