@@ -46,6 +46,15 @@ normal_targets=(
 injected_targets=(aarch64-gcc-O2-fpcontract-fast i686-gcc-O2-x87)
 injected_ticks=600
 
+# runs_natively EXE: false when this kernel cannot execute EXE at all (exit 126); true when EXE
+# does not exist yet (the build phase) or runs.
+runs_natively() {
+  [ -e "$1" ] || return 0
+  local rc=0
+  "$1" --help >/dev/null 2>&1 || rc=$?
+  [ "$rc" -ne 126 ]
+}
+
 # target_spec NAME: sets toolchain, opt (0/2/3), group (installer group), runner (array),
 # exe and replay_exe (paths inside the build folder), inject_flags (test-only flags),
 # slow (1: -O0 or emulated, see --slow-ticks).
@@ -68,7 +77,16 @@ target_spec() {
   gcc-O*) toolchain=x86_64-gcc group=native ;;
   clang14-O*) toolchain=x86_64-clang group=native ;;
   clang19-O*) toolchain=x86_64-clang19 group=clang2 ;;
-  i686-gcc-O*) toolchain=i686-linux-gnu group=i686 ;;
+  i686-gcc-O*)
+    toolchain=i686-linux-gnu group=i686
+    # The static i686 binaries run natively on a kernel with 32-bit x86 support; on one without
+    # it (exec fails with "Exec format error", exit 126) they run under qemu-i386, which executes
+    # the same SSE2 instructions with IEEE results (the x87 target still differs under it).
+    if ! runs_natively "$build_root/matrix-$name/apps/lockstep-sim"; then
+      runner=(qemu-i386)
+      slow=1
+    fi
+    ;;
   aarch64-gcc-O*)
     toolchain=aarch64-linux-gnu group=aarch64 slow=1
     runner=(qemu-aarch64)

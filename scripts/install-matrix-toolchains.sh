@@ -13,7 +13,8 @@ packages_for() {
   # A second clang beside Debian's default clang-14: the newest in bookworm/main
   # (cmake/toolchains/x86_64-clang19.cmake).
   clang2) echo "clang-19" ;;
-  i686) echo "g++-i686-linux-gnu" ;;
+  # qemu-user: a kernel without 32-bit x86 support runs the i686 binaries under qemu-i386.
+  i686) echo "g++-i686-linux-gnu qemu-user" ;;
   aarch64) echo "g++-aarch64-linux-gnu qemu-user" ;;
   wasm) echo "emscripten nodejs" ;;
   *)
