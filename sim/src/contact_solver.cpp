@@ -1,6 +1,6 @@
 // Contact solver: sequential impulses on the normal rows and the exact 2x2 friction blocks.
 //
-// Sign table (seed 4.1; every formula in this file follows it, never a local variant):
+// Sign table (docs/physics.md; every formula in this file follows it, never a local variant):
 //   n points from B to A (the narrowphase convention, collide.h).
 //   Relative velocity is A minus B:  v_rel = (vA + ωA×rA) − (vB + ωB×rB),  vn = n·v_rel.
 //   vn < 0 means the bodies approach; vn > 0 means they separate.
