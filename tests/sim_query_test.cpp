@@ -21,6 +21,7 @@
 #include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
+#include "overlap_test.h"
 #include "ray_cast.h"
 #include "split_mix64.h"
 #include "world_data.h"
@@ -661,7 +662,7 @@ TEST(SimQueryPile, TreeFindsWhatAScanOfEveryBodyFinds) {
   }
   EXPECT_GT(total_hits, 1000u);  // the rays do cross the pile
 
-  // Overlaps against collide() on every body.
+  // Overlaps against the same exact test on every body.
   const WorldData& w = world->data();
   BodyId out[1100];
   for (int i = 0; i < 200; ++i) {
@@ -676,10 +677,10 @@ TEST(SimQueryPile, TreeFindsWhatAScanOfEveryBodyFinds) {
     for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
       const BodyRecord& r = w.bodies[slot];
       if (!r.alive) continue;
-      Manifold m;
-      collide(shape, Transform{pose.p, normalize(pose.q)}, r.shape,
-              Transform{r.position, r.orientation}, 0.0f, &m);
-      if (m.count > 0) expected.push_back(BodyId{slot + 1, r.generation});
+      if (shapes_overlap(shape, Transform{pose.p, normalize(pose.q)}, r.shape,
+                         Transform{r.position, r.orientation})) {
+        expected.push_back(BodyId{slot + 1, r.generation});
+      }
     }
     const QueryResult r = overlap(*world, shape, pose, {}, out);
     ASSERT_TRUE(r.ok());
@@ -687,6 +688,50 @@ TEST(SimQueryPile, TreeFindsWhatAScanOfEveryBodyFinds) {
     for (uint32_t k = 0; k < r.count; ++k)
       EXPECT_EQ(out[k], expected[k]);
   }
+}
+
+// The overlap test against the narrowphase: wherever collide() finds the shapes 0.1 mm deep in
+// each other they overlap, and wherever it finds nothing within 0.1 mm they do not (between
+// the two the answers may differ by rounding). Random poses, every pair of shape types.
+TEST(SimQueryOverlapTest, AgreesWithTheNarrowphase) {
+  SplitMix64 rng{0x0dd5eedull};
+  const ShapeType types[4] = {ShapeType::sphere, ShapeType::capsule, ShapeType::box,
+                              ShapeType::plane};
+  int overlapping = 0, apart = 0;
+  for (int i = 0; i < 20000; ++i) {
+    ShapeDef s[2];
+    Transform x[2];
+    for (int k = 0; k < 2; ++k) {
+      const ShapeType type = types[rng.below(k == 0 ? 3 : 4)];
+      s[k] = type == ShapeType::sphere ? sphere_shape(rng.uniform(0.1f, 1))
+             : type == ShapeType::capsule
+                 ? capsule_shape(rng.uniform(0.1f, 0.8f), rng.uniform(0, 1))
+             : type == ShapeType::box
+                 ? box_shape({rng.uniform(0.1f, 1), rng.uniform(0.1f, 1), rng.uniform(0.1f, 1)})
+                 : plane_shape();
+      x[k] =
+          Transform{{rng.uniform(-1.5f, 1.5f), rng.uniform(-1.5f, 1.5f), rng.uniform(-1.5f, 1.5f)},
+                    rng.orientation()};
+    }
+    const bool answer = shapes_overlap(s[0], x[0], s[1], x[1]);
+    EXPECT_EQ(answer, shapes_overlap(s[1], x[1], s[0], x[0]));
+    Manifold m;
+    collide(s[0], x[0], s[1], x[1], 1.0e-4f, &m);
+    if (m.count == 0) {
+      EXPECT_FALSE(answer) << "pair " << i;
+      ++apart;
+      continue;
+    }
+    float deepest = m.points[0].separation;
+    for (int k = 1; k < m.count; ++k)
+      deepest = m.points[k].separation < deepest ? m.points[k].separation : deepest;
+    if (deepest <= -1.0e-4f) {
+      EXPECT_TRUE(answer) << "pair " << i << " depth " << deepest;
+      ++overlapping;
+    }
+  }
+  EXPECT_GT(overlapping, 2000);
+  EXPECT_GT(apart, 2000);
 }
 
 TEST(SimQueryPile, QueriesNeverAllocate) {

@@ -1,5 +1,5 @@
 // Spatial queries: the tree (query_tree.h) picks the candidates, exact tests (ray_cast.h for
-// rays and sphere casts, collide() for overlaps) decide, and ties go to the lower body slot.
+// rays and sphere casts, overlap_test.h for overlaps) decide, and ties go to the lower body slot.
 //
 // The tree is reused while the world's tick and state hash are those it was built from. The
 // state hash covers everything a step depends on, every pose and shape included, and every
@@ -15,7 +15,7 @@
 #include <cstring>
 #include <initializer_list>
 
-#include "collide.h"
+#include "overlap_test.h"
 #include "query_tree.h"
 #include "ray_cast.h"
 #include "world_data.h"
@@ -360,9 +360,7 @@ QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& 
   auto visit = [&](uint32_t slot) {
     if (!passes_filter(w, slot, filter)) return;
     const BodyRecord& r = w.bodies[slot];
-    Manifold m;
-    collide(shape, xf, r.shape, Transform{r.position, r.orientation}, 0.0f, &m);
-    if (m.count == 0) return;
+    if (!shapes_overlap(shape, xf, r.shape, Transform{r.position, r.orientation})) return;
     ++result.found;
     const BodyId id = id_of(w, slot);
     uint32_t i = result.count;
