@@ -7,7 +7,7 @@
 //                 segment a + t·d that distance is Σ_i max(0, |p_i(t)| − h_i)², convex in t and
 //                 quadratic between the t where a coordinate crosses ±h_i: its minimum is at one
 //                 of those t, at an end, or at the stationary point of the quadratic in between;
-//   box–box:      the 15 separating axes (Ericson, Real-Time Collision Detection 4.4.1), the
+//   box–box:      the 15 separating axes (3 + 3 face normals, 9 edge cross products), the
 //                 rotation's absolute values raised by kParallelEps so that near-parallel edges,
 //                 whose cross product is ~0, never make a separating axis out of rounding;
 //   with a plane: the deepest point of the other shape (support along −n) against the plane.

@@ -12,12 +12,12 @@
 // A capsule's side is the same with m and u projected off its axis (the projected direction
 // normalized, the distance scaled back).
 //
-// Rounded box (Ericson, Real-Time Collision Detection 5.5.7): the ray enters the box grown by R
-// at p. If p is outside the original box's slab on at most one axis, p is on a face of the
-// rounded box. Otherwise p lies in an edge region (two axes) or a corner region (three), where
-// the rounded box is the capsule of radius R around that edge, or the union of the three edge
-// capsules meeting at that corner; the first entry into them is the answer, or a miss (the
-// corners of the grown box are not part of the rounded box).
+// Rounded box: the ray enters the box grown by R at p. If p is outside the original box's slab
+// on at most one axis, p is on a face of the rounded box. Otherwise p lies in an edge region
+// (two axes) or a corner region (three), where the rounded box is the capsule of radius R around
+// that edge, or the union of the three edge capsules meeting at that corner; the first entry
+// into them is the answer, or a miss (the corners of the grown box are not part of the rounded
+// box). The rounded box is convex, so a ray cannot leave an edge capsule and enter a face later.
 #include "ray_cast.h"
 
 #include <cmath>

@@ -10,7 +10,7 @@
 // - Shapes are closed sets: touching counts as overlapping, a ray grazing a surface hits it, and
 //   a ray or cast that starts inside (or on) a body hits it at fraction 0, with `point` the start
 //   and `normal` pointing back along the translation (the body blocks from the first instant,
-//   like a solid shape in Jolt). Exclude the caster's own body with QueryFilter::exclude.
+//   as solid shapes do). Exclude the caster's own body with QueryFilter::exclude.
 // - Bad input never crashes: NaN or infinity gives Error::non_finite; a zero translation, a
 //   radius or size ≤ 0, a plane as query shape, coordinates beyond ±kQueryExtent, a null output
 //   or an empty span give Error::invalid_argument, with nothing written.
