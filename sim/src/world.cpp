@@ -173,6 +173,7 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->events.assign(def.max_events, ContactEvent{});
   d->scratch.assign(max_encoded_state_size(def), 0);
   d->restore_slots.assign(def.max_bodies, RestoreSlot{});
+  query_tree_init(&d->query_tree, def.max_bodies);
   d->hash_dirty = true;
   return std::unique_ptr<World>(new World(std::move(d)));
 }
