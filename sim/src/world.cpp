@@ -92,6 +92,7 @@ void remove_cache_entries(ContactCache& cache, uint32_t slot) {
     dst.key = cm.key;
     dst.first_point = p_out;
     dst.point_count = cm.point_count;
+    dst.reference = cm.reference;
     for (uint32_t i = 0; i < cm.point_count; ++i) {
       cache.points[p_out++] = cache.points[cm.first_point + i];
     }
@@ -593,8 +594,9 @@ StepStatus World::step() {
   // pose is within the reuse bounds of where its points were found keeps those points.
   const bool reuse = def.contact_reuse_distance_m > 0.0f && def.contact_reuse_angle_rad > 0.0f;
   const float reuse_distance2 = def.contact_reuse_distance_m * def.contact_reuse_distance_m;
-  // cos(θ/2) by its Taylor series (θ ≤ 0.5 rad: the first omitted term is below 1e-9): the
-  // quaternions of two rotations θ apart have |dot| = cos(θ/2). No libm: the same bits everywhere.
+  // The cosine of θ/2 by its Taylor series (θ ≤ 0.5 rad: the first omitted term is below 1e-9):
+  // the quaternions of two rotations θ apart have |dot| equal to it. No libm: the same bits
+  // everywhere.
   const float half_angle = 0.5f * def.contact_reuse_angle_rad;
   const float half2 = half_angle * half_angle;
   const float reuse_half_cos =
