@@ -613,8 +613,8 @@ StepStatus World::step() {
     if (!(margin <= def.max_speculative_margin_m)) margin = def.max_speculative_margin_m;
     Manifold m;
     ManifoldReference reference;
-    Vec3 local_a[kMaxManifoldPoints];  // the points on A's surface (A's frame) and B's (B's)
-    Vec3 local_b[kMaxManifoldPoints];
+    Vec3 local_anchor[kMaxManifoldPoints];  // in A's frame, at the reference pose
+    float reference_separation[kMaxManifoldPoints];
     bool reused = false;
     // Last step's manifold of this pair (merge join: pairs and cache are both in key order).
     while (cached < w.cache.manifold_count && w.cache.manifolds[cached].key < key)
@@ -636,13 +636,19 @@ StepStatus World::step() {
         reference = cm->reference;
         m.normal = rotate(ra.orientation, reference.normal);
         for (uint32_t k = 0; k < cm->point_count; ++k) {
+          // The point on A's surface and the one on B's, midpoint ± half the separation along
+          // the normal at the reference pose, each carried into its own body's frame.
           const CachedPoint& cp = w.cache.points[cm->first_point + k];
-          const Vec3 pa = ra.position + rotate(ra.orientation, cp.local_point_a);
-          const Vec3 pb = rb.position + rotate(rb.orientation, cp.local_point_b);
+          const Vec3 half = (0.5f * cp.reference_separation_m) * reference.normal;
+          const Vec3 local_pa = cp.local_anchor_a + half;
+          const Vec3 local_pb =
+              inv_rotate(reference.rotation, (cp.local_anchor_a - half) - reference.position);
+          const Vec3 pa = ra.position + rotate(ra.orientation, local_pa);
+          const Vec3 pb = rb.position + rotate(rb.orientation, local_pb);
           const float separation = dot(m.normal, pa - pb);
           if (!(separation <= margin)) continue;
-          local_a[m.count] = cp.local_point_a;
-          local_b[m.count] = cp.local_point_b;
+          local_anchor[m.count] = cp.local_anchor_a;
+          reference_separation[m.count] = cp.reference_separation_m;
           ManifoldPoint& mp = m.points[m.count++];
           mp.position = 0.5f * (pa + pb);
           mp.separation = separation;
@@ -663,10 +669,8 @@ StepStatus World::step() {
       reference.rotation = relative_rotation;
       reference.normal = inv_rotate(ra.orientation, m.normal);
       for (int k = 0; k < m.count; ++k) {
-        // The midpoint ± half the separation along n: the points on A's and B's surfaces.
-        const Vec3 half = (0.5f * m.points[k].separation) * m.normal;
-        local_a[k] = inv_rotate(ra.orientation, (m.points[k].position + half) - ra.position);
-        local_b[k] = inv_rotate(rb.orientation, (m.points[k].position - half) - rb.position);
+        local_anchor[k] = inv_rotate(ra.orientation, m.points[k].position - ra.position);
+        reference_separation[k] = m.points[k].separation;
       }
     }
     if (m.count <= 0) continue;
@@ -698,12 +702,11 @@ StepStatus World::step() {
       ContactPoint& p = w.points[w.point_count++];
       p = ContactPoint{};
       p.anchor_a = m.points[k].position - ra.position;
-      p.local_anchor_a = inv_rotate(ra.orientation, p.anchor_a);
+      p.local_anchor_a = local_anchor[k];
       p.anchor_b = m.points[k].position - rb.position;
       p.separation_m = m.points[k].separation;
       p.feature = m.points[k].feature;
-      p.local_point_a = local_a[k];
-      p.local_point_b = local_b[k];
+      p.reference_separation_m = reference_separation[k];
     }
   }
   st.manifolds = w.constraint_count;
