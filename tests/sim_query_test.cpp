@@ -476,7 +476,7 @@ TEST_F(QueryWorld, FiltersAndExclusion) {
   stale.exclude = BodyId{shooter.index1, shooter.generation + 1};
   hit = cast({0, 0.5f, 0}, {10, 0, 0}, stale);
   EXPECT_EQ(hit.body, shooter);
-  // No mask bits, or no category bits: nothing is seen (bodies accept every category).
+  // No mask bits, or no category bits: nothing is seen (bodies accept every category by default).
   QueryFilter none;
   none.mask_bits = 0;
   cast({0, 0.5f, 0}, {10, 0, 0}, none);
@@ -485,11 +485,32 @@ TEST_F(QueryWorld, FiltersAndExclusion) {
   no_category.category_bits = 0;
   cast({0, 0.5f, 0}, {10, 0, 0}, no_category);
   EXPECT_EQ(last_.count, 0u);
+  // Bodies' own bits (ShapeDef::category, mask), the rule of two shapes touching: the default
+  // bodies are category 1, so a query that sees only category 8 sees nothing here...
   QueryFilter some;
   some.category_bits = 1u << 7;
   some.mask_bits = 1u << 3;
   cast({0, 0.5f, 0}, {10, 0, 0}, some);
+  EXPECT_EQ(last_.count, 0u);
+  // ... until a body of category 8 stands in the way; and a body whose mask leaves out the
+  // query's category is not seen by it.
+  ShapeDef target = box_shape({0.5f, 2, 2});
+  target.category = 1u << 3;
+  const BodyId eight = add(target, {3, 0, 0});
+  hit = cast({0, 0.5f, 0}, {10, 0, 0}, some);
   EXPECT_EQ(last_.count, 1u);
+  EXPECT_EQ(hit.body, eight);
+  target.category = 1;
+  target.mask = ~(1u << 7);
+  const BodyId deaf = add(target, {2, 0, 0});
+  hit = cast({0, 0.5f, 0}, {10, 0, 0}, skip_self);
+  EXPECT_EQ(hit.body, deaf);  // the default query (category 1) sees it
+  QueryFilter seven = skip_self;
+  seven.category_bits = 1u << 7;
+  hit = cast({0, 0.5f, 0}, {10, 0, 0}, seven);
+  EXPECT_EQ(hit.body, eight);  // category 7 is not in its mask: the ray goes on to the next
+  ASSERT_EQ(world_->destroy_body(eight), Error::none);
+  ASSERT_EQ(world_->destroy_body(deaf), Error::none);
   // The same for every query kind.
   BodyId out[4];
   EXPECT_EQ(overlap(*world_, sphere_shape(1), Transform{}, skip_self, out).count, 0u);

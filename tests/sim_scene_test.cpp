@@ -31,7 +31,7 @@ bool same_shape(const ShapeDef& a, const ShapeDef& b) {
          same_bits(a.half_extents, b.half_extents) && same_bits(a.half_height, b.half_height) &&
          same_bits(a.plane_normal, b.plane_normal) && same_bits(a.plane_offset, b.plane_offset) &&
          same_bits(a.density, b.density) && same_bits(a.friction, b.friction) &&
-         same_bits(a.restitution, b.restitution);
+         same_bits(a.restitution, b.restitution) && a.category == b.category && a.mask == b.mask;
 }
 
 bool same_body(const BodyDef& a, const BodyDef& b) {
@@ -498,7 +498,11 @@ TEST(SceneText, RoundTripKeepsAwkwardFloats) {
   body.linear_damping = 0.05f;
   body.angular_damping = 0.1f;
   body.owner_player = 7;
+  body.shape.category = 0x80000000u;  // the top bit, written as hex
+  body.shape.mask = 0x7ffffffeu;
   scene.bodies.push_back(body);
+  const std::string text = format_scene_text(scene);
+  EXPECT_NE(text.find("category=0x80000000 mask=0x7ffffffe"), std::string::npos) << text;
   Scene back;
   std::string error;
   ASSERT_TRUE(parse_scene_text(format_scene_text(scene), &back, &error)) << error;
@@ -598,6 +602,12 @@ TEST(SceneText, EachMalformedLineIsNamed) {
       {"negative radius", "body type=dynamic shape=sphere radius=-1", "invalid shape sphere"},
       {"restitution above 1", "body type=dynamic shape=sphere radius=1 restitution=2",
        "invalid shape sphere"},
+      {"mask with a bad hex digit", "body type=dynamic shape=sphere radius=1 mask=0xfffg",
+       "'0xfffg' is not a 32-bit bit set"},
+      {"mask of 9 hex digits", "body type=dynamic shape=sphere radius=1 mask=0x1ffffffff",
+       "is not a 32-bit bit set"},
+      {"negative category", "body type=dynamic shape=sphere radius=1 category=-1",
+       "'-1' is not a 32-bit bit set"},
       {"non-unit plane normal", "body type=static shape=plane normal=0,2,0", "invalid shape plane"},
       {"non-unit quaternion", "body type=dynamic shape=sphere radius=1 rot=0,0,0,2",
        "not a unit quaternion"},

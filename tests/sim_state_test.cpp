@@ -418,7 +418,8 @@ constexpr size_t kHeaderBytes = 16;                         // "LSSN", u32 versi
 constexpr size_t kTrailerBytes = 8;                         // XXH3-64 of everything before it
 constexpr size_t kPayloadSlots = kHeaderBytes + 4 + 8 + 8;  // slot count offset
 constexpr size_t kFirstSlot = kPayloadSlots + 4;            // slot 0: u32 generation, u8 alive
-constexpr size_t kLiveBodyBytes = 139;                      // after generation and alive
+constexpr size_t kLiveBodyBytes = 147;                      // after generation and alive
+constexpr size_t kShapeBytes = 1 + 12 * 4 + 2 * 4;          // type, 12 floats, category, mask
 // Warm-start point: feature, normal impulse, friction impulse (3), anchor in A's frame (3).
 constexpr size_t kPointBytes = 4 + 4 + 12 + 12 + 4;
 constexpr size_t kReferenceBytes = 12 + 16 + 12;  // a manifold's reference pose
@@ -543,18 +544,19 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
 
   // Slot 0 is the ground plane (alive). Its fields after generation (4) and alive (1):
   // type (1), shape type (1), radius (4), half extents (12), half height (4), plane normal (12),
-  // plane offset (4), density (4), friction (4), restitution (4), owner (4), damping (8),
+  // plane offset (4), density (4), friction (4), restitution (4), category and mask (8),
+  // owner (4), damping (8),
   // position (12), orientation (16), velocities (24), mass (4), inertia (12).
   const size_t alive0 = kFirstSlot + 4;
   const size_t type0 = alive0 + 1;
   const size_t shape0 = type0 + 1;
-  const size_t position0 = shape0 + 49 + 4 + 8;
+  const size_t position0 = shape0 + kShapeBytes + 4 + 8;
   // Slot 6 is the first dynamic body (5 planes and the sweeper come first).
   const size_t slot6 = kFirstSlot + 6 * (5 + kLiveBodyBytes);
-  const size_t velocity6 = slot6 + 5 + 1 + 49 + 4 + 8 + 12 + 16;
+  const size_t velocity6 = slot6 + 5 + 1 + kShapeBytes + 4 + 8 + 12 + 16;
   const size_t mass6 = velocity6 + 24;
   // Sleep state after the inertia: u8 flags (1 allow sleep, 2 asleep), f32 timer, u32 island.
-  const size_t sleep0 = alive0 + 1 + 130;
+  const size_t sleep0 = alive0 + 1 + 138;
   const size_t sleep6 = mass6 + 4 + 12;
 
   struct Edit {
@@ -668,7 +670,7 @@ TEST(SimState, InvalidSleepStatesAreRefused) {
   // Slot 0 is the ground plane; slot 1 the first box. Offsets inside slot 1 as in
   // StructurallyInvalidPayloadsAreRefused; slot 2 (the box above, same island) 144 bytes on.
   const size_t slot1 = kFirstSlot + 5 + kLiveBodyBytes;
-  const size_t velocity1 = slot1 + 5 + 1 + 49 + 4 + 8 + 12 + 16;
+  const size_t velocity1 = slot1 + 5 + 1 + kShapeBytes + 4 + 8 + 12 + 16;
   const size_t sleep1 = velocity1 + 24 + 4 + 12;
   const size_t sleep2 = sleep1 + 5 + kLiveBodyBytes;
   struct Edit {

@@ -46,6 +46,7 @@ inline bool overlaps_bo(const SweepBox& a, const SweepBox& b) {
 // Collects pair keys; past capacity keeps the lowest keys in a max-heap. Keys are unique, so
 // which ones survive does not depend on the order they were found in.
 struct PairSink {
+  const uint64_t* filters = nullptr;  // per slot, packed (broadphase.h)
   uint64_t* pairs = nullptr;
   uint32_t capacity = 0;
   uint32_t count = 0;
@@ -53,6 +54,7 @@ struct PairSink {
   bool heap = false;
 
   void add(uint32_t slot_a, uint32_t slot_b) {
+    if (!filters_touch(filters[slot_a], filters[slot_b])) return;
     const uint64_t key = slot_a < slot_b ? pair_key(slot_a, slot_b) : pair_key(slot_b, slot_a);
     if (count < capacity) {
       pairs[count++] = key;
@@ -180,9 +182,11 @@ void broadphase_init(Broadphase& bp, uint32_t max_bodies, uint32_t max_pairs) {
   bp.cell_range.assign(max_bodies, 0);
   bp.pair_scratch.assign(max_pairs, 0);
   bp.slot_histogram.assign(static_cast<size_t>(max_bodies) + 1, 0);
+  bp.filters.assign(max_bodies, kFilterAll);
 }
 
-void broadphase_insert(Broadphase& bp, uint32_t slot) {
+void broadphase_insert(Broadphase& bp, uint32_t slot, uint64_t filter) {
+  if (slot < bp.filters.size()) bp.filters[slot] = filter;
   if (bp.order_count < bp.order.size()) bp.order[bp.order_count++] = slot;
 }
 
@@ -309,6 +313,7 @@ void broadphase_update(Broadphase& bp, std::span<const Aabb> aabbs_span,
   std::reverse(stat, stat_end);
 
   PairSink sink;
+  sink.filters = bp.filters.data();
   sink.pairs = bp.pairs.data();
   sink.capacity = static_cast<uint32_t>(bp.pairs.size());
 

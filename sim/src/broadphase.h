@@ -62,6 +62,8 @@ struct Broadphase {
   uint32_t dropped_pairs = 0;   // pairs beyond capacity in the last update
   int axis = -1;                // sweep axis of `order`, -1 before the first update
   float spread[3] = {0, 0, 0};  // spread of dynamic centres at the last update (steers axes)
+  // Per slot: the shape's collision filter, category << 32 | mask (set by broadphase_insert).
+  std::vector<uint64_t> filters;
 
   // Scratch, sized at init (not state: rebuilt on every update).
   std::vector<uint64_t> sort_keys;       // (ordered lower bound << 32 | slot), one per live slot
@@ -75,14 +77,26 @@ struct Broadphase {
 
 /// Takes all memory: room for `max_bodies` slots and `max_pairs` candidate pairs.
 void broadphase_init(Broadphase& bp, uint32_t max_bodies, uint32_t max_pairs);
-/// Adds a slot to the sweep (between steps); the next update sorts it into place.
-void broadphase_insert(Broadphase& bp, uint32_t slot);
+/// A collision filter packed for the sweep: category << 32 | mask.
+constexpr uint64_t pack_filter(uint32_t category, uint32_t mask) {
+  return (uint64_t{category} << 32) | mask;
+}
+inline constexpr uint64_t kFilterAll = pack_filter(0xffffffffu, 0xffffffffu);
+/// True when two packed filters let their shapes touch (each category in the other's mask).
+constexpr bool filters_touch(uint64_t a, uint64_t b) {
+  return ((a >> 32) & (b & 0xffffffffu)) != 0 && ((b >> 32) & (a & 0xffffffffu)) != 0;
+}
+
+/// Adds a slot to the sweep (between steps) with its shape's collision filter; the next update
+/// sorts it into place, and never reports a pair whose filters do not touch.
+void broadphase_insert(Broadphase& bp, uint32_t slot, uint64_t filter = kFilterAll);
 /// Removes a slot from the sweep (between steps).
 void broadphase_remove(Broadphase& bp, uint32_t slot);
 /// Forgets every slot.
 void broadphase_clear(Broadphase& bp);
 
-/// Sorts the sweep and finds the overlapping pairs in which at least one body is dynamic.
+/// Sorts the sweep and finds the overlapping pairs in which at least one body is dynamic and
+/// whose collision filters touch.
 /// `aabbs` and `dynamic` are indexed by slot; every box must have lower ≤ upper, no NaN.
 void broadphase_update(Broadphase& bp, std::span<const Aabb> aabbs,
                        std::span<const uint8_t> dynamic);

@@ -30,13 +30,12 @@ namespace {
 static_assert(kMaxBodiesLimit <= (1u << 20) && kQueryStackSize > 20,
               "a tree of kMaxBodiesLimit bodies (19 levels) must fit the traversal stack");
 
-// Collision filter bits of a body. Bodies carry none yet: every body is in all categories and
-// accepts every category. Per-shape bits replace these two.
-uint32_t body_category(const WorldData& /*w*/, uint32_t /*slot*/) {
-  return 0xffffffffu;
+// Collision filter bits of a body: its shape's (ShapeDef::category and mask).
+uint32_t body_category(const WorldData& w, uint32_t slot) {
+  return w.bodies[slot].shape.category;
 }
-uint32_t body_mask(const WorldData& /*w*/, uint32_t /*slot*/) {
-  return 0xffffffffu;
+uint32_t body_mask(const WorldData& w, uint32_t slot) {
+  return w.bodies[slot].shape.mask;
 }
 
 bool passes_filter(const WorldData& w, uint32_t slot, const QueryFilter& filter) {

@@ -69,6 +69,31 @@ bool read_u32(std::string_view text, uint32_t* out) {
   return true;
 }
 
+// Bit sets (collision category and mask): decimal, or hexadecimal with 0x (1 to 8 digits).
+bool read_bits(std::string_view text, uint32_t* out) {
+  if (text.size() < 3 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) {
+    return read_u32(text, out);
+  }
+  text.remove_prefix(2);
+  if (text.size() > 8) return false;
+  uint32_t value = 0;
+  for (char c : text) {
+    uint32_t digit = 0;
+    if (c >= '0' && c <= '9') {
+      digit = static_cast<uint32_t>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      digit = static_cast<uint32_t>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      digit = static_cast<uint32_t>(c - 'A' + 10);
+    } else {
+      return false;
+    }
+    value = value * 16 + digit;
+  }
+  *out = value;
+  return true;
+}
+
 /// The key=value tokens of one line, with lookups that mark tokens used and build errors that
 /// name the line, the column and the key.
 class LineReader {
@@ -167,6 +192,16 @@ class LineReader {
     return true;
   }
 
+  bool get_bits(std::string_view key, uint32_t* out) {
+    Token* token = find(key);
+    if (token == nullptr) return true;
+    if (!read_bits(token->value, out)) {
+      return fail(*token, quoted(token->value) +
+                              " is not a 32-bit bit set (decimal, or 0x and 1 to 8 hex digits)");
+    }
+    return true;
+  }
+
   bool get_bool(std::string_view key, bool* out) {
     Token* token = find(key);
     if (token == nullptr) return true;
@@ -230,25 +265,10 @@ constexpr ShapeType kShapeTypeValues[] = {ShapeType::sphere, ShapeType::box, Sha
                                           ShapeType::plane};
 
 // Every body key, so that a shape-specific key on the wrong shape gets a precise message.
-constexpr std::array<std::string_view, 19> kBodyKeys = {"type",
-                                                        "shape",
-                                                        "radius",
-                                                        "half",
-                                                        "half_height",
-                                                        "normal",
-                                                        "offset",
-                                                        "pos",
-                                                        "rot",
-                                                        "vel",
-                                                        "angvel",
-                                                        "linear_damping",
-                                                        "angular_damping",
-                                                        "density",
-                                                        "friction",
-                                                        "restitution",
-                                                        "owner",
-                                                        "allow_sleep",
-                                                        "bullet"};
+constexpr std::array<std::string_view, 21> kBodyKeys = {
+    "type",     "shape",       "radius",   "half",   "half_height",    "normal",          "offset",
+    "pos",      "rot",         "vel",      "angvel", "linear_damping", "angular_damping", "density",
+    "friction", "restitution", "category", "mask",   "owner",          "allow_sleep",     "bullet"};
 
 bool parse_scene_line(LineReader& reader, Scene* scene) {
   uint32_t version = kFormatVersion;
@@ -345,6 +365,7 @@ bool parse_body_line(LineReader& reader, BodyDef* body) {
        reader.get_float("density", &shape.density) &&
        reader.get_float("friction", &shape.friction) &&
        reader.get_float("restitution", &shape.restitution) &&
+       reader.get_bits("category", &shape.category) && reader.get_bits("mask", &shape.mask) &&
        reader.get_u32("owner", &body->owner_player) &&
        reader.get_bool("allow_sleep", &body->allow_sleep) &&
        reader.get_bool("bullet", &body->bullet) && reader.finish(context, kBodyKeys);
@@ -451,6 +472,18 @@ void append_key_u32(std::string* out, const char* key, uint32_t value) {
   out->append(key);
   *out += '=';
   *out += std::to_string(value);
+}
+
+void append_key_bits(std::string* out, const char* key, uint32_t value) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  char text[11] = {'0', 'x'};
+  for (int i = 0; i < 8; ++i)
+    text[2 + i] = kHex[(value >> (28 - 4 * i)) & 0xfu];
+  text[10] = '\0';
+  *out += ' ';
+  out->append(key);
+  *out += '=';
+  out->append(text);
 }
 
 bool same_bits(float a, float b) {
@@ -611,6 +644,9 @@ std::string format_scene_text(const Scene& scene) {
     append_key_float(&out, "density", shape.density);
     append_key_float(&out, "friction", shape.friction);
     append_key_float(&out, "restitution", shape.restitution);
+    if (shape.category != defaults.shape.category)
+      append_key_bits(&out, "category", shape.category);
+    if (shape.mask != defaults.shape.mask) append_key_bits(&out, "mask", shape.mask);
     if (body.owner_player != defaults.owner_player)
       append_key_u32(&out, "owner", body.owner_player);
     if (body.allow_sleep != defaults.allow_sleep) {

@@ -10,12 +10,13 @@
 //   u32 slot count (1 + highest slot ever used), per slot:
 //     u32 generation, u8 alive, and for live slots:
 //     u8 body type, shape (u8 type, f32 radius, f32×3 half extents, f32 half height,
-//     f32×3 plane normal, f32 plane offset, f32 density, f32 friction, f32 restitution),
+//     f32×3 plane normal, f32 plane offset, f32 density, f32 friction, f32 restitution,
+//     u32 collision category, u32 collision mask),
 //     u32 owner player, f32 linear damping, f32 angular damping, f32×3 position,
 //     f32×4 orientation (x y z w), f32×3 linear velocity, f32×3 angular velocity,
 //     f32 mass, f32×3 principal inertia,
 //     u8 flags (bit 0 allow sleep, bit 1 asleep, bit 2 bullet), f32 rest timer, u32 island (the
-//     smallest slot of a sleeping body's island, else 0)                (144 bytes per body)
+//     smallest slot of a sleeping body's island, else 0)                (152 bytes per body)
 //   u32 warm-start manifold count, per manifold (ascending keys):
 //     u64 pair key, u8 point count, the reference pose the points were found at (f32×3 B's
 //     origin and f32×4 B's rotation in body A's frame, f32×3 normal in A's frame), per point:
@@ -45,7 +46,7 @@ namespace lockstep::sim {
 
 namespace {
 
-constexpr uint32_t kStateVersion = 3;     // 2: sleep state, bullet flag; 3: manifold reuse
+constexpr uint32_t kStateVersion = 3;     // 2: sleep, bullets; 3: manifold reuse, collision filters
 constexpr uint32_t kSnapshotVersion = 3;  // 3: state version 3
 constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};
 constexpr size_t kSnapshotHeaderBytes = 16;  // magic, version, total size
@@ -54,13 +55,13 @@ constexpr uint32_t kDefEncodingVersion = 4;  // 2: relax; 3: soft step, sleeping
 
 constexpr size_t kStateHeaderBytes = 4 + 8 + 8 + 4;
 constexpr size_t kSlotBytes = 4 + 1;
-constexpr size_t kShapeBytes = 1 + 12 * 4;
+constexpr size_t kShapeBytes = 1 + 12 * 4 + 2 * 4;
 constexpr size_t kLiveBodyBytes =
     1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4 + 1 + 4 + 4;
 constexpr size_t kManifoldBytes = 8 + 1 + 3 * 4 + 4 * 4 + 3 * 4;
 constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4 + 4;
 constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4;
-static_assert(kSlotBytes + kLiveBodyBytes == 144);
+static_assert(kSlotBytes + kLiveBodyBytes == 152);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
 // impulse, f32×3 friction impulse, f32×3 anchor, f32 separation), so on little-endian hosts its
@@ -184,6 +185,8 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     o.f32(shape.density);
     o.f32(shape.friction);
     o.f32(shape.restitution);
+    o.u32(shape.category);
+    o.u32(shape.mask);
     o.u32(r.owner_player);
     o.f32(r.linear_damping);
     o.f32(r.angular_damping);
@@ -263,6 +266,8 @@ ShapeDef read_shape(Reader& in, bool* ok) {
   s.density = in.f32();
   s.friction = in.f32();
   s.restitution = in.f32();
+  s.category = in.u32();
+  s.mask = in.u32();
   return s;
 }
 
@@ -400,7 +405,7 @@ Error parse_state(Reader& in, WorldData& w) {
       s.angular_velocity = angular_velocity;
       refresh_body_derived(w, slot);
       ++w.body_count;
-      broadphase_insert(w.broadphase, slot);
+      broadphase_insert(w.broadphase, slot, pack_filter(shape.category, shape.mask));
     }
   }
 

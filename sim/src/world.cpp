@@ -273,7 +273,7 @@ Error World::create_body(const BodyDef& def, BodyId* out_id) {
 
   ++w.body_count;
   if (slot + 1 > w.slot_count) w.slot_count = slot + 1;
-  broadphase_insert(w.broadphase, slot);
+  broadphase_insert(w.broadphase, slot, pack_filter(def.shape.category, def.shape.mask));
   w.hash_dirty = true;
   *out_id = body_id(w, slot);
   return Error::none;

@@ -28,9 +28,8 @@ namespace lockstep::sim {
 inline constexpr float kQueryExtent = 1.0e6f;
 
 /// Which bodies a query sees: body B is seen when (B.category & mask_bits) != 0, and
-/// (category_bits & B.mask) != 0, and B is not `exclude`. Until bodies carry collision filter
-/// bits, every body is in all categories and accepts all, so only mask_bits == 0 (nothing) and
-/// `exclude` leave bodies out.
+/// (category_bits & B.mask) != 0, and B is not `exclude`, with B's ShapeDef::category and mask:
+/// the same rule as two shapes touching. The defaults see every body whose mask has bit 0.
 struct QueryFilter {
   uint32_t category_bits = 1;        // what the query is, tested against bodies' masks
   uint32_t mask_bits = 0xffffffffu;  // which body categories the query sees

@@ -54,6 +54,11 @@ struct ShapeDef {
   float density = 1000;                 // kg/m³
   float friction = 0.5f;                // Coulomb μ ≥ 0
   float restitution = 0;                // e in [0, 1]
+  // Collision filter: two shapes touch only when each one's category has a bit in the other's
+  // mask, (a.category & b.mask) != 0 and (b.category & a.mask) != 0. Filtered pairs never reach
+  // the narrowphase: no contact, no event. The defaults touch everything.
+  uint32_t category = 1;
+  uint32_t mask = 0xffffffffu;
 };
 
 enum class BodyType : uint8_t { static_body = 0, kinematic = 1, dynamic = 2 };
