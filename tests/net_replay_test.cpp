@@ -1,4 +1,4 @@
-// Replays end to end (issue 6) over real sockets on 127.0.0.1: a server hosted in this process on
+// Replays end to end over real sockets on 127.0.0.1: a server hosted in this process on
 // an ephemeral port, SDK clients, and the replay files both sides write.
 //
 // What is checked, and against what:

@@ -1,7 +1,7 @@
-// Replay files (replays/recorder.h): format round trip, the always-on window (≥ 10 s, a keyframe
-// at or before its start, no allocation per tick), truncated and killed recordings, bad files,
-// verification of a tampered hash, and a diff that names the tick, body and field of a
-// perturbation made at a known tick.
+// Replay files (replays/recorder.h, read back with replay_reader.h): format round trip, the
+// always-on window (≥ 10 s, a keyframe at or before its start, no allocation per tick), truncated
+// and killed recordings, bad files, verification of a tampered hash, and a diff that names the
+// tick, body and field of a perturbation made at a known tick.
 #include <gtest/gtest.h>
 
 #include <algorithm>
