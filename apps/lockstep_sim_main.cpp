@@ -14,6 +14,10 @@
 //   --seed S           seed of the input script for scenes whose bodies players own (the
 //                      `inputs` scene); default 0x5eed1234abcd0001
 //   --timing           print the wall-clock time of the run to stderr
+//   --query-probe T    after tick T, also print `T queries HASH`: the hash of a fixed set of
+//                      ray casts, sphere casts and overlaps (query_probe_hash in
+//                      lockstep/sim/query.h); the query golden. Not printed when the run is
+//                      shorter than T ticks
 //   --print-scene      print the scene in the text format and exit (no --ticks needed); a
 //                      starting point for new scene files
 //   --help             this text
@@ -44,6 +48,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
 
@@ -74,6 +79,7 @@ void print_usage(std::FILE* out) {
       "  --json             JSON lines instead of `tick hash`\n"
       "  --seed S           input script seed for scenes with players\n"
       "  --timing           wall-clock time of the run on stderr\n"
+      "  --query-probe T    after tick T also print `T queries HASH` (the query golden)\n"
       "  --print-scene      print the scene as text (docs/scene-format.md) and exit\n",
       out);
 }
@@ -101,6 +107,8 @@ struct Options {
   bool timing = false;
   bool help = false;
   bool print_scene = false;
+  bool query_probe = false;
+  uint64_t query_probe_tick = 0;
 };
 
 /// Parses argv; on failure writes why to *error.
@@ -168,6 +176,9 @@ bool parse_options(int argc, char** argv, Options* options, std::string* error) 
     } else if (arg == "--timing") {
       if (!no_value()) return false;
       options->timing = true;
+    } else if (arg == "--query-probe") {
+      if (!take_u64(&options->query_probe_tick)) return false;
+      options->query_probe = true;
     } else if (arg == "--print-scene") {
       if (!no_value()) return false;
       options->print_scene = true;
@@ -266,6 +277,15 @@ void print_hash(const Options& options, uint64_t tick, uint64_t hash) {
   std::fflush(stdout);
 }
 
+void print_query_probe(const Options& options, uint64_t tick, uint64_t hash) {
+  if (options.json) {
+    std::printf("{\"tick\":%" PRIu64 ",\"queries\":\"%016" PRIx64 "\"}\n", tick, hash);
+  } else {
+    std::printf("%" PRIu64 " queries %016" PRIx64 "\n", tick, hash);
+  }
+  std::fflush(stdout);
+}
+
 /// Names the capacities in an overflow bit set, for the warning.
 std::string overflow_names(uint32_t bits) {
   std::string names;
@@ -326,6 +346,9 @@ int main(int argc, char** argv) {
   bool warned_input = false;
   const auto start = std::chrono::steady_clock::now();
   if (options.ticks == 0) print_hash(options, world->tick(), world->state_hash());
+  if (options.query_probe && options.query_probe_tick == 0) {
+    print_query_probe(options, world->tick(), query_probe_hash(*world));
+  }
   for (uint64_t t = 1; t <= options.ticks; ++t) {
     if (has_players) {
       uint32_t count = scripted_inputs(options.seed, world->tick(), script, *world, inputs);
@@ -352,6 +375,9 @@ int main(int argc, char** argv) {
     }
     if (t % options.every == 0 || t == options.ticks) {
       print_hash(options, world->tick(), world->state_hash());
+    }
+    if (options.query_probe && t == options.query_probe_tick) {
+      print_query_probe(options, world->tick(), query_probe_hash(*world));
     }
   }
   const double elapsed_s =

@@ -1,4 +1,5 @@
-// lockstep-load: load generator for a running lockstep-server (issue 5 benchmark, issue 7 item 5).
+// lockstep-load: load generator for a running lockstep-server (rooms, clients, tick rate and
+// latency).
 //
 // One process, one io_context thread, R rooms × P raw clients. Each client joins room "load-<r>"
 // in lockstep mode, decodes every frame it receives with the shared codec (FrameDecoder +

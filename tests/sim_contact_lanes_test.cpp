@@ -1,4 +1,4 @@
-// The contact solver's colouring and lanes (issue 7, contact_lanes.h).
+// The contact solver's colouring and lanes (contact_lanes.h).
 //
 // 1. The colouring: checked against a greedy colouring written here (lowest colour free on both
 //    dynamic bodies, in key order) and against the layout rules: every manifold in exactly one

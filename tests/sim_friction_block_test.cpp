@@ -1,8 +1,9 @@
-// The exact 2x2 friction block (issue 3, item 6; the friction-block study, seed 000).
+// The exact 2x2 friction block (docs/physics.md, section 3).
 //
-// Expected values come from the study's probe (independent double-precision C#), from
+// Expected values come from a reference case worked out independently in double precision
+// (docs/physics.md, section 3), from
 // closed forms computed here in double, or from an independent double-precision solver in this
-// file (bisection on λ with the 2x2 adjugate, as in the study) — never from the code under test.
+// file (bisection on λ with the 2x2 adjugate) — never from the code under test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -84,7 +85,7 @@ bool finite(const FrictionBlockResult& r) {
   return std::isfinite(r.impulse.x) && std::isfinite(r.impulse.y) && std::isfinite(r.lambda);
 }
 
-// Independent double-precision solve (the study's method): J(λ) = (K + λI)⁻¹(−v) by the 2x2
+// Independent double-precision solve: J(λ) = (K + λI)⁻¹(−v) by the 2x2
 // adjugate, interior test, then bisection on λ with the upper end kept feasible.
 struct Reference {
   Vec2d j;
@@ -131,9 +132,9 @@ void expect_rejected(TangentMass k, Vec2 v, float radius, FrictionBlockStatus st
   EXPECT_EQ(r.lambda, 0.0f);
 }
 
-// ---- The study's probe ------------------------------------------------------------------------
+// ---- The reference case -----------------------------------------------------------------------
 
-TEST(FrictionBlock, StudyProbeBeatsRadialClamping) {
+TEST(FrictionBlock, ReferenceCaseBeatsRadialClamping) {
   const TangentMass k{1, 0, 4};  // kg⁻¹
   const Vec2 v{-2, -2};          // m/s
   const float radius = 1;        // N·s
@@ -141,7 +142,7 @@ TEST(FrictionBlock, StudyProbeBeatsRadialClamping) {
   ASSERT_EQ(r.status, FrictionBlockStatus::boundary);
   ASSERT_TRUE(r.solved());
 
-  // The study's six-digit figures; 1e-5 covers their rounding and float solving.
+  // The reference's six-digit figures; 1e-5 covers their rounding and float solving.
   EXPECT_NEAR(r.impulse.x, 0.922110, 1e-5);
   EXPECT_NEAR(r.impulse.y, 0.386927, 1e-5);
   EXPECT_NEAR(r.lambda, 1.168938, 1e-5);

@@ -1,7 +1,8 @@
-// Physics behaviour of the world, checked against closed-form answers (seed 4.1's acceptance list).
+// Physics behaviour of the world, checked against closed-form answers.
+// The maths is docs/physics.md's.
 //
-// Written from the spec (DESIGN.md, seed 4.1, types.h/world.h) against the public API only; no
-// expected value here comes from the code under test. Inertia, energies and rotations are
+// Written from the documented behaviour (docs/physics.md, types.h/world.h) against the public API
+// only; no expected value here comes from the code under test. Inertia, energies and rotations are
 // computed by this file's own helpers, not by the sim's math.
 //
 // World conventions used throughout: y up, g = 9.81 m/s², dt = 1/60 s, static ground plane
@@ -320,10 +321,10 @@ TEST(SimPhysics, RestitutionCombinesByMax) {
   EXPECT_GT(ground_bouncy.first_apex_m, 0.5);  // it did bounce (e²h = 0.72 m)
 }
 
-// e = 1: the ball may lose a little height to numerical dissipation but never gain any (seed 4.1:
-// "e=1 时高度应略低于释放高度…略高则有 bug"). Over 5 s (≈ 4 bounces) the bottom never rises more
-// than 1 % (2 cm, a fifth of one step's travel at impact speed) above the release height, and
-// the first apex keeps more than 80 % of it.
+// e = 1: the ball may lose a little height to numerical dissipation but never gain any: a bounce
+// higher than the release height would be energy from nowhere, i.e. a bug. Over 5 s (≈ 4 bounces)
+// the bottom never rises more than 1 % (2 cm, a fifth of one step's travel at impact speed) above
+// the release height, and the first apex keeps more than 80 % of it.
 TEST(SimPhysics, SphereDropElasticNeverGainsHeight) {
   DropResult r = drop_sphere(1.0f, 0.0f);
   std::printf("[figures] e=1 drop: first apex %.4f m (h = 2), max after contact %.4f m\n",
@@ -696,8 +697,8 @@ TEST(SimPhysics, TwoBodyCollisionConservesMomentum) {
 // ================================================================================================
 
 // lambda is an impulse: supporting 10 kg against 9.81 m/s² takes m·g·dt = 10·9.81/60 =
-// 1.635 N·s per step (seed 4.1 "静止支撑"). Off by ×60 means force/impulse confusion. The soft
-// step solves each of its substeps (h = dt/substeps) on its own: gravity adds g·h per substep
+// 1.635 N·s per step (docs/physics.md, section 2). Off by ×60 means force/impulse confusion. The
+// soft step solves each of its substeps (h = dt/substeps) on its own: gravity adds g·h per substep
 // and the accumulated impulses, which normal_impulse_sum returns, are the last substep's, so a
 // resting box carries m·g·h = 10·9.81/240 = 0.40875 N·s (substeps · that = m·g·dt per step).
 // Averaged over 60 steps: within 1 % (at rest the solve is exact but for slop-level bias);

@@ -51,6 +51,8 @@ bool same_world_def(const WorldDef& a, const WorldDef& b) {
          same_bits(a.contact_hertz, b.contact_hertz) &&
          same_bits(a.contact_damping_ratio, b.contact_damping_ratio) &&
          same_bits(a.max_speculative_margin_m, b.max_speculative_margin_m) &&
+         same_bits(a.contact_reuse_distance_m, b.contact_reuse_distance_m) &&
+         same_bits(a.contact_reuse_angle_rad, b.contact_reuse_angle_rad) &&
          same_bits(a.linear_slop_m, b.linear_slop_m) &&
          same_bits(a.max_bias_velocity, b.max_bias_velocity) &&
          same_bits(a.restitution_threshold, b.restitution_threshold) &&

@@ -1,4 +1,4 @@
-// The contact solver's fast paths (issue 7, item 4): each must give what the plain formulation
+// The contact solver's fast paths: each must give what the plain formulation
 // gives. Bit-for-bit where the fast path claims the same bits (the friction block's inline and
 // prepared entry points, the float pre-test of the disk test); within a stated tolerance where it
 // is a reformulation (the lanes' rows, prepared and solved through contact_lanes.h, against the

@@ -753,7 +753,9 @@ TEST(SimWorld, WarmStartMatchesByFeatureThenPositionThenSharesTheRest) {
   cache.points.resize(16);
   cache.manifold_count = 1;
   cache.point_count = 4;
-  cache.manifolds[0] = CachedManifold{7, 0, 4};
+  cache.manifolds[0].key = 7;
+  cache.manifolds[0].first_point = 0;
+  cache.manifolds[0].point_count = 4;
   const Vec3 corners[4] = {{-0.5f, 0, -0.5f}, {0.5f, 0, -0.5f}, {0.5f, 0, 0.5f}, {-0.5f, 0, 0.5f}};
   for (uint32_t k = 0; k < 4; ++k) {
     CachedPoint& cp = cache.points[k];
@@ -865,6 +867,12 @@ TEST(SimWorld, ValidateWorldDefRejectsBadDefinitions) {
        [](WorldDef& d) { d.max_speculative_margin_m = 0.5f * d.contact_margin_m; },
        Error::invalid_argument},
       {"slop negative", [](WorldDef& d) { d.linear_slop_m = -1e-3f; }, Error::invalid_argument},
+      {"reuse distance NaN", [](WorldDef& d) { d.contact_reuse_distance_m = kNaN; },
+       Error::non_finite},
+      {"reuse distance negative", [](WorldDef& d) { d.contact_reuse_distance_m = -1e-3f; },
+       Error::invalid_argument},
+      {"reuse angle > 0.5", [](WorldDef& d) { d.contact_reuse_angle_rad = 0.6f; },
+       Error::invalid_argument},
       {"margin negative", [](WorldDef& d) { d.contact_margin_m = -0.1f; }, Error::invalid_argument},
       {"max speed 0", [](WorldDef& d) { d.max_linear_speed = 0; }, Error::invalid_argument},
       {"max spin inf", [](WorldDef& d) { d.max_angular_speed = kInf; }, Error::non_finite},
@@ -895,6 +903,91 @@ TEST(SimWorld, ValidateWorldDefRejectsBadDefinitions) {
   EXPECT_EQ(validate_world_def(edge), Error::none);
 }
 
+// ---- manifold reuse
+// ------------------------------------------------------------------------------
+
+BodyDef box_body(Vec3 position, float yaw_rad = 0) {
+  BodyDef def = lockstep::sim::default_body_def();
+  def.type = BodyType::dynamic;
+  def.position = position;
+  def.orientation = Quat{0, std::sin(0.5f * yaw_rad), 0, std::cos(0.5f * yaw_rad)};
+  def.shape.type = ShapeType::box;
+  def.shape.half_extents = Vec3{0.5f, 0.5f, 0.5f};
+  def.allow_sleep = false;
+  return def;
+}
+
+// A resting stack reuses its manifolds (the bodies hardly move relative to each other), and the
+// reused points give the same physics as colliding again every step: the same stack stepped with
+// reuse off (every manifold from the narrowphase) ends within 0.5 mm and 0.1° of it. Bounds: the
+// reuse bounds are 1 mm and 1°, and a reused point is the same material point moved with its
+// body, so only the choice of points can lag, by less than that motion.
+TEST(SimWorld, RestingStackReusesManifoldsWithTheSamePhysics) {
+  WorldDef on = lockstep::sim::default_world_def();
+  on.enable_sleep = false;
+  WorldDef off = on;
+  off.contact_reuse_distance_m = 0;
+  std::unique_ptr<World> a = make_world(on);
+  std::unique_ptr<World> b = make_world(off);
+  std::vector<BodyId> ids_a, ids_b;
+  for (World* w : {a.get(), b.get()}) {
+    add(*w, ground_def());
+    for (int i = 0; i < 5; ++i) {
+      (w == a.get() ? ids_a : ids_b)
+          .push_back(add(*w, box_body(Vec3{0, 0.5f + float(i), 0}, 0.1f * float(i))));
+    }
+  }
+  uint64_t reused = 0, manifolds = 0, reused_off = 0;
+  for (int t = 0; t < 600; ++t) {
+    ASSERT_TRUE(a->step().ok());
+    ASSERT_TRUE(b->step().ok());
+    if (t >= 60) {
+      reused += a->last_step_stats().reused_manifolds;
+      manifolds += a->last_step_stats().manifolds;
+    }
+    reused_off += b->last_step_stats().reused_manifolds;
+  }
+  EXPECT_EQ(reused_off, 0u);
+  // Settled from 1 s on: most steps reuse every manifold (a re-collide every few steps at most).
+  EXPECT_GT(reused, manifolds / 2) << reused << " of " << manifolds;
+  for (size_t i = 0; i < ids_a.size(); ++i) {
+    BodyView va{}, vb{};
+    ASSERT_EQ(a->get_body(ids_a[i], &va), Error::none);
+    ASSERT_EQ(b->get_body(ids_b[i], &vb), Error::none);
+    const Vec3 d = va.position - vb.position;
+    EXPECT_LT(std::sqrt(dot(d, d)), 5e-4f) << "box " << i;
+    const float turn = std::fabs(dot(va.orientation, vb.orientation));
+    EXPECT_GT(turn, std::cos(0.5f * 0.1f * 3.14159265f / 180.0f)) << "box " << i;
+  }
+}
+
+// A box sliding on the ground moves 1.7 cm a step relative to it: never within 1 mm of where its
+// points were found, so every step collides again; a box resting beside it reuses.
+TEST(SimWorld, MovingPairsAreCollidedEveryStep) {
+  WorldDef def = lockstep::sim::default_world_def();
+  def.enable_sleep = false;
+  std::unique_ptr<World> world = make_world(def);
+  add(*world, ground_def());
+  BodyDef slider = box_body(Vec3{0, 0.5f, 0});
+  slider.shape.friction = 0;
+  slider.linear_velocity = Vec3{1, 0, 0};
+  add(*world, slider);
+  for (int t = 0; t < 120; ++t) {
+    ASSERT_TRUE(world->step().ok());
+    if (t >= 2) {
+      EXPECT_EQ(world->last_step_stats().reused_manifolds, 0u) << "step " << t;
+    }
+  }
+  add(*world, box_body(Vec3{-5, 0.5f, 0}));
+  uint32_t reused = 0;
+  for (int t = 0; t < 120; ++t) {
+    ASSERT_TRUE(world->step().ok());
+    reused += world->last_step_stats().reused_manifolds;
+    EXPECT_LE(world->last_step_stats().reused_manifolds, 1u);
+  }
+  EXPECT_GT(reused, 60u);
+}
+
 TEST(SimWorld, FingerprintFollowsTheDefinition) {
   using lockstep::sim::world_def_fingerprint;
   WorldDef a = lockstep::sim::default_world_def();
@@ -904,6 +997,9 @@ TEST(SimWorld, FingerprintFollowsTheDefinition) {
   EXPECT_EQ(world_def_fingerprint(a), world_def_fingerprint(b));
   b = a;
   b.max_events += 1;
+  EXPECT_NE(world_def_fingerprint(a), world_def_fingerprint(b));
+  b = a;
+  b.contact_reuse_angle_rad = 0;
   EXPECT_NE(world_def_fingerprint(a), world_def_fingerprint(b));
   b = a;
   b.gravity.z = -0.0f;  // a different bit pattern is a different definition

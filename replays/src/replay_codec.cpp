@@ -70,6 +70,8 @@ fb::Offset<rp::WorldDef> encode_world_def(fb::FlatBufferBuilder& b, const sim::W
   w.add_enable_sleep(d.enable_sleep);
   w.add_sleep_speed_threshold_mps(d.sleep_speed_threshold_mps);
   w.add_time_to_sleep_s(d.time_to_sleep_s);
+  w.add_contact_reuse_distance_m(d.contact_reuse_distance_m);
+  w.add_contact_reuse_angle_rad(d.contact_reuse_angle_rad);
   return w.Finish();
 }
 
@@ -103,6 +105,8 @@ sim::WorldDef decode_world_def(const rp::WorldDef& w) {
   d.enable_sleep = w.enable_sleep();
   d.sleep_speed_threshold_mps = w.sleep_speed_threshold_mps();
   d.time_to_sleep_s = w.time_to_sleep_s();
+  d.contact_reuse_distance_m = w.contact_reuse_distance_m();
+  d.contact_reuse_angle_rad = w.contact_reuse_angle_rad();
   return d;
 }
 

@@ -3,8 +3,8 @@
 // centroid row, then per point the normal row and the friction block) are contact_solver.cpp's;
 // contact_lanes.h says why lanes and colours give every manifold of a colour the same
 // computation, whatever else shares its batch.
-// The passes themselves are in contact_lanes_passes.h (compiled here and, on x86, a second time
-// for AVX in contact_lanes_avx.cpp).
+// The passes themselves are in contact_lanes_passes.h, compiled here and, on x86-64, twice more
+// (AVX and AVX-512 targets) in contact_lanes_avx.cpp; best_lane_kernel picks one at run time.
 #include "contact_lanes.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The contact solver's iterations, eight manifolds at once (issue 7).
+// The contact solver's iterations, eight manifolds at once.
 //
 // Colouring. Manifolds are coloured greedily in pair-key order: each takes the lowest of 64
 // colours that neither of its dynamic bodies has yet (static and kinematic bodies are never

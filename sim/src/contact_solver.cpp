@@ -1,6 +1,6 @@
 // Contact solver: sequential impulses on the normal rows and the exact 2x2 friction blocks.
 //
-// Sign table (seed 4.1; every formula in this file follows it, never a local variant):
+// Sign table (docs/physics.md; every formula in this file follows it, never a local variant):
 //   n points from B to A (the narrowphase convention, collide.h).
 //   Relative velocity is A minus B:  v_rel = (vA + ωA×rA) − (vB + ωB×rB),  vn = n·v_rel.
 //   vn < 0 means the bodies approach; vn > 0 means they separate.
@@ -239,12 +239,15 @@ void store_contact_cache(std::span<const ContactConstraint> constraints,
     cm.key = c.key;
     cm.first_point = q;
     cm.point_count = c.point_count;
+    cm.reference = c.reference;
     for (uint32_t i = 0; i < c.point_count; ++i) {
       const ContactPoint& p = points[c.first_point + i];
       CachedPoint& cp = cache->points[q++];
       cp.feature = p.feature;
       cp.normal_impulse = p.normal_impulse;
       cp.local_anchor_a = p.local_anchor_a;
+      cp.local_point_a = p.local_point_a;
+      cp.local_point_b = p.local_point_b;
       cp.friction_impulse = p.tangent_impulse.x * c.tangent1 + p.tangent_impulse.y * c.tangent2;
     }
   }

@@ -34,6 +34,10 @@ struct ContactPoint {
   Vec3 local_anchor_a{};  // r_A in body A's frame (m): warm-start matching by position
   float separation_m = 0;
   uint32_t feature = 0;
+  // Where the narrowphase last ran for this pair (a reused manifold keeps them, world.cpp): the
+  // point on A's surface in A's frame and on B's surface in B's frame (m).
+  Vec3 local_point_a{};
+  Vec3 local_point_b{};
   float normal_impulse = 0;  // warm start λ_n (N·s)
   Vec2 tangent_impulse{};    // warm start J along (t1, t2) (N·s)
 };
@@ -49,6 +53,15 @@ struct SolverVelocity {
 };
 static_assert(sizeof(SolverVelocity) == 32, "two 16-byte rows");
 
+/// The relative pose of a pair when the narrowphase last ran for it, in body A's frame: B's
+/// origin, B's rotation relative to A's, and the manifold normal. While the pair's relative pose
+/// stays within the WorldDef reuse bounds of it, the points found then are reused (world.cpp).
+struct ManifoldReference {
+  Vec3 position{};
+  Quat rotation{};
+  Vec3 normal{0, 1, 0};
+};
+
 /// One manifold (a body pair with at least one point) as a constraint.
 struct ContactConstraint {
   uint64_t key = 0;  // pair_key(slot_a, slot_b), slot_a < slot_b
@@ -59,6 +72,7 @@ struct ContactConstraint {
   float restitution = 0;  // combined e
   uint32_t first_point = 0;
   uint32_t point_count = 0;
+  ManifoldReference reference;  // the pose the points were found at (manifold reuse)
 };
 
 /// The warm-start cache: last step's manifolds, sorted by key, with their impulses.
@@ -66,12 +80,15 @@ struct CachedManifold {
   uint64_t key = 0;
   uint32_t first_point = 0;
   uint32_t point_count = 0;
+  ManifoldReference reference;
 };
 struct CachedPoint {
   uint32_t feature = 0;
   float normal_impulse = 0;  // N·s
   Vec3 friction_impulse{};   // world vector (N·s), re-projected on the next step's tangents
   Vec3 local_anchor_a{};     // the point in body A's frame (m), for matching by position
+  Vec3 local_point_a{};      // ContactPoint's: where the narrowphase found it (m)
+  Vec3 local_point_b{};
 };
 struct ContactCache {
   std::vector<CachedManifold> manifolds;

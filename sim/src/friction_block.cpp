@@ -1,4 +1,4 @@
-// The exact 2x2 friction block (the friction-block study, seed 000).
+// The exact 2x2 friction block (docs/physics.md, section 3).
 //
 // Problem. minimise F(J) = ½ JᵀK J + vᵀJ over |J| ≤ R, with K symmetric positive definite
 // (kg⁻¹), v = v_free (m/s), R = μ·J_n (N·s). F is strictly convex, so the KKT point is the

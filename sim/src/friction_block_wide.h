@@ -1,5 +1,5 @@
 // The boundary case of the friction block (friction_block.h) for four or eight points at once, one
-// per lane of wide::W4 (W8): the contact solver's lanes (one manifold per lane, issue 7). Every
+// per lane of wide::W4 (W8): the contact solver's lanes (one manifold per lane). Every
 // lane gets the bits friction_block_detail::solve_boundary gives it.
 #pragma once
 

@@ -5,7 +5,7 @@
 // (`wide` = wide_avx or wide_avx512, under contact_lanes_avx.cpp's target pragmas). The includer
 // provides <cfloat>, friction_block_wide.h and lockstep/sim/friction_block.h.
 //
-// Why. The contact solver solves four manifolds in lock step, one per SIMD lane (issue 7), and
+// Why. The contact solver solves four manifolds in lock step, one per SIMD lane, and
 // about half of pyramid3d's friction blocks end on the circle, where the scalar secular-equation
 // solve was 17 % of the step's instructions. Here one instruction stream serves four points.
 //

@@ -275,6 +275,8 @@ bool parse_world_line(LineReader& reader, WorldDef* def) {
             reader.get_float("restitution_threshold", &def->restitution_threshold) &&
             reader.get_float("contact_margin", &def->contact_margin_m) &&
             reader.get_float("max_speculative_margin", &def->max_speculative_margin_m) &&
+            reader.get_float("contact_reuse_distance", &def->contact_reuse_distance_m) &&
+            reader.get_float("contact_reuse_angle", &def->contact_reuse_angle_rad) &&
             reader.get_float("max_angular_speed", &def->max_angular_speed) &&
             reader.get_float("max_linear_speed", &def->max_linear_speed) &&
             reader.get_float("max_input_linear_impulse", &def->max_input_linear_impulse) &&
@@ -544,6 +546,8 @@ std::string format_scene_text(const Scene& scene) {
   append_key_float(&out, "restitution_threshold", def.restitution_threshold);
   append_key_float(&out, "contact_margin", def.contact_margin_m);
   append_key_float(&out, "max_speculative_margin", def.max_speculative_margin_m);
+  append_key_float(&out, "contact_reuse_distance", def.contact_reuse_distance_m);
+  append_key_float(&out, "contact_reuse_angle", def.contact_reuse_angle_rad);
   append_key_float(&out, "max_angular_speed", def.max_angular_speed);
   append_key_float(&out, "max_linear_speed", def.max_linear_speed);
   append_key_float(&out, "max_input_linear_impulse", def.max_input_linear_impulse);

@@ -17,8 +17,10 @@
 //     u8 flags (bit 0 allow sleep, bit 1 asleep, bit 2 bullet), f32 rest timer, u32 island (the
 //     smallest slot of a sleeping body's island, else 0)                (144 bytes per body)
 //   u32 warm-start manifold count, per manifold (ascending keys):
-//     u64 pair key, u8 point count, per point: u32 feature, f32 normal impulse,
-//     f32×3 friction impulse (world), f32×3 point in body A's frame
+//     u64 pair key, u8 point count, the reference pose the points were found at (f32×3 B's
+//     origin and f32×4 B's rotation in body A's frame, f32×3 normal in A's frame), per point:
+//     u32 feature, f32 normal impulse, f32×3 friction impulse (world), f32×3 point in body A's
+//     frame, f32×3 point on A's surface (A's frame), f32×3 point on B's surface (B's frame)
 //   u32 queued input count, per input (in the total input order):
 //     u32 player, u32 sequence, u32 body index1, u32 body generation, i32×3 linear,
 //     i32×3 angular, u32 buttons
@@ -43,29 +45,32 @@ namespace lockstep::sim {
 
 namespace {
 
-constexpr uint32_t kStateVersion = 2;     // 2: sleep state and bullet flag per body
-constexpr uint32_t kSnapshotVersion = 2;  // 2: state version 2
+constexpr uint32_t kStateVersion = 3;     // 2: sleep state, bullet flag; 3: manifold reuse
+constexpr uint32_t kSnapshotVersion = 3;  // 3: state version 3
 constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};
 constexpr size_t kSnapshotHeaderBytes = 16;  // magic, version, total size
 constexpr size_t kSnapshotTrailerBytes = 8;  // checksum
-constexpr uint32_t kDefEncodingVersion = 3;  // 2: relax_iterations; 3: soft step, sleeping
+constexpr uint32_t kDefEncodingVersion = 4;  // 2: relax; 3: soft step, sleeping; 4: reuse
 
 constexpr size_t kStateHeaderBytes = 4 + 8 + 8 + 4;
 constexpr size_t kSlotBytes = 4 + 1;
 constexpr size_t kShapeBytes = 1 + 12 * 4;
 constexpr size_t kLiveBodyBytes =
     1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4 + 1 + 4 + 4;
-constexpr size_t kManifoldBytes = 8 + 1;
-constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4;
+constexpr size_t kManifoldBytes = 8 + 1 + 3 * 4 + 4 * 4 + 3 * 4;
+constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4 + 3 * 4 + 3 * 4;
 constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4;
 static_assert(kSlotBytes + kLiveBodyBytes == 144);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
-// impulse, f32×3 friction impulse, f32×3 anchor), so on little-endian hosts its bytes are its
+// impulse, f32×3 friction impulse, f32×3 anchor, f32×3 × 2 surface points), so on little-endian
+// hosts its bytes are its
 // encoding and the encoder copies the points of a manifold at once.
 static_assert(sizeof(CachedPoint) == kPointBytes && offsetof(CachedPoint, normal_impulse) == 4 &&
               offsetof(CachedPoint, friction_impulse) == 8 &&
-              offsetof(CachedPoint, local_anchor_a) == 20 && sizeof(Vec3) == 12);
+              offsetof(CachedPoint, local_anchor_a) == 20 &&
+              offsetof(CachedPoint, local_point_a) == 32 &&
+              offsetof(CachedPoint, local_point_b) == 44 && sizeof(Vec3) == 12);
 static_assert(std::is_trivially_copyable_v<CachedPoint>);
 
 constexpr bool kLittleEndianHost = std::endian::native == std::endian::little;
@@ -199,6 +204,9 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     const CachedManifold& cm = w.cache.manifolds[m];
     o.u64(cm.key);
     o.u8(static_cast<uint8_t>(cm.point_count));
+    o.vec3(cm.reference.position);
+    o.quat(cm.reference.rotation);
+    o.vec3(cm.reference.normal);
     const CachedPoint* points = w.cache.points.data() + cm.first_point;
     if constexpr (kLittleEndianHost) {
       // The points are ~80% of the bytes; their layout is exactly their encoding here.
@@ -210,6 +218,8 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
         o.f32(points[i].normal_impulse);
         o.vec3(points[i].friction_impulse);
         o.vec3(points[i].local_anchor_a);
+        o.vec3(points[i].local_point_a);
+        o.vec3(points[i].local_point_b);
       }
     }
     o.n = flush(o.out, o.n);
@@ -412,7 +422,19 @@ Error parse_state(Reader& in, WorldData& w) {
   for (uint32_t m = 0; m < manifold_count; ++m) {
     const uint64_t key = in.u64();
     const uint32_t count = in.u8();
+    ManifoldReference reference;
+    reference.position = in.vec3();
+    reference.rotation = in.quat();
+    reference.normal = in.vec3();
     if (in.failed) return Error::snapshot_corrupt;
+    // The reference decides only whether the points are reused; it must still be a pose.
+    const float r2 = dot(reference.rotation, reference.rotation);
+    const float n2 = dot(reference.normal, reference.normal);
+    if (!finite3(reference.position) || !is_finite(reference.rotation) ||
+        !finite3(reference.normal) || !(r2 > 0.999f && r2 < 1.001f) ||
+        !(n2 > 0.999f && n2 < 1.001f)) {
+      return Error::snapshot_corrupt;
+    }
     const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
     if ((m > 0 && key <= previous_key) || sa >= sb || sb >= slot_count) {
       return Error::snapshot_corrupt;
@@ -439,14 +461,18 @@ Error parse_state(Reader& in, WorldData& w) {
       cm.key = key;
       cm.first_point = point_total;
       cm.point_count = count;
+      cm.reference = reference;
     }
     for (uint32_t i = 0; i < count; ++i) {
       const uint32_t feature = in.u32();
       const float normal_impulse = in.f32();
       const Vec3 friction_impulse = in.vec3();
       const Vec3 local_anchor_a = in.vec3();
+      const Vec3 local_point_a = in.vec3();
+      const Vec3 local_point_b = in.vec3();
       if (in.failed || !std::isfinite(normal_impulse) || !(normal_impulse >= 0.0f) ||
-          !finite3(friction_impulse) || !finite3(local_anchor_a)) {
+          !finite3(friction_impulse) || !finite3(local_anchor_a) || !finite3(local_point_a) ||
+          !finite3(local_point_b)) {
         return Error::snapshot_corrupt;
       }
       if constexpr (kApply) {
@@ -455,6 +481,8 @@ Error parse_state(Reader& in, WorldData& w) {
         cp.normal_impulse = normal_impulse;
         cp.friction_impulse = friction_impulse;
         cp.local_anchor_a = local_anchor_a;
+        cp.local_point_a = local_point_a;
+        cp.local_point_b = local_point_b;
       }
     }
     point_total += count;
@@ -554,7 +582,7 @@ void update_state_hash(const WorldData& w) {
 
 uint64_t world_def_fingerprint(const WorldDef& def) {
   // measure_stage_times is left out: it never changes the simulation.
-  uint8_t bytes[4 + 16 * 4 + 9 * 4 + 1 + 2 * 4];
+  uint8_t bytes[4 + 16 * 4 + 9 * 4 + 1 + 2 * 4 + 2 * 4];
   Writer o{bytes};
   o.u32(kDefEncodingVersion);
   o.f32(def.dt_s);
@@ -582,6 +610,8 @@ uint64_t world_def_fingerprint(const WorldDef& def) {
   o.u8(def.enable_sleep ? 1 : 0);
   o.f32(def.sleep_speed_threshold_mps);
   o.f32(def.time_to_sleep_s);
+  o.f32(def.contact_reuse_distance_m);
+  o.f32(def.contact_reuse_angle_rad);
   return XXH3_64bits(bytes, o.n);
 }
 

@@ -1,4 +1,5 @@
-// Four floats in lock step: the contact solver's lanes (one manifold per lane, issue 7).
+// Floats in lock step, four (W4) or eight (W8) at a time: the contact solver's lanes (one
+// manifold per lane).
 //
 // Every operation is one IEEE-754 single-precision operation per lane (+ − × ÷ √, ordered
 // comparisons, bit selects), so a lane computes exactly what the scalar code `a + b`, `a < b`,

@@ -4,8 +4,6 @@
 // under a target("avx") or target("avx512f,avx512vl") pragma), so that the instruction sets never
 // share a symbol.
 
-inline constexpr int kLanes = 4;
-
 #if defined(LOCKSTEP_WIDE_SSE2)
 struct W4 {
   __m128 v;

@@ -173,6 +173,7 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->events.assign(def.max_events, ContactEvent{});
   d->scratch.assign(max_encoded_state_size(def), 0);
   d->restore_slots.assign(def.max_bodies, RestoreSlot{});
+  query_tree_init(&d->query_tree, def.max_bodies);
   d->hash_dirty = true;
   return std::unique_ptr<World>(new World(std::move(d)));
 }
@@ -588,7 +589,16 @@ StepStatus World::step() {
   if (st.dropped_candidate_pairs > 0) status.overflow |= overflow_candidate_pairs;
   lap(&st.ns_broadphase);
 
-  // 4. Narrowphase, in pair-key order; overflow keeps the lowest keys.
+  // 4. Narrowphase, in pair-key order; overflow keeps the lowest keys. A pair whose relative
+  // pose is within the reuse bounds of where its points were found keeps those points.
+  const bool reuse = def.contact_reuse_distance_m > 0.0f && def.contact_reuse_angle_rad > 0.0f;
+  const float reuse_distance2 = def.contact_reuse_distance_m * def.contact_reuse_distance_m;
+  // cos(θ/2) by its Taylor series (θ ≤ 0.5 rad: the first omitted term is below 1e-9): the
+  // quaternions of two rotations θ apart have |dot| = cos(θ/2). No libm: the same bits everywhere.
+  const float half_angle = 0.5f * def.contact_reuse_angle_rad;
+  const float half2 = half_angle * half_angle;
+  const float reuse_half_cos =
+      1.0f - half2 * (0.5f - half2 * (1.0f / 24.0f - half2 * (1.0f / 720.0f)));
   w.constraint_count = 0;
   w.point_count = 0;
   uint32_t cached = 0;
@@ -600,17 +610,63 @@ StepStatus World::step() {
     float margin = def.contact_margin_m + (w.speculative_margins[sa] + w.speculative_margins[sb]);
     if (!(margin <= def.max_speculative_margin_m)) margin = def.max_speculative_margin_m;
     Manifold m;
-    // Last step's corners of this pair (merge join: pairs and cache are both in key order).
+    ManifoldReference reference;
+    Vec3 local_a[kMaxManifoldPoints];  // the points on A's surface (A's frame) and B's (B's)
+    Vec3 local_b[kMaxManifoldPoints];
+    bool reused = false;
+    // Last step's manifold of this pair (merge join: pairs and cache are both in key order).
     while (cached < w.cache.manifold_count && w.cache.manifolds[cached].key < key)
       ++cached;
+    const CachedManifold* cm = nullptr;
     if (cached < w.cache.manifold_count && w.cache.manifolds[cached].key == key) {
-      const CachedManifold& cm = w.cache.manifolds[cached];
-      m.previous_count = static_cast<int>(cm.point_count);
-      for (uint32_t k = 0; k < cm.point_count; ++k)
-        m.previous_features[k] = w.cache.points[cm.first_point + k].feature;
+      cm = &w.cache.manifolds[cached];
     }
-    collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
-            Transform{rb.position, rb.orientation}, margin, &m);
+    const Vec3 relative_position = inv_rotate(ra.orientation, rb.position - ra.position);
+    const Quat relative_rotation = conjugate(ra.orientation) * rb.orientation;
+    if (cm != nullptr && reuse) {
+      // The pair has hardly moved relative to itself since its points were found: the same
+      // material points, moved with their bodies, with their separations measured again.
+      const Vec3 moved = relative_position - cm->reference.position;
+      float turned = dot(relative_rotation, cm->reference.rotation);
+      if (turned < 0.0f) turned = -turned;
+      if (dot(moved, moved) <= reuse_distance2 && turned >= reuse_half_cos) {
+        reused = true;
+        reference = cm->reference;
+        m.normal = rotate(ra.orientation, reference.normal);
+        for (uint32_t k = 0; k < cm->point_count; ++k) {
+          const CachedPoint& cp = w.cache.points[cm->first_point + k];
+          const Vec3 pa = ra.position + rotate(ra.orientation, cp.local_point_a);
+          const Vec3 pb = rb.position + rotate(rb.orientation, cp.local_point_b);
+          const float separation = dot(m.normal, pa - pb);
+          if (!(separation <= margin)) continue;
+          local_a[m.count] = cp.local_point_a;
+          local_b[m.count] = cp.local_point_b;
+          ManifoldPoint& mp = m.points[m.count++];
+          mp.position = 0.5f * (pa + pb);
+          mp.separation = separation;
+          mp.feature = cp.feature;
+        }
+        ++st.reused_manifolds;
+      }
+    }
+    if (!reused) {
+      if (cm != nullptr) {
+        m.previous_count = static_cast<int>(cm->point_count);
+        for (uint32_t k = 0; k < cm->point_count; ++k)
+          m.previous_features[k] = w.cache.points[cm->first_point + k].feature;
+      }
+      collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
+              Transform{rb.position, rb.orientation}, margin, &m);
+      reference.position = relative_position;
+      reference.rotation = relative_rotation;
+      reference.normal = inv_rotate(ra.orientation, m.normal);
+      for (int k = 0; k < m.count; ++k) {
+        // The midpoint ± half the separation along n: the points on A's and B's surfaces.
+        const Vec3 half = (0.5f * m.points[k].separation) * m.normal;
+        local_a[k] = inv_rotate(ra.orientation, (m.points[k].position + half) - ra.position);
+        local_b[k] = inv_rotate(rb.orientation, (m.points[k].position - half) - rb.position);
+      }
+    }
     if (m.count <= 0) continue;
     const uint32_t count = static_cast<uint32_t>(m.count);
     if (w.constraint_count >= def.max_contact_pairs) {
@@ -635,6 +691,7 @@ StepStatus World::step() {
     c.restitution = combine_restitution(ra.shape.restitution, rb.shape.restitution);
     c.first_point = w.point_count;
     c.point_count = take;
+    c.reference = reference;
     for (uint32_t k = 0; k < take; ++k) {
       ContactPoint& p = w.points[w.point_count++];
       p = ContactPoint{};
@@ -643,6 +700,8 @@ StepStatus World::step() {
       p.anchor_b = m.points[k].position - rb.position;
       p.separation_m = m.points[k].separation;
       p.feature = m.points[k].feature;
+      p.local_point_a = local_a[k];
+      p.local_point_b = local_b[k];
     }
   }
   st.manifolds = w.constraint_count;

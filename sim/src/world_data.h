@@ -10,6 +10,7 @@
 #include "island.h"
 #include "lockstep/sim/types.h"
 #include "lockstep/sim/world.h"
+#include "query_tree.h"
 #include "shape.h"
 
 namespace lockstep::sim {
@@ -109,6 +110,8 @@ struct WorldData {
   mutable std::vector<uint8_t> scratch;
   // Restore validation scratch: what the validating pass saw of each slot.
   std::vector<RestoreSlot> restore_slots;
+  // Spatial queries' tree of the current poses (not state: rebuilt when the state changes).
+  mutable QueryTree query_tree;
 };
 
 /// Recomputes derived per-body data (inverse mass and inertia, world inertia) from a record.

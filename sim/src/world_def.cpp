@@ -42,6 +42,8 @@ Error validate_world_def(const WorldDef& def) {
                           def.restitution_threshold,
                           def.contact_margin_m,
                           def.max_speculative_margin_m,
+                          def.contact_reuse_distance_m,
+                          def.contact_reuse_angle_rad,
                           def.max_angular_speed,
                           def.max_linear_speed,
                           def.max_input_linear_impulse,
@@ -73,6 +75,8 @@ Error validate_world_def(const WorldDef& def) {
       Error::none) {
     return e;
   }
+  if ((e = check_range(def.contact_reuse_distance_m, 0.0f, 1.0f)) != Error::none) return e;
+  if ((e = check_range(def.contact_reuse_angle_rad, 0.0f, 0.5f)) != Error::none) return e;
   if ((e = check_range(def.max_angular_speed, 0.0f, 1.0e4f)) != Error::none) return e;
   if ((e = check_range(def.max_linear_speed, 0.0f, 1.0e5f)) != Error::none) return e;
   if (!(def.max_angular_speed > 0.0f) || !(def.max_linear_speed > 0.0f)) {

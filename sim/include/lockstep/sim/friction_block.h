@@ -1,4 +1,4 @@
-// The exact 2x2 friction block of one contact point (the friction-block study, seed 000).
+// The exact 2x2 friction block of one contact point (docs/physics.md, section 3).
 //
 //   minimise  F(J) = ½ JᵀK J + v_freeᵀJ   subject to |J| ≤ R = μ·J_n
 //
@@ -137,7 +137,8 @@ FrictionBlockResult solve_friction_block(TangentMass k, Vec2 v_free, float radiu
 /// F(J) = ½ JᵀK J + v_freeᵀJ (J), for tests and diagnostics.
 float friction_block_objective(TangentMass k, Vec2 v_free, Vec2 impulse);
 
-/// v_free for a warm-started solve: v_current − K·J_old (seed 000, "热启动").
+/// v_free for a warm-started solve: v_current − K·J_old (the warm start: docs/physics.md, section
+/// 5).
 inline Vec2 friction_free_velocity(TangentMass k, Vec2 v_current, Vec2 j_old) {
   const Vec2 k_j{k.a * j_old.x + k.b * j_old.y, k.b * j_old.x + k.c * j_old.y};
   return v_current - k_j;

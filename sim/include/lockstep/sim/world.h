@@ -71,8 +71,10 @@ class World final {
   Error queue_input(const Input& input);
 
   // ---- step -----------------------------------------------------------------------------------
-  /// Advances one fixed dt: inputs → broadphase → narrowphase → velocities → warm start →
-  /// velocity iterations → positions → events → state hash. Never allocates.
+  /// Advances one fixed dt: inputs → broadphase → narrowphase → warm-start match
+  /// and prepare → `substeps` × (velocities → warm start → biased passes → speed clamps →
+  /// positions → relax passes → restitution → speed clamps) → bullets → events and contact
+  /// cache → sleeping → state hash. Never allocates; docs/physics.md has the maths.
   StepStatus step();
   uint64_t tick() const;
   /// XXH3-64 of the canonical state, as of the end of the last step (or creation/restore/edit).

@@ -1,0 +1,84 @@
+// Spatial queries on the world as the last step (or edit) left it: ray casts, sphere casts and
+// shape overlaps, for hitscan, line of sight, ground checks and trigger tests in game rules.
+//
+// - Read-only and allocation-free: results go into the caller's storage. The first query after
+//   the state changed builds the queries' own tree of the bodies' current boxes (O(n log n),
+//   memory taken at World::create); later queries on the same state reuse it. Queries are not
+//   safe to run concurrently with each other or with anything that changes the world.
+// - Deterministic: only + − × ÷ sqrt; the same world and query give the same bits on every
+//   platform. Equal fractions are ordered by body slot, so ties never depend on the tree.
+// - Shapes are closed sets: touching counts as overlapping, a ray grazing a surface hits it, and
+//   a ray or cast that starts inside (or on) a body hits it at fraction 0, with `point` the start
+//   and `normal` pointing back along the translation (the body blocks from the first instant,
+//   as solid shapes do). Exclude the caster's own body with QueryFilter::exclude.
+// - Bad input never crashes: NaN or infinity gives Error::non_finite; a zero translation, a
+//   radius or size ≤ 0, a plane as query shape, coordinates beyond ±kQueryExtent, a null output
+//   or an empty span give Error::invalid_argument, with nothing written.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "lockstep/sim/types.h"
+#include "lockstep/sim/world.h"
+
+namespace lockstep::sim {
+
+/// Largest |coordinate| (m) of a query's points and sizes (the extent of plane bodies).
+inline constexpr float kQueryExtent = 1.0e6f;
+
+/// Which bodies a query sees: body B is seen when (B.category & mask_bits) != 0, and
+/// (category_bits & B.mask) != 0, and B is not `exclude`. Until bodies carry collision filter
+/// bits, every body is in all categories and accepts all, so only mask_bits == 0 (nothing) and
+/// `exclude` leave bodies out.
+struct QueryFilter {
+  uint32_t category_bits = 1;        // what the query is, tested against bodies' masks
+  uint32_t mask_bits = 0xffffffffu;  // which body categories the query sees
+  BodyId exclude{};                  // a body to ignore, e.g. the shooter (null: none)
+};
+
+/// Where a ray or a cast first meets a body.
+struct RayHit {
+  BodyId body{};
+  Vec3 point{};   // on the body's surface (m); the start when fraction is 0 from inside
+  Vec3 normal{};  // unit, the body's outward surface normal at `point`
+  float fraction =
+      0;  // in [0, 1]: the ray (or the cast's centre) is at start + fraction·translation
+};
+
+/// What a query did: `count` results written, `found` results that exist (more than written
+/// when the caller's span was too small: the ones kept are the first in the result order).
+struct QueryResult {
+  Error error = Error::none;
+  uint32_t count = 0;
+  uint32_t found = 0;
+  bool ok() const { return error == Error::none; }
+  bool overflow() const { return found > count; }
+};
+
+/// Closest body along origin → origin + translation: count 1 and *hit filled, or count 0.
+/// Among equal fractions the lowest body slot wins.
+QueryResult ray_cast(const World& world, Vec3 origin, Vec3 translation, const QueryFilter& filter,
+                     RayHit* hit);
+
+/// Every body along the ray, one hit each (where it enters), sorted by fraction then body slot.
+/// When more exist than `hits` holds, the first ones in that order are kept and found > count.
+QueryResult ray_cast_all(const World& world, Vec3 origin, Vec3 translation,
+                         const QueryFilter& filter, std::span<RayHit> hits);
+
+/// Bodies whose shapes overlap or touch `shape` (a sphere, box or capsule; only its geometry is
+/// read) at `pose`, in slot order. When more exist than `bodies` holds, the lowest slots are kept.
+QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& pose,
+                    const QueryFilter& filter, std::span<BodyId> bodies);
+
+/// First body met by `shape` (a sphere) moved from `start` along `translation`: count 1 and *hit
+/// filled (the contact point on the body, the body's normal there), or count 0.
+QueryResult shape_cast(const World& world, const ShapeDef& shape, const Transform& start,
+                       Vec3 translation, const QueryFilter& filter, RayHit* hit);
+
+/// XXH3-64 of the results of a fixed set of queries over |x|, |z| ≤ 10 m, 0 ≤ y ≤ 20 m (rays
+/// down a grid and across at several heights, all-hit rays, sphere casts and overlaps), for
+/// checking that queries give the same bits on every platform (the query golden).
+uint64_t query_probe_hash(const World& world);
+
+}  // namespace lockstep::sim
