@@ -827,7 +827,7 @@ TEST(NetServer, OverlappingVersionsNegotiateTheHighestCommonOne) {
 
 TEST(NetServer, ClientThatStopsReadingIsDroppedAndItsQueueStaysBounded) {
   server::ServerConfig config = test_config();
-  constexpr uint64_t kLimit = 256u << 10;  // the inputs scene's largest snapshot is ~165 KiB
+  constexpr uint64_t kLimit = 512u << 10;  // the inputs scene's largest snapshot is ~305 KiB
   config.queue_limit_bytes = kLimit;
   config.socket_send_buffer_bytes = 16u << 10;  // keep the kernel from absorbing much
   config.max_snapshot_rate_hz = 60;

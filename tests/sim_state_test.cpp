@@ -420,7 +420,8 @@ constexpr size_t kPayloadSlots = kHeaderBytes + 4 + 8 + 8;  // slot count offset
 constexpr size_t kFirstSlot = kPayloadSlots + 4;            // slot 0: u32 generation, u8 alive
 constexpr size_t kLiveBodyBytes = 139;                      // after generation and alive
 // Warm-start point: feature, normal impulse, friction impulse (3), anchor in A's frame (3).
-constexpr size_t kPointBytes = 4 + 4 + 12 + 12;
+constexpr size_t kPointBytes = 4 + 4 + 12 + 12 + 4;
+constexpr size_t kReferenceBytes = 12 + 16 + 12;  // a manifold's reference pose
 
 void put_u32(std::vector<uint8_t>& b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -473,7 +474,7 @@ TEST(SimState, HeaderErrorsAreNamed) {
     expect_refused(*target.world, bad, Error::snapshot_bad_magic, "magic", i);
   }
   std::vector<uint8_t> future = bytes;
-  put_u32(future, 4, 3);  // a version from the future, even with a valid checksum
+  put_u32(future, 4, 4);  // a version from the future, even with a valid checksum
   reseal(future);
   expect_refused(*target.world, future, Error::snapshot_version, "future version");
   // The state encoding's own version, inside the checksummed payload.
@@ -601,16 +602,18 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
   size_t at = kFirstSlot;
   for (uint32_t slot = 0; slot < slot_count; ++slot)
     at += 5 + (bytes[at + 4] ? kLiveBodyBytes : 0);
-  const size_t cache = at;  // u32 count; per manifold u64 key, u8 points, kPointBytes per point
+  // u32 count; per manifold u64 key, u8 points, the reference pose, kPointBytes per point.
+  const size_t cache = at;
   ASSERT_GE(bytes[cache], 2);
   const size_t key0 = cache + 4;
   const size_t points0 = key0 + 8;
-  const size_t impulse0 = points0 + 1 + 4;
-  const size_t key1 = points0 + 1 + kPointBytes * size_t{bytes[points0]};
+  const size_t reference0 = points0 + 1;
+  const size_t impulse0 = reference0 + kReferenceBytes + 4;
+  const size_t key1 = reference0 + kReferenceBytes + kPointBytes * size_t{bytes[points0]};
   size_t inputs = cache + 4;
   const uint32_t manifolds = bytes[cache];
   for (uint32_t m = 0; m < manifolds; ++m)
-    inputs += 9 + kPointBytes * size_t{bytes[inputs + 8]};
+    inputs += 9 + kReferenceBytes + kPointBytes * size_t{bytes[inputs + 8]};
   ASSERT_EQ(bytes[inputs], 1);  // the one input queued above
   ASSERT_EQ(inputs + 4 + 44 + kTrailerBytes, bytes.size());
   const Edit tail_edits[] = {
@@ -622,6 +625,10 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
       {"NaN normal impulse", impulse0, nan_bits, false},
       {"inf friction impulse", impulse0 + 4, inf_bits, false},
       {"inf anchor", impulse0 + 16, inf_bits, false},
+      {"NaN reference separation", impulse0 + 28, nan_bits, false},
+      {"NaN reference position", reference0, nan_bits, false},
+      {"reference rotation not unit", reference0 + 12 + 12, 0x40000000u, false},  // w = 2
+      {"reference normal not unit", reference0 + 28, 0x40000000u, false},
       {"input count beyond capacity", inputs, 100000, false},
       {"input for a dead slot", inputs + 4 + 8, 250, false},
       {"input with a stale generation", inputs + 4 + 12, 5, false},

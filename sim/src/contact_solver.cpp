@@ -246,8 +246,7 @@ void store_contact_cache(std::span<const ContactConstraint> constraints,
       cp.feature = p.feature;
       cp.normal_impulse = p.normal_impulse;
       cp.local_anchor_a = p.local_anchor_a;
-      cp.local_point_a = p.local_point_a;
-      cp.local_point_b = p.local_point_b;
+      cp.reference_separation_m = p.reference_separation_m;
       cp.friction_impulse = p.tangent_impulse.x * c.tangent1 + p.tangent_impulse.y * c.tangent2;
     }
   }

@@ -29,17 +29,17 @@ static_assert(sizeof(BodySolverState) == 64, "keep the hot body data one cache l
 /// (match_warm_start), this step's accumulated impulses out (unpack_contact_lanes). The
 /// iterations never read this (prepare_contact_lanes packs it into lanes).
 struct ContactPoint {
-  Vec3 anchor_a{};        // r_A: body A's centre to the point, world axes (m)
-  Vec3 anchor_b{};        // r_B (m)
-  Vec3 local_anchor_a{};  // r_A in body A's frame (m): warm-start matching by position
+  Vec3 anchor_a{};  // r_A: body A's centre to the point, world axes (m)
+  Vec3 anchor_b{};  // r_B (m)
+  // r_A in body A's frame (m) where the narrowphase found the point (a reused manifold keeps it,
+  // world.cpp): warm-start matching by position, and with reference_separation the point's
+  // place on both surfaces.
+  Vec3 local_anchor_a{};
   float separation_m = 0;
   uint32_t feature = 0;
-  // Where the narrowphase last ran for this pair (a reused manifold keeps them, world.cpp): the
-  // point on A's surface in A's frame and on B's surface in B's frame (m).
-  Vec3 local_point_a{};
-  Vec3 local_point_b{};
-  float normal_impulse = 0;  // warm start λ_n (N·s)
-  Vec2 tangent_impulse{};    // warm start J along (t1, t2) (N·s)
+  float reference_separation_m = 0;  // separation_m when the narrowphase found the point
+  float normal_impulse = 0;          // warm start λ_n (N·s)
+  Vec2 tangent_impulse{};            // warm start J along (t1, t2) (N·s)
 };
 
 /// The velocities the iterations read and write, per body slot (32 bytes; the pads keep each
@@ -87,8 +87,7 @@ struct CachedPoint {
   float normal_impulse = 0;  // N·s
   Vec3 friction_impulse{};   // world vector (N·s), re-projected on the next step's tangents
   Vec3 local_anchor_a{};     // the point in body A's frame (m), for matching by position
-  Vec3 local_point_a{};      // ContactPoint's: where the narrowphase found it (m)
-  Vec3 local_point_b{};
+  float reference_separation_m = 0;  // ContactPoint's
 };
 struct ContactCache {
   std::vector<CachedManifold> manifolds;

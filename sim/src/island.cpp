@@ -281,6 +281,7 @@ void carry_sleeping_contacts(WorldData& w, StepStats* stats, StepStatus* status)
     dst.key = src.key;
     dst.first_point = out_p;
     dst.point_count = src.point_count;
+    dst.reference = src.reference;
     if (from_old) {
       --j;
     } else {

@@ -20,7 +20,7 @@
 //     u64 pair key, u8 point count, the reference pose the points were found at (f32×3 B's
 //     origin and f32×4 B's rotation in body A's frame, f32×3 normal in A's frame), per point:
 //     u32 feature, f32 normal impulse, f32×3 friction impulse (world), f32×3 point in body A's
-//     frame, f32×3 point on A's surface (A's frame), f32×3 point on B's surface (B's frame)
+//     frame and f32 separation, both when the narrowphase found it
 //   u32 queued input count, per input (in the total input order):
 //     u32 player, u32 sequence, u32 body index1, u32 body generation, i32×3 linear,
 //     i32×3 angular, u32 buttons
@@ -58,19 +58,18 @@ constexpr size_t kShapeBytes = 1 + 12 * 4;
 constexpr size_t kLiveBodyBytes =
     1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4 + 1 + 4 + 4;
 constexpr size_t kManifoldBytes = 8 + 1 + 3 * 4 + 4 * 4 + 3 * 4;
-constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4 + 3 * 4 + 3 * 4;
+constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4 + 4;
 constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4;
 static_assert(kSlotBytes + kLiveBodyBytes == 144);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
-// impulse, f32×3 friction impulse, f32×3 anchor, f32×3 × 2 surface points), so on little-endian
-// hosts its bytes are its
+// impulse, f32×3 friction impulse, f32×3 anchor, f32 separation), so on little-endian hosts its
+// bytes are its
 // encoding and the encoder copies the points of a manifold at once.
 static_assert(sizeof(CachedPoint) == kPointBytes && offsetof(CachedPoint, normal_impulse) == 4 &&
               offsetof(CachedPoint, friction_impulse) == 8 &&
               offsetof(CachedPoint, local_anchor_a) == 20 &&
-              offsetof(CachedPoint, local_point_a) == 32 &&
-              offsetof(CachedPoint, local_point_b) == 44 && sizeof(Vec3) == 12);
+              offsetof(CachedPoint, reference_separation_m) == 32 && sizeof(Vec3) == 12);
 static_assert(std::is_trivially_copyable_v<CachedPoint>);
 
 constexpr bool kLittleEndianHost = std::endian::native == std::endian::little;
@@ -218,8 +217,7 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
         o.f32(points[i].normal_impulse);
         o.vec3(points[i].friction_impulse);
         o.vec3(points[i].local_anchor_a);
-        o.vec3(points[i].local_point_a);
-        o.vec3(points[i].local_point_b);
+        o.f32(points[i].reference_separation_m);
       }
     }
     o.n = flush(o.out, o.n);
@@ -468,11 +466,10 @@ Error parse_state(Reader& in, WorldData& w) {
       const float normal_impulse = in.f32();
       const Vec3 friction_impulse = in.vec3();
       const Vec3 local_anchor_a = in.vec3();
-      const Vec3 local_point_a = in.vec3();
-      const Vec3 local_point_b = in.vec3();
+      const float reference_separation = in.f32();
       if (in.failed || !std::isfinite(normal_impulse) || !(normal_impulse >= 0.0f) ||
-          !finite3(friction_impulse) || !finite3(local_anchor_a) || !finite3(local_point_a) ||
-          !finite3(local_point_b)) {
+          !finite3(friction_impulse) || !finite3(local_anchor_a) ||
+          !std::isfinite(reference_separation)) {
         return Error::snapshot_corrupt;
       }
       if constexpr (kApply) {
@@ -481,8 +478,7 @@ Error parse_state(Reader& in, WorldData& w) {
         cp.normal_impulse = normal_impulse;
         cp.friction_impulse = friction_impulse;
         cp.local_anchor_a = local_anchor_a;
-        cp.local_point_a = local_point_a;
-        cp.local_point_b = local_point_b;
+        cp.reference_separation_m = reference_separation;
       }
     }
     point_total += count;

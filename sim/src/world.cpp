@@ -1,7 +1,8 @@
 // The World: bodies in generation-checked slots, queued inputs, and the fixed-dt step
-//   inputs → speculative margins → broadphase → narrowphase → warm-start match → prepare →
-//   substeps × (velocities → warm start → biased passes → speed clamps → positions → relax
-//   passes → restitution → speed clamps) → events and counters → state hash.
+//   inputs → speculative margins → broadphase → narrowphase (manifolds reused or collided) →
+//   warm-start match → prepare → substeps × (velocities → warm start → biased passes → speed
+//   clamps → positions → relax passes → restitution → speed clamps) → bullets → events →
+//   contact cache → islands → state hash; World::step calls one function per stage.
 // Position correction as designed is Box2D v3's soft step (contact_solver.cpp has the rows):
 // the biased passes push overlaps out through a soft, heavily damped spring whose target is
 // recomputed from how far the bodies moved since the step began, the positions integrate, and
@@ -92,6 +93,7 @@ void remove_cache_entries(ContactCache& cache, uint32_t slot) {
     dst.key = cm.key;
     dst.first_point = p_out;
     dst.point_count = cm.point_count;
+    dst.reference = cm.reference;
     for (uint32_t i = 0; i < cm.point_count; ++i) {
       cache.points[p_out++] = cache.points[cm.first_point + i];
     }
@@ -502,32 +504,40 @@ Error World::queue_input(const Input& input) {
 }
 
 // ---- step -----------------------------------------------------------------------------------
+//
+// World::step is the list of stages below, each a function that reads as one idea. They share
+// WorldData and the step's counters (StepStats, StepStatus, SolverCounters); StageTimer times
+// them when WorldDef::measure_stage_times is set (never part of the state).
 
-StepStatus World::step() {
-  WorldData& w = *data_;
-  const WorldDef& def = w.def;
-  const bool timed = def.measure_stage_times;
-  const Clock::time_point t_start = timed ? Clock::now() : Clock::time_point{};
-  Clock::time_point t_mark = t_start;
-  auto lap = [&](uint64_t* out) {
-    if (!timed) return;
+namespace {
+
+class StageTimer {
+ public:
+  explicit StageTimer(bool on) : on_(on), start_(on ? Clock::now() : Clock::time_point{}) {
+    mark_ = start_;
+  }
+  // The time since the last lap into *out (replacing it), or added to *total.
+  void lap(uint64_t* out) {
+    if (!on_) return;
     const Clock::time_point now = Clock::now();
-    *out = elapsed_ns(t_mark, now);
-    t_mark = now;
-  };
-  auto lap_add = [&](uint64_t* total) {
+    *out = elapsed_ns(mark_, now);
+    mark_ = now;
+  }
+  void lap_add(uint64_t* total) {
     uint64_t ns = 0;
     lap(&ns);
     *total += ns;
-  };
+  }
+  uint64_t total_ns() const { return on_ ? elapsed_ns(start_, mark_) : 0; }
 
-  StepStats st{};
-  StepStatus status{};
-  SolverCounters sc{};
-  const float dt = def.dt_s;
-  const uint32_t slots = w.slot_count;
+ private:
+  bool on_;
+  Clock::time_point start_;
+  Clock::time_point mark_;
+};
 
-  // 1. Inputs, already in the total input order.
+// 1. Inputs, already in the total input order: impulses into the velocities.
+void apply_inputs(WorldData& w, StepStats& st) {
   for (uint32_t i = 0; i < w.input_count; ++i) {
     const Input& in = w.inputs[i];
     uint32_t slot = 0;
@@ -545,13 +555,15 @@ StepStatus World::step() {
     ++st.inputs_applied;
   }
   w.input_count = 0;
+}
 
-  // 2. Speculative margins: how far each body can move this step, |v|·dt + |ω|·r·dt (with this
-  // step's gravity), so that a pair's contact exists before its shapes can pass each other.
-  // Bounded: max_speculative_margin_m for the pair (collide's margin below).
+// 2. Speculative margins: how far each body can move this step, |v|·dt + |ω|·r·dt (with this
+// step's gravity, `gravity_step` = |g|·dt), so that a pair's contact exists before its shapes can
+// pass each other. Bounded: max_speculative_margin_m for the pair (collide_pairs).
+void size_speculative_margins(WorldData& w, float gravity_step) {
+  const WorldDef& def = w.def;
   const float spare_margin = def.max_speculative_margin_m - def.contact_margin_m;
-  const float gravity_step = length(def.gravity) * dt;
-  for (uint32_t slot = 0; slot < slots; ++slot) {
+  for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
     const BodyRecord& r = w.bodies[slot];
     float margin = 0.0f;
     if (r.alive && r.type != BodyType::static_body) {
@@ -559,25 +571,28 @@ StepStatus World::step() {
       float speed =
           length(s.linear_velocity) + length(s.angular_velocity) * bounding_radius(r.shape);
       if (r.type == BodyType::dynamic) speed += gravity_step;
-      margin = speed * dt;
+      margin = speed * def.dt_s;
       if (!(margin <= spare_margin)) margin = spare_margin;
     }
     w.speculative_margins[slot] = margin;
   }
-  lap(&st.ns_inputs_integrate);
+}
 
-  // 3. Broadphase. [sleep] Sleeping bodies keep the box they fell asleep with; sweep_and_wake
-  // sweeps the awake bodies and wakes the islands they touch (island.h).
-  // A bullet's box covers its whole travel, so that every static body it could reach is a
-  // candidate for its time of impact (step 9c); its contacts keep the bounded margin.
+// 3. Broadphase: the bodies' boxes, then the sweep. [sleep] Sleeping bodies keep the box they
+// fell asleep with; sweep_and_wake sweeps the awake bodies and wakes the islands they touch
+// (island.h). A bullet's box covers its whole travel, so that every static body it could reach
+// is a candidate for its time of impact (sweep_bullets); its contacts keep the bounded margin.
+// Returns the number of bullets.
+uint32_t update_broadphase(WorldData& w, float gravity_step, StepStats& st, StepStatus& status) {
+  const WorldDef& def = w.def;
   uint32_t bullets = 0;
-  for (uint32_t slot = 0; slot < slots; ++slot) {
+  for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
     const BodyRecord& r = w.bodies[slot];
     if (!r.alive || r.asleep) continue;
     float margin = def.contact_margin_m + w.speculative_margins[slot];
     if (r.bullet && r.type == BodyType::dynamic) {
       const BodySolverState& s = w.solver_bodies[slot];
-      const float travel = (length(s.linear_velocity) + gravity_step) * dt;
+      const float travel = (length(s.linear_velocity) + gravity_step) * def.dt_s;
       if (travel > margin) margin = travel;
       ++bullets;
     }
@@ -587,18 +602,147 @@ StepStatus World::step() {
   st.candidate_pairs = w.broadphase.pair_count;
   st.dropped_candidate_pairs = w.broadphase.dropped_pairs;
   if (st.dropped_candidate_pairs > 0) status.overflow |= overflow_candidate_pairs;
-  lap(&st.ns_broadphase);
+  return bullets;
+}
 
-  // 4. Narrowphase, in pair-key order; overflow keeps the lowest keys. A pair whose relative
-  // pose is within the reuse bounds of where its points were found keeps those points.
-  const bool reuse = def.contact_reuse_distance_m > 0.0f && def.contact_reuse_angle_rad > 0.0f;
-  const float reuse_distance2 = def.contact_reuse_distance_m * def.contact_reuse_distance_m;
-  // cos(θ/2) by its Taylor series (θ ≤ 0.5 rad: the first omitted term is below 1e-9): the
-  // quaternions of two rotations θ apart have |dot| = cos(θ/2). No libm: the same bits everywhere.
+// A pair's manifold as the narrowphase stage builds it, with what manifold reuse needs: the
+// reference pose, and per point its anchor in A's frame and its separation at that pose.
+struct FoundManifold {
+  Manifold m;
+  ManifoldReference reference;
+  Vec3 local_anchor[kMaxManifoldPoints];
+  float reference_separation[kMaxManifoldPoints];
+};
+
+// The manifold reuse bounds of a world: the squared distance and the cosine of half the angle.
+struct ReuseBounds {
+  bool on = false;
+  float distance2 = 0;
+  float half_cos = 1;
+};
+ReuseBounds reuse_bounds(const WorldDef& def) {
+  ReuseBounds b;
+  b.on = def.contact_reuse_distance_m > 0.0f && def.contact_reuse_angle_rad > 0.0f;
+  b.distance2 = def.contact_reuse_distance_m * def.contact_reuse_distance_m;
+  // The cosine of θ/2 by its Taylor series (θ ≤ 0.5 rad: the first omitted term is below 1e-9):
+  // the quaternions of two rotations θ apart have |dot| equal to it. No libm: the same bits
+  // everywhere.
   const float half_angle = 0.5f * def.contact_reuse_angle_rad;
   const float half2 = half_angle * half_angle;
-  const float reuse_half_cos =
-      1.0f - half2 * (0.5f - half2 * (1.0f / 24.0f - half2 * (1.0f / 720.0f)));
+  b.half_cos = 1.0f - half2 * (0.5f - half2 * (1.0f / 24.0f - half2 * (1.0f / 720.0f)));
+  return b;
+}
+
+// Manifold reuse: when the pair has hardly moved relative to itself since its points were found
+// (within `bounds` of the cached reference pose), the same material points, moved with their
+// bodies, with their separations measured again; points beyond `margin` are dropped.
+bool reuse_manifold(const ContactCache& cache, const CachedManifold& cm, const BodyRecord& ra,
+                    const BodyRecord& rb, const Vec3& relative_position,
+                    const Quat& relative_rotation, float margin, const ReuseBounds& bounds,
+                    FoundManifold* found) {
+  const Vec3 moved = relative_position - cm.reference.position;
+  float turned = dot(relative_rotation, cm.reference.rotation);
+  if (turned < 0.0f) turned = -turned;
+  if (!(dot(moved, moved) <= bounds.distance2 && turned >= bounds.half_cos)) return false;
+  Manifold& m = found->m;
+  const ManifoldReference& reference = cm.reference;
+  found->reference = reference;
+  m.normal = rotate(ra.orientation, reference.normal);
+  for (uint32_t k = 0; k < cm.point_count; ++k) {
+    // The point on A's surface and the one on B's, midpoint ± half the separation along the
+    // normal at the reference pose, each carried into its own body's frame.
+    const CachedPoint& cp = cache.points[cm.first_point + k];
+    const Vec3 half = (0.5f * cp.reference_separation_m) * reference.normal;
+    const Vec3 local_pa = cp.local_anchor_a + half;
+    const Vec3 local_pb =
+        inv_rotate(reference.rotation, (cp.local_anchor_a - half) - reference.position);
+    const Vec3 pa = ra.position + rotate(ra.orientation, local_pa);
+    const Vec3 pb = rb.position + rotate(rb.orientation, local_pb);
+    const float separation = dot(m.normal, pa - pb);
+    if (!(separation <= margin)) continue;
+    found->local_anchor[m.count] = cp.local_anchor_a;
+    found->reference_separation[m.count] = cp.reference_separation_m;
+    ManifoldPoint& mp = m.points[m.count++];
+    mp.position = 0.5f * (pa + pb);
+    mp.separation = separation;
+    mp.feature = cp.feature;
+  }
+  return true;
+}
+
+// The narrowphase proper: collide() the shapes (keeping last step's corners first, `cm`) and
+// record the pose it ran at as the new reference.
+void collide_manifold(const ContactCache& cache, const CachedManifold* cm, const BodyRecord& ra,
+                      const BodyRecord& rb, const Vec3& relative_position,
+                      const Quat& relative_rotation, float margin, FoundManifold* found) {
+  Manifold& m = found->m;
+  if (cm != nullptr) {
+    m.previous_count = static_cast<int>(cm->point_count);
+    for (uint32_t k = 0; k < cm->point_count; ++k)
+      m.previous_features[k] = cache.points[cm->first_point + k].feature;
+  }
+  collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
+          Transform{rb.position, rb.orientation}, margin, &m);
+  found->reference.position = relative_position;
+  found->reference.rotation = relative_rotation;
+  found->reference.normal = inv_rotate(ra.orientation, m.normal);
+  for (int k = 0; k < m.count; ++k) {
+    found->local_anchor[k] = inv_rotate(ra.orientation, m.points[k].position - ra.position);
+    found->reference_separation[k] = m.points[k].separation;
+  }
+}
+
+// Appends a found manifold as a constraint and its points; false (and counted) when the
+// capacities are full: overflow keeps the lowest keys, as the pairs come in key order.
+void add_constraint(WorldData& w, uint64_t key, const FoundManifold& found, StepStats& st,
+                    StepStatus& status) {
+  const WorldDef& def = w.def;
+  const Manifold& m = found.m;
+  const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
+  const BodyRecord& ra = w.bodies[sa];
+  const BodyRecord& rb = w.bodies[sb];
+  const uint32_t count = static_cast<uint32_t>(m.count);
+  if (w.constraint_count >= def.max_contact_pairs) {
+    ++st.dropped_contact_pairs;
+    status.overflow |= overflow_contact_pairs;
+    return;
+  }
+  const uint32_t room = def.max_contact_points - w.point_count;
+  const uint32_t take = count < room ? count : room;
+  if (take < count) {
+    st.dropped_contact_points += count - take;
+    status.overflow |= overflow_contact_points;
+  }
+  if (take == 0) return;
+  ContactConstraint& c = w.constraints[w.constraint_count++];
+  c.key = key;
+  c.slot_a = sa;
+  c.slot_b = sb;
+  c.normal = m.normal;
+  tangent_basis(c.normal, &c.tangent1, &c.tangent2);
+  c.friction = combine_friction(ra.shape.friction, rb.shape.friction);
+  c.restitution = combine_restitution(ra.shape.restitution, rb.shape.restitution);
+  c.first_point = w.point_count;
+  c.point_count = take;
+  c.reference = found.reference;
+  for (uint32_t k = 0; k < take; ++k) {
+    ContactPoint& p = w.points[w.point_count++];
+    p = ContactPoint{};
+    p.anchor_a = m.points[k].position - ra.position;
+    p.local_anchor_a = found.local_anchor[k];
+    p.anchor_b = m.points[k].position - rb.position;
+    p.separation_m = m.points[k].separation;
+    p.feature = m.points[k].feature;
+    p.reference_separation_m = found.reference_separation[k];
+  }
+}
+
+// 4. Narrowphase, in pair-key order: each candidate pair's manifold, reused or collided, into the
+// constraints. A pair whose relative pose is within the reuse bounds of where its points were
+// found keeps those points.
+void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
+  const WorldDef& def = w.def;
+  const ReuseBounds bounds = reuse_bounds(def);
   w.constraint_count = 0;
   w.point_count = 0;
   uint32_t cached = 0;
@@ -609,11 +753,6 @@ StepStatus World::step() {
     const BodyRecord& rb = w.bodies[sb];
     float margin = def.contact_margin_m + (w.speculative_margins[sa] + w.speculative_margins[sb]);
     if (!(margin <= def.max_speculative_margin_m)) margin = def.max_speculative_margin_m;
-    Manifold m;
-    ManifoldReference reference;
-    Vec3 local_a[kMaxManifoldPoints];  // the points on A's surface (A's frame) and B's (B's)
-    Vec3 local_b[kMaxManifoldPoints];
-    bool reused = false;
     // Last step's manifold of this pair (merge join: pairs and cache are both in key order).
     while (cached < w.cache.manifold_count && w.cache.manifolds[cached].key < key)
       ++cached;
@@ -623,258 +762,237 @@ StepStatus World::step() {
     }
     const Vec3 relative_position = inv_rotate(ra.orientation, rb.position - ra.position);
     const Quat relative_rotation = conjugate(ra.orientation) * rb.orientation;
-    if (cm != nullptr && reuse) {
-      // The pair has hardly moved relative to itself since its points were found: the same
-      // material points, moved with their bodies, with their separations measured again.
-      const Vec3 moved = relative_position - cm->reference.position;
-      float turned = dot(relative_rotation, cm->reference.rotation);
-      if (turned < 0.0f) turned = -turned;
-      if (dot(moved, moved) <= reuse_distance2 && turned >= reuse_half_cos) {
-        reused = true;
-        reference = cm->reference;
-        m.normal = rotate(ra.orientation, reference.normal);
-        for (uint32_t k = 0; k < cm->point_count; ++k) {
-          const CachedPoint& cp = w.cache.points[cm->first_point + k];
-          const Vec3 pa = ra.position + rotate(ra.orientation, cp.local_point_a);
-          const Vec3 pb = rb.position + rotate(rb.orientation, cp.local_point_b);
-          const float separation = dot(m.normal, pa - pb);
-          if (!(separation <= margin)) continue;
-          local_a[m.count] = cp.local_point_a;
-          local_b[m.count] = cp.local_point_b;
-          ManifoldPoint& mp = m.points[m.count++];
-          mp.position = 0.5f * (pa + pb);
-          mp.separation = separation;
-          mp.feature = cp.feature;
-        }
-        ++st.reused_manifolds;
-      }
+    FoundManifold found;
+    if (cm != nullptr && bounds.on &&
+        reuse_manifold(w.cache, *cm, ra, rb, relative_position, relative_rotation, margin, bounds,
+                       &found)) {
+      ++st.reused_manifolds;
+    } else {
+      collide_manifold(w.cache, cm, ra, rb, relative_position, relative_rotation, margin, &found);
     }
-    if (!reused) {
-      if (cm != nullptr) {
-        m.previous_count = static_cast<int>(cm->point_count);
-        for (uint32_t k = 0; k < cm->point_count; ++k)
-          m.previous_features[k] = w.cache.points[cm->first_point + k].feature;
-      }
-      collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
-              Transform{rb.position, rb.orientation}, margin, &m);
-      reference.position = relative_position;
-      reference.rotation = relative_rotation;
-      reference.normal = inv_rotate(ra.orientation, m.normal);
-      for (int k = 0; k < m.count; ++k) {
-        // The midpoint ± half the separation along n: the points on A's and B's surfaces.
-        const Vec3 half = (0.5f * m.points[k].separation) * m.normal;
-        local_a[k] = inv_rotate(ra.orientation, (m.points[k].position + half) - ra.position);
-        local_b[k] = inv_rotate(rb.orientation, (m.points[k].position - half) - rb.position);
-      }
-    }
-    if (m.count <= 0) continue;
-    const uint32_t count = static_cast<uint32_t>(m.count);
-    if (w.constraint_count >= def.max_contact_pairs) {
-      ++st.dropped_contact_pairs;
-      status.overflow |= overflow_contact_pairs;
-      continue;
-    }
-    const uint32_t room = def.max_contact_points - w.point_count;
-    const uint32_t take = count < room ? count : room;
-    if (take < count) {
-      st.dropped_contact_points += count - take;
-      status.overflow |= overflow_contact_points;
-    }
-    if (take == 0) continue;
-    ContactConstraint& c = w.constraints[w.constraint_count++];
-    c.key = key;
-    c.slot_a = sa;
-    c.slot_b = sb;
-    c.normal = m.normal;
-    tangent_basis(c.normal, &c.tangent1, &c.tangent2);
-    c.friction = combine_friction(ra.shape.friction, rb.shape.friction);
-    c.restitution = combine_restitution(ra.shape.restitution, rb.shape.restitution);
-    c.first_point = w.point_count;
-    c.point_count = take;
-    c.reference = reference;
-    for (uint32_t k = 0; k < take; ++k) {
-      ContactPoint& p = w.points[w.point_count++];
-      p = ContactPoint{};
-      p.anchor_a = m.points[k].position - ra.position;
-      p.local_anchor_a = inv_rotate(ra.orientation, p.anchor_a);
-      p.anchor_b = m.points[k].position - rb.position;
-      p.separation_m = m.points[k].separation;
-      p.feature = m.points[k].feature;
-      p.local_point_a = local_a[k];
-      p.local_point_b = local_b[k];
-    }
+    if (found.m.count <= 0) continue;
+    add_constraint(w, key, found, st, status);
   }
   st.manifolds = w.constraint_count;
   st.contact_points = w.point_count;
-  lap(&st.ns_narrowphase);
+}
 
-  // [sleep] Bodies a contact woke during the broadphase take part from here on.
+// [sleep] Counts the awake dynamic bodies (those a contact woke during the broadphase take part
+// from here on). False when nothing can move (every dynamic body asleep, no kinematic body): the
+// substeps are then skipped.
+bool count_awake_bodies(const WorldData& w, StepStats& st) {
   uint32_t kinematic_bodies = 0;
-  for (uint32_t slot = 0; slot < slots; ++slot) {
+  for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
     const BodyRecord& r = w.bodies[slot];
     if (r.alive && r.type == BodyType::dynamic && !r.asleep) ++st.awake_dynamic_bodies;
     if (r.alive && r.type == BodyType::kinematic) ++kinematic_bodies;
   }
-  // Nothing can move (every dynamic body asleep, no kinematic body): the substeps are skipped.
-  const bool moving = st.awake_dynamic_bodies + kinematic_bodies > 0;
+  return st.awake_dynamic_bodies + kinematic_bodies > 0;
+}
 
-  // 5–9. Warm-start match, prepare (with the velocities before this step's gravity), then the
-  // substeps: velocities, warm start, biased passes, positions, relax passes, restitution.
+// Velocities of a substep h: gravity and damping, dynamic bodies only. v *= 1/(1 + h·c): a
+// Padé-like damping without exp, exact when c = 0.
+void integrate_velocities(const WorldData& w, std::span<SolverVelocity> velocities, float h) {
+  const Vec3 gravity_h = h * w.def.gravity;
+  for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
+    const BodyRecord& r = w.bodies[slot];
+    if (!w.dynamic_flags[slot] || r.asleep) continue;  // [sleep] not integrated
+    SolverVelocity& v = velocities[slot];
+    v.linear += gravity_h;
+    v.linear = v.linear * (1.0f / (1.0f + h * r.linear_damping));
+    v.angular = v.angular * (1.0f / (1.0f + h * r.angular_damping));
+  }
+}
+
+// The speed clamps of the WorldDef, after each pass of a substep.
+void clamp_speeds(const WorldData& w, std::span<SolverVelocity> velocities) {
+  for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
+    if (!w.dynamic_flags[slot]) continue;
+    SolverVelocity& v = velocities[slot];
+    v.linear = clamp_speed(v.linear, w.def.max_linear_speed);
+    v.angular = clamp_speed(v.angular, w.def.max_angular_speed);
+  }
+}
+
+// Positions of a substep h: semi-implicit Euler; q += ½h·(ω⊗q), then normalize. Kinematic bodies
+// move by their velocity too; static bodies never move. Δp and Δθ feed the rows' separations.
+void integrate_positions(WorldData& w, std::span<const SolverVelocity> velocities,
+                         std::span<SolverVelocity> deltas, float h) {
+  const float half_h = 0.5f * h;
+  for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
+    BodyRecord& r = w.bodies[slot];
+    // [sleep] Sleeping bodies do not move (normalize would change the bits of their rotation).
+    if (!r.alive || r.type == BodyType::static_body || r.asleep) continue;
+    const SolverVelocity& v = velocities[slot];
+    r.position += h * v.linear;
+    const Vec3 omega = v.angular;
+    const Quat spin = Quat{omega.x, omega.y, omega.z, 0.0f} * r.orientation;
+    const Quat q = r.orientation;
+    r.orientation = normalize(Quat{q.x + half_h * spin.x, q.y + half_h * spin.y,
+                                   q.z + half_h * spin.z, q.w + half_h * spin.w});
+    SolverVelocity& d = deltas[slot];
+    d.linear += h * v.linear;
+    d.angular += h * omega;
+  }
+}
+
+// 5–9. Warm-start match and prepare (with the velocities before this step's gravity); then, when
+// anything can move, the substeps: velocities, warm start, biased passes, speed clamps,
+// positions, relax passes (the same rows without the bias, with prepare's anchors and masses),
+// restitution, speed clamps; the velocities back into the bodies.
+void solve_contacts(WorldData& w, float gravity_step, bool moving, StepStats& st,
+                    SolverCounters& sc, StageTimer& timer) {
+  const WorldDef& def = w.def;
+  const uint32_t slots = w.slot_count;
   const std::span<ContactConstraint> constraints(w.constraints.data(), w.constraint_count);
   const std::span<ContactPoint> points(w.points.data(), w.point_count);
   const std::span<BodySolverState> bodies(w.solver_bodies.data(), slots);
   match_warm_start(constraints, points, w.cache, &sc);
   SolverSettings settings =
-      make_solver_settings(dt, def.substeps, def.contact_hertz, def.contact_damping_ratio,
+      make_solver_settings(def.dt_s, def.substeps, def.contact_hertz, def.contact_damping_ratio,
                            def.linear_slop_m, def.max_bias_velocity, def.restitution_threshold);
   settings.gravity_step = gravity_step;
   build_contact_lanes(constraints, bodies, slots, &w.lanes);
   prepare_contact_lanes(constraints, points, bodies, settings, &w.lanes, &sc);
+  if (!moving) return;
   const std::span<SolverVelocity> velocities(w.solver_velocities.data(), slots);
   const std::span<SolverVelocity> deltas(w.solver_deltas.data(), slots);
-  if (moving) {
-    gather_velocities(bodies, velocities);
-    for (SolverVelocity& d : deltas)
-      d = SolverVelocity{};
-    const float h = settings.substep_s;
-    const float half_h = 0.5f * h;
-    const Vec3 gravity_h = h * def.gravity;
-    auto clamp_speeds = [&] {
-      for (uint32_t slot = 0; slot < slots; ++slot) {
-        if (!w.dynamic_flags[slot]) continue;
-        SolverVelocity& v = velocities[slot];
-        v.linear = clamp_speed(v.linear, def.max_linear_speed);
-        v.angular = clamp_speed(v.angular, def.max_angular_speed);
-      }
-    };
-    for (uint32_t sub = 0; sub < def.substeps; ++sub) {
-      // Velocities: gravity and damping, dynamic bodies only. v *= 1/(1 + h·c): a Padé-like
-      // damping without exp, exact when c = 0.
-      for (uint32_t slot = 0; slot < slots; ++slot) {
-        const BodyRecord& r = w.bodies[slot];
-        if (!w.dynamic_flags[slot] || r.asleep) continue;  // [sleep] not integrated
-        SolverVelocity& v = velocities[slot];
-        v.linear += gravity_h;
-        v.linear = v.linear * (1.0f / (1.0f + h * r.linear_damping));
-        v.angular = v.angular * (1.0f / (1.0f + h * r.angular_damping));
-      }
-      warm_start_lanes(w.lanes, velocities);
-      for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
-        solve_lanes(&w.lanes, velocities, deltas, true, &sc);
-      }
-      clamp_speeds();
-      lap_add(&st.ns_solve);
-
-      // Positions: semi-implicit Euler; q += ½h·(ω⊗q), then normalize. Kinematic bodies move by
-      // their velocity too; static bodies never move. Δp and Δθ feed the rows' separations.
-      for (uint32_t slot = 0; slot < slots; ++slot) {
-        BodyRecord& r = w.bodies[slot];
-        // [sleep] Sleeping bodies do not move (normalize would change the bits of their rotation).
-        if (!r.alive || r.type == BodyType::static_body || r.asleep) continue;
-        const SolverVelocity& v = velocities[slot];
-        r.position += h * v.linear;
-        const Vec3 omega = v.angular;
-        const Quat spin = Quat{omega.x, omega.y, omega.z, 0.0f} * r.orientation;
-        const Quat q = r.orientation;
-        r.orientation = normalize(Quat{q.x + half_h * spin.x, q.y + half_h * spin.y,
-                                       q.z + half_h * spin.z, q.w + half_h * spin.w});
-        SolverVelocity& d = deltas[slot];
-        d.linear += h * v.linear;
-        d.angular += h * omega;
-      }
-      lap_add(&st.ns_integrate_positions);
-
-      // Relax: the same rows without the bias, with prepare's anchors and masses.
-      for (uint32_t it = 0; it < def.relax_iterations; ++it) {
-        solve_lanes(&w.lanes, velocities, deltas, false, &sc);
-      }
-      restitute_lanes(&w.lanes, velocities);
-      clamp_speeds();
-      lap_add(&st.ns_solve);
+  gather_velocities(bodies, velocities);
+  for (SolverVelocity& d : deltas)
+    d = SolverVelocity{};
+  const float h = settings.substep_s;
+  for (uint32_t sub = 0; sub < def.substeps; ++sub) {
+    integrate_velocities(w, velocities, h);
+    warm_start_lanes(w.lanes, velocities);
+    for (uint32_t it = 0; it < def.velocity_iterations; ++it) {
+      solve_lanes(&w.lanes, velocities, deltas, true, &sc);
     }
-    scatter_velocities(velocities, bodies);
-    for (uint32_t slot = 0; slot < slots; ++slot) {
-      if (w.dynamic_flags[slot] && !w.bodies[slot].asleep) refresh_body_derived(w, slot);
+    clamp_speeds(w, velocities);
+    timer.lap_add(&st.ns_solve);
+    integrate_positions(w, velocities, deltas, h);
+    timer.lap_add(&st.ns_integrate_positions);
+    for (uint32_t it = 0; it < def.relax_iterations; ++it) {
+      solve_lanes(&w.lanes, velocities, deltas, false, &sc);
     }
-    // 9c. Bullets: each one's motion of the step (from where it started, end − Δp, to where it
-    // ended) is swept against the static bodies its box met; at a hit it goes back to the pose
-    // of the first one, keeping its velocity (time_of_impact.cpp). Pairs in key order.
-    for (uint32_t slot = 0; bullets > 0 && slot < slots; ++slot) {
-      BodyRecord& r = w.bodies[slot];
-      if (!r.alive || !r.bullet || r.type != BodyType::dynamic || r.asleep) continue;
-      const Vec3 end = r.position;
-      const Vec3 start = end - deltas[slot].linear;
-      float first = 1.0f;
-      for (uint32_t i = 0; i < w.broadphase.pair_count; ++i) {
-        const uint64_t key = w.broadphase.pairs[i];
-        const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
-        if (sa != slot && sb != slot) continue;
-        const BodyRecord& other = w.bodies[sa == slot ? sb : sa];
-        if (other.type != BodyType::static_body) continue;
-        const float t =
-            time_of_impact(r.shape, start, end, r.orientation, other.shape,
-                           Transform{other.position, other.orientation}, def.linear_slop_m);
-        if (t < first) first = t;
-      }
-      if (first < 1.0f) {
-        r.position = start + first * (end - start);
-        ++st.bullet_impacts;
-      }
+    restitute_lanes(&w.lanes, velocities);
+    clamp_speeds(w, velocities);
+    timer.lap_add(&st.ns_solve);
+  }
+  scatter_velocities(velocities, bodies);
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    if (w.dynamic_flags[slot] && !w.bodies[slot].asleep) refresh_body_derived(w, slot);
+  }
+}
+
+// 9c. Bullets: each one's motion of the step (from where it started, end − Δp, to where it
+// ended) is swept against the static bodies its box met; at a hit it goes back to the pose of
+// the first one, keeping its velocity (time_of_impact.cpp). Pairs in key order.
+void sweep_bullets(WorldData& w, StepStats& st) {
+  for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
+    BodyRecord& r = w.bodies[slot];
+    if (!r.alive || !r.bullet || r.type != BodyType::dynamic || r.asleep) continue;
+    const Vec3 end = r.position;
+    const Vec3 start = end - w.solver_deltas[slot].linear;
+    float first = 1.0f;
+    for (uint32_t i = 0; i < w.broadphase.pair_count; ++i) {
+      const uint64_t key = w.broadphase.pairs[i];
+      const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
+      if (sa != slot && sb != slot) continue;
+      const BodyRecord& other = w.bodies[sa == slot ? sb : sa];
+      if (other.type != BodyType::static_body) continue;
+      const float t =
+          time_of_impact(r.shape, start, end, r.orientation, other.shape,
+                         Transform{other.position, other.orientation}, w.def.linear_slop_m);
+      if (t < first) first = t;
+    }
+    if (first < 1.0f) {
+      r.position = start + first * (end - start);
+      ++st.bullet_impacts;
     }
   }
-  st.velocity_iterations = def.substeps * (def.velocity_iterations + def.relax_iterations);
-  lap_add(&st.ns_solve);
+}
 
-  // 10. Events (merge join of last step's touching pairs with this step's) and the new cache.
-  {
-    uint32_t i = 0, j = 0, n_events = 0;
-    const ContactCache& old = w.cache;
-    // Events beyond capacity are dropped (the highest keys, as the join runs in key order);
-    // begin_events/end_events count the buffered ones.
-    auto emit = [&](ContactEventType type, uint64_t key) {
-      if (n_events >= def.max_events) {
-        ++st.dropped_events;
-        status.overflow |= overflow_events;
-        return;
-      }
-      if (type == ContactEventType::begin) {
-        ++st.begin_events;
-      } else {
-        ++st.end_events;
-      }
-      ContactEvent& ev = w.events[n_events++];
-      ev.type = type;
-      ev.a = body_id(w, pair_slot_a(key));
-      ev.b = body_id(w, pair_slot_b(key));
-    };
-    while (i < w.constraint_count || j < old.manifold_count) {
-      const bool has_new = i < w.constraint_count;
-      const bool has_old = j < old.manifold_count;
-      const uint64_t k_new = has_new ? w.constraints[i].key : 0;
-      const uint64_t k_old = has_old ? old.manifolds[j].key : 0;
-      if (has_new && (!has_old || k_new < k_old)) {
-        emit(ContactEventType::begin, k_new);
-        ++i;
-      } else if (has_old && (!has_new || k_old < k_new)) {
-        // [sleep] A contact of a sleeping body is held, not ended (island.h).
-        if (!contact_pair_asleep(w, k_old)) emit(ContactEventType::end, k_old);
-        ++j;
-      } else {
-        ++i;
-        ++j;
-      }
+// 10. Contact events: a merge join of last step's touching pairs with this step's. Events beyond
+// capacity are dropped (the highest keys, as the join runs in key order); begin_events and
+// end_events count the buffered ones.
+void emit_contact_events(WorldData& w, StepStats& st, StepStatus& status) {
+  uint32_t i = 0, j = 0, n_events = 0;
+  const ContactCache& old = w.cache;
+  auto emit = [&](ContactEventType type, uint64_t key) {
+    if (n_events >= w.def.max_events) {
+      ++st.dropped_events;
+      status.overflow |= overflow_events;
+      return;
     }
-    w.event_count = n_events;
+    if (type == ContactEventType::begin) {
+      ++st.begin_events;
+    } else {
+      ++st.end_events;
+    }
+    ContactEvent& ev = w.events[n_events++];
+    ev.type = type;
+    ev.a = body_id(w, pair_slot_a(key));
+    ev.b = body_id(w, pair_slot_b(key));
+  };
+  while (i < w.constraint_count || j < old.manifold_count) {
+    const bool has_new = i < w.constraint_count;
+    const bool has_old = j < old.manifold_count;
+    const uint64_t k_new = has_new ? w.constraints[i].key : 0;
+    const uint64_t k_old = has_old ? old.manifolds[j].key : 0;
+    if (has_new && (!has_old || k_new < k_old)) {
+      emit(ContactEventType::begin, k_new);
+      ++i;
+    } else if (has_old && (!has_new || k_old < k_new)) {
+      // [sleep] A contact of a sleeping body is held, not ended (island.h).
+      if (!contact_pair_asleep(w, k_old)) emit(ContactEventType::end, k_old);
+      ++j;
+    } else {
+      ++i;
+      ++j;
+    }
   }
+  w.event_count = n_events;
+}
+
+// 10a. The step's impulses back into its points, and the points into the warm-start cache
+// (with the held contacts of sleeping bodies carried over).
+void store_contacts(WorldData& w, StepStats& st, StepStatus& status) {
+  const std::span<ContactConstraint> constraints(w.constraints.data(), w.constraint_count);
+  const std::span<ContactPoint> points(w.points.data(), w.point_count);
   unpack_contact_lanes(w.lanes, points);
   store_contact_cache(constraints, points, &w.next_cache);
   carry_sleeping_contacts(w, &st, &status);  // [sleep] held contacts keep their warm start
   std::swap(w.cache, w.next_cache);
-  lap(&st.ns_contacts);
+}
 
-  // 10b. [sleep] Rest timers, islands of this step's manifolds, islands falling asleep.
-  update_islands(w, &st);
-  lap(&st.ns_islands);
+}  // namespace
+
+StepStatus World::step() {
+  WorldData& w = *data_;
+  const WorldDef& def = w.def;
+  StageTimer timer(def.measure_stage_times);
+  StepStats st{};
+  StepStatus status{};
+  SolverCounters sc{};
+  const float gravity_step = length(def.gravity) * def.dt_s;
+
+  apply_inputs(w, st);
+  size_speculative_margins(w, gravity_step);
+  timer.lap(&st.ns_inputs_integrate);
+  const uint32_t bullets = update_broadphase(w, gravity_step, st, status);
+  timer.lap(&st.ns_broadphase);
+  collide_pairs(w, st, status);
+  timer.lap(&st.ns_narrowphase);
+  const bool moving = count_awake_bodies(w, st);
+  solve_contacts(w, gravity_step, moving, st, sc, timer);
+  if (moving && bullets > 0) sweep_bullets(w, st);
+  st.velocity_iterations = def.substeps * (def.velocity_iterations + def.relax_iterations);
+  timer.lap_add(&st.ns_solve);
+  emit_contact_events(w, st, status);
+  store_contacts(w, st, status);
+  timer.lap(&st.ns_contacts);
+  update_islands(w, &st);  // 10b. [sleep] rest timers, islands, islands falling asleep
+  timer.lap(&st.ns_islands);
 
   ++w.tick;
   st.tick = w.tick;
@@ -883,11 +1001,9 @@ StepStatus World::step() {
   st.skipped_normal_rows = sc.skipped_normal_rows;
   st.skipped_friction_rows = sc.skipped_friction_rows;
   if (!status.ok()) ++w.counters.overflow_steps;
-
-  // 11. State hash.
-  update_state_hash(w);
-  lap(&st.ns_hash);
-  if (timed) st.ns_total = elapsed_ns(t_start, t_mark);
+  update_state_hash(w);  // 11.
+  timer.lap(&st.ns_hash);
+  st.ns_total = timer.total_ns();
   w.stats = st;
   return status;
 }
