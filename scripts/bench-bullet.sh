@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side comparison with Bullet 3 (issue 7 item 2), one command:
+# Side-by-side comparison with Bullet 3, one command:
 #   1. configure $BUILD_DIR (build/release) as Release and build lockstep-bench-bullet, which
 #      CMake only defines when libbullet-dev is installed (scripts/setup.sh libbullet-dev);
 #   2. run it (every scene, both engines, interleaved in one process; ~3-4 min on a 2-core VM)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Simulation benchmarks (issue 7 item 1), one command:
+# Simulation benchmarks, one command:
 #   1. configure $BUILD_DIR (build/release) as Release and build lockstep-bench-sim;
 #   2. run every benchmark (~2-3 min on a 2-core VM) as JSON, convert it with
 #      scripts/bench-csv.py and write bench/results/<machine>/sim.csv ($SIM_CSV).

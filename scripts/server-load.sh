@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Server load benchmark (issue 5 "Benchmark", issue 7 item 5): numbers, never a timed test.
+# Server load benchmark: numbers, never a timed test.
 #   1. build lockstep-server, lockstep-load and lockstep-bot in Release;
 #   2. for N in $LOAD_ROOMS (10 50 100 200): start lockstep-server on 127.0.0.1 (free port,
 #      --max-rooms N+8, no replay windows, log level warn), run lockstep-load with N rooms x 4 raw

@@ -1,13 +1,16 @@
 // The client SDK over real sockets on 127.0.0.1, against a server hosted in this process on an
-// ephemeral port (its own thread). The room ticks at 240 Hz so 600 ticks take 2.5 s; every wait
-// is bounded (kWait) and ctest adds a TIMEOUT on top, so nothing here can hang.
+// ephemeral port (its own thread, net_test_harness.h). The room ticks at 240 Hz so 600 ticks take
+// 2.5 s on an idle machine. Tests wait for what they check (ticks verified, inputs counted), not
+// for time, and assert no durations, so a busy machine only makes them slower; every wait is
+// bounded (kWait) and ctest adds a TIMEOUT on top, so nothing here can hang.
 //
 // What is checked, and against what:
 // - hashes are compared between clients (each computed its own by stepping its own world) and
 //   each was compared by the SDK against the server's, so agreement is three-way;
 // - a desync is provoked by moving one body of one client's world (the test hook) and must be
 //   reported at exactly the next tick, counted by the server, and healed by a resync;
-// - thin-client rates are checked against the wall clock and the tick spacing.
+// - thin-client rates are checked by the tick spacing, and against the wall clock only in the
+//   direction load cannot fake (no snapshot of a tick before that tick is due).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +27,7 @@
 #include "lockstep/client_sdk/client.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
+#include "net_test_harness.h"
 
 namespace {
 
@@ -34,49 +38,18 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kTickRateHz = 240;
 // 4 ticks = 16.7 ms at 240 Hz: ample for loopback even under sanitizers, so inputs are on time.
 constexpr uint32_t kInputDelayTicks = 4;
-// Upper bound of any single wait below; generous for a loaded 2-core machine under ASan.
-constexpr auto kWait = 20s;
+// Upper bound of any single wait below: a hang guard, never a measurement.
+constexpr auto kWait = net_test::kHangGuard;
 
-// A server on 127.0.0.1:0 running on its own thread for the life of the object.
-class TestServer {
- public:
-  explicit TestServer(const std::function<void(server::ServerConfig&)>& tweak = nullptr) {
-    config_.bind_address = "127.0.0.1";
-    config_.port = 0;
-    config_.tick_rate_hz = kTickRateHz;
-    config_.input_delay_ticks = kInputDelayTicks;
-    config_.stats_log_interval = 0ms;
-    config_.handle_signals = false;
-    config_.replay_dir = "";  // replay files are net_replay_test's concern; write none here
-    if (tweak) tweak(config_);
-    server_ = std::make_unique<server::Server>(config_);
-    std::string error;
-    started_ = server_->start(&error);
-    EXPECT_TRUE(started_) << error;
-    if (started_) thread_ = std::thread([this] { server_->run(); });
-  }
-  ~TestServer() { stop(); }
+// The room every test here plays in: the inputs scene at 240 Hz on loopback.
+server::ServerConfig room_config() {
+  server::ServerConfig config = net_test::loopback_config();
+  config.tick_rate_hz = kTickRateHz;
+  config.input_delay_ticks = kInputDelayTicks;
+  return config;
+}
 
-  void stop() {
-    if (thread_.joinable()) {
-      server_->request_shutdown();
-      thread_.join();
-    }
-  }
-  uint16_t port() const { return server_->port(); }
-  bool started() const { return started_; }
-  server::ServerStats stats() const {
-    std::optional<server::ServerStats> stats = server_->collect_stats(5s);
-    EXPECT_TRUE(stats.has_value()) << "the server thread did not answer within 5 s";
-    return stats.value_or(server::ServerStats{});
-  }
-
- private:
-  server::ServerConfig config_;
-  std::unique_ptr<server::Server> server_;
-  std::thread thread_;
-  bool started_ = false;
-};
+using TestServer = net_test::InProcessServer;
 
 // One SDK client and everything it reported.
 struct TestClient {
@@ -170,8 +143,7 @@ struct TestClient {
 
 // Polls every client until `done` holds; false when kWait ran out first.
 bool pump_until(const std::vector<TestClient*>& clients, const std::function<bool()>& done,
-                std::chrono::milliseconds timeout =
-                    std::chrono::duration_cast<std::chrono::milliseconds>(kWait)) {
+                std::chrono::milliseconds timeout = kWait) {
   const Clock::time_point until = Clock::now() + timeout;
   while (!done()) {
     if (Clock::now() >= until) return false;
@@ -208,7 +180,7 @@ size_t expect_same_hashes(const TestClient& a, const TestClient& b, uint64_t fro
 }
 
 TEST(NetClient, JoinAndLateJoinSeeTheSameHashes) {
-  TestServer server;
+  TestServer server(room_config());
   ASSERT_TRUE(server.started());
   TestClient early("early");
   early.send_inputs = true;
@@ -226,27 +198,30 @@ TEST(NetClient, JoinAndLateJoinSeeTheSameHashes) {
   EXPECT_EQ(early.hashes.size(), early.last_tick() - early.first_tick() + 1);
 
   // The late joiner is poll-driven (no io thread): the other way a game can run the SDK.
+  const uint64_t early_reached = early.last_tick();  // stepped by the room before `late` came
   TestClient late("late");
   ASSERT_TRUE(late.connect(server.port(), {}, /*own_thread=*/false));
   ASSERT_TRUE(pump_until({&early, &late},
                          [&] {
                            return late.joined && late.hashes.size() >= 120 &&
-                                  early.last_tick() >= late.last_tick();
+                                  early.last_tick() >= late.last_tick() &&
+                                  early.ticks_with_inputs > 60;
                          }))
       << describe(early) << "\n"
       << describe(late);
   EXPECT_EQ(late.joined->player_id, 2u);
-  EXPECT_GE(late.joined->tick, early.joined->tick + 120);
+  EXPECT_GE(late.joined->tick, early_reached);
   ASSERT_FALSE(late.snapshots.empty());
+  EXPECT_GE(late.snapshots.front().tick, early_reached);
   EXPECT_EQ(late.first_tick(), late.snapshots.front().tick + 1);
   EXPECT_EQ(late.hashes.size(), late.last_tick() - late.first_tick() + 1);
 
   // The late joiner's every tick is one the early client verified, with the same hash.
   const size_t shared = expect_same_hashes(late, early);
   EXPECT_EQ(shared, late.hashes.size());
-  // The early client's inputs moved the world, so the agreement is not about a resting scene
-  // (it sends once per tick it gets to; a loaded machine may batch a few ticks per poll).
-  EXPECT_GT(early.ticks_with_inputs, 60u);
+  // The early client's inputs moved the world (waited for above: it sends once per tick it gets
+  // to, and a loaded machine batches several ticks per poll), so the agreement is not about a
+  // resting scene.
   for (const TestClient* c : {&early, &late}) {
     EXPECT_TRUE(c->desyncs.empty()) << describe(*c);
     EXPECT_TRUE(c->errors.empty()) << describe(*c);
@@ -255,7 +230,7 @@ TEST(NetClient, JoinAndLateJoinSeeTheSameHashes) {
 }
 
 TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
-  TestServer server;
+  TestServer server(room_config());
   ASSERT_TRUE(server.started());
   std::vector<std::unique_ptr<TestClient>> owned;
   std::vector<TestClient*> clients;
@@ -266,12 +241,15 @@ TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
     clients.push_back(owned.back().get());
     ASSERT_TRUE(owned.back()->connect(server.port()));
   }
+  // 600 ticks each, and at least 150 input frames each: one per tick a client got to, fewer
+  // when a poll applied several ticks at once (ASan on two busy cores: 222 in 600 ticks).
   auto all_done = [&] {
-    return std::all_of(clients.begin(), clients.end(),
-                       [](const TestClient* c) { return c->hashes.size() >= 600; });
+    return std::all_of(clients.begin(), clients.end(), [](const TestClient* c) {
+      return c->hashes.size() >= 600 && c->input_frames_sent >= 150;
+    });
   };
   std::string state;
-  const bool finished = pump_until(clients, all_done, 40s);
+  const bool finished = pump_until(clients, all_done);
   for (const TestClient* c : clients)
     state += describe(*c) + "\n";
   ASSERT_TRUE(finished) << state;
@@ -283,10 +261,6 @@ TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
     EXPECT_FALSE(c->disconnected.has_value()) << describe(*c);
     EXPECT_EQ(c->client.stats().desyncs, 0u);
     EXPECT_GE(c->client.stats().ticks_verified, 600u);
-    // One frame per tick the client got to: fewer when a poll applied several ticks at once
-    // (common under sanitizers: ASan on two busy cores measured 222 of 600), but a quarter of
-    // the ticks on any machine.
-    EXPECT_GT(c->input_frames_sent, 150u);
     players.push_back(c->joined->player_id);
   }
   std::sort(players.begin(), players.end());
@@ -295,26 +269,38 @@ TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
   for (size_t i = 1; i < clients.size(); ++i) {
     EXPECT_GE(expect_same_hashes(*clients[0], *clients[i]), 500u);
   }
-  // The server applied what the clients sent: nothing refused (the SDK stamps the right player
-  // and bodies), all but those still in flight or buffered for future ticks when the stats
-  // were taken (at most ~16 ticks' worth: 4 clients × 16 frames × 4 inputs), and on loopback
-  // with a 4-tick delay nearly nothing arrived late.
+  // The server applied every input the clients sent and refused none (the SDK stamps the right
+  // player and bodies). Stop sending, then wait until the room has counted each one, in flight
+  // or buffered for a future tick when they stopped. How many arrived late (and were applied at
+  // the next tick) depends on scheduling, so it is not bounded here.
+  for (TestClient* c : clients)
+    c->send_inputs = false;
   uint64_t inputs_sent = 0;
-  for (const TestClient* c : clients)
+  uint64_t frames_sent = 0;
+  for (const TestClient* c : clients) {
     inputs_sent += c->client.stats().inputs_sent;
-  const server::ServerStats stats = server.stats();
+    frames_sent += c->input_frames_sent;
+  }
+  EXPECT_GE(inputs_sent, frames_sent);  // every frame carries at least one input
+  server::ServerStats stats;
+  const bool all_counted = server.stats_eventually(
+      [&](const server::ServerStats& s) {
+        return !s.rooms.empty() &&
+               s.rooms.front().inputs_accepted + s.rooms.front().inputs_rejected >= inputs_sent;
+      },
+      &stats);
   ASSERT_FALSE(stats.rooms.empty());
   const server::RoomStats& room = stats.rooms.front();
+  EXPECT_TRUE(all_counted) << room.inputs_accepted << " accepted, " << room.inputs_rejected
+                           << " rejected of " << inputs_sent << " sent";
   EXPECT_EQ(room.inputs_rejected, 0u);
-  EXPECT_LE(room.inputs_accepted, inputs_sent);
-  EXPECT_GE(room.inputs_accepted + 4 * 16 * 4, inputs_sent);
-  EXPECT_GT(room.inputs_accepted, 4u * 150u * 4u);  // the frames bound above, times 4 clients
-  EXPECT_LE(room.inputs_late * 20, room.inputs_accepted) << "over 5% of inputs arrived late";
+  EXPECT_EQ(room.inputs_accepted, inputs_sent);
+  EXPECT_EQ(room.inputs_late_dropped, 0u);  // the default policy applies late inputs
   EXPECT_EQ(room.desync_reports, 0u);
 }
 
 TEST(NetClient, InducedDesyncIsDetectedAtItsTickReportedAndHealedByResync) {
-  TestServer server;
+  TestServer server(room_config());
   ASSERT_TRUE(server.started());
   TestClient victim("victim");
   TestClient witness("witness");
@@ -379,12 +365,13 @@ TEST(NetClient, InducedDesyncIsDetectedAtItsTickReportedAndHealedByResync) {
 }
 
 TEST(NetClient, ThinClientGetsSnapshotsAtTheGrantedRate) {
-  TestServer server;
+  TestServer server(room_config());
   ASSERT_TRUE(server.started());
   TestClient thin("spectator");
   client_sdk::ClientOptions options;
   options.mode = client_sdk::ClientMode::thin;
   options.snapshot_rate_hz = 10;
+  const Clock::time_point before_open = Clock::now();  // the first Hello opens the room
   ASSERT_TRUE(thin.connect(server.port(), options));
   ASSERT_TRUE(pump_until({&thin}, [&] { return thin.snapshots.size() >= 16; })) << describe(thin);
   ASSERT_TRUE(thin.joined.has_value());
@@ -396,12 +383,12 @@ TEST(NetClient, ThinClientGetsSnapshotsAtTheGrantedRate) {
   for (size_t i = 2; i < thin.snapshots.size(); ++i) {
     EXPECT_EQ(thin.snapshots[i].tick - thin.snapshots[i - 1].tick, 24u) << "snapshot " << i;
   }
-  // Wall clock over 14 intervals: 1.4 s at 10 Hz. ±30% absorbs a loaded machine's jitter at
-  // both ends of the span (a few ticks), while 5 Hz or 20 Hz would be far outside.
-  const double span_s =
-      std::chrono::duration<double>(thin.snapshots.back().at - thin.snapshots[1].at).count();
-  const double rate_hz = static_cast<double>(thin.snapshots.size() - 2) / span_s;
-  EXPECT_NEAR(rate_hz, 10.0, 3.0);
+  // The room ticks no faster than 240 Hz: no snapshot came before its tick was due. (Slower is
+  // what a busy machine does, so that direction is left to the tick spacing above.)
+  for (const TestClient::SnapshotSeen& seen : thin.snapshots) {
+    EXPECT_TRUE(net_test::could_be_due(seen.tick, kTickRateHz, before_open, seen.at))
+        << "snapshot of tick " << seen.tick;
+  }
 
   // A rate above the server's limit is granted at the limit (default 20 Hz).
   TestClient greedy("greedy");
@@ -414,7 +401,7 @@ TEST(NetClient, ThinClientGetsSnapshotsAtTheGrantedRate) {
 }
 
 TEST(NetClient, ServerShutdownGivesADisconnectEventWithItsReason) {
-  TestServer server;
+  TestServer server(room_config());
   ASSERT_TRUE(server.started());
   TestClient c("leaver");
   ASSERT_TRUE(c.connect(server.port()));
@@ -433,14 +420,13 @@ TEST(NetClient, ServerShutdownGivesADisconnectEventWithItsReason) {
 TEST(NetClient, ConnectingToAClosedPortEndsWithADisconnectEvent) {
   uint16_t port = 0;
   {
-    TestServer server;  // take an ephemeral port, then free it
+    TestServer server(room_config());  // take an ephemeral port, then free it
     ASSERT_TRUE(server.started());
     port = server.port();
   }
   TestClient c("nobody-home");
   ASSERT_TRUE(c.connect(port));
-  ASSERT_TRUE(pump_until(
-      {&c}, [&] { return c.disconnected.has_value(); }, 10s));
+  ASSERT_TRUE(pump_until({&c}, [&] { return c.disconnected.has_value(); }));
   EXPECT_FALSE(c.joined.has_value());
   EXPECT_NE(c.disconnected->reason.find("cannot connect"), std::string::npos)
       << c.disconnected->reason;
@@ -449,7 +435,7 @@ TEST(NetClient, ConnectingToAClosedPortEndsWithADisconnectEvent) {
 }  // namespace
 
 TEST(NetClient, AFrameOverTheClientsCapEndsTheConnectionAsABadFrame) {
-  TestServer server;
+  TestServer server(room_config());
   ASSERT_TRUE(server.started());
   TestClient c("small-cap");
   client_sdk::ClientOptions options;

@@ -1,4 +1,4 @@
-// Replays end to end (issue 6) over real sockets on 127.0.0.1: a server hosted in this process on
+// Replays end to end over real sockets on 127.0.0.1: a server hosted in this process on
 // an ephemeral port, SDK clients, and the replay files both sides write.
 //
 // What is checked, and against what:
@@ -12,7 +12,8 @@
 // - whole-match recording survives kill -9: a child process serving a room with
 //   --record-matches is SIGKILLed; its temporary file loads up to its last complete record and
 //   verifies, also when cut inside a record.
-// Every wait is bounded (kWait) and ctest adds a TIMEOUT, so nothing here can hang.
+// Tests wait for files, events and counters, never for a span of time, so a busy machine only
+// makes them slower; every wait is bounded (kWait) and ctest adds a TIMEOUT, so nothing hangs.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -41,6 +42,7 @@
 #include "lockstep/server/config.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
+#include "net_test_harness.h"
 
 namespace {
 
@@ -55,7 +57,7 @@ constexpr uint32_t kTickRateHz = 120;
 constexpr uint32_t kInputDelayTicks = 4;  // 33 ms: loopback inputs arrive on time
 constexpr uint64_t kPerturbTick = 200;
 constexpr float kPerturbX_m = 0.5f;
-constexpr auto kWait = 20s;
+constexpr auto kWait = net_test::kHangGuard;  // a hang guard, never a measurement
 
 // A fresh directory under the system temp dir, removed at the end.
 class TempDir {
@@ -92,37 +94,12 @@ std::vector<std::string> files_ending(const std::string& dir, const std::string&
   return out;
 }
 
-// A server on 127.0.0.1:0 running on its own thread for the life of the object.
-class TestServer {
- public:
-  explicit TestServer(const server::ServerConfig& config) : server_(config) {
-    std::string error;
-    started_ = server_.start(&error);
-    EXPECT_TRUE(started_) << error;
-    if (started_) thread_ = std::thread([this] { server_.run(); });
-  }
-  ~TestServer() {
-    if (thread_.joinable()) {
-      server_.request_shutdown();
-      thread_.join();
-    }
-  }
-  uint16_t port() const { return server_.port(); }
-  bool started() const { return started_; }
-
- private:
-  server::Server server_;
-  std::thread thread_;
-  bool started_ = false;
-};
+using TestServer = net_test::InProcessServer;
 
 server::ServerConfig base_config(const std::string& replay_dir) {
-  server::ServerConfig config;
-  config.bind_address = "127.0.0.1";
-  config.port = 0;
+  server::ServerConfig config = net_test::loopback_config();
   config.tick_rate_hz = kTickRateHz;
   config.input_delay_ticks = kInputDelayTicks;
-  config.stats_log_interval = 0ms;
   config.replay_dir = replay_dir;
   config.keyframe_interval_ticks = 60;
   return config;
@@ -336,8 +313,13 @@ TEST(NetReplay, ServerDesyncDumpsAreRateLimitedPerRoom) {
   ASSERT_TRUE(pump_until({&victim}, [&] {
     return victim.desyncs.size() >= 2 && victim.last_tick >= start + 100;
   })) << victim.describe();
-  // Give the second report time to reach the server (it is sent before the DesyncEvent).
-  std::this_thread::sleep_for(200ms);
+  // The server has decided about both reports (written or not) once it has counted them: it
+  // writes, or declines to, on its thread as each report arrives, before it answers for stats.
+  server::ServerStats stats;
+  ASSERT_TRUE(server.stats_eventually(
+      [](const server::ServerStats& s) { return s.desync_reports >= 2; }, &stats))
+      << stats.desync_reports << " desync reports counted";
+  EXPECT_EQ(stats.desync_reports, 2u);
   EXPECT_EQ(victim.desyncs.size(), 2u);
   // The client writes each of its own; the server only the first within its interval.
   EXPECT_EQ(files_ending(dir.sub("victim"), ".lsrp").size(), 2u);

@@ -2,13 +2,14 @@
 // malformed frames and bad inputs, slow consumers, deadlines, thin clients, resync and desync
 // reports, version negotiation, graceful shutdown, configuration.
 //
-// The server runs on port 0 in a background thread (its own io_context). The clients here are
+// The server runs on port 0 in a background thread (net_test_harness.h). The clients here are
 // deliberately raw — a socket plus the schema codec (encode_frame / FrameDecoder / decode_body),
 // not the client SDK — so they can send anything, stop reading, or misbehave. Each one checks
 // the server independently: it restores the join snapshot into its own sim::World, applies
 // every TickFrame's inputs, steps, and compares the hash with the server's.
 //
-// Every wait is bounded (poll() with a deadline); ctest adds a TIMEOUT on top.
+// Tests wait for messages and counters, not for time, and assert no durations: a machine busy
+// with other work must pass them. Every wait is bounded by a hang guard; ctest adds a TIMEOUT.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <unistd.h>
@@ -48,6 +49,7 @@
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
+#include "net_test_harness.h"
 
 namespace {
 
@@ -56,13 +58,15 @@ namespace schema = lockstep::schema;
 namespace server = lockstep::server;
 namespace sim = lockstep::sim;
 namespace wire = lockstep::wire;
+namespace net_test = lockstep::net_test;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using schema::ErrorCode;
 using schema::Message;
 
-// Generous bounds for a loaded 2-core machine under sanitizers; a healthy run takes a fraction.
-constexpr auto kReplyTimeout = 3000ms;
+// Any wait for a reply: a reply that has not come by then never will (a hang guard only; no test
+// asserts how long a reply took, since a machine busy with other work may take seconds).
+constexpr auto kReplyTimeout = net_test::kHangGuard;
 
 // ---- a raw client --------------------------------------------------------------------------
 
@@ -172,77 +176,18 @@ class RawClient {
 
 // ---- the server in a background thread -----------------------------------------------------
 
+// Raw clients never Ping, so the read timeout is far beyond any test's length except where a
+// test sets its own; replay files are net_replay_test's concern, so none are written here.
 server::ServerConfig test_config() {
-  server::ServerConfig config;
-  config.bind_address = "127.0.0.1";
-  config.port = 0;
+  server::ServerConfig config = net_test::loopback_config();
   config.tick_rate_hz = 60;
-  config.read_timeout = 5000ms;
+  config.read_timeout = 120'000ms;
   config.flush_timeout = 1000ms;
   config.empty_room_grace = 1000ms;
-  config.stats_log_interval = 0ms;
-  config.replay_dir = "";  // replay files are net_replay_test's concern; write none here
   return config;
 }
 
-class ServerRunner {
- public:
-  explicit ServerRunner(const server::ServerConfig& config, server::DesyncHook hook = nullptr)
-      : server_(config) {
-    if (hook) server_.set_desync_hook(std::move(hook));
-    std::string error;
-    started_ = server_.start(&error);
-    EXPECT_TRUE(started_) << error;
-    if (started_) {
-      done_ = finished_.get_future();
-      thread_ = std::thread([this] {
-        server_.run();
-        finished_.set_value();
-      });
-    }
-  }
-  ~ServerRunner() { stop(); }
-
-  /// Requests a graceful shutdown and waits (bounded) for run() to return.
-  bool stop(std::chrono::milliseconds timeout = 5000ms) {
-    if (!thread_.joinable()) return true;
-    server_.request_shutdown();
-    if (done_.wait_for(timeout) != std::future_status::ready) {
-      ADD_FAILURE() << "Server::run() did not return within " << timeout.count() << " ms";
-      std::fflush(stdout);
-      std::abort();  // a hung server thread cannot be joined; fail loudly instead
-    }
-    thread_.join();
-    return true;
-  }
-
-  uint16_t port() const { return server_.port(); }
-  server::ServerStats stats() {
-    std::optional<server::ServerStats> stats = server_.collect_stats(2000ms);
-    EXPECT_TRUE(stats.has_value()) << "the server thread did not answer";
-    return stats.value_or(server::ServerStats{});
-  }
-  /// Polls stats until `done(stats)` holds (true) or `timeout` passes (false).
-  template <class Pred>
-  bool stats_eventually(Pred done, server::ServerStats* out,
-                        std::chrono::milliseconds timeout = kReplyTimeout) {
-    const Clock::time_point deadline = Clock::now() + timeout;
-    for (;;) {
-      *out = stats();
-      if (done(*out)) return true;
-      if (Clock::now() > deadline) return false;
-      std::this_thread::sleep_for(10ms);
-    }
-  }
-  server::Server& server() { return server_; }
-
- private:
-  server::Server server_;
-  bool started_ = false;
-  std::promise<void> finished_;
-  std::future<void> done_;
-  std::thread thread_;
-};
+using ServerRunner = net_test::InProcessServer;
 
 // ---- joining and verifying -----------------------------------------------------------------
 
@@ -273,6 +218,7 @@ struct Player {
   std::map<uint64_t, schema::TickFrame> frames;  // every frame received
   std::vector<Message> others;                   // non-TickFrame messages received after join
   std::vector<uint64_t> others_after_tick;       // last TickFrame tick before each of them
+  std::vector<Clock::time_point> others_at;      // when each of them was read
   uint64_t last_tick = 0;
   bool gap = false;         // a TickFrame tick did not follow the previous one
   uint64_t mismatches = 0;  // local hash != server hash
@@ -307,6 +253,7 @@ struct Player {
     if (frame == nullptr) {
       others.push_back(std::move(message));
       others_after_tick.push_back(last_tick);
+      others_at.push_back(Clock::now());
       return;
     }
     if (frame->tick != last_tick + 1) gap = true;
@@ -400,7 +347,9 @@ std::vector<uint8_t> header(uint32_t body_bytes) {
 
 TEST(NetServer, JoinGetsWelcomeSnapshotThenConsecutiveTickFrames) {
   ServerRunner runner(test_config());
+  const Clock::time_point before_open = Clock::now();  // the first Hello opens the room
   Player p = join(runner.port(), "alpha", "p1");
+  const Clock::time_point joined_at = Clock::now();
 
   // The Welcome, checked against a scene and world the test builds itself.
   const sim::Scene scene = make_scene();
@@ -413,23 +362,27 @@ TEST(NetServer, JoinGetsWelcomeSnapshotThenConsecutiveTickFrames) {
   const std::vector<sim::BodyId> owned = bodies_owned_by(1);
   ASSERT_EQ(owned.size(), 4u);  // the inputs scene: 4 players × 4 spheres
   EXPECT_EQ(p.welcome.owned_bodies, owned);
-  // Welcome's tick is the schedule's (time sync); the snapshot is at most a tick or two off.
-  EXPECT_LE(p.snapshot.tick, p.welcome.current_tick + 2);
-  EXPECT_LE(p.welcome.current_tick, p.snapshot.tick + 2);
-  EXPECT_LT(p.welcome.ns_into_tick, 1'000'000'000u);
+  // The join opened the room: its snapshot is the scene as built, tick 0.
+  EXPECT_EQ(p.snapshot.tick, 0u);
+  // Welcome's tick is the schedule's (time sync): never behind the world, never ahead of the
+  // time since the room opened, and within one 60 Hz period of its due time.
+  EXPECT_LE(p.snapshot.tick, p.welcome.current_tick);
+  EXPECT_TRUE(net_test::could_be_due(p.welcome.current_tick, 60, before_open, joined_at))
+      << p.welcome.current_tick;
+  EXPECT_LT(p.welcome.ns_into_tick, 16'666'667u);
 
   // 31 consecutive TickFrames whose hashes this client reproduces.
-  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 1));
-  const Clock::time_point first = Clock::now();
   ASSERT_TRUE(p.pump_until(p.snapshot.tick + 31));
-  const auto elapsed = Clock::now() - first;
+  const Clock::time_point last_read_at = Clock::now();
   EXPECT_FALSE(p.gap);
   EXPECT_EQ(p.mismatches, 0u);
   EXPECT_EQ(p.hashes.size(), 31u);
-  // 30 intervals of 16.67 ms = 500 ms at 60 Hz; a late first frame can shorten it a little,
-  // a loaded machine lengthen it, but a server ticking at the wrong rate is far outside.
-  EXPECT_GT(elapsed, 400ms);
-  EXPECT_LT(elapsed, 1500ms);
+  // Not faster than 60 Hz: tick 31 is due 517 ms after the room opened. (Slower is not tested
+  // here: a busy machine delays ticks; server_tick_clock_test checks the schedule itself.)
+  EXPECT_TRUE(net_test::could_be_due(p.last_tick, 60, before_open, last_read_at))
+      << "tick " << p.last_tick << " read "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(last_read_at - before_open).count()
+      << " ms after the room opened";
 }
 
 TEST(NetServer, LateJoinerSeesTheSameHashesAsEarlyJoiner) {
@@ -491,13 +444,16 @@ TEST(NetServer, RoomsAreSeparateAndFillUp) {
 // ---- inputs --------------------------------------------------------------------------------
 
 TEST(NetServer, InputAppearsInTheTickFrameOfItsTargetTickSorted) {
-  ServerRunner runner(test_config());
+  server::ServerConfig config = test_config();
+  config.input_window_ticks = 128;
+  ServerRunner runner(config);
   Player p = join(runner.port(), "alpha", "p1");
   const std::vector<sim::BodyId> owned = bodies_owned_by(1);
   ASSERT_EQ(owned.size(), 4u);
   ASSERT_TRUE(p.pump_until(p.snapshot.tick + 1));
-  // Far enough ahead that it cannot be late on a loaded machine, well inside the window.
-  const uint64_t target = p.last_tick + 15;
+  // The room has stepped at least last_tick, so 90 ticks on is inside the 128-tick window; it is
+  // late only if this thread falls 1.5 s behind the server's between here and its arrival.
+  const uint64_t target = p.last_tick + 90;
   schema::InputFrame frame;
   frame.target_tick = target;
   frame.sequence = 1;
@@ -539,16 +495,27 @@ TEST(NetServer, LateInputIsAppliedAtTheNextTick) {
   frame.sequence = 9;
   frame.inputs = {push(1, 9, owned[3], 5 << 10)};
   p.client->send(frame);
-  ASSERT_TRUE(p.pump_until(sent_after + 10));
+  // The Ping is read after the InputFrame: its Pong's tick (the schedule's position then) is at
+  // least the tick the room had stepped when the input arrived.
+  p.client->send(schema::Ping{1});
+  std::optional<schema::Pong> pong;
+  const Clock::time_point deadline = Clock::now() + kReplyTimeout;
+  while (!pong || p.last_tick < pong->server_tick + 1) {
+    ASSERT_LT(Clock::now(), deadline) << "no Pong, or no TickFrames after it";
+    ASSERT_TRUE(p.pump_until(p.last_tick + 1));
+    const std::vector<schema::Pong> pongs = p.others_of<schema::Pong>();
+    if (!pongs.empty()) pong = pongs.front();
+  }
   uint64_t found_at = 0;
   for (const auto& [tick, tick_frame] : p.frames) {
     if (tick_frame.inputs.size() == 1 && same_input(tick_frame.inputs[0], frame.inputs[0])) {
       found_at = tick;
     }
   }
-  // Applied by the first step after it arrived: after the last frame we had seen, and soon.
+  // Applied by the first step after it arrived: after the last frame we had seen, and no later
+  // than the tick after the one the Pong names.
   EXPECT_GT(found_at, sent_after);
-  EXPECT_LE(found_at, sent_after + 6);
+  EXPECT_LE(found_at, pong->server_tick + 1);
   EXPECT_EQ(p.mismatches, 0u);
   const server::ServerStats stats = runner.stats();
   ASSERT_EQ(stats.rooms.size(), 1u);
@@ -652,7 +619,16 @@ TEST_P(NetServerBadInput, IsRejectedWithAnErrorAndTheConnectionStays) {
   ASSERT_TRUE(p.pump_until(p.snapshot.tick + 1));
   const schema::InputFrame frame = bad.make(p.last_tick + 1);
   p.client->send(frame);
-  ASSERT_TRUE(p.pump_until(p.last_tick + 20));  // covers the target tick of every case
+  // Each input is counted accepted or refused when its tick is stepped (or refused at once), so
+  // once all are counted, every applied input and every Error precede the next TickFrame.
+  server::ServerStats stats;
+  ASSERT_TRUE(runner.stats_eventually(
+      [&](const server::ServerStats& s) {
+        return s.rooms.size() == 1 &&
+               s.rooms[0].inputs_accepted + s.rooms[0].inputs_rejected == frame.inputs.size();
+      },
+      &stats));
+  ASSERT_TRUE(p.pump_until(stats.rooms[0].tick + 1));
   const std::vector<schema::ErrorMessage> errors = p.others_of<schema::ErrorMessage>();
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].code, ErrorCode::input_rejected) << errors[0].reason;
@@ -663,7 +639,7 @@ TEST_P(NetServerBadInput, IsRejectedWithAnErrorAndTheConnectionStays) {
   size_t applied = 0;
   for (const auto& [tick, tick_frame] : p.frames)
     applied += tick_frame.inputs.size();
-  const server::ServerStats stats = runner.stats();
+  stats = runner.stats();
   ASSERT_EQ(stats.rooms.size(), 1u);
   EXPECT_EQ(stats.rooms[0].inputs_rejected, bad.expected_rejected);
   EXPECT_EQ(applied, frame.inputs.size() - bad.expected_rejected);
@@ -855,14 +831,14 @@ TEST(NetServer, ClientThatStopsReadingIsDroppedAndItsQueueStaysBounded) {
   config.queue_limit_bytes = kLimit;
   config.socket_send_buffer_bytes = 16u << 10;  // keep the kernel from absorbing much
   config.max_snapshot_rate_hz = 60;
-  config.flush_timeout = 3000ms;  // time for the test to read what was flushed
+  config.flush_timeout = 60'000ms;  // time for the test to read what was flushed, however slow
   ServerRunner runner(config);
   Player observer = join(runner.port(), "alpha", "observer");
 
   // A thin client asking for a snapshot every tick (~14 KB each), never reading.
   RawClient sloth(runner.port(), 4096);
   sloth.send(hello("alpha", "sloth", schema::ClientMode::thin, 60));
-  const Clock::time_point deadline = Clock::now() + 15s;
+  const Clock::time_point deadline = Clock::now() + kReplyTimeout;
   server::ServerStats stats;
   while (Clock::now() < deadline) {
     observer.pump_for(50ms);
@@ -877,7 +853,7 @@ TEST(NetServer, ClientThatStopsReadingIsDroppedAndItsQueueStaysBounded) {
 
   // What was in flight, then Disconnect{slow_consumer}, then the end of the stream.
   std::vector<Message> received;
-  ASSERT_TRUE(sloth.read_until_closed(5000ms, &received));
+  ASSERT_TRUE(sloth.read_until_closed(kReplyTimeout, &received));
   ASSERT_FALSE(received.empty());
   EXPECT_TRUE(std::holds_alternative<schema::Welcome>(received.front()));
   const auto* bye = std::get_if<schema::Disconnect>(&received.back());
@@ -896,36 +872,42 @@ TEST(NetServer, ClientThatStopsReadingIsDroppedAndItsQueueStaysBounded) {
 
 TEST(NetServer, SilentClientTimesOutWhilePingingClientStays) {
   server::ServerConfig config = test_config();
-  config.read_timeout = 400ms;
+  // The pinger sends every ~20 ms: only a machine that holds this thread back for a whole
+  // timeout could make it miss one. The silent client goes after 3 s, whatever the load.
+  config.read_timeout = 3000ms;
   ServerRunner runner(config);
+  const Clock::time_point before_open = Clock::now();  // the first Hello opens the room
   Player silent = join(runner.port(), "alpha", "silent");
   Player pinger = join(runner.port(), "alpha", "pinger");
-  const Clock::time_point start = Clock::now();
-  uint64_t pongs = 0;
-  while (Clock::now() - start < 1200ms) {
-    pinger.client->send(schema::Ping{static_cast<uint64_t>(pongs + 1)});
-    pinger.pump_for(100ms);
+  // Ping until the silent client has been dropped and at least 5 Pongs came back.
+  uint64_t pings = 0;
+  size_t pongs = 0;
+  const Clock::time_point deadline = Clock::now() + kReplyTimeout;
+  while (!silent.client->closed() || pongs < 5) {
+    ASSERT_LT(Clock::now(), deadline)
+        << pongs << " Pongs, silent client closed " << silent.client->closed();
+    pinger.client->send(schema::Ping{++pings});
+    pinger.pump_for(20ms);
+    silent.pump_for(5ms);  // reads what has arrived, the Error and the end of the stream too
     pongs = pinger.others_of<schema::Pong>().size();
   }
   for (size_t i = 0; i < pinger.others.size(); ++i) {
     const auto* pong = std::get_if<schema::Pong>(&pinger.others[i]);
     if (pong == nullptr) continue;
-    // The schedule position when the Ping arrived: at or just after the last tick stepped
-    // (one more when that tick was due but not stepped yet; two on a loaded machine).
-    const uint64_t stepped = pinger.others_after_tick[i];
-    EXPECT_GE(pong->server_tick, stepped);
-    EXPECT_LE(pong->server_tick, stepped + 2);
-    EXPECT_LT(pong->ns_into_tick, 1'000'000'000u);
+    // The schedule's position when the Ping arrived: at least the last tick this client had
+    // read before the Pong (sent before it), and no tick that could not yet be due when the
+    // Pong was read.
+    EXPECT_GE(pong->server_tick, pinger.others_after_tick[i]);
+    EXPECT_TRUE(net_test::could_be_due(pong->server_tick, 60, before_open, pinger.others_at[i]))
+        << "Pong for tick " << pong->server_tick;
+    EXPECT_LT(pong->ns_into_tick, 16'666'667u);  // within one 60 Hz period of its due time
   }
-  EXPECT_GE(pongs, 5u);
   EXPECT_TRUE(pinger.others_of<schema::ErrorMessage>().empty());
   EXPECT_FALSE(pinger.client->closed());
 
-  std::vector<Message> received;
-  ASSERT_TRUE(silent.client->read_until_closed(kReplyTimeout, &received));
-  ASSERT_FALSE(received.empty());
-  const auto* error = std::get_if<schema::ErrorMessage>(&received.back());
-  ASSERT_NE(error, nullptr);
+  ASSERT_FALSE(silent.others.empty());
+  const auto* error = std::get_if<schema::ErrorMessage>(&silent.others.back());
+  ASSERT_NE(error, nullptr) << schema::message_name(silent.others.back());
   EXPECT_EQ(error->code, ErrorCode::timeout);
   EXPECT_TRUE(error->fatal);
   EXPECT_EQ(runner.stats().timeouts, 1u);
@@ -1024,15 +1006,22 @@ TEST(NetServer, DesyncReportIsCountedAndReachesTheHook) {
 // ---- shutdown and room lifetime ------------------------------------------------------------
 
 TEST(NetServer, GracefulShutdownDisconnectsEveryClientAndRunReturns) {
-  ServerRunner runner(test_config());
+  server::ServerConfig config = test_config();
+  // Longer than the hang guard: run() returns in time only if the server closes each session
+  // at the client's FIN instead of waiting out the flush timeout.
+  config.flush_timeout = 600'000ms;
+  ServerRunner runner(config);
   Player a = join(runner.port(), "alpha", "a");
   Player b = join(runner.port(), "beta", "b");
   RawClient lurker(runner.port());  // connected, no Hello yet
   ASSERT_TRUE(a.pump_until(a.snapshot.tick + 2));
-  // Let the server accept the lurker before it stops accepting.
   ASSERT_TRUE(b.pump_until(b.snapshot.tick + 2));
+  // The server must have accepted the lurker before it stops accepting: one session each.
+  server::ServerStats before;
+  ASSERT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) { return s.sessions_open == 3; }, &before))
+      << before.sessions_open << " sessions open";
 
-  const Clock::time_point start = Clock::now();
   runner.server().request_shutdown();
   for (RawClient* client : {a.client.get(), b.client.get(), &lurker}) {
     std::vector<Message> received;
@@ -1044,9 +1033,7 @@ TEST(NetServer, GracefulShutdownDisconnectsEveryClientAndRunReturns) {
     EXPECT_FALSE(client->reset());
     client->close();  // our FIN lets the server close at once instead of at flush_timeout
   }
-  EXPECT_TRUE(runner.stop(3000ms));  // run() returned
-  // Well inside flush_timeout (1 s) once every client has closed its side.
-  EXPECT_LT(Clock::now() - start, 900ms);
+  EXPECT_TRUE(runner.stop());  // run() returned, long before flush_timeout
   const server::ServerStats stats = runner.server().stats();
   EXPECT_EQ(stats.sessions_open, 0u);
   ASSERT_EQ(stats.rooms.size(), 2u);
@@ -1083,10 +1070,10 @@ TEST(NetServer, EmptyRoomClosesAfterItsGracePeriodAndKeepsItsSummary) {
   ASSERT_EQ(stats.rooms[0].client_list.size(), 1u);
   EXPECT_EQ(stats.rooms[0].client_list[0].name, "p1");
   EXPECT_GT(stats.rooms[0].client_list[0].bytes_out, 0u);
-  // The same name opens a fresh room.
+  // The same name opens a fresh room: player 1 again, at the scene as built.
   Player again = join(runner.port(), "alpha", "p2");
   EXPECT_EQ(again.welcome.player_id, 1u);
-  EXPECT_LT(again.snapshot.tick, 30u);
+  EXPECT_EQ(again.snapshot.tick, 0u);
 }
 
 // ---- configuration -------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 
 #include "lockstep/replays/record_file.h"
 #include "lockstep/schema/limits.h"
+#include "lockstep/schema/player_input_codec.h"
 #include "lockstep/schema/replay_generated.h"
 
 #define XXH_INLINE_ALL
@@ -19,8 +20,6 @@
 namespace lockstep::replays::detail {
 namespace fb = flatbuffers;
 namespace rp = lockstep::replay;
-
-static_assert(sizeof(rp::Input) == 44 && alignof(rp::Input) == 4);
 
 struct RecordEncoder::Impl {
   explicit Impl(size_t initial_bytes) : builder(initial_bytes) {}
@@ -147,18 +146,7 @@ std::span<const uint8_t> RecordEncoder::tick(uint64_t tick, std::span<const sim:
                                              std::optional<uint64_t> client_hash) {
   fb::FlatBufferBuilder& b = impl_->builder;
   b.Clear();
-  // Written in place, struct by struct, so no temporary vector is needed.
-  b.StartVector(inputs.size() * sizeof(rp::Input) / alignof(rp::Input), alignof(rp::Input));
-  for (size_t i = inputs.size(); i-- > 0;) {
-    const sim::Input& in = inputs[i];
-    const rp::Input packed(in.player, in.sequence, in.body.index1, in.body.generation,
-                           in.linear_impulse[0], in.linear_impulse[1], in.linear_impulse[2],
-                           in.angular_impulse[0], in.angular_impulse[1], in.angular_impulse[2],
-                           in.buttons);
-    b.PushBytes(reinterpret_cast<const uint8_t*>(&packed), sizeof(packed));
-  }
-  const auto vector = fb::Offset<fb::Vector<const rp::Input*>>(
-      b.EndVector(static_cast<fb::uoffset_t>(inputs.size())));
+  const auto vector = schema::create_player_inputs(b, inputs);
   rp::TickBuilder t(b);
   t.add_tick(tick);
   t.add_inputs(vector);
@@ -235,24 +223,7 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
       o.tick = t->tick();
       o.authoritative_hash = t->authoritative_hash();
       o.client_hash = t->client_hash();
-      o.inputs.clear();
-      if (t->inputs()) {
-        o.inputs.reserve(t->inputs()->size());
-        for (const rp::Input* in : *t->inputs()) {
-          sim::Input input;
-          input.player = in->player();
-          input.sequence = in->sequence();
-          input.body = {in->body_index1(), in->body_generation()};
-          input.linear_impulse[0] = in->linear_x();
-          input.linear_impulse[1] = in->linear_y();
-          input.linear_impulse[2] = in->linear_z();
-          input.angular_impulse[0] = in->angular_x();
-          input.angular_impulse[1] = in->angular_y();
-          input.angular_impulse[2] = in->angular_z();
-          input.buttons = in->buttons();
-          o.inputs.push_back(input);
-        }
-      }
+      schema::read_player_inputs(t->inputs(), &o.inputs);
       return true;
     }
     default:

@@ -11,7 +11,7 @@
 #include <ostream>
 
 #include "lockstep/replays/record_file.h"
-#include "lockstep/replays/recorder.h"
+#include "lockstep/replays/replay_reader.h"
 #include "lockstep/sim/scene.h"
 #include "replay_codec.h"
 

@@ -21,6 +21,7 @@
 
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/limits.h"
+#include "lockstep/schema/player_input_codec.h"
 #include "lockstep/schema/protocol_generated.h"
 
 namespace lockstep::schema {
@@ -40,7 +41,6 @@ static_assert(static_cast<uint8_t>(wire::ClientMode::MAX) ==
               static_cast<uint8_t>(ClientMode::thin));
 // Union member k (1-based) is variant alternative k - 1: checked per type in wire_type().
 static_assert(std::variant_size_v<Message> == static_cast<size_t>(wire::Message::MAX));
-static_assert(sizeof(wire::PlayerInput) == 44 && alignof(wire::PlayerInput) == 4);
 
 // The largest scalar in protocol.fbs is 64-bit, so a body read in place needs 8-byte alignment.
 constexpr uintptr_t kBodyAlignBytes = 8;
@@ -97,25 +97,6 @@ fb::Offset<fb::String> create_string(fb::FlatBufferBuilder& builder, std::string
   return builder.CreateString(text.data(), text.size());
 }
 
-// Not CreateUninitializedVectorOfStructs: in FlatBuffers 2.0.8 it aligns to sizeof(T), and a
-// 44-byte struct is not a power of two, which corrupts the buffer's alignment. This is what
-// CreateVectorOfStructs(const T*, len) does, with the structs built one by one (the builder
-// grows downwards, so the last input is pushed first) instead of from a temporary array.
-fb::Offset<fb::Vector<const wire::PlayerInput*>> create_inputs(
-    fb::FlatBufferBuilder& builder, const std::vector<sim::Input>& inputs) {
-  constexpr size_t kAlign = alignof(wire::PlayerInput);
-  builder.StartVector(inputs.size() * sizeof(wire::PlayerInput) / kAlign, kAlign);
-  for (size_t i = inputs.size(); i-- > 0;) {
-    const sim::Input& in = inputs[i];
-    const wire::PlayerInput input(in.player, in.sequence, in.body.index1, in.body.generation,
-                                  in.linear_impulse[0], in.linear_impulse[1], in.linear_impulse[2],
-                                  in.angular_impulse[0], in.angular_impulse[1],
-                                  in.angular_impulse[2], in.buttons);
-    builder.PushBytes(reinterpret_cast<const uint8_t*>(&input), sizeof(input));
-  }
-  return fb::Offset<fb::Vector<const wire::PlayerInput*>>(builder.EndVector(inputs.size()));
-}
-
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Hello& m) {
   // Children (strings, vectors) must be finished before their table starts.
   auto room = create_string(builder, m.room);
@@ -148,12 +129,12 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Snapshot& 
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const InputFrame& m) {
-  auto inputs = create_inputs(builder, m.inputs);
+  auto inputs = create_player_inputs(builder, m.inputs);
   return wire::CreateInputFrame(builder, m.target_tick, m.sequence, inputs).Union();
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const TickFrame& m) {
-  auto inputs = create_inputs(builder, m.inputs);
+  auto inputs = create_player_inputs(builder, m.inputs);
   return wire::CreateTickFrame(builder, m.tick, inputs, m.state_hash).Union();
 }
 
@@ -237,26 +218,6 @@ bool read_error_code(wire::ErrorCode code, const char* field, ErrorCode* out,
   return true;
 }
 
-void read_inputs(const fb::Vector<const wire::PlayerInput*>* inputs, std::vector<sim::Input>* out) {
-  out->clear();
-  if (inputs == nullptr) return;
-  out->reserve(inputs->size());
-  for (const wire::PlayerInput* in : *inputs) {
-    sim::Input input;
-    input.player = in->player();
-    input.sequence = in->sequence();
-    input.body = sim::BodyId{in->body_index1(), in->body_generation()};
-    input.linear_impulse[0] = in->linear_x();
-    input.linear_impulse[1] = in->linear_y();
-    input.linear_impulse[2] = in->linear_z();
-    input.angular_impulse[0] = in->angular_x();
-    input.angular_impulse[1] = in->angular_y();
-    input.angular_impulse[2] = in->angular_z();
-    input.buttons = in->buttons();
-    out->push_back(input);
-  }
-}
-
 DecodeResult decode_message(const wire::Hello& in, Message* out) {
   DecodeResult result;
   Hello m;
@@ -319,7 +280,7 @@ DecodeResult decode_message(const wire::InputFrame& in, Message* out) {
   InputFrame m;
   m.target_tick = in.target_tick();
   m.sequence = in.sequence();
-  read_inputs(in.inputs(), &m.inputs);
+  read_player_inputs(in.inputs(), &m.inputs);
   *out = std::move(m);
   return {};
 }
@@ -327,7 +288,7 @@ DecodeResult decode_message(const wire::InputFrame& in, Message* out) {
 DecodeResult decode_message(const wire::TickFrame& in, Message* out) {
   TickFrame m;
   m.tick = in.tick();
-  read_inputs(in.inputs(), &m.inputs);
+  read_player_inputs(in.inputs(), &m.inputs);
   m.state_hash = in.state_hash();
   *out = std::move(m);
   return {};

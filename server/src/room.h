@@ -13,7 +13,7 @@
 // same way for the TickFrame, the world steps, and one TickFrame is encoded and shared by every
 // lockstep member.
 //
-// Replays (issue 6): every room keeps a ReplayWindow of its last replay_window_seconds (memory
+// Replays: every room keeps a ReplayWindow of its last replay_window_seconds (memory
 // fixed here, at creation) fed after each step with the applied inputs and the hash; a
 // DesyncReport makes the room write it to replay_dir (rate-limited per room). With
 // record_matches the whole match is also streamed to disk, flushed every tick.

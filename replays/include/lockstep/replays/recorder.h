@@ -1,4 +1,6 @@
-// Replay files (DESIGN.md "Replay files", docs/replays.md): recording a match and reading it back.
+// Replay files (DESIGN.md "Replay files", docs/replays.md): recording a match. Reading one back
+// is declared in replay_reader.h (included here too, so code that included this header for the
+// reader still builds); the header record's struct is in replay_header.h.
 //
 //   file      = record_file.h framing ("LSRP" header, then size + XXH3 + payload records)
 //   records   = header  keyframe  (tick | keyframe)*       each payload: one schema/replay.fbs
@@ -17,48 +19,18 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "lockstep/replays/replay_header.h"
+#include "lockstep/replays/replay_reader.h"
 #include "lockstep/sim/types.h"
 #include "lockstep/sim/world.h"
 
 namespace lockstep::replays {
-
-/// Format version of the replay schema this build writes; files with a larger one are refused.
-/// 2: the WorldDef's sleeping fields (and the state encoding with sleep state in keyframes).
-/// 3: the WorldDef's manifold reuse fields (and the state encoding with manifold references).
-inline constexpr uint32_t kReplayFormatVersion = 3;
-
-/// The lockstep version string written into headers (the CMake project version).
-const char* lockstep_version_string();
-
-/// Who wrote a file: the server (authoritative hashes only) or a client (its own hashes too).
-enum class ReplayWriterKind : uint8_t { server = 0, client = 1 };
-
-/// Everything needed to rebuild the world a replay was recorded in.
-struct ReplayHeader {
-  uint32_t format_version = kReplayFormatVersion;  // written as given: leave the default
-  std::string lockstep_version;                    // "" = lockstep_version_string() on write
-  sim::WorldDef world_def{};
-  uint64_t world_def_fingerprint = 0;  // 0 = computed from world_def on write
-  uint32_t tick_rate_hz = 60;
-  std::string scene;        // a built-in scene name (checked on load), or "" for a custom world
-  uint64_t first_tick = 0;  // tick of the first keyframe; set by the writers
-  ReplayWriterKind writer = ReplayWriterKind::server;
-  uint32_t player_id = 0;  // the writing client's player (0 for the server)
-  std::string room;        // free text: room name, for people reading `info`
-};
-
-/// A header for `world` (fingerprint filled); first_tick is set when the file is written.
-ReplayHeader make_replay_header(const sim::World& world, std::string scene, uint32_t tick_rate_hz,
-                                ReplayWriterKind writer = ReplayWriterKind::server,
-                                uint32_t player_id = 0);
 
 /// Outcome of writing: ok, or one line saying what failed.
 struct WriteResult {
@@ -166,108 +138,5 @@ class ReplayStreamWriter final {
   struct State;
   std::unique_ptr<State> state_;
 };
-
-// ---- reading ------------------------------------------------------------------------------------
-
-struct ReplayTick {
-  uint64_t tick = 0;
-  uint64_t authoritative_hash = 0;
-  std::optional<uint64_t> client_hash;
-  std::vector<sim::Input> inputs;
-  /// The hash this file's writer saw for its own world: client_hash when present.
-  uint64_t writer_hash() const { return client_hash ? *client_hash : authoritative_hash; }
-};
-
-struct ReplayKeyframe {
-  uint64_t tick = 0;
-  uint64_t state_hash = 0;  // the world's hash when the snapshot was taken
-  std::vector<uint8_t> snapshot;
-};
-
-/// A replay file read into memory. keyframes[0] is the starting point (tick header.first_tick).
-struct LoadedReplay {
-  ReplayHeader header;
-  std::vector<ReplayKeyframe> keyframes;  // in tick order
-  std::vector<ReplayTick> ticks;          // consecutive, starting at first_tick + 1
-  uint64_t records = 0;                   // complete records read
-  uint64_t file_bytes = 0;
-  bool truncated = false;  // the file ends inside a record (crash mid-write): rest was read
-  std::string integrity;   // one line: how the file ends ("intact, N records" / truncation)
-  uint64_t last_tick() const { return ticks.empty() ? header.first_tick : ticks.back().tick; }
-};
-
-/// Parses a replay file in memory. False (and *error = one line, with byte offsets where they
-/// apply) for a wrong identifier, a corrupt record, a future format version, a missing header or
-/// keyframe, or ticks out of order. A file cut short loads up to its last complete record, with
-/// truncated set.
-bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string* error);
-/// Reads and parses a file (a file's size is capped at 4 GiB).
-bool load_replay_file(const std::string& path, LoadedReplay* out, std::string* error);
-
-/// Makes the world of a replay at its first keyframe: checks the scene is built in (when named)
-/// and the WorldDef fingerprints agree, then restores the keyframe. Null and *error on failure.
-std::unique_ptr<sim::World> make_replay_world(const LoadedReplay& replay, std::string* error);
-/// Re-simulates a replay up to `tick` (from its newest keyframe at or before it). Null and
-/// *error when the tick is outside the replay or the world cannot be made.
-std::unique_ptr<sim::World> simulate_replay_to(const LoadedReplay& replay, uint64_t tick,
-                                               std::string* error);
-
-struct VerifyOptions {
-  /// Called every so often with (ticks done, ticks total) — for a progress bar.
-  std::function<void(uint64_t, uint64_t)> progress;
-};
-
-struct VerifyResult {
-  bool ok = false;    // every tick's hash matched
-  std::string error;  // one line when the replay could not be verified at all
-  uint64_t ticks_verified = 0;
-  std::optional<uint64_t> first_divergent_tick;
-  uint64_t expected_hash = 0;    // at first_divergent_tick: the recorded authoritative hash
-  uint64_t actual_hash = 0;      // ... and the re-simulated one
-  uint32_t rejected_inputs = 0;  // recorded inputs the world refused (a sign of a bad file)
-  std::optional<uint64_t> first_client_mismatch_tick;  // client files: client ≠ authoritative
-  double seconds = 0;                                  // wall time of the re-simulation
-};
-
-/// Re-simulates from the first keyframe with the recorded inputs, comparing every tick's hash
-/// with the recorded authoritative hash; stops at the first mismatch.
-VerifyResult verify_replay(const LoadedReplay& replay, const VerifyOptions& options = {});
-
-/// One field of one body that differs between two states.
-struct FieldDiff {
-  sim::BodyId body{};
-  std::string field;  // "position.x", "orientation.w", "linear_velocity.y", "alive", ...
-  double value_a = 0;
-  double value_b = 0;
-  uint64_t ulps = 0;  // distance in units in the last place (float), 0 for non-float fields
-};
-
-struct DiffResult {
-  bool ok = false;    // both files could be compared (independent of whether they differ)
-  std::string error;  // one line when !ok
-  uint64_t common_first_tick = 0, common_last_tick = 0;
-  std::optional<uint64_t> first_divergent_tick;  // first tick whose writer hashes differ
-  std::optional<uint64_t> compared_tick;         // tick whose states were compared field by field
-  std::string note;               // one line on how the states at compared_tick were got
-  std::vector<FieldDiff> fields;  // stable order: body slot, then field order
-};
-
-/// Compares two replays of the same match: the first tick whose hashes differ, then the states at
-/// that tick (each rebuilt from its own keyframes and inputs) body by body, field by field.
-DiffResult diff_replays(const LoadedReplay& a, const LoadedReplay& b, size_t max_fields = 1000);
-
-/// Compares two worlds body by body, field by field (bodies matched by handle, in slot order).
-std::vector<FieldDiff> diff_worlds(const sim::World& a, const sim::World& b,
-                                   size_t max_fields = 1000);
-
-/// The full state of a world as JSON (tick, hash, every body's fields; floats exact: %.9g).
-std::string dump_state_json(const sim::World& world);
-
-/// Re-simulates the whole replay writing "tick,body,px,py,pz,qx,qy,qz,qw" lines for every body
-/// at every tick (the first keyframe included). False and *error when it cannot.
-bool export_csv(const LoadedReplay& replay, std::ostream& out, std::string* error);
-
-/// Distance in float ULPs between two floats (sign-aware; 0 when equal, max for NaN).
-uint64_t float_ulp_distance(float a, float b);
 
 }  // namespace lockstep::replays

@@ -104,7 +104,8 @@ struct DesyncEvent {
   schema::DesyncReport report;
   uint64_t room_tick = 0;  // the room's tick when the report arrived
 };
-/// Called on the server's thread for every DesyncReport (issue 6 dumps the replay window here).
+/// Called on the server's thread for every DesyncReport, after the room has written (or, within
+/// its dump interval, declined to write) its replay window.
 using DesyncHook = std::function<void(const DesyncEvent&)>;
 
 struct ServerCore;

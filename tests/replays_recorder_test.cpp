@@ -1,9 +1,10 @@
-// Replay files (replays/recorder.h): format round trip, the always-on window (≥ 10 s, a keyframe
-// at or before its start, no allocation per tick), truncated and killed recordings, bad files,
-// verification of a tampered hash, and a diff that names the tick, body and field of a
-// perturbation made at a known tick.
+// Replay files (replays/recorder.h, read back with replay_reader.h): format round trip, the
+// always-on window (≥ 10 s, a keyframe at or before its start, no allocation per tick), truncated
+// and killed recordings, bad files, verification of a tampered hash, and a diff that names the
+// tick, body and field of a perturbation made at a known tick.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,7 @@
 #include "alloc_counter.h"
 #include "lockstep/replays/record_file.h"
 #include "lockstep/replays/recorder.h"
+#include "lockstep/schema/messages.h"
 #include "lockstep/sim/scene.h"
 
 namespace {
@@ -192,6 +195,65 @@ TEST(ReplayFile, StreamedMatchVerifies) {
   EXPECT_TRUE(v.ok) << v.error;
   EXPECT_EQ(v.ticks_verified, 120u);
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+// The replay file and the wire store an input as the same struct (schema/replay.fbs includes the
+// wire's): 11 little-endian 32-bit fields in declaration order, 44 bytes, as replay files have
+// always held them. Checked in the bytes, independently of the FlatBuffers types.
+TEST(ReplayFile, AnInputIsTheSame44LittleEndianBytesInAFileAndOnTheWire) {
+  sim::Input input;
+  input.player = 3;
+  input.sequence = 0x11223344u;
+  input.body = sim::BodyId{0x00a0b0c0u, 0x0d0e0f10u};
+  input.linear_impulse[0] = -2;
+  input.linear_impulse[1] = 1 << 20;
+  input.linear_impulse[2] = 7;
+  input.angular_impulse[0] = -(1 << 30);
+  input.angular_impulse[1] = 0x7fffffff;
+  input.angular_impulse[2] = -1;
+  input.buttons = 0xdeadbeefu;
+  const uint32_t fields[11] = {input.player,
+                               input.sequence,
+                               input.body.index1,
+                               input.body.generation,
+                               static_cast<uint32_t>(input.linear_impulse[0]),
+                               static_cast<uint32_t>(input.linear_impulse[1]),
+                               static_cast<uint32_t>(input.linear_impulse[2]),
+                               static_cast<uint32_t>(input.angular_impulse[0]),
+                               static_cast<uint32_t>(input.angular_impulse[1]),
+                               static_cast<uint32_t>(input.angular_impulse[2]),
+                               input.buttons};
+  std::vector<uint8_t> packed;
+  for (const uint32_t field : fields) {
+    for (int byte = 0; byte < 4; ++byte)
+      packed.push_back(static_cast<uint8_t>(field >> (8 * byte)));
+  }
+  const auto occurrences = [&](const std::vector<uint8_t>& bytes) {
+    size_t n = 0;
+    for (auto it = bytes.begin();
+         (it = std::search(it, bytes.end(), packed.begin(), packed.end())) != bytes.end(); ++it)
+      ++n;
+    return n;
+  };
+
+  Match m;
+  replays::ReplayWindow window(*m.world, {600, 120, 0});
+  m.step();
+  ASSERT_TRUE(window.record_step(*m.world, std::span<const sim::Input>(&input, 1),
+                                 m.world->state_hash(), std::nullopt));
+  std::vector<uint8_t> file;
+  ASSERT_TRUE(window.write_bytes(&file, m.header()).ok);
+  EXPECT_EQ(occurrences(file), 1u);
+  LoadedReplay r;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay(file, &r, &error)) << error;
+  ASSERT_EQ(r.ticks.size(), 1u);
+  ASSERT_EQ(r.ticks[0].inputs.size(), 1u);
+  EXPECT_EQ(r.ticks[0].inputs[0].sequence, input.sequence);
+  EXPECT_EQ(r.ticks[0].inputs[0].buttons, input.buttons);
+
+  const std::vector<uint8_t> frame = schema::encode_frame(schema::TickFrame{1, {input}, 0});
+  EXPECT_EQ(occurrences(frame), 1u);
 }
 
 TEST(ReplayWindow, KeepsTenSecondsWithAKeyframeAtOrBeforeItsStart) {

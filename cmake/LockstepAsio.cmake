@@ -1,0 +1,15 @@
+# Standalone Asio (header-only, Debian's libasio-dev), set up one way for every target that
+# includes it: the server, the client SDK, and tests that open raw sockets. The macros must be
+# the same everywhere, not only for tidiness: the net tests link the server and the client SDK
+# into one binary, and Asio's inline functions and templates have to be compiled alike there.
+#   lockstep_use_asio(<target>)  adds the include folder and ASIO_STANDALONE, ASIO_NO_DEPRECATED
+# (PRIVATE: no public header of ours includes Asio).
+find_path(ASIO_INCLUDE_DIR asio.hpp)
+if(NOT ASIO_INCLUDE_DIR)
+  message(FATAL_ERROR "asio.hpp not found: run scripts/setup.sh (installs libasio-dev)")
+endif()
+
+function(lockstep_use_asio target)
+  target_include_directories(${target} PRIVATE ${ASIO_INCLUDE_DIR})
+  target_compile_definitions(${target} PRIVATE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+endfunction()

@@ -1,0 +1,44 @@
+// The header of a replay file: the format version, who wrote it, and everything needed to
+// rebuild the world it was recorded in. Shared by the writers (recorder.h) and the reader
+// (replay_reader.h); the file layout is described in recorder.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lockstep/sim/types.h"
+#include "lockstep/sim/world.h"
+
+namespace lockstep::replays {
+
+/// Format version of the replay schema this build writes; files with a larger one are refused.
+/// 2: the WorldDef's sleeping fields (and the state encoding with sleep state in keyframes).
+/// 3: the WorldDef's manifold reuse fields (and the state encoding with manifold references).
+inline constexpr uint32_t kReplayFormatVersion = 3;
+
+/// The lockstep version string written into headers (the CMake project version).
+const char* lockstep_version_string();
+
+/// Who wrote a file: the server (authoritative hashes only) or a client (its own hashes too).
+enum class ReplayWriterKind : uint8_t { server = 0, client = 1 };
+
+/// Everything needed to rebuild the world a replay was recorded in.
+struct ReplayHeader {
+  uint32_t format_version = kReplayFormatVersion;  // written as given: leave the default
+  std::string lockstep_version;                    // "" = lockstep_version_string() on write
+  sim::WorldDef world_def{};
+  uint64_t world_def_fingerprint = 0;  // 0 = computed from world_def on write
+  uint32_t tick_rate_hz = 60;
+  std::string scene;        // a built-in scene name (checked on load), or "" for a custom world
+  uint64_t first_tick = 0;  // tick of the first keyframe; set by the writers
+  ReplayWriterKind writer = ReplayWriterKind::server;
+  uint32_t player_id = 0;  // the writing client's player (0 for the server)
+  std::string room;        // free text: room name, for people reading `info`
+};
+
+/// A header for `world` (fingerprint filled); first_tick is set when the file is written.
+ReplayHeader make_replay_header(const sim::World& world, std::string scene, uint32_t tick_rate_hz,
+                                ReplayWriterKind writer = ReplayWriterKind::server,
+                                uint32_t player_id = 0);
+
+}  // namespace lockstep::replays

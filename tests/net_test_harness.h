@@ -1,0 +1,134 @@
+// The in-process server the net tests run against, and the one way they wait.
+//
+// A server::Server on 127.0.0.1 and an ephemeral port, served by its own thread for the life of
+// the object. Tests wait for conditions (a message arrived, a counter reached a value), never for
+// a span of time, and never assert how long something took: on a machine busy with other work
+// every step may take many times longer than on an idle one. The deadlines here only keep a
+// broken build from hanging; a healthy run meets its condition long before them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "lockstep/schema/tick_schedule.h"
+#include "lockstep/server/config.h"
+#include "lockstep/server/server.h"
+
+namespace lockstep::net_test {
+
+/// Upper bound of any single wait for a condition: reached only when something is broken.
+inline constexpr std::chrono::milliseconds kHangGuard{30'000};
+
+/// Calls `done` until it returns true (then true), sleeping `interval` between calls; false once
+/// `timeout` has passed without it holding.
+template <class Done>
+bool eventually(Done&& done, std::chrono::milliseconds timeout = kHangGuard,
+                std::chrono::milliseconds interval = std::chrono::milliseconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+/// A room's tick n is due n/rate after the room opened, and nothing about tick n is sent before
+/// it is due. So for a room that opened after `before_open`, news of tick n read at `read_at`
+/// means n/rate <= read_at - before_open, however busy the machine (load only delays). False:
+/// the room ran ahead of its rate.
+inline bool could_be_due(uint64_t tick, uint32_t rate_hz,
+                         std::chrono::steady_clock::time_point before_open,
+                         std::chrono::steady_clock::time_point read_at) {
+  return schema::tick_due_offset_ns(tick, rate_hz) <= (read_at - before_open).count();
+}
+
+/// A server config for tests: loopback, an ephemeral port, no periodic stats lines, no replay
+/// files (tests that want them set replay_dir), no signal handlers.
+inline server::ServerConfig loopback_config() {
+  server::ServerConfig config;
+  config.bind_address = "127.0.0.1";
+  config.port = 0;
+  config.stats_log_interval = std::chrono::milliseconds(0);
+  config.replay_dir = "";
+  config.handle_signals = false;
+  return config;
+}
+
+/// A started server and the thread running it; stopped gracefully on destruction.
+class InProcessServer final {
+ public:
+  explicit InProcessServer(const server::ServerConfig& config, server::DesyncHook hook = nullptr)
+      : server_(config) {
+    if (hook) server_.set_desync_hook(std::move(hook));
+    std::string error;
+    started_ = server_.start(&error);
+    EXPECT_TRUE(started_) << error;
+    if (started_) {
+      done_ = finished_.get_future();
+      thread_ = std::thread([this] {
+        server_.run();
+        finished_.set_value();
+      });
+    }
+  }
+  ~InProcessServer() { stop(); }
+  InProcessServer(const InProcessServer&) = delete;
+  InProcessServer& operator=(const InProcessServer&) = delete;
+
+  bool started() const { return started_; }
+  /// The bound port (0 when start failed).
+  uint16_t port() const { return server_.port(); }
+
+  /// Requests a graceful shutdown and waits for run() to return; true once it has. A run() that
+  /// does not return within `timeout` cannot be joined: the test fails and the process aborts.
+  bool stop(std::chrono::milliseconds timeout = kHangGuard) {
+    if (!thread_.joinable()) return true;
+    server_.request_shutdown();
+    if (done_.wait_for(timeout) != std::future_status::ready) {
+      ADD_FAILURE() << "Server::run() did not return within " << timeout.count() << " ms";
+      std::fflush(stdout);
+      std::abort();
+    }
+    thread_.join();
+    return true;
+  }
+
+  /// Counters gathered on the server's thread (empty stats, and a failure, if it never answers).
+  server::ServerStats stats() const {
+    std::optional<server::ServerStats> stats = server_.collect_stats(kHangGuard);
+    EXPECT_TRUE(stats.has_value()) << "the server thread did not answer";
+    return stats.value_or(server::ServerStats{});
+  }
+  /// Polls stats until `done(stats)` holds (true) or `timeout` passes (false); *out holds the
+  /// last stats read either way.
+  template <class Done>
+  bool stats_eventually(Done done, server::ServerStats* out,
+                        std::chrono::milliseconds timeout = kHangGuard) const {
+    return eventually(
+        [&] {
+          *out = stats();
+          return done(*out);
+        },
+        timeout, std::chrono::milliseconds(10));
+  }
+
+  server::Server& server() { return server_; }
+
+ private:
+  server::Server server_;
+  bool started_ = false;
+  std::promise<void> finished_;
+  std::future<void> done_;
+  std::thread thread_;
+};
+
+}  // namespace lockstep::net_test
