@@ -57,22 +57,6 @@ bool clearly_better(float candidate, float best) {
   return candidate > best + kAxisAbsTol + kAxisRelTol * abs_f(best);
 }
 
-float sign_of(float v) {
-  return v < 0.0f ? -1.0f : 1.0f;
-}
-
-// scale · e_i.
-Vec3 axis_vector(int i, float scale) {
-  return i == 0 ? Vec3{scale, 0, 0} : (i == 1 ? Vec3{0, scale, 0} : Vec3{0, 0, scale});
-}
-
-Vec3 with_element(Vec3 v, int i, float value) {
-  if (i == 0) v.x = value;
-  if (i == 1) v.y = value;
-  if (i == 2) v.z = value;
-  return v;
-}
-
 uint32_t face_index(int axis, float sign) {
   return static_cast<uint32_t>(2 * axis + (sign > 0.0f ? 1 : 0));
 }

@@ -36,6 +36,20 @@ inline float clamp_unit(float t) {
 inline float abs_f(float v) {
   return v < 0.0f ? -v : v;
 }
+inline float sign_of(float v) {
+  return v < 0.0f ? -1.0f : 1.0f;
+}
+/// scale · e_i (i = 0, 1, 2 for x, y, z).
+inline Vec3 axis_vector(int i, float scale) {
+  return i == 0 ? Vec3{scale, 0, 0} : (i == 1 ? Vec3{0, scale, 0} : Vec3{0, 0, scale});
+}
+/// v with element i replaced by value.
+inline Vec3 with_element(Vec3 v, int i, float value) {
+  if (i == 0) v.x = value;
+  if (i == 1) v.y = value;
+  if (i == 2) v.z = value;
+  return v;
+}
 
 /// Appends a point; the caller has checked the capacity and the margin.
 inline void add_point(Manifold* m, Vec3 position, float separation, uint32_t feature) {

@@ -29,24 +29,13 @@ namespace lockstep::sim {
 
 namespace {
 
+using collide_detail::axis_vector;
+using collide_detail::sign_of;
+using collide_detail::with_element;
+
 // A direction whose square length (off the capsule's axis) is below this is taken as parallel
 // to the axis: only the end spheres can be met.
 constexpr float kParallelSq = 1.0e-12f;
-
-float sign_of(float v) {
-  return v < 0.0f ? -1.0f : 1.0f;
-}
-
-Vec3 unit_axis(int axis, float sign) {
-  return axis == 0 ? Vec3{sign, 0, 0} : (axis == 1 ? Vec3{0, sign, 0} : Vec3{0, 0, sign});
-}
-
-Vec3 with_element(Vec3 v, int axis, float value) {
-  if (axis == 0) v.x = value;
-  if (axis == 1) v.y = value;
-  if (axis == 2) v.z = value;
-  return v;
-}
 
 // Entry of the ray into the ball (centre, rho) within max_distance; the origin is outside it.
 bool ray_ball(Vec3 origin, Vec3 u, Vec3 centre, float rho, float max_distance, float* t_out) {
@@ -168,7 +157,7 @@ bool cast_box(const ShapeDef& box, Vec3 o, Vec3 u, float max_distance, float rad
   if (radius == 0.0f || outside <= 1) {
     const int face = outside == 1 && radius > 0.0f ? out_axes[0] : axis;
     hit->distance = t;
-    hit->normal = unit_axis(face, sign_of(element(p, face)));
+    hit->normal = axis_vector(face, sign_of(element(p, face)));
     return true;
   }
   // Edge or corner region: the capsules of radius R along the box edges there.
