@@ -31,7 +31,8 @@ bool same_shape(const ShapeDef& a, const ShapeDef& b) {
          same_bits(a.half_extents, b.half_extents) && same_bits(a.half_height, b.half_height) &&
          same_bits(a.plane_normal, b.plane_normal) && same_bits(a.plane_offset, b.plane_offset) &&
          same_bits(a.density, b.density) && same_bits(a.friction, b.friction) &&
-         same_bits(a.restitution, b.restitution) && a.category == b.category && a.mask == b.mask;
+         same_bits(a.restitution, b.restitution) && a.category == b.category && a.mask == b.mask &&
+         a.sensor == b.sensor;
 }
 
 bool same_body(const BodyDef& a, const BodyDef& b) {
@@ -500,6 +501,7 @@ TEST(SceneText, RoundTripKeepsAwkwardFloats) {
   body.owner_player = 7;
   body.shape.category = 0x80000000u;  // the top bit, written as hex
   body.shape.mask = 0x7ffffffeu;
+  body.shape.sensor = true;
   scene.bodies.push_back(body);
   const std::string text = format_scene_text(scene);
   EXPECT_NE(text.find("category=0x80000000 mask=0x7ffffffe"), std::string::npos) << text;

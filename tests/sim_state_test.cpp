@@ -579,7 +579,7 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
       {"ground turned dynamic", type0, 2, true},  // a dynamic plane is not allowed
       {"static body asleep", sleep0, 3, true},
       {"static body with a rest timer", sleep0 + 1, 0x3e800000u, false},
-      {"unknown body flag 8", sleep6, 9, true},
+      {"unknown body flag 16", sleep6, 17, true},
       {"NaN rest timer", sleep6 + 1, nan_bits, false},
       {"negative rest timer", sleep6 + 1, 0xbf800000u, false},
       {"rest timer beyond time_to_sleep", sleep6 + 1, 0x3f800000u, false},
@@ -616,6 +616,10 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
   const uint32_t manifolds = bytes[cache];
   for (uint32_t m = 0; m < manifolds; ++m)
     inputs += 9 + kReferenceBytes + kPointBytes * size_t{bytes[inputs + 8]};
+  // The overlapping sensor pairs (u32 count, u64 keys): none in this scene.
+  const size_t sensors = inputs;
+  ASSERT_EQ(bytes[sensors], 0);
+  inputs += 4;
   ASSERT_EQ(bytes[inputs], 1);  // the one input queued above
   ASSERT_EQ(inputs + 4 + 44 + kTrailerBytes, bytes.size());
   const Edit tail_edits[] = {
@@ -631,6 +635,7 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
       {"NaN reference position", reference0, nan_bits, false},
       {"reference rotation not unit", reference0 + 12 + 12, 0x40000000u, false},  // w = 2
       {"reference normal not unit", reference0 + 28, 0x40000000u, false},
+      {"sensor pair count beyond what follows", sensors, 1, false},
       {"input count beyond capacity", inputs, 100000, false},
       {"input for a dead slot", inputs + 4 + 8, 250, false},
       {"input with a stale generation", inputs + 4 + 12, 5, false},

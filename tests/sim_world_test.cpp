@@ -1072,6 +1072,165 @@ TEST(SimWorld, FilterThatExcludesEitherSideKeepsThePairOut) {
   }
 }
 
+// ---- sensors
+// --------------------------------------------------------------------------------------
+
+// A kinematic box sensor (1 m cube) slides at 2 m/s along x through a resting box and a resting
+// ball. Each one gets one begin when the sensor reaches it and one end when the sensor has
+// passed; nothing in between, and neither moves (a sensor never pushes). Bounds: the sensor's
+// faces reach the box's (1 m cube at x = 3) when its centre is at x = 2, and leave at x = 4; at
+// 2 m/s from x = -2 those are t = 2 s and 3 s (steps 120 and 180, ± 1 step for the discrete
+// motion).
+TEST(SimWorld, KinematicSensorReportsEnterAndLeaveAndNeverPushes) {
+  WorldDef def = lockstep::sim::default_world_def();
+  std::unique_ptr<World> world = make_world(def);
+  std::unique_ptr<World> twin = make_world(def);  // the same without the sensor
+  add(*world, ground_def());
+  add(*twin, ground_def());
+  const BodyId box = add(*world, box_body(Vec3{3, 0.5f, 0}));
+  const BodyId twin_box = add(*twin, box_body(Vec3{3, 0.5f, 0}));
+  BodyDef sensor = box_body(Vec3{-2, 0.6f, 0});
+  sensor.type = BodyType::kinematic;
+  sensor.shape.sensor = true;
+  sensor.linear_velocity = Vec3{2, 0, 0};
+  const BodyId trigger = add(*world, sensor);
+  int begin_step = -1, end_step = -1, events = 0;
+  for (int t = 0; t < 300; ++t) {
+    ASSERT_TRUE(world->step().ok());
+    ASSERT_TRUE(twin->step().ok());
+    for (const lockstep::sim::SensorEvent& e : world->sensor_events()) {
+      ++events;
+      EXPECT_EQ(e.sensor, trigger);
+      EXPECT_EQ(e.visitor, box);
+      if (e.type == lockstep::sim::ContactEventType::begin) begin_step = t + 1;
+      if (e.type == lockstep::sim::ContactEventType::end) end_step = t + 1;
+    }
+    // The sensor makes no contact: the box's only manifold is the ground's.
+    EXPECT_LE(world->last_step_stats().manifolds, 1u);
+  }
+  EXPECT_EQ(events, 2);
+  EXPECT_NEAR(begin_step, 120, 1);
+  EXPECT_NEAR(end_step, 180, 1);
+  // The box went through exactly what it does with no sensor in the world, to the bit.
+  BodyView a{}, b{};
+  ASSERT_EQ(world->get_body(box, &a), Error::none);
+  ASSERT_EQ(twin->get_body(twin_box, &b), Error::none);
+  EXPECT_EQ(a.position, b.position);
+  EXPECT_EQ(a.orientation.w, b.orientation.w);
+  EXPECT_EQ(a.linear_velocity, b.linear_velocity);
+}
+
+// A static goal zone with a ball dropped through it: begin on entering, end on leaving, and a
+// snapshot restored while the ball is inside ends it at the same step with no second begin.
+TEST(SimWorld, StaticSensorAndSnapshotsKeepOverlapsExact) {
+  WorldDef def = lockstep::sim::default_world_def();
+  std::unique_ptr<World> world = make_world(def);
+  std::unique_ptr<World> restored = make_world(def);
+  BodyDef zone = lockstep::sim::default_body_def();
+  zone.type = BodyType::static_body;
+  zone.shape.type = ShapeType::box;
+  zone.shape.half_extents = Vec3{2, 0.5f, 2};
+  zone.shape.sensor = true;
+  zone.position = Vec3{0, 5, 0};
+  const BodyId goal = add(*world, zone);
+  const BodyId ball = add(*world, sphere_def(Vec3{0, 8, 0}, 0.25f));
+  std::vector<std::pair<int, lockstep::sim::ContactEventType>> seen, seen_restored;
+  bool inside_saved = false;
+  for (int t = 0; t < 120; ++t) {
+    ASSERT_TRUE(world->step().ok());
+    for (const lockstep::sim::SensorEvent& e : world->sensor_events()) {
+      EXPECT_EQ(e.sensor, goal);
+      EXPECT_EQ(e.visitor, ball);
+      seen.emplace_back(t, e.type);
+    }
+    if (!inside_saved && world->last_step_stats().sensor_overlaps == 1) {
+      inside_saved = true;
+      std::vector<uint8_t> bytes(world->snapshot_size());
+      size_t written = 0;
+      ASSERT_EQ(world->save_snapshot(bytes, &written), Error::none);
+      bytes.resize(written);
+      ASSERT_EQ(restored->restore_snapshot(bytes), Error::none);
+      continue;
+    }
+    if (inside_saved) {
+      ASSERT_TRUE(restored->step().ok());
+      EXPECT_EQ(restored->state_hash(), world->state_hash()) << "step " << t;
+      for (const lockstep::sim::SensorEvent& e : restored->sensor_events())
+        seen_restored.emplace_back(t, e.type);
+    }
+  }
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].second, lockstep::sim::ContactEventType::begin);
+  EXPECT_EQ(seen[1].second, lockstep::sim::ContactEventType::end);
+  // The restored world saw only the end, at the same step.
+  ASSERT_EQ(seen_restored.size(), 1u);
+  EXPECT_EQ(seen_restored[0], seen[1]);
+}
+
+// A box that falls asleep inside a static sensor stays inside (no end), and when an input wakes
+// it while it is still inside, no second begin; when it is pushed out, one end.
+TEST(SimWorld, SleepingVisitorStaysInsideItsSensor) {
+  std::unique_ptr<World> world = make_world();
+  add(*world, ground_def());
+  BodyDef zone = lockstep::sim::default_body_def();
+  zone.type = BodyType::static_body;
+  zone.shape.type = ShapeType::box;
+  zone.shape.half_extents = Vec3{1, 1, 1};
+  zone.shape.sensor = true;
+  zone.position = Vec3{0, 1, 0};
+  add(*world, zone);
+  BodyDef crate = box_body(Vec3{0, 0.25f, 0});
+  crate.shape.half_extents = Vec3{0.25f, 0.25f, 0.25f};
+  crate.allow_sleep = true;
+  const BodyId id = add(*world, crate);
+  int begins = 0, ends = 0;
+  auto run = [&](int steps) {
+    for (int t = 0; t < steps; ++t) {
+      ASSERT_TRUE(world->step().ok());
+      for (const lockstep::sim::SensorEvent& e : world->sensor_events())
+        (e.type == lockstep::sim::ContactEventType::begin ? begins : ends) += 1;
+    }
+  };
+  run(120);
+  BodyView v{};
+  ASSERT_EQ(world->get_body(id, &v), Error::none);
+  ASSERT_TRUE(v.asleep);
+  EXPECT_EQ(begins, 1);
+  EXPECT_EQ(ends, 0);
+  EXPECT_EQ(world->last_step_stats().sensor_overlaps, 1u);  // held while asleep
+  // A small nudge wakes it; it stays inside.
+  ASSERT_EQ(world->apply_impulse(id, Vec3{0.1f, 0, 0}, v.position), Error::none);
+  run(30);
+  EXPECT_EQ(begins, 1);
+  EXPECT_EQ(ends, 0);
+  // A shove out of the zone: one end.
+  ASSERT_EQ(world->set_linear_velocity(id, Vec3{6, 0, 0}), Error::none);
+  run(60);
+  EXPECT_EQ(begins, 1);
+  EXPECT_EQ(ends, 1);
+}
+
+// Sensor overlaps beyond max_contact_pairs are dropped and counted, never grown.
+TEST(SimWorld, SensorOverlapsBeyondCapacityAreCounted) {
+  WorldDef def = lockstep::sim::default_world_def();
+  def.gravity = Vec3{0, 0, 0};
+  def.max_contact_pairs = 2;
+  std::unique_ptr<World> world = make_world(def);
+  BodyDef zone = lockstep::sim::default_body_def();
+  zone.type = BodyType::static_body;
+  zone.shape.type = ShapeType::box;
+  zone.shape.half_extents = Vec3{5, 5, 5};
+  zone.shape.sensor = true;
+  add(*world, zone);
+  for (int i = 0; i < 4; ++i)
+    add(*world, sphere_def(Vec3{2.0f * float(i) - 3.0f, 0, 0}, 0.25f));
+  const lockstep::sim::StepStatus status = world->step();
+  EXPECT_TRUE(status.overflow & lockstep::sim::overflow_sensor_overlaps);
+  EXPECT_EQ(world->last_step_stats().sensor_overlaps, 2u);
+  EXPECT_EQ(world->last_step_stats().dropped_sensor_overlaps, 2u);
+  EXPECT_EQ(world->sensor_events().size(), 2u);
+}
+
 TEST(SimWorld, FingerprintFollowsTheDefinition) {
   using lockstep::sim::world_def_fingerprint;
   WorldDef a = lockstep::sim::default_world_def();

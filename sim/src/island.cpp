@@ -202,6 +202,8 @@ void sweep_and_wake(WorldData& w) {
       if ((ka & kb & kKindAsleep) != 0) continue;  // never found: neither is active
       const BodyRecord& ra = w.bodies[sa];
       const BodyRecord& rb = w.bodies[sb];
+      // A sensor never wakes a body: its overlap with a sleeper is held (world.cpp) or waits.
+      if (ra.shape.sensor || rb.shape.sensor) continue;
       Manifold m;
       collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
               Transform{rb.position, rb.orientation}, margin, &m);

@@ -265,10 +265,11 @@ constexpr ShapeType kShapeTypeValues[] = {ShapeType::sphere, ShapeType::box, Sha
                                           ShapeType::plane};
 
 // Every body key, so that a shape-specific key on the wrong shape gets a precise message.
-constexpr std::array<std::string_view, 21> kBodyKeys = {
+constexpr std::array<std::string_view, 22> kBodyKeys = {
     "type",     "shape",       "radius",   "half",   "half_height",    "normal",          "offset",
     "pos",      "rot",         "vel",      "angvel", "linear_damping", "angular_damping", "density",
-    "friction", "restitution", "category", "mask",   "owner",          "allow_sleep",     "bullet"};
+    "friction", "restitution", "category", "mask",   "owner",          "allow_sleep",     "bullet",
+    "sensor"};
 
 bool parse_scene_line(LineReader& reader, Scene* scene) {
   uint32_t version = kFormatVersion;
@@ -368,7 +369,8 @@ bool parse_body_line(LineReader& reader, BodyDef* body) {
        reader.get_bits("category", &shape.category) && reader.get_bits("mask", &shape.mask) &&
        reader.get_u32("owner", &body->owner_player) &&
        reader.get_bool("allow_sleep", &body->allow_sleep) &&
-       reader.get_bool("bullet", &body->bullet) && reader.finish(context, kBodyKeys);
+       reader.get_bool("bullet", &body->bullet) && reader.get_bool("sensor", &shape.sensor) &&
+       reader.finish(context, kBodyKeys);
   if (!ok) return false;
 
   // Values that parse but a world would refuse; named here so the message points at the line.
@@ -653,6 +655,7 @@ std::string format_scene_text(const Scene& scene) {
       out += body.allow_sleep ? " allow_sleep=1" : " allow_sleep=0";
     }
     if (body.bullet != defaults.bullet) out += body.bullet ? " bullet=1" : " bullet=0";
+    if (shape.sensor != defaults.shape.sensor) out += shape.sensor ? " sensor=1" : " sensor=0";
     out += '\n';
   }
   return out;

@@ -15,13 +15,15 @@
 //     u32 owner player, f32 linear damping, f32 angular damping, f32×3 position,
 //     f32×4 orientation (x y z w), f32×3 linear velocity, f32×3 angular velocity,
 //     f32 mass, f32×3 principal inertia,
-//     u8 flags (bit 0 allow sleep, bit 1 asleep, bit 2 bullet), f32 rest timer, u32 island (the
-//     smallest slot of a sleeping body's island, else 0)                (152 bytes per body)
+//     u8 flags (bit 0 allow sleep, bit 1 asleep, bit 2 bullet, bit 3 sensor shape), f32 rest
+//     timer, u32 island (the smallest slot of a sleeping body's island, else 0)
+//                                                                       (152 bytes per body)
 //   u32 warm-start manifold count, per manifold (ascending keys):
 //     u64 pair key, u8 point count, the reference pose the points were found at (f32×3 B's
 //     origin and f32×4 B's rotation in body A's frame, f32×3 normal in A's frame), per point:
 //     u32 feature, f32 normal impulse, f32×3 friction impulse (world), f32×3 point in body A's
 //     frame and f32 separation, both when the narrowphase found it
+//   u32 overlapping sensor pair count, per pair (ascending keys): u64 pair key
 //   u32 queued input count, per input (in the total input order):
 //     u32 player, u32 sequence, u32 body index1, u32 body generation, i32×3 linear,
 //     i32×3 angular, u32 buttons
@@ -196,7 +198,8 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     o.vec3(s.angular_velocity);
     o.f32(r.mass_kg);
     o.vec3(r.inertia);
-    o.u8(static_cast<uint8_t>((r.allow_sleep ? 1 : 0) | (r.asleep ? 2 : 0) | (r.bullet ? 4 : 0)));
+    o.u8(static_cast<uint8_t>((r.allow_sleep ? 1 : 0) | (r.asleep ? 2 : 0) | (r.bullet ? 4 : 0) |
+                              (r.shape.sensor ? 8 : 0)));
     o.f32(r.sleep_timer_s);
     o.u32(r.island);
     o.n = flush(o.out, o.n);
@@ -225,6 +228,10 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     }
     o.n = flush(o.out, o.n);
   }
+  o.u32(w.sensor_pair_count);
+  for (uint32_t i = 0; i < w.sensor_pair_count; ++i)
+    o.u64(w.sensor_pairs[i]);
+  o.n = flush(o.out, o.n);
   o.u32(w.input_count);
   for (uint32_t i = 0; i < w.input_count; ++i) {
     const Input& in = w.inputs[i];
@@ -364,7 +371,8 @@ Error parse_state(Reader& in, WorldData& w) {
     const bool allow_sleep = (sleep_flags & 1) != 0;
     const bool asleep = (sleep_flags & 2) != 0;
     const bool bullet = (sleep_flags & 4) != 0;
-    if (sleep_flags > 7 || !std::isfinite(sleep_timer) || !(sleep_timer >= 0.0f) ||
+    const bool sensor = (sleep_flags & 8) != 0;
+    if (sleep_flags > 15 || !std::isfinite(sleep_timer) || !(sleep_timer >= 0.0f) ||
         !(sleep_timer <= def.time_to_sleep_s)) {
       return Error::snapshot_corrupt;
     }
@@ -381,6 +389,7 @@ Error parse_state(Reader& in, WorldData& w) {
     rs.type = type;
     rs.owner_player = owner;
     rs.asleep = asleep;
+    rs.sensor = sensor;
     rs.island = island;
     if constexpr (kApply) {
       BodyRecord& r = w.bodies[slot];
@@ -389,6 +398,7 @@ Error parse_state(Reader& in, WorldData& w) {
       r.type = type;
       r.owner_player = owner;
       r.shape = shape;
+      r.shape.sensor = sensor;
       r.linear_damping = linear_damping;
       r.angular_damping = angular_damping;
       r.position = position;
@@ -493,6 +503,28 @@ Error parse_state(Reader& in, WorldData& w) {
     w.cache.point_count = point_total;
   }
 
+  // Overlapping sensor pairs: ascending keys of live bodies, exactly one a sensor.
+  const uint32_t sensor_count = in.u32();
+  if (in.failed || sensor_count > def.max_contact_pairs) return Error::snapshot_corrupt;
+  uint64_t previous_sensor_key = 0;
+  for (uint32_t i = 0; i < sensor_count; ++i) {
+    const uint64_t key = in.u64();
+    if (in.failed) return Error::snapshot_corrupt;
+    const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
+    if ((i > 0 && key <= previous_sensor_key) || sa >= sb || sb >= slot_count) {
+      return Error::snapshot_corrupt;
+    }
+    const RestoreSlot& a = w.restore_slots[sa];
+    const RestoreSlot& b = w.restore_slots[sb];
+    if (!a.alive || !b.alive || a.sensor == b.sensor ||
+        (a.type != BodyType::dynamic && b.type != BodyType::dynamic)) {
+      return Error::snapshot_corrupt;
+    }
+    previous_sensor_key = key;
+    if constexpr (kApply) w.sensor_pairs[i] = key;
+  }
+  if constexpr (kApply) w.sensor_pair_count = sensor_count;
+
   // Queued inputs: each must be one queue_input would accept, in the total input order.
   const uint32_t input_count = in.u32();
   if (in.failed || input_count > def.max_inputs_per_tick) return Error::snapshot_corrupt;
@@ -552,6 +584,7 @@ size_t encoded_state_size(const WorldData& w) {
              static_cast<size_t>(w.body_count) * kLiveBodyBytes;
   n += 4 + static_cast<size_t>(w.cache.manifold_count) * kManifoldBytes +
        static_cast<size_t>(w.cache.point_count) * kPointBytes;
+  n += 4 + static_cast<size_t>(w.sensor_pair_count) * 8;
   n += 4 + static_cast<size_t>(w.input_count) * kInputBytes;
   return n;
 }
@@ -560,6 +593,7 @@ size_t max_encoded_state_size(const WorldDef& def) {
   return kStateHeaderBytes + static_cast<size_t>(def.max_bodies) * (kSlotBytes + kLiveBodyBytes) +
          4 + static_cast<size_t>(def.max_contact_pairs) * kManifoldBytes +
          static_cast<size_t>(def.max_contact_points) * kPointBytes + 4 +
+         static_cast<size_t>(def.max_contact_pairs) * 8 + 4 +
          static_cast<size_t>(def.max_inputs_per_tick) * kInputBytes;
 }
 

@@ -83,6 +83,17 @@ Vec3 clamp_speed(Vec3 v, float max) {
   return v * scale;
 }
 
+// Remove every sensor overlap that involves `slot` (no event: the body is gone).
+void remove_sensor_pairs(WorldData& w, uint32_t slot) {
+  uint32_t out = 0;
+  for (uint32_t i = 0; i < w.sensor_pair_count; ++i) {
+    const uint64_t key = w.sensor_pairs[i];
+    if (pair_slot_a(key) == slot || pair_slot_b(key) == slot) continue;
+    w.sensor_pairs[out++] = key;
+  }
+  w.sensor_pair_count = out;
+}
+
 // Remove every cache manifold that involves `slot`, compacting manifolds and points in place.
 void remove_cache_entries(ContactCache& cache, uint32_t slot) {
   uint32_t m_out = 0, p_out = 0;
@@ -173,6 +184,10 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->input_linear_limit = fixed_point_limit(def.max_input_linear_impulse);
   d->input_angular_limit = fixed_point_limit(def.max_input_angular_impulse);
   d->events.assign(def.max_events, ContactEvent{});
+  d->sensor_events.assign(def.max_events, SensorEvent{});
+  d->sensor_pairs.assign(def.max_contact_pairs, 0);
+  d->sensor_found.assign(def.max_contact_pairs, 0);
+  d->sensor_next.assign(def.max_contact_pairs, 0);
   d->scratch.assign(max_encoded_state_size(def), 0);
   d->restore_slots.assign(def.max_bodies, RestoreSlot{});
   query_tree_init(&d->query_tree, def.max_bodies);
@@ -298,6 +313,7 @@ Error World::destroy_body(BodyId id) {
   --w.body_count;
   broadphase_remove(w.broadphase, slot);
   remove_cache_entries(w.cache, slot);
+  remove_sensor_pairs(w, slot);
   // Queued inputs for the body go with it (they would be rejected at the step anyway).
   uint32_t kept = 0;
   for (uint32_t i = 0; i < w.input_count; ++i) {
@@ -737,6 +753,18 @@ void add_constraint(WorldData& w, uint64_t key, const FoundManifold& found, Step
   }
 }
 
+// A sensor pair of the sweep: its overlap is tested at the end of the step (the sweep's boxes
+// include how far the bodies can move in it). Found in key order, so the list stays sorted; past
+// capacity the highest keys are dropped.
+void add_sensor_candidate(WorldData& w, uint64_t key, StepStats& st, StepStatus& status) {
+  if (w.sensor_found_count >= w.sensor_found.size()) {
+    ++st.dropped_sensor_overlaps;
+    status.overflow |= overflow_sensor_overlaps;
+    return;
+  }
+  w.sensor_found[w.sensor_found_count++] = key;
+}
+
 // 4. Narrowphase, in pair-key order: each candidate pair's manifold, reused or collided, into the
 // constraints. A pair whose relative pose is within the reuse bounds of where its points were
 // found keeps those points.
@@ -745,12 +773,17 @@ void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
   const ReuseBounds bounds = reuse_bounds(def);
   w.constraint_count = 0;
   w.point_count = 0;
+  w.sensor_found_count = 0;
   uint32_t cached = 0;
   for (uint32_t i = 0; i < w.broadphase.pair_count; ++i) {
     const uint64_t key = w.broadphase.pairs[i];
     const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
     const BodyRecord& ra = w.bodies[sa];
     const BodyRecord& rb = w.bodies[sb];
+    if (ra.shape.sensor || rb.shape.sensor) {
+      if (!(ra.shape.sensor && rb.shape.sensor)) add_sensor_candidate(w, key, st, status);
+      continue;  // a sensor never makes a contact
+    }
     float margin = def.contact_margin_m + (w.speculative_margins[sa] + w.speculative_margins[sb]);
     if (!(margin <= def.max_speculative_margin_m)) margin = def.max_speculative_margin_m;
     // Last step's manifold of this pair (merge join: pairs and cache are both in key order).
@@ -954,6 +987,82 @@ void emit_contact_events(WorldData& w, StepStats& st, StepStatus& status) {
   w.event_count = n_events;
 }
 
+// 10. Sensor events: a merge join of last step's overlapping sensor pairs with this step's. An
+// overlap whose visitor sleeps is held (the sweep does not report pairs with a sleeping body): it
+// stays in the list with no event, as a sleeping body's contacts do. Events beyond capacity are
+// dropped (the highest keys).
+void update_sensor_overlaps(WorldData& w, StepStats& st, StepStatus& status) {
+  // This step's overlaps: the candidates whose shapes touch or interpenetrate where the step left
+  // them (no speculative margin).
+  uint32_t found = 0;
+  for (uint32_t c = 0; c < w.sensor_found_count; ++c) {
+    const uint64_t key = w.sensor_found[c];
+    const BodyRecord& ra = w.bodies[pair_slot_a(key)];
+    const BodyRecord& rb = w.bodies[pair_slot_b(key)];
+    Manifold m;
+    collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
+            Transform{rb.position, rb.orientation}, 0.0f, &m);
+    bool touching = false;
+    for (int k = 0; k < m.count; ++k)
+      touching = touching || m.points[k].separation <= 0.0f;
+    if (touching) w.sensor_found[found++] = key;
+  }
+  w.sensor_found_count = found;
+  uint32_t i = 0, j = 0, out = 0, n_events = 0;
+  auto emit = [&](ContactEventType type, uint64_t key) {
+    if (n_events >= w.def.max_events) {
+      ++st.dropped_events;
+      status.overflow |= overflow_events;
+      return;
+    }
+    const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
+    const bool a_is_sensor = w.bodies[sa].shape.sensor;
+    SensorEvent& ev = w.sensor_events[n_events++];
+    ev.type = type;
+    ev.sensor = body_id(w, a_is_sensor ? sa : sb);
+    ev.visitor = body_id(w, a_is_sensor ? sb : sa);
+    if (type == ContactEventType::begin) {
+      ++st.sensor_begin_events;
+    } else {
+      ++st.sensor_end_events;
+    }
+  };
+  const uint32_t capacity = static_cast<uint32_t>(w.sensor_next.size());
+  auto keep = [&](uint64_t key) {
+    if (out < capacity) {
+      w.sensor_next[out++] = key;
+    } else {
+      ++st.dropped_sensor_overlaps;
+      status.overflow |= overflow_sensor_overlaps;
+    }
+  };
+  const uint32_t n_new = w.sensor_found_count, n_old = w.sensor_pair_count;
+  while (i < n_new || j < n_old) {
+    const uint64_t k_new = i < n_new ? w.sensor_found[i] : ~uint64_t{0};
+    const uint64_t k_old = j < n_old ? w.sensor_pairs[j] : ~uint64_t{0};
+    if (i < n_new && (j >= n_old || k_new < k_old)) {
+      emit(ContactEventType::begin, k_new);
+      keep(k_new);
+      ++i;
+    } else if (i >= n_new || k_old < k_new) {
+      if (contact_pair_asleep(w, k_old)) {
+        keep(k_old);  // held: the visitor sleeps inside
+      } else {
+        emit(ContactEventType::end, k_old);
+      }
+      ++j;
+    } else {
+      keep(k_new);
+      ++i;
+      ++j;
+    }
+  }
+  std::swap(w.sensor_pairs, w.sensor_next);
+  w.sensor_pair_count = out;
+  w.sensor_event_count = n_events;
+  st.sensor_overlaps = out;
+}
+
 // 10a. The step's impulses back into its points, and the points into the warm-start cache
 // (with the held contacts of sleeping bodies carried over).
 void store_contacts(WorldData& w, StepStats& st, StepStatus& status) {
@@ -989,6 +1098,7 @@ StepStatus World::step() {
   st.velocity_iterations = def.substeps * (def.velocity_iterations + def.relax_iterations);
   timer.lap_add(&st.ns_solve);
   emit_contact_events(w, st, status);
+  update_sensor_overlaps(w, st, status);
   store_contacts(w, st, status);
   timer.lap(&st.ns_contacts);
   update_islands(w, &st);  // 10b. [sleep] rest timers, islands, islands falling asleep
@@ -1022,6 +1132,10 @@ const WorldCounters& World::counters() const {
 
 std::span<const ContactEvent> World::events() const {
   return {data_->events.data(), data_->event_count};
+}
+
+std::span<const SensorEvent> World::sensor_events() const {
+  return {data_->sensor_events.data(), data_->sensor_event_count};
 }
 
 float World::normal_impulse_sum(BodyId id) const {

@@ -59,6 +59,7 @@ struct RestoreSlot {
   bool alive = false;
   BodyType type = BodyType::static_body;
   bool asleep = false;
+  bool sensor = false;
   uint32_t island = 0;
 };
 
@@ -98,9 +99,19 @@ struct WorldData {
   int64_t input_linear_limit = 0;  // max |component| in fixed-point units
   int64_t input_angular_limit = 0;
 
+  // Sensor pairs overlapping after the last step, ascending keys (state), and this step's as the
+  // narrowphase finds them and as they are merged (scratch).
+  std::vector<uint64_t> sensor_pairs;
+  uint32_t sensor_pair_count = 0;
+  std::vector<uint64_t> sensor_found;
+  uint32_t sensor_found_count = 0;
+  std::vector<uint64_t> sensor_next;
+
   // Results of the last step (not state).
   std::vector<ContactEvent> events;
   uint32_t event_count = 0;
+  std::vector<SensorEvent> sensor_events;
+  uint32_t sensor_event_count = 0;
   StepStats stats{};
   WorldCounters counters{};
 

@@ -59,6 +59,11 @@ struct ShapeDef {
   // the narrowphase: no contact, no event. The defaults touch everything.
   uint32_t category = 1;
   uint32_t mask = 0xffffffffu;
+  // A sensor detects overlaps and never pushes: no contact, only begin/end events in
+  // World::sensor_events(), with the bodies whose filters touch it in pairs that have a dynamic
+  // body (never with another sensor). Usable on static and kinematic bodies (a goal zone, a
+  // moving trigger).
+  bool sensor = false;
 };
 
 enum class BodyType : uint8_t { static_body = 0, kinematic = 1, dynamic = 2 };
@@ -163,6 +168,15 @@ struct ContactEvent {
   BodyId a{}, b{};
 };
 
+/// A body entering (begin) or leaving (end) a sensor during the last step. A body that is
+/// destroyed while inside, or a sensor that is, ends its overlaps without an event; a body asleep
+/// inside a sensor stays inside (no end) until it wakes and leaves.
+struct SensorEvent {
+  ContactEventType type = ContactEventType::begin;
+  BodyId sensor{};   // the body whose shape is the sensor
+  BodyId visitor{};  // the other body
+};
+
 /// Bits of StepStatus::overflow naming the capacity that ran out during the step.
 enum OverflowBits : uint32_t {
   overflow_none = 0,
@@ -170,6 +184,7 @@ enum OverflowBits : uint32_t {
   overflow_contact_pairs = 1u << 1,
   overflow_contact_points = 1u << 2,
   overflow_events = 1u << 3,
+  overflow_sensor_overlaps = 1u << 4,  // more overlapping sensor pairs than max_contact_pairs
 };
 
 /// What the step reports; overflow is nonzero when some capacity ran out (degraded, not grown).
@@ -200,7 +215,11 @@ struct StepStats {
   uint32_t inputs_applied = 0;
   uint32_t begin_events = 0;
   uint32_t end_events = 0;
-  uint32_t bullet_impacts = 0;  // bullets put back to their time of impact this step
+  uint32_t bullet_impacts = 0;   // bullets put back to their time of impact this step
+  uint32_t sensor_overlaps = 0;  // sensor pairs overlapping after the step (held ones included)
+  uint32_t sensor_begin_events = 0;
+  uint32_t sensor_end_events = 0;
+  uint32_t dropped_sensor_overlaps = 0;  // overlaps beyond capacity (the highest keys)
   // Wall-clock stage times in nanoseconds (zero when WorldDef::measure_stage_times is off).
   uint64_t ns_inputs_integrate = 0;
   uint64_t ns_broadphase = 0;

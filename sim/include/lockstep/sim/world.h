@@ -83,6 +83,8 @@ class World final {
   const WorldCounters& counters() const;
   /// Contact begin/end events of the last step, in a deterministic order.
   std::span<const ContactEvent> events() const;
+  /// Sensor begin/end events of the last step, in pair-key order (ShapeDef::sensor).
+  std::span<const SensorEvent> sensor_events() const;
   /// Sum of accumulated normal impulses of the last step's contacts touching `id` (N·s, over one
   /// substep: a resting body's is m·g·dt/substeps); for a sleeping body, those its held contacts
   /// had when it fell asleep.
