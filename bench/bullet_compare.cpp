@@ -116,7 +116,7 @@ enum class BulletVariant {
   // The terms: our solver iterations and restitution threshold; Bullet's own tuning
   // (one friction direction, no slop, warm start 0.85, split impulse) for the rest.
   equal_iterations,
-  // Also our two friction directions per point and our 5 mm slop: every setting that Bullet has.
+  // Also our two friction directions per point and our linear slop: every setting that Bullet has.
   mapped,
   // Bullet's defaults (10 iterations, restitution threshold 0.2 m/s), for reference.
   stock,

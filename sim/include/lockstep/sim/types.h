@@ -103,7 +103,7 @@ struct WorldDef {
   // a quarter of the substep rate) and damping ratio, at most max_bias_velocity.
   float contact_hertz = 30.0f;
   float contact_damping_ratio = 10.0f;
-  float linear_slop_m = 0.005f;        // penetration left alone
+  float linear_slop_m = 0.001f;        // penetration left alone
   float max_bias_velocity = 2.0f;      // m/s; push-out speed cap so deep overlaps separate gently
   float restitution_threshold = 1.0f;  // m/s; slower closing speeds do not bounce
   float contact_margin_m = 0.02f;      // speculative distance for manifold points at rest
