@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The AVX and AVX-512 copies of the contact solver's passes (sim/src/contact_lanes_avx.cpp) run
+# The AVX and AVX-512 copies of the contact solver's passes (sim/src/solver/contact_lanes_avx.cpp) run
 # only on CPUs with those extensions; everything else in the sim library runs on every x86 CPU
 # with SSE2. This checks the built library ($1, liblockstep_sim.a) by disassembly:
 #   - no function outside contact_lanes_avx.cpp.o uses a VEX- or EVEX-encoded instruction;

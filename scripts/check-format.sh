@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when a tracked C++ file is not formatted with the repository's .clang-format
 # (Debian 12's clang-format 14, installed by scripts/setup.sh). Fix with:
-#   git ls-files '*.cpp' '*.h' | xargs clang-format -i
+#   git ls-files '*.cpp' '*.h' '*.inl' | xargs clang-format -i
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
@@ -14,6 +14,6 @@ while IFS= read -r f; do
     echo "check-format: $f is not clang-formatted"
     bad=1
   fi
-done < <(git ls-files '*.cpp' '*.h')
+done < <(git ls-files '*.cpp' '*.h' '*.inl')
 [ $bad = 0 ] && echo "check-format: every C++ file is formatted"
 exit $bad

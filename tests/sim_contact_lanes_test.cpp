@@ -25,11 +25,11 @@
 
 #include "alloc_counter.h"
 #include "broadphase.h"
-#include "contact_lanes.h"
-#include "contact_solver.h"
-#include "lockstep/sim/friction_block.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
+#include "solver/contact_lanes.h"
+#include "solver/contact_solver.h"
+#include "solver/friction_block.h"
 #include "test_math.h"
 #include "world_data.h"
 

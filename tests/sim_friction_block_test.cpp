@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "lockstep/sim/friction_block.h"
+#include "solver/friction_block.h"
 #include "test_math.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// solve_boundary_wide (sim/src/friction_block_wide.h): four (and eight) friction blocks on
+// solve_boundary_wide (sim/src/solver/friction_block_wide.h): four (and eight) friction blocks on
 // the circle at once must give, lane by lane, exactly the bits of the scalar
 // friction_block_detail::solve_boundary — impulse and solved flag — for every input, whatever the
 // other lanes hold. The expected values are the scalar function's, an independent implementation
@@ -14,8 +14,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "friction_block_wide.h"
-#include "lockstep/sim/friction_block.h"
+#include "solver/friction_block.h"
+#include "solver/friction_block_wide.h"
 #include "test_math.h"
 
 namespace {

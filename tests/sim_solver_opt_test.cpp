@@ -12,9 +12,9 @@
 #include <limits>
 #include <vector>
 
-#include "contact_lanes.h"
-#include "contact_solver.h"
-#include "lockstep/sim/friction_block.h"
+#include "solver/contact_lanes.h"
+#include "solver/contact_solver.h"
+#include "solver/friction_block.h"
 #include "test_math.h"
 
 namespace {

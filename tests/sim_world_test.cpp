@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "broadphase.h"
-#include "contact_solver.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
+#include "solver/contact_solver.h"
 #include "world_data.h"
 
 namespace {

@@ -23,10 +23,11 @@
 //    the closest points of the segment and that box edge.
 #include <cfloat>
 
-// SSE2 lanes for the box–box axis tests (x86-64, and 32-bit x86 built with -msse2 as the sim
-// is); everything else, or -DLOCKSTEP_COLLIDE_SCALAR, takes the scalar path with the same bits.
-#if !defined(LOCKSTEP_COLLIDE_SCALAR) && \
-    (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
+#include "simd/instruction_set.h"
+
+// SSE2 lanes for the box–box axis tests where the sim's baseline is SSE2; everything else (and
+// -DLOCKSTEP_SIMD_SCALAR) takes the scalar path with the same bits.
+#if defined(LOCKSTEP_SIMD_SSE2)
 #define LOCKSTEP_COLLIDE_SSE2 1
 #include <emmintrin.h>
 #endif

@@ -20,9 +20,9 @@
 
 #include "broadphase.h"
 #include "collide.h"
-#include "contact_solver.h"
 #include "island.h"
 #include "shape.h"
+#include "solver/contact_solver.h"
 #include "state_stream.h"
 #include "time_of_impact.h"
 #include "world_data.h"

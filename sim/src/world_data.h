@@ -5,13 +5,13 @@
 #include <vector>
 
 #include "broadphase.h"
-#include "contact_lanes.h"
-#include "contact_solver.h"
 #include "island.h"
 #include "lockstep/sim/types.h"
 #include "lockstep/sim/world.h"
 #include "query_tree.h"
 #include "shape.h"
+#include "solver/contact_lanes.h"
+#include "solver/contact_solver.h"
 
 namespace lockstep::sim {
 

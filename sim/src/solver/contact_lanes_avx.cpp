@@ -1,4 +1,4 @@
-// The contact solver's passes and prepare_batch (contact_lanes_passes.h) compiled twice more on
+// The contact solver's passes and prepare_batch (contact_lanes_passes.inl) compiled twice more on
 // x86: for AVX (wide_avx::W8 is one 256-bit register instead of two 128-bit ones, so a pass issues
 // about half the vector instructions) and, on x86-64, for AVX-512 F + VL (the same instructions
 // with 32 registers instead of 16). contact_lanes.cpp calls a copy only when
@@ -18,9 +18,9 @@
 // header is ever emitted with AVX instructions, which the linker could otherwise pick for a caller
 // on a CPU without AVX. scripts/check-avx-isolation.sh checks the built library, and that the AVX
 // copy uses no AVX-512 register.
-#include "contact_lanes.h"
+#include "solver/contact_lanes.h"
 
-#if defined(LOCKSTEP_LANES_AVX)
+#if defined(LOCKSTEP_SIMD_AVX_KERNEL)
 
 #include <immintrin.h>
 
@@ -29,9 +29,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "friction_block_wide.h"
-#include "lockstep/sim/friction_block.h"
-#include "wide_float.h"
+#include "simd/wide_float.h"
+#include "solver/friction_block.h"
+#include "solver/friction_block_wide.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 warns inside its own AVX-512 headers (the `_mm512_undefined_*` operand of builtins "may
@@ -50,7 +50,7 @@
 #define LOCKSTEP_KERNEL_WIDE wide_avx
 #define LOCKSTEP_KERNEL_LANES avx_lanes
 #define LOCKSTEP_KERNEL_CODE kLaneKernelAvx
-#include "contact_lanes_kernel_body.h"
+#include "solver/contact_lanes_kernel.inl"
 #undef LOCKSTEP_KERNEL_CODE
 #undef LOCKSTEP_KERNEL_LANES
 #undef LOCKSTEP_KERNEL_WIDE
@@ -68,7 +68,7 @@
 // batches side by side) spill far less. pyramid3d 300 ticks 2.22 -> 2.14 s. 512-bit registers were
 // measured and are not used: their division and square root are slower, and the passes wait on
 // those (2.43 -> 2.50 s).
-#if defined(LOCKSTEP_LANES_AVX512)
+#if defined(LOCKSTEP_SIMD_AVX512_KERNEL)
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx512vl"))), apply_to = function)
@@ -80,7 +80,7 @@
 #define LOCKSTEP_KERNEL_WIDE wide_avx512
 #define LOCKSTEP_KERNEL_LANES avx512_lanes
 #define LOCKSTEP_KERNEL_CODE kLaneKernelAvx512
-#include "contact_lanes_kernel_body.h"
+#include "solver/contact_lanes_kernel.inl"
 #undef LOCKSTEP_KERNEL_CODE
 #undef LOCKSTEP_KERNEL_LANES
 #undef LOCKSTEP_KERNEL_WIDE
@@ -91,6 +91,6 @@
 #pragma GCC pop_options
 #endif
 
-#endif  // LOCKSTEP_LANES_AVX512
+#endif  // LOCKSTEP_SIMD_AVX512_KERNEL
 
-#endif  // LOCKSTEP_LANES_AVX
+#endif  // LOCKSTEP_SIMD_AVX_KERNEL

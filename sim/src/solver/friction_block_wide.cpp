@@ -1,16 +1,16 @@
 // friction_block_detail::solve_boundary (friction_block.cpp) for four or eight points at once: the
-// exported functions of friction_block_wide.h, on the template of friction_block_wide_body.h (which
+// exported functions of friction_block_wide.h, on the template of friction_block_wide.inl (which
 // says why every lane gets the scalar function's bits).
-#include "friction_block_wide.h"
+#include "solver/friction_block_wide.h"
 
 #include <cfloat>
 
-#include "lockstep/sim/friction_block.h"
+#include "solver/friction_block.h"
 
 namespace lockstep::sim {
 namespace {
 
-#include "friction_block_wide_body.h"
+#include "solver/friction_block_wide.inl"
 
 }  // namespace
 

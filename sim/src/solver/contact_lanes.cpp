@@ -3,9 +3,9 @@
 // centroid row, then per point the normal row and the friction block) are contact_solver.cpp's;
 // contact_lanes.h says why lanes and colours give every manifold of a colour the same
 // computation, whatever else shares its batch.
-// The passes themselves are in contact_lanes_passes.h, compiled here and, on x86-64, twice more
+// The passes themselves are in contact_lanes_passes.inl, compiled here and, on x86-64, twice more
 // (AVX and AVX-512 targets) in contact_lanes_avx.cpp; best_lane_kernel picks one at run time.
-#include "contact_lanes.h"
+#include "solver/contact_lanes.h"
 
 #include <algorithm>
 #include <bit>
@@ -15,8 +15,8 @@
 #include <utility>
 
 #include "collide.h"
-#include "friction_block_wide.h"
-#include "wide_float.h"
+#include "simd/wide_float.h"
+#include "solver/friction_block_wide.h"
 
 namespace lockstep::sim {
 
@@ -41,14 +41,14 @@ bool lane_kernel_available(LaneKernel kernel) {
     case LaneKernel::baseline:
       return true;
     case LaneKernel::avx:
-#if defined(LOCKSTEP_LANES_AVX)
+#if defined(LOCKSTEP_SIMD_AVX_KERNEL)
       // The CPU and the OS (saved ymm state) support AVX: libgcc / compiler-rt check both.
       return __builtin_cpu_supports("avx");
 #else
       return false;
 #endif
     case LaneKernel::avx512:
-#if defined(LOCKSTEP_LANES_AVX512)
+#if defined(LOCKSTEP_SIMD_AVX512_KERNEL)
       // The same for AVX-512 F and VL (the OS saves the opmask and upper register state).
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
 #else
@@ -261,9 +261,9 @@ void clear_lane(ManifoldLanes* m, PointLanes* rows, uint32_t lane, uint32_t zero
 
 namespace {
 
-#include "friction_block_wide_body.h"
+#include "solver/friction_block_wide.inl"
 // (the passes call solve_boundary_lanes: this order)
-#include "contact_lanes_passes.h"
+#include "solver/contact_lanes_passes.inl"
 
 // The baseline passes solve one batch at a time: two at once (W16, four xmm registers per value)
 // measured 40 % slower with SSE2's sixteen registers (pyramid3d 300 ticks 2.9 -> 4.0 s). The
@@ -279,13 +279,13 @@ const LaneKernelCode& code_of(LaneKernel kernel) {
     case LaneKernel::baseline:
       break;
     case LaneKernel::avx:
-#if defined(LOCKSTEP_LANES_AVX)
+#if defined(LOCKSTEP_SIMD_AVX_KERNEL)
       return kLaneKernelAvx;
 #else
       break;
 #endif
     case LaneKernel::avx512:
-#if defined(LOCKSTEP_LANES_AVX512)
+#if defined(LOCKSTEP_SIMD_AVX512_KERNEL)
       return kLaneKernelAvx512;
 #else
       break;

@@ -29,23 +29,16 @@
 #include <vector>
 
 #include "collide.h"
-#include "contact_solver.h"
+#include "simd/instruction_set.h"
+#include "solver/contact_solver.h"
 
 namespace lockstep::sim {
 
 // On x86 the passes are also compiled for AVX (contact_lanes_avx.cpp: W8 in one 256-bit register,
 // the same IEEE operation per lane, so the same bits) and chosen at run time when the CPU has it.
-// -DLOCKSTEP_NO_AVX (CMake: LOCKSTEP_AVX_KERNEL=OFF) builds the baseline passes only.
-#if !defined(LOCKSTEP_WIDE_SCALAR) && !defined(LOCKSTEP_NO_AVX) && \
-    (defined(__GNUC__) || defined(__clang__)) &&                   \
-    (defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__)))
-#define LOCKSTEP_LANES_AVX 1
-#if defined(__x86_64__)
-#define LOCKSTEP_LANES_AVX512 1  // 32 vector registers: of no use in 32-bit mode (8 there)
-#endif
-#endif
+// simd/instruction_set.h decides which copies exist (LOCKSTEP_SIMD_AVX_KERNEL, ..._AVX512_KERNEL).
 
-// The passes' small helpers (contact_lanes_passes.h) are always inlined: gcc otherwise calls the
+// The passes' small helpers (contact_lanes_passes.inl) are always inlined: gcc otherwise calls the
 // sixteen-lane ones, passing their values through memory.
 #define LOCKSTEP_LANES_INLINE [[gnu::always_inline]] inline
 
@@ -207,10 +200,10 @@ struct LaneKernelCode {
                 std::span<const SolverVelocity> deltas, bool use_bias, SolverCounters* counters);
   void (*restitute)(ContactLanes* lanes, std::span<SolverVelocity> velocities);
 };
-#if defined(LOCKSTEP_LANES_AVX)
+#if defined(LOCKSTEP_SIMD_AVX_KERNEL)
 extern const LaneKernelCode kLaneKernelAvx;  // call only when lane_kernel_available(avx)
 #endif
-#if defined(LOCKSTEP_LANES_AVX512)
+#if defined(LOCKSTEP_SIMD_AVX512_KERNEL)
 extern const LaneKernelCode kLaneKernelAvx512;  // only when lane_kernel_available(avx512)
 #endif
 

@@ -60,6 +60,17 @@ inline float friction_block_det(TangentMass k) {
 }
 
 namespace friction_block_detail {
+// The boundary solve's constants, shared by the scalar code and its lanes
+// (friction_block_wide.inl), which must stop where it stops.
+// Evaluations of the secular function; Newton needs 1–4, bisection fallback has room.
+inline constexpr int kMaxIterations = 20;
+// |n² − 1| at which the iteration stops (|n − 1| ≤ 2^-21: 8 float ulps of 1, a few times the
+// evaluation noise).
+inline constexpr float kCircleTolerance2 = 9.53674316e-7f;  // 2^-20
+// The boundary answer aims inside the circle by more than the tolerance and rounding, so the
+// float test proves it inside.
+inline constexpr float kInsideMargin = 1.0f - 9.53674316e-7f;  // 1 − 2^-20
+
 /// The exact disk test of solve_friction_block (friction_block.cpp): x² + y² ≤ R² for the float
 /// values themselves, and the float length sqrt(dot) ≤ R too.
 bool inside_disk_exact(Vec2 j, float radius);

@@ -1,11 +1,11 @@
 // One x86 copy of the lanes kernel: the body of a target region of contact_lanes_avx.cpp, which
 // defines LOCKSTEP_KERNEL_WIDE and LOCKSTEP_KERNEL_LANES (the copy's own namespaces) and
 // LOCKSTEP_KERNEL_CODE (its LaneKernelCode) before including it. No include guard: included once
-// per copy. W8 is one 256-bit register (wide_float_ops.h with LOCKSTEP_WIDE_AVX).
+// per copy. W8 is one 256-bit register (wide_float_ops.inl with LOCKSTEP_WIDE_AVX).
 
 namespace lockstep::sim::LOCKSTEP_KERNEL_WIDE {
 #define LOCKSTEP_WIDE_AVX 1
-#include "wide_float_ops.h"
+#include "simd/wide_float_ops.inl"
 #undef LOCKSTEP_WIDE_AVX
 }  // namespace lockstep::sim::LOCKSTEP_KERNEL_WIDE
 
@@ -13,9 +13,9 @@ namespace lockstep::sim::LOCKSTEP_KERNEL_LANES {
 namespace wide = lockstep::sim::LOCKSTEP_KERNEL_WIDE;
 namespace {
 
-#include "friction_block_wide_body.h"
+#include "solver/friction_block_wide.inl"
 // (the passes call solve_boundary_lanes: this order)
-#include "contact_lanes_passes.h"
+#include "solver/contact_lanes_passes.inl"
 
 }  // namespace
 }  // namespace lockstep::sim::LOCKSTEP_KERNEL_LANES

@@ -1,9 +1,9 @@
 // friction_block_detail::solve_boundary for four, eight or sixteen points at once: the template
 // solve_boundary_lanes<W> (W = wide::W4, W8 or W16). No include guard: the body of an anonymous
 // namespace, included by friction_block_wide.cpp (the W4 and W8 functions of
-// friction_block_wide.h), contact_lanes.cpp (the passes) and, on x86, contact_lanes_kernel_body.h
+// friction_block_wide.h), contact_lanes.cpp (the passes) and, on x86, contact_lanes_kernel.inl
 // (`wide` = wide_avx or wide_avx512, under contact_lanes_avx.cpp's target pragmas). The includer
-// provides <cfloat>, friction_block_wide.h and lockstep/sim/friction_block.h.
+// provides <cfloat>, friction_block_wide.h and solver/friction_block.h.
 //
 // Why. The contact solver solves four manifolds in lock step, one per SIMD lane, and
 // about half of pyramid3d's friction blocks end on the circle, where the scalar secular-equation
@@ -21,11 +21,10 @@
 // aimed answer the float proof cannot place inside (R or J tiny or huge) — calls the scalar
 // function for that lane, which is exact by construction.
 
-// friction_block.cpp's private constants, duplicated (the lane-by-lane bit comparison in
-// tests/sim_friction_block_wide_test.cpp fails if the two ever disagree).
-constexpr int kMaxIterations = 20;
-constexpr float kCircleTolerance2 = 9.53674316e-7f;     // 2^-20
-constexpr float kInsideMargin = 1.0f - 9.53674316e-7f;  // 1 − 2^-20
+// The scalar solve's constants (friction_block.h), so both stop at the same iteration.
+using friction_block_detail::kCircleTolerance2;
+using friction_block_detail::kInsideMargin;
+using friction_block_detail::kMaxIterations;
 
 // One body for every width: W is wide::W4, W8 (two W4: two dependency chains in flight) or W16
 // (the AVX kernel's two batches side by side).

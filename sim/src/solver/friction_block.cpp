@@ -43,7 +43,7 @@
 // aimed J inside the disk exactly (inside_disk_aimed); only when it cannot (R or J tiny or huge)
 // does the exact test run (inside_disk) and pull J inwards by a few ulps if rounding put it
 // outside; J = 0 is the last resort.
-#include "lockstep/sim/friction_block.h"
+#include "solver/friction_block.h"
 
 #include <cfloat>
 #include <cmath>
@@ -51,15 +51,10 @@
 namespace lockstep::sim {
 namespace {
 
-// Evaluations of the secular function; Newton needs 1–4, bisection fallback has room.
-constexpr int kMaxIterations = 20;
-// |n² − 1| at which the iteration stops (|n − 1| ≤ 2^-21: 8 float ulps of 1, a few times the
-// evaluation noise).
-constexpr float kCircleTolerance2 = 9.53674316e-7f;  // 2^-20
-// The boundary answer aims inside the circle by more than the tolerance and rounding, so the
-// float test below proves it inside.
-constexpr float kInsideMargin = 1.0f - 9.53674316e-7f;  // 1 − 2^-20
-constexpr float kShrink = 1.0f - 9.53674316e-7f;        // 1 − 2^-20 per retry
+using friction_block_detail::kCircleTolerance2;
+using friction_block_detail::kInsideMargin;
+using friction_block_detail::kMaxIterations;
+constexpr float kShrink = 1.0f - 9.53674316e-7f;  // 1 − 2^-20 per retry
 constexpr int kShrinkRetries = 3;
 
 float abs_float(float x) {

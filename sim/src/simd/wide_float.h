@@ -7,12 +7,12 @@
 //   - SSE2 on x86 (x86-64, and 32-bit x86 built with -msse2 as the sim is);
 //   - NEON on aarch64 (vdivq/vsqrtq are IEEE there; -ffp-contract=off keeps the multiplies and
 //     adds apart, as for scalar code);
-//   - four scalar floats everywhere else (wasm32), or with -DLOCKSTEP_WIDE_SCALAR.
+//   - four scalar floats everywhere else (wasm32), or with -DLOCKSTEP_SIMD_SCALAR.
 // The determinism matrix runs all three and compares the bits. There is deliberately no min, max
 // or abs: SSE's minps, NEON's fmin and std::min disagree on NaN and signed zeros; write the
 // comparison and the select the scalar code means.
 //
-// The operations themselves are in wide_float_ops.h, the body of this namespace: on x86 the
+// The operations themselves are in wide_float_ops.inl, the body of this namespace: on x86 the
 // contact solver's passes are compiled again for AVX and AVX-512 (contact_lanes_avx.cpp), which
 // include that body again into namespaces wide_avx and wide_avx512 with W8 as one 256-bit
 // register.
@@ -21,11 +21,12 @@
 #include <cstdint>
 #include <cstring>
 
-#if !defined(LOCKSTEP_WIDE_SCALAR) && \
-    (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
+#include "simd/instruction_set.h"
+
+#if defined(LOCKSTEP_SIMD_SSE2)
 #define LOCKSTEP_WIDE_SSE2 1
 #include <emmintrin.h>
-#elif !defined(LOCKSTEP_WIDE_SCALAR) && defined(__aarch64__)
+#elif defined(LOCKSTEP_SIMD_NEON)
 #define LOCKSTEP_WIDE_NEON 1
 #include <arm_neon.h>
 #else
@@ -35,6 +36,6 @@
 
 namespace lockstep::sim::wide {
 
-#include "wide_float_ops.h"  // IWYU pragma: export
+#include "simd/wide_float_ops.inl"  // IWYU pragma: export
 
 }  // namespace lockstep::sim::wide

@@ -2,11 +2,11 @@
 // vector half of prepare, prepare_batch (contact_lanes.h says what a batch is; contact_lanes.cpp
 // has the colouring and gathers prepare's inputs lane by lane). No include guard: this is the body
 // of an anonymous namespace, included by contact_lanes.cpp with `wide` = wide::W8 of the build's
-// instruction set (SSE2, NEON, portable), and on x86 by contact_lanes_kernel_body.h once per
+// instruction set (SSE2, NEON, portable), and on x86 by contact_lanes_kernel.inl once per
 // target region of contact_lanes_avx.cpp (`wide` = wide_avx or wide_avx512: W8 in one 256-bit
 // register); the copy that runs is picked per world through its LaneKernelCode. The includer
 // provides <bit>, <cfloat>, <type_traits>, <utility>, contact_lanes.h,
-// lockstep/sim/friction_block.h and friction_block_wide_body.h.
+// solver/friction_block.h and friction_block_wide.inl.
 //
 // What bounds the passes is latency: within a batch every row waits for the velocities the row
 // before it wrote (velocity → impulse → velocity), and a friction block on the circle is a chain

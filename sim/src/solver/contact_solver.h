@@ -6,8 +6,8 @@
 #include <span>
 #include <vector>
 
-#include "lockstep/sim/friction_block.h"
 #include "lockstep/sim/math.h"
+#include "solver/friction_block.h"
 
 namespace lockstep::sim {
 

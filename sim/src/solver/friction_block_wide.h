@@ -3,7 +3,7 @@
 // lane gets the bits friction_block_detail::solve_boundary gives it.
 #pragma once
 
-#include "wide_float.h"
+#include "simd/wide_float.h"
 
 namespace lockstep::sim {
 

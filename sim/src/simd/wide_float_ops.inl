@@ -1,5 +1,5 @@
 // The body of namespace lockstep::sim::wide (wide_float.h says what the types promise). No include
-// guard: wide_float.h includes it into namespace wide, and contact_lanes_kernel_body.h again into
+// guard: wide_float.h includes it into namespace wide, and contact_lanes_kernel.inl again into
 // namespaces wide_avx and wide_avx512 with LOCKSTEP_WIDE_AVX defined (W8 in one 256-bit register,
 // under a target("avx") or target("avx512f,avx512vl") pragma), so that the instruction sets never
 // share a symbol.
@@ -315,7 +315,7 @@ inline W4 abs_as_scalar(W4 x) {
 
 // ---- wider values --------------------------------------------------------------------------
 
-/// What code written once for every width needs (friction_block_wide_body.h, the contact
+/// What code written once for every width needs (friction_block_wide.inl, the contact
 /// solver's passes): the mask type, the lane count, and the width's splat, load and lane mask.
 template <class W>
 struct Lanes;

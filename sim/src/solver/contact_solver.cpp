@@ -80,7 +80,7 @@
 // a third of the precomputed Jacobian rows. Every substep's passes use prepare's anchors, masses
 // and world inverse inertias. The iterations work on a compact copy of the
 // velocities (SolverVelocity, gathered before and scattered after the passes).
-#include "contact_solver.h"
+#include "solver/contact_solver.h"
 
 #include <cmath>
 #include <cstddef>
