@@ -290,6 +290,31 @@ TEST(SchemaMessages, MisalignedBodyDecodesTheSame) {
   }
 }
 
+TEST(SchemaMessages, FinishSizePrefixedBodiesAreRejectedWithAHint) {
+  // A client that follows "size-prefixed FlatBuffers" literally gets the same 4-byte header, but
+  // a body whose 64-bit fields are 4 bytes off once the prefix is stripped: the Verifier refuses
+  // it, and the detail names the cause (docs/protocol.md, "Frames").
+  flatbuffers::FlatBufferBuilder builder;
+  const auto ping = wire::CreatePing(builder, 987'654'321'000ull);
+  builder.FinishSizePrefixed(wire::CreateEnvelope(builder, wire::Message::Ping, ping.Union()),
+                             wire::EnvelopeIdentifier());
+  const std::span<const uint8_t> bytes(builder.GetBufferPointer(), builder.GetSize());
+  ASSERT_EQ(decode_frame_header(bytes.first<kFrameHeaderBytes>()), bytes.size() - 4);
+  FrameDecoder decoder(kMaxClientFrameBytes);
+  ASSERT_EQ(decoder.feed(bytes), bytes.size());
+  ASSERT_TRUE(decoder.has_frame());
+  const DecodeResult result = decode_body(decoder.frame(), nullptr);
+  EXPECT_EQ(result.error, DecodeError::verifier);
+  EXPECT_NE(result.detail.find("not FinishSizePrefixed"), std::string::npos) << result.detail;
+
+  // The same message through encode_frame decodes.
+  const std::vector<uint8_t> frame = encode_frame(Ping{987'654'321'000ull});
+  decoder.reset();
+  ASSERT_EQ(decoder.feed(frame), frame.size());
+  ASSERT_TRUE(decoder.has_frame());
+  EXPECT_TRUE(decode_body(decoder.frame(), nullptr).ok());
+}
+
 TEST(SchemaMessages, SharedFrameHasTheSameBytes) {
   for (const Message& message : sample_messages()) {
     const SharedFrame shared = encode_shared_frame(message);

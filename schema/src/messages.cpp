@@ -351,8 +351,17 @@ DecodeResult decode_verified(const uint8_t* body, size_t size, Message* out) {
   options.max_tables = kVerifierMaxTables;
   fb::Verifier verifier(body, size, options);
   if (!wire::VerifyEnvelopeBuffer(verifier)) {
+    // The commonest cause in a new client: a body built with FinishSizePrefixed, whose 64-bit
+    // fields sit 4 bytes off once the prefix is stripped. Say so when that is all that is wrong.
+    fb::Verifier::Options unaligned = options;
+    unaligned.check_alignment = false;
+    fb::Verifier lenient(body, size, unaligned);
+    const bool only_misaligned = wire::VerifyEnvelopeBuffer(lenient);
     return fail(DecodeError::verifier,
-                "FlatBuffers verifier rejected the " + std::to_string(size) + "-byte body");
+                "FlatBuffers verifier rejected the " + std::to_string(size) + "-byte body" +
+                    (only_misaligned ? ": misaligned fields (build frames with Finish() and a "
+                                       "separate 4-byte length, not FinishSizePrefixed)"
+                                     : ""));
   }
   const wire::Envelope* envelope = wire::GetEnvelope(body);
   const wire::Message type = envelope->message_type();
