@@ -109,7 +109,7 @@ std::vector<sim::Input> make_inputs(uint32_t count) {
 std::vector<Message> sample_messages() {
   std::vector<Message> messages;
   messages.push_back(
-      Hello{7, 3, "room-α", "player one", std::string(300, 't'), ClientMode::thin, 20});
+      Hello{7, 3, "room-α", "player one", std::string(300, 't'), ClientMode::thin, 20, "arena"});
   Welcome welcome;
   welcome.protocol_version = 5;
   welcome.player_id = 4;
@@ -120,7 +120,8 @@ std::vector<Message> sample_messages() {
   welcome.current_tick = 1ull << 40;
   welcome.ns_into_tick = 12'345'678;
   welcome.owned_bodies = {sim::BodyId{1, 1}, sim::BodyId{9, 2}, sim::BodyId{0xFFFF'FFFFu, 77}};
-  welcome.snapshot_rate_hz = 10;
+  welcome.snapshot_rate_hz = 6;
+  welcome.snapshot_interval_ticks = 9;
   messages.push_back(welcome);
   Snapshot snapshot;
   snapshot.tick = 99;
@@ -148,6 +149,7 @@ void expect_fields(const Hello& a, const Hello& b) {
   EXPECT_EQ(a.auth_token, b.auth_token);
   EXPECT_EQ(a.mode, b.mode);
   EXPECT_EQ(a.snapshot_rate_hz, b.snapshot_rate_hz);
+  EXPECT_EQ(a.scene, b.scene);
 }
 void expect_fields(const Welcome& a, const Welcome& b) {
   EXPECT_EQ(a.protocol_version, b.protocol_version);
@@ -160,6 +162,7 @@ void expect_fields(const Welcome& a, const Welcome& b) {
   EXPECT_EQ(a.ns_into_tick, b.ns_into_tick);
   EXPECT_EQ(a.owned_bodies, b.owned_bodies);
   EXPECT_EQ(a.snapshot_rate_hz, b.snapshot_rate_hz);
+  EXPECT_EQ(a.snapshot_interval_ticks, b.snapshot_interval_ticks);
 }
 void expect_fields(const Snapshot& a, const Snapshot& b) {
   EXPECT_EQ(a.tick, b.tick);
@@ -488,15 +491,16 @@ TEST(SchemaMessages, UnknownUnionMemberIsUnknownMessage) {
 }
 
 TEST(SchemaMessages, EnumOutOfRangeIsBadValue) {
-  EXPECT_EQ(decode_bytes(body_of(encode_frame(Hello{1, 1, "r", "p", "", ClientMode{2}, 0}))).error,
-            DecodeError::bad_value);
   EXPECT_EQ(
-      decode_bytes(body_of(encode_frame(ErrorMessage{ErrorCode{15}, "x", false, 1, 1}))).error,
+      decode_bytes(body_of(encode_frame(Hello{1, 1, "r", "p", "", ClientMode{2}, 0, ""}))).error,
+      DecodeError::bad_value);
+  EXPECT_EQ(
+      decode_bytes(body_of(encode_frame(ErrorMessage{ErrorCode{17}, "x", false, 1, 1}))).error,
       DecodeError::bad_value);
   EXPECT_EQ(decode_bytes(body_of(encode_frame(Disconnect{ErrorCode{0xFFFF}, "x"}))).error,
             DecodeError::bad_value);
   // The last valid values pass.
-  EXPECT_TRUE(decode_bytes(body_of(encode_frame(Disconnect{ErrorCode::auth_failed, ""}))).ok());
+  EXPECT_TRUE(decode_bytes(body_of(encode_frame(Disconnect{ErrorCode::scene_mismatch, ""}))).ok());
 }
 
 TEST(SchemaMessages, StringCaps) {
@@ -662,12 +666,12 @@ TEST(SchemaMessages, Names) {
     EXPECT_STREQ(message_name(messages[i]), expected[i]);
   }
   std::set<std::string> names;
-  for (uint16_t code = 0; code <= 14; ++code) {
+  for (uint16_t code = 0; code <= 16; ++code) {
     const std::string name = error_code_name(static_cast<ErrorCode>(code));
     EXPECT_NE(name, "unknown_error_code") << code;
     names.insert(name);
   }
-  EXPECT_EQ(names.size(), 15u);
+  EXPECT_EQ(names.size(), 17u);
   EXPECT_STREQ(error_code_name(ErrorCode::slow_consumer), "slow_consumer");
   EXPECT_STREQ(error_code_name(ErrorCode{99}), "unknown_error_code");
   names.clear();

@@ -198,6 +198,7 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
   joined_event.tick_rate_hz = welcome.tick_rate_hz;
   joined_event.input_delay_ticks = welcome.input_delay_ticks;
   joined_event.snapshot_rate_hz = welcome.snapshot_rate_hz;
+  joined_event.snapshot_interval_ticks = welcome.snapshot_interval_ticks;
   joined_event.scene = welcome.scene;
   deliver(joined_event);
   if (!problem.empty()) {

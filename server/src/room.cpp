@@ -390,6 +390,7 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   welcome.ns_into_tick = static_cast<uint64_t>(std::max<int64_t>(0, position.since_due.count()));
   if (player_id != 0) welcome.owned_bodies = owned_bodies_[player_id - 1];
   welcome.snapshot_rate_hz = granted_rate_hz;
+  welcome.snapshot_interval_ticks = member->snapshot_interval_ticks;
   spdlog::info("room {}: '{}' joined as {} {} from {} (tick {}, protocol {})", name_,
                session->player_name(), thin ? "thin spectator" : "player", player_id,
                session->remote(), world_->tick(), protocol_version);

@@ -84,7 +84,8 @@ struct JoinedEvent {
   uint64_t tick = 0;  // the server's tick when it welcomed us
   uint16_t tick_rate_hz = 0;
   uint16_t input_delay_ticks = 0;
-  uint16_t snapshot_rate_hz = 0;  // granted (thin mode)
+  uint16_t snapshot_rate_hz = 0;         // granted (thin mode), rounded down
+  uint32_t snapshot_interval_ticks = 0;  // thin mode: a snapshot every this many ticks (exact)
   std::string scene;
 };
 
