@@ -484,6 +484,39 @@ TEST(NetServer, InputAppearsInTheTickFrameOfItsTargetTickSorted) {
   EXPECT_EQ(stats.rooms[0].inputs_late, 0u);
 }
 
+TEST(NetServer, OwnerZeroBodiesArePushedByNoPlayerWhenTheSceneHasOwners) {
+  // docs/scene-format.md, `owner`: in a scene where some bodies have owners (inputs: 16 owned
+  // spheres), a body with owner 0 is moved by contacts only; another player's body is refused
+  // too. Only in a scene without any owner may every player push every dynamic body.
+  ServerRunner runner(test_config());
+  Player p = join(runner.port(), "alpha", "p1");
+  const std::vector<sim::BodyId> unowned = bodies_owned_by(0);
+  ASSERT_FALSE(unowned.empty());
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 1));
+  p.client->send(schema::InputFrame{p.last_tick + 30, 1, {push(1, 1, unowned.front(), 1 << 10)}});
+  std::optional<schema::ErrorMessage> error = wait_error(*p.client);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->code, ErrorCode::input_rejected);
+  EXPECT_FALSE(error->fatal);
+  EXPECT_NE(error->reason.find("is not owned by player 1 (owner: 0)"), std::string::npos)
+      << error->reason;
+  p.client->send(schema::InputFrame{p.last_tick + 30, 2, {push(1, 2, bodies_owned_by(2)[0], 1)}});
+  error = wait_error(*p.client);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->code, ErrorCode::input_rejected);
+  EXPECT_NE(error->reason.find("(owner: 2)"), std::string::npos) << error->reason;
+
+  // In a scene without owners (pile) every player may push every dynamic body.
+  server::ServerConfig config = test_config();
+  config.scene = "pile";
+  ServerRunner sandbox(config);
+  RawClient client(sandbox.port());
+  client.send(hello("beta", "p1"));
+  std::optional<schema::Welcome> welcome = client.receive_of<schema::Welcome>(kReplyTimeout);
+  ASSERT_TRUE(welcome);
+  EXPECT_EQ(welcome->owned_bodies.size(), 1000u);  // all of the pile's dynamic bodies
+}
+
 TEST(NetServer, LateInputIsAppliedAtTheNextTick) {
   ServerRunner runner(test_config());
   Player p = join(runner.port(), "alpha", "p1");
