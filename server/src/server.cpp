@@ -223,7 +223,7 @@ std::shared_ptr<Room> ServerCore::find_or_create_room(const std::string& name,
     if (!scene_name.empty() && it->second->scene_name() != scene_name) {
       *code = schema::ErrorCode::scene_mismatch;
       *reason = fmt::format("room {} runs scene '{}', not '{}'", name, it->second->scene_name(),
-                            scene_name);
+                            sanitized(scene_name));
       return nullptr;
     }
     return it->second;
