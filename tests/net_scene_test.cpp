@@ -175,8 +175,15 @@ TEST(NetScenes, TwoRoomsRunTwoSceneFilesAndEveryTickVerifies) {
   // The server ran both rooms and accepted the pushes (owned balls, by their owners).
   const server::ServerStats stats = server.stats();
   uint64_t accepted = 0;
-  for (const server::RoomStats& room : stats.rooms)
+  std::map<std::string, std::string> scene_of_room;
+  for (const server::RoomStats& room : stats.rooms) {
     accepted += room.inputs_accepted;
+    scene_of_room[room.name] = room.scene;
+  }
+  EXPECT_EQ(scene_of_room["north"], "arena");
+  EXPECT_EQ(scene_of_room["south"], "ramp");
+  EXPECT_NE(server::summary_json(stats).find(R"("name":"south","scene":"ramp")"),
+            std::string::npos);
   EXPECT_GT(accepted, 0u);
   EXPECT_EQ(stats.input_errors, 0u);
 }

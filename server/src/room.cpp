@@ -668,6 +668,7 @@ void Room::finish_match_recording() {
 RoomStats Room::stats() const {
   RoomStats s;
   s.name = name_;
+  s.scene = scene_->scene.name;
   s.open = !stopped_;
   s.tick = world_->tick();
   const TickClockCounters& clock = clock_.counters();

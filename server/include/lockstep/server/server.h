@@ -46,6 +46,7 @@ struct ClientSummary {
 
 struct RoomStats {
   std::string name;
+  std::string scene;  // the scene it runs
   bool open = true;
   uint64_t tick = 0;          // the world's tick (steps since the room opened)
   uint64_t late_ticks = 0;    // started more than 2 ms after their due time
