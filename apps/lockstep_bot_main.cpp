@@ -4,7 +4,9 @@
 //   ticks_verified=N desyncs=N rtt_ms_p50=… bytes_in_per_s=… bytes_out_per_s=… errors=N …
 //
 // It exits 0 only when it verified at least one tick and saw no desync, error or unexpected
-// disconnect. `lockstep-bot --port 7777 --seconds 10` joins room "default" on 127.0.0.1.
+// disconnect. `lockstep-bot --port 7777 --seconds 10` joins room "default" on 127.0.0.1;
+// `--scene-file arena.scene` plays a scene the server serves from --scene-dir (asked for by the
+// file's stem, the local world built from the same file), `--scene NAME` asks for one by name.
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
@@ -49,6 +51,8 @@ int main(int argc, char** argv) {
   double seconds = 10;
   uint64_t seed = sim::kDefaultInputSeed;
   bool quiet = false;
+  std::string scene_name;
+  std::string scene_file;
   app.add_option("--host", host, "server address")->capture_default_str();
   app.add_option("--port", port, "server port")->capture_default_str();
   app.add_option("--room", room, "room to join")->capture_default_str();
@@ -59,6 +63,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--seed", seed, "seed of the input script")->capture_default_str();
   app.add_flag("--quiet", quiet, "no event log on stderr, only the summary line");
+  app.add_option("--scene", scene_name, "scene to ask for (a new room runs it)");
+  app.add_option("--scene-file", scene_file,
+                 "scene file to build the world from; asks for its stem unless --scene is given");
   CLI11_PARSE(app, argc, argv);
 
   std::signal(SIGINT, on_signal);
@@ -68,6 +75,8 @@ int main(int argc, char** argv) {
   client_sdk::ClientOptions options;
   options.mode = client_sdk::ClientMode::lockstep;
   options.auto_resync = true;
+  options.scene_name = scene_name;
+  options.scene_file = scene_file;
   if (!client.connect(host, port, room, name, token, options)) {
     std::fprintf(stderr, "lockstep-bot: %s\n", client.last_error().c_str());
     return 2;

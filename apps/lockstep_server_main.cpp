@@ -2,7 +2,8 @@
 //
 // Usage:
 //   lockstep-server [--port 7777] [--bind 0.0.0.0] [--tick-rate 60] [--input-delay 2]
-//                   [--scene inputs] [--max-rooms N] [--max-players N] [--queue-limit-bytes B]
+//                   [--scene inputs|FILE] [--scene-dir DIR] [--max-rooms N] [--max-players N]
+//                   [--queue-limit-bytes B]
 //                   [--config FILE] [--log-level info] [--stats-json FILE] ...
 //   lockstep-server --help     lists every option; a config file (TOML/INI) takes the same
 //                              long names as keys, e.g. `tick-rate = 30`.

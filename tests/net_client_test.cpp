@@ -376,12 +376,15 @@ TEST(NetClient, ThinClientGetsSnapshotsAtTheGrantedRate) {
   ASSERT_TRUE(pump_until({&thin}, [&] { return thin.snapshots.size() >= 16; })) << describe(thin);
   ASSERT_TRUE(thin.joined.has_value());
   EXPECT_EQ(thin.joined->snapshot_rate_hz, 10);
+  EXPECT_EQ(thin.joined->snapshot_interval_ticks, 24u);
   EXPECT_TRUE(thin.hashes.empty()) << "a thin client never steps";
   EXPECT_TRUE(thin.errors.empty()) << describe(thin);
 
   // Ticks between snapshots: 240 Hz / 10 Hz = 24 (the first one is the join snapshot).
   for (size_t i = 2; i < thin.snapshots.size(); ++i) {
-    EXPECT_EQ(thin.snapshots[i].tick - thin.snapshots[i - 1].tick, 24u) << "snapshot " << i;
+    EXPECT_EQ(thin.snapshots[i].tick - thin.snapshots[i - 1].tick,
+              thin.joined->snapshot_interval_ticks)
+        << "snapshot " << i;
   }
   // The room ticks no faster than 240 Hz: no snapshot came before its tick was due. (Slower is
   // what a busy machine does, so that direction is left to the tick spacing above.)

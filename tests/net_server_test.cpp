@@ -484,6 +484,39 @@ TEST(NetServer, InputAppearsInTheTickFrameOfItsTargetTickSorted) {
   EXPECT_EQ(stats.rooms[0].inputs_late, 0u);
 }
 
+TEST(NetServer, OwnerZeroBodiesArePushedByNoPlayerWhenTheSceneHasOwners) {
+  // docs/scene-format.md, `owner`: in a scene where some bodies have owners (inputs: 16 owned
+  // spheres), a body with owner 0 is moved by contacts only; another player's body is refused
+  // too. Only in a scene without any owner may every player push every dynamic body.
+  ServerRunner runner(test_config());
+  Player p = join(runner.port(), "alpha", "p1");
+  const std::vector<sim::BodyId> unowned = bodies_owned_by(0);
+  ASSERT_FALSE(unowned.empty());
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 1));
+  p.client->send(schema::InputFrame{p.last_tick + 30, 1, {push(1, 1, unowned.front(), 1 << 10)}});
+  std::optional<schema::ErrorMessage> error = wait_error(*p.client);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->code, ErrorCode::input_rejected);
+  EXPECT_FALSE(error->fatal);
+  EXPECT_NE(error->reason.find("is not owned by player 1 (owner: 0)"), std::string::npos)
+      << error->reason;
+  p.client->send(schema::InputFrame{p.last_tick + 30, 2, {push(1, 2, bodies_owned_by(2)[0], 1)}});
+  error = wait_error(*p.client);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->code, ErrorCode::input_rejected);
+  EXPECT_NE(error->reason.find("(owner: 2)"), std::string::npos) << error->reason;
+
+  // In a scene without owners (pile) every player may push every dynamic body.
+  server::ServerConfig config = test_config();
+  config.scene = "pile";
+  ServerRunner sandbox(config);
+  RawClient client(sandbox.port());
+  client.send(hello("beta", "p1"));
+  std::optional<schema::Welcome> welcome = client.receive_of<schema::Welcome>(kReplyTimeout);
+  ASSERT_TRUE(welcome);
+  EXPECT_EQ(welcome->owned_bodies.size(), 1000u);  // all of the pile's dynamic bodies
+}
+
 TEST(NetServer, LateInputIsAppliedAtTheNextTick) {
   ServerRunner runner(test_config());
   Player p = join(runner.port(), "alpha", "p1");
@@ -805,7 +838,7 @@ TEST(NetServer, VersionMismatchNamesBothRanges) {
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->code, ErrorCode::version_mismatch);
   EXPECT_TRUE(error->fatal);
-  EXPECT_NE(error->reason.find("server speaks 1..1"), std::string::npos) << error->reason;
+  EXPECT_NE(error->reason.find("server speaks 2..2"), std::string::npos) << error->reason;
   EXPECT_NE(error->reason.find("client 3..4"), std::string::npos) << error->reason;
   EXPECT_EQ(error->server_protocol_version, schema::kProtocolVersion);
   EXPECT_EQ(error->server_min_protocol_version, schema::kMinProtocolVersion);
@@ -815,12 +848,31 @@ TEST(NetServer, OverlappingVersionsNegotiateTheHighestCommonOne) {
   ServerRunner runner(test_config());
   RawClient client(runner.port());
   schema::Hello h = hello("alpha", "newer");
-  h.protocol_version = 7;  // speaks 1..7; we speak 1..1
+  h.protocol_version = 7;  // speaks 1..7; we speak 2..2
   h.min_protocol_version = 1;
   client.send(h);
   std::optional<schema::Welcome> welcome = client.receive_of<schema::Welcome>(kReplyTimeout);
   ASSERT_TRUE(welcome);
-  EXPECT_EQ(welcome->protocol_version, 1);
+  EXPECT_EQ(welcome->protocol_version, 2);
+}
+
+TEST(NetServer, VersionOneClientGetsAClearVersionMismatch) {
+  // Version 1 lacked Hello.scene and Welcome.snapshot_interval_ticks: it is no longer spoken.
+  ServerRunner runner(test_config());
+  RawClient client(runner.port());
+  schema::Hello h = hello("alpha", "old");
+  h.protocol_version = 1;
+  h.min_protocol_version = 1;
+  client.send(h);
+  std::vector<Message> received;
+  ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received));
+  ASSERT_EQ(received.size(), 1u);
+  const auto* error = std::get_if<schema::ErrorMessage>(&received[0]);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(error->code, ErrorCode::version_mismatch);
+  EXPECT_TRUE(error->fatal);
+  EXPECT_NE(error->reason.find("server speaks 2..2, client 1..1"), std::string::npos)
+      << error->reason;
 }
 
 // ---- slow consumers, deadlines, heartbeats --------------------------------------------------
@@ -947,6 +999,36 @@ TEST(NetServer, ThinClientGetsSnapshotsAtTheGrantedRateAndNoTickFrames) {
   ASSERT_TRUE(error);
   EXPECT_EQ(error->code, ErrorCode::input_rejected);
   EXPECT_FALSE(error->fatal);
+}
+
+TEST(NetServer, ThinClientsGrantedIntervalIsExactInTheWelcome) {
+  // 7 Hz asked at 60 Hz: whole ticks between snapshots, so every ceil(60 / 7) = 9 ticks, which
+  // is 6.67 Hz. The Welcome's interval says exactly that; its rate is the same, rounded down.
+  server::ServerConfig config = test_config();
+  config.max_snapshot_rate_hz = 20;
+  ServerRunner runner(config);
+  RawClient thin(runner.port());
+  thin.send(hello("alpha", "dashboard", schema::ClientMode::thin, 7));
+  std::optional<schema::Welcome> welcome = thin.receive_of<schema::Welcome>(kReplyTimeout);
+  ASSERT_TRUE(welcome);
+  EXPECT_EQ(welcome->snapshot_interval_ticks, 9u);
+  EXPECT_EQ(welcome->snapshot_rate_hz, 6);
+  std::vector<uint64_t> ticks;
+  while (ticks.size() < 4) {
+    std::optional<schema::Snapshot> snapshot = thin.receive_of<schema::Snapshot>(kReplyTimeout);
+    ASSERT_TRUE(snapshot);
+    ticks.push_back(snapshot->tick);
+  }
+  // The first is the join snapshot; the stream follows at the announced interval.
+  for (size_t i = 2; i < ticks.size(); ++i)
+    EXPECT_EQ(ticks[i], ticks[i - 1] + welcome->snapshot_interval_ticks);
+
+  // Lockstep players get TickFrames every tick and no interval.
+  RawClient player(runner.port());
+  player.send(hello("alpha", "p1"));
+  std::optional<schema::Welcome> player_welcome = player.receive_of<schema::Welcome>(kReplyTimeout);
+  ASSERT_TRUE(player_welcome);
+  EXPECT_EQ(player_welcome->snapshot_interval_ticks, 0u);
 }
 
 TEST(NetServer, ResyncRequestGetsASnapshotOfTheCurrentTick) {

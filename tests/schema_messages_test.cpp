@@ -109,7 +109,7 @@ std::vector<sim::Input> make_inputs(uint32_t count) {
 std::vector<Message> sample_messages() {
   std::vector<Message> messages;
   messages.push_back(
-      Hello{7, 3, "room-α", "player one", std::string(300, 't'), ClientMode::thin, 20});
+      Hello{7, 3, "room-α", "player one", std::string(300, 't'), ClientMode::thin, 20, "arena"});
   Welcome welcome;
   welcome.protocol_version = 5;
   welcome.player_id = 4;
@@ -120,7 +120,8 @@ std::vector<Message> sample_messages() {
   welcome.current_tick = 1ull << 40;
   welcome.ns_into_tick = 12'345'678;
   welcome.owned_bodies = {sim::BodyId{1, 1}, sim::BodyId{9, 2}, sim::BodyId{0xFFFF'FFFFu, 77}};
-  welcome.snapshot_rate_hz = 10;
+  welcome.snapshot_rate_hz = 6;
+  welcome.snapshot_interval_ticks = 9;
   messages.push_back(welcome);
   Snapshot snapshot;
   snapshot.tick = 99;
@@ -148,6 +149,7 @@ void expect_fields(const Hello& a, const Hello& b) {
   EXPECT_EQ(a.auth_token, b.auth_token);
   EXPECT_EQ(a.mode, b.mode);
   EXPECT_EQ(a.snapshot_rate_hz, b.snapshot_rate_hz);
+  EXPECT_EQ(a.scene, b.scene);
 }
 void expect_fields(const Welcome& a, const Welcome& b) {
   EXPECT_EQ(a.protocol_version, b.protocol_version);
@@ -160,6 +162,7 @@ void expect_fields(const Welcome& a, const Welcome& b) {
   EXPECT_EQ(a.ns_into_tick, b.ns_into_tick);
   EXPECT_EQ(a.owned_bodies, b.owned_bodies);
   EXPECT_EQ(a.snapshot_rate_hz, b.snapshot_rate_hz);
+  EXPECT_EQ(a.snapshot_interval_ticks, b.snapshot_interval_ticks);
 }
 void expect_fields(const Snapshot& a, const Snapshot& b) {
   EXPECT_EQ(a.tick, b.tick);
@@ -288,6 +291,31 @@ TEST(SchemaMessages, MisalignedBodyDecodesTheSame) {
     ASSERT_TRUE(result.ok()) << message_name(message) << ": " << result.detail;
     expect_equal(message, decoded);
   }
+}
+
+TEST(SchemaMessages, FinishSizePrefixedBodiesAreRejectedWithAHint) {
+  // A client that follows "size-prefixed FlatBuffers" literally gets the same 4-byte header, but
+  // a body whose 64-bit fields are 4 bytes off once the prefix is stripped: the Verifier refuses
+  // it, and the detail names the cause (docs/protocol.md, "Frames").
+  flatbuffers::FlatBufferBuilder builder;
+  const auto ping = wire::CreatePing(builder, 987'654'321'000ull);
+  builder.FinishSizePrefixed(wire::CreateEnvelope(builder, wire::Message::Ping, ping.Union()),
+                             wire::EnvelopeIdentifier());
+  const std::span<const uint8_t> bytes(builder.GetBufferPointer(), builder.GetSize());
+  ASSERT_EQ(decode_frame_header(bytes.first<kFrameHeaderBytes>()), bytes.size() - 4);
+  FrameDecoder decoder(kMaxClientFrameBytes);
+  ASSERT_EQ(decoder.feed(bytes), bytes.size());
+  ASSERT_TRUE(decoder.has_frame());
+  const DecodeResult result = decode_body(decoder.frame(), nullptr);
+  EXPECT_EQ(result.error, DecodeError::verifier);
+  EXPECT_NE(result.detail.find("not FinishSizePrefixed"), std::string::npos) << result.detail;
+
+  // The same message through encode_frame decodes.
+  const std::vector<uint8_t> frame = encode_frame(Ping{987'654'321'000ull});
+  decoder.reset();
+  ASSERT_EQ(decoder.feed(frame), frame.size());
+  ASSERT_TRUE(decoder.has_frame());
+  EXPECT_TRUE(decode_body(decoder.frame(), nullptr).ok());
 }
 
 TEST(SchemaMessages, SharedFrameHasTheSameBytes) {
@@ -463,15 +491,16 @@ TEST(SchemaMessages, UnknownUnionMemberIsUnknownMessage) {
 }
 
 TEST(SchemaMessages, EnumOutOfRangeIsBadValue) {
-  EXPECT_EQ(decode_bytes(body_of(encode_frame(Hello{1, 1, "r", "p", "", ClientMode{2}, 0}))).error,
-            DecodeError::bad_value);
   EXPECT_EQ(
-      decode_bytes(body_of(encode_frame(ErrorMessage{ErrorCode{15}, "x", false, 1, 1}))).error,
+      decode_bytes(body_of(encode_frame(Hello{1, 1, "r", "p", "", ClientMode{2}, 0, ""}))).error,
+      DecodeError::bad_value);
+  EXPECT_EQ(
+      decode_bytes(body_of(encode_frame(ErrorMessage{ErrorCode{17}, "x", false, 1, 1}))).error,
       DecodeError::bad_value);
   EXPECT_EQ(decode_bytes(body_of(encode_frame(Disconnect{ErrorCode{0xFFFF}, "x"}))).error,
             DecodeError::bad_value);
   // The last valid values pass.
-  EXPECT_TRUE(decode_bytes(body_of(encode_frame(Disconnect{ErrorCode::auth_failed, ""}))).ok());
+  EXPECT_TRUE(decode_bytes(body_of(encode_frame(Disconnect{ErrorCode::scene_mismatch, ""}))).ok());
 }
 
 TEST(SchemaMessages, StringCaps) {
@@ -637,12 +666,12 @@ TEST(SchemaMessages, Names) {
     EXPECT_STREQ(message_name(messages[i]), expected[i]);
   }
   std::set<std::string> names;
-  for (uint16_t code = 0; code <= 14; ++code) {
+  for (uint16_t code = 0; code <= 16; ++code) {
     const std::string name = error_code_name(static_cast<ErrorCode>(code));
     EXPECT_NE(name, "unknown_error_code") << code;
     names.insert(name);
   }
-  EXPECT_EQ(names.size(), 15u);
+  EXPECT_EQ(names.size(), 17u);
   EXPECT_STREQ(error_code_name(ErrorCode::slow_consumer), "slow_consumer");
   EXPECT_STREQ(error_code_name(ErrorCode{99}), "unknown_error_code");
   names.clear();

@@ -10,6 +10,7 @@
 #include "connection.h"
 #include "lockstep/replays/file_name.h"
 #include "lockstep/replays/recorder.h"
+#include "lockstep/schema/scene_file.h"
 
 namespace lockstep::client_sdk {
 
@@ -175,11 +176,15 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
   // The local world: the same scene the room runs, proven by the WorldDef fingerprint.
   sim::Scene scene;
   std::string problem;
-  if (options.scene) {
+  if (!options.scene_name.empty() && welcome.scene != options.scene_name) {
+    problem = "the server welcomed us into scene '" + welcome.scene + "', not the '" +
+              options.scene_name + "' we asked for";
+  } else if (options.scene) {
     scene = *options.scene;  // a custom world: replay files name no built-in scene
   } else if (!sim::make_builtin_scene(welcome.scene, &scene)) {
     problem = "the room's scene '" + welcome.scene +
-              "' is not built in (pass ClientOptions::scene to supply it)";
+              "' is not built in (give its file as ClientOptions::scene_file, or the scene as "
+              "ClientOptions::scene)";
   }
   if (problem.empty() && sim::world_def_fingerprint(scene.def) != welcome.world_def_fingerprint) {
     problem = "WorldDef fingerprint of scene '" + scene.name +
@@ -198,6 +203,7 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
   joined_event.tick_rate_hz = welcome.tick_rate_hz;
   joined_event.input_delay_ticks = welcome.input_delay_ticks;
   joined_event.snapshot_rate_hz = welcome.snapshot_rate_hz;
+  joined_event.snapshot_interval_ticks = welcome.snapshot_interval_ticks;
   joined_event.scene = welcome.scene;
   deliver(joined_event);
   if (!problem.empty()) {
@@ -334,7 +340,19 @@ bool Client::connect(const std::string& host, uint16_t port, const std::string& 
         "least one client frame)";
     return false;
   }
+  if (!options.scene_name.empty() && !schema::valid_scene_name(options.scene_name)) {
+    s.last_error = "invalid ClientOptions::scene_name '" + options.scene_name +
+                   "': 1..64 letters, digits, '_', '-' or '.'";
+    return false;
+  }
   s.options = options;
+  if (!options.scene_file.empty()) {
+    // Read now, never on the tick path; the same loader the server uses, so the same name.
+    sim::Scene scene;
+    if (!schema::load_scene_file(options.scene_file, &scene, &s.last_error)) return false;
+    if (s.options.scene_name.empty()) s.options.scene_name = scene.name;
+    s.options.scene = std::move(scene);
+  }
   s.room = room;
   detail::ConnectionConfig config;
   config.ping_interval = options.ping_interval;
@@ -351,6 +369,7 @@ bool Client::connect(const std::string& host, uint16_t port, const std::string& 
   hello.auth_token = token;
   hello.mode = options.mode;
   hello.snapshot_rate_hz = options.snapshot_rate_hz;
+  hello.scene = s.options.scene_name;
   s.connection->start(host, port, hello);
   s.state = ClientState::connecting;
   return true;

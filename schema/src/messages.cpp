@@ -33,8 +33,10 @@ namespace wire = lockstep::wire;
 // Our enums mirror the wire enums value for value; a change to either must show up here.
 static_assert(static_cast<uint16_t>(ErrorCode::auth_failed) ==
               static_cast<uint16_t>(wire::ErrorCode::AuthFailed));
+static_assert(static_cast<uint16_t>(ErrorCode::unknown_scene) ==
+              static_cast<uint16_t>(wire::ErrorCode::UnknownScene));
 static_assert(static_cast<uint16_t>(wire::ErrorCode::MAX) ==
-              static_cast<uint16_t>(ErrorCode::auth_failed));
+              static_cast<uint16_t>(ErrorCode::scene_mismatch));
 static_assert(static_cast<uint8_t>(ClientMode::thin) ==
               static_cast<uint8_t>(wire::ClientMode::Thin));
 static_assert(static_cast<uint8_t>(wire::ClientMode::MAX) ==
@@ -102,8 +104,10 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Hello& m) 
   auto room = create_string(builder, m.room);
   auto player_name = create_string(builder, m.player_name);
   auto auth_token = create_string(builder, m.auth_token);
+  auto scene = create_string(builder, m.scene);
   return wire::CreateHello(builder, m.protocol_version, m.min_protocol_version, room, player_name,
-                           auth_token, static_cast<wire::ClientMode>(m.mode), m.snapshot_rate_hz)
+                           auth_token, static_cast<wire::ClientMode>(m.mode), m.snapshot_rate_hz,
+                           scene)
       .Union();
 }
 
@@ -119,7 +123,8 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Welcome& m
     *generation++ = fb::EndianScalar(body.generation);
   return wire::CreateWelcome(builder, m.protocol_version, m.player_id, m.tick_rate_hz,
                              m.input_delay_ticks, scene, m.world_def_fingerprint, m.current_tick,
-                             m.ns_into_tick, owned_bodies, owned_generations, m.snapshot_rate_hz)
+                             m.ns_into_tick, owned_bodies, owned_generations, m.snapshot_rate_hz,
+                             m.snapshot_interval_ticks)
       .Union();
 }
 
@@ -234,6 +239,7 @@ DecodeResult decode_message(const wire::Hello& in, Message* out) {
   }
   m.mode = static_cast<ClientMode>(mode);
   m.snapshot_rate_hz = in.snapshot_rate_hz();
+  if (!read_string(in.scene(), kMaxNameBytes, "Hello.scene", &m.scene, &result)) return result;
   *out = std::move(m);
   return result;
 }
@@ -263,6 +269,7 @@ DecodeResult decode_message(const wire::Welcome& in, Message* out) {
     m.owned_bodies.push_back(sim::BodyId{index1->Get(i), generation->Get(i)});
   }
   m.snapshot_rate_hz = in.snapshot_rate_hz();
+  m.snapshot_interval_ticks = in.snapshot_interval_ticks();
   *out = std::move(m);
   return result;
 }
@@ -351,8 +358,17 @@ DecodeResult decode_verified(const uint8_t* body, size_t size, Message* out) {
   options.max_tables = kVerifierMaxTables;
   fb::Verifier verifier(body, size, options);
   if (!wire::VerifyEnvelopeBuffer(verifier)) {
+    // The commonest cause in a new client: a body built with FinishSizePrefixed, whose 64-bit
+    // fields sit 4 bytes off once the prefix is stripped. Say so when that is all that is wrong.
+    fb::Verifier::Options unaligned = options;
+    unaligned.check_alignment = false;
+    fb::Verifier lenient(body, size, unaligned);
+    const bool only_misaligned = wire::VerifyEnvelopeBuffer(lenient);
     return fail(DecodeError::verifier,
-                "FlatBuffers verifier rejected the " + std::to_string(size) + "-byte body");
+                "FlatBuffers verifier rejected the " + std::to_string(size) + "-byte body" +
+                    (only_misaligned ? ": misaligned fields (build frames with Finish() and a "
+                                       "separate 4-byte length, not FinishSizePrefixed)"
+                                     : ""));
   }
   const wire::Envelope* envelope = wire::GetEnvelope(body);
   const wire::Message type = envelope->message_type();
@@ -432,6 +448,10 @@ const char* error_code_name(ErrorCode code) {
       return "bad_request";
     case ErrorCode::auth_failed:
       return "auth_failed";
+    case ErrorCode::unknown_scene:
+      return "unknown_scene";
+    case ErrorCode::scene_mismatch:
+      return "scene_mismatch";
   }
   return "unknown_error_code";
 }

@@ -99,8 +99,11 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--socket-send-buffer-bytes", config->socket_send_buffer_bytes,
                  "SO_SNDBUF of client sockets (0 = OS default)")
       ->capture_default_str();
-  app.add_option("--scene", config->scene, "Built-in scene every room starts from")
+  app.add_option("--scene", config->scene,
+                 "Scene of rooms whose Hello names none: a built-in name or a scene file")
       ->capture_default_str();
+  app.add_option("--scene-dir", config->scene_dir,
+                 "Also serve every *.scene file in DIR, by file stem, to Hellos that name it");
   app.add_option("--default-room", config->default_room, "Room of a Hello without a room name")
       ->capture_default_str();
   app.add_option("--tick-rate", config->tick_rate_hz, "Ticks per second (1..1000)")

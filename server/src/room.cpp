@@ -53,9 +53,10 @@ bool make_replay_dir(const std::string& dir, std::string* error) {
 
 }  // namespace
 
-Room::Room(ServerCore& core, std::string name)
+Room::Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene)
     : core_(core),
       name_(std::move(name)),
+      scene_(std::move(scene)),
       clock_(
           TickClockConfig{core.config.tick_rate_hz, core.config.max_catch_up_ticks, kLateThreshold},
           Clock::now()),
@@ -67,19 +68,24 @@ Room::Room(ServerCore& core, std::string name)
   clock_.advance(opened_);
 }
 
+const std::string& Room::scene_name() const {
+  return scene_->scene.name;
+}
+
 Room::~Room() {
   spdlog::trace("room {} destroyed", name_);
 }
 
-std::shared_ptr<Room> Room::create(ServerCore& core, std::string name, std::string* error) {
+std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
+                                   std::shared_ptr<const ServedScene> scene, std::string* error) {
   // The world and the replay recorders are made before the room (whose constructor starts the
   // tick clock), so their cost — tens of MB zeroed for a long window — does not put the room
   // behind its own schedule before it begins.
   sim::Error world_error = sim::Error::none;
   size_t failed_body = 0;
-  std::unique_ptr<sim::World> world = sim::build_world(core.scene, &world_error, &failed_body);
+  std::unique_ptr<sim::World> world = sim::build_world(scene->scene, &world_error, &failed_body);
   if (world == nullptr) {
-    *error = fmt::format("scene {} cannot be built: {}", core.scene.name,
+    *error = fmt::format("scene {} cannot be built: {}", scene->scene.name,
                          sim::error_message(world_error));
     return nullptr;
   }
@@ -87,9 +93,11 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name, std::stri
   const uint32_t max_players = config.max_players_per_room;
   const uint32_t slot_capacity = max_players * config.max_inputs_per_player_per_tick;
 
-  // Replays: the window's memory is all taken here; it starts with a keyframe of tick 0.
-  replays::ReplayHeader replay_header =
-      replays::make_replay_header(*world, core.scene.name, config.tick_rate_hz);
+  // Replays: the window's memory is all taken here; it starts with a keyframe of tick 0. A file
+  // scene is not named in the header (a replay names only built-in scenes, which it checks; the
+  // keyframe and WorldDef carry everything else).
+  replays::ReplayHeader replay_header = replays::make_replay_header(
+      *world, scene->builtin ? scene->scene.name : std::string(), config.tick_rate_hz);
   replay_header.room = name;
   std::unique_ptr<replays::ReplayWindow> replay_window;
   if (!config.replay_dir.empty() && config.replay_window_seconds > 0) {
@@ -127,7 +135,7 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name, std::stri
     }
   }
 
-  std::shared_ptr<Room> room(new Room(core, std::move(name)));
+  std::shared_ptr<Room> room(new Room(core, std::move(name), std::move(scene)));
   room->world_ = std::move(world);
   room->replay_header_ = std::move(replay_header);
   room->replay_window_ = std::move(replay_window);
@@ -173,7 +181,7 @@ void Room::start() {
       core_.io, [self = shared_from_this()] { return self->tick_loop(); }, asio::detached);
   start_grace_timer();  // closes the room if its first join fails
   spdlog::info("room {} opened: scene {}, {} Hz, input delay {} ticks, {} players", name_,
-               core_.scene.name, core_.config.tick_rate_hz, core_.config.input_delay_ticks,
+               scene_->scene.name, core_.config.tick_rate_hz, core_.config.input_delay_ticks,
                players_.size());
 }
 
@@ -384,12 +392,13 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   welcome.player_id = player_id;
   welcome.tick_rate_hz = static_cast<uint16_t>(config.tick_rate_hz);
   welcome.input_delay_ticks = static_cast<uint16_t>(config.input_delay_ticks);
-  welcome.scene = core_.scene.name;
-  welcome.world_def_fingerprint = core_.world_def_fingerprint;
+  welcome.scene = scene_->scene.name;
+  welcome.world_def_fingerprint = scene_->world_def_fingerprint;
   welcome.current_tick = position.tick;
   welcome.ns_into_tick = static_cast<uint64_t>(std::max<int64_t>(0, position.since_due.count()));
   if (player_id != 0) welcome.owned_bodies = owned_bodies_[player_id - 1];
   welcome.snapshot_rate_hz = granted_rate_hz;
+  welcome.snapshot_interval_ticks = member->snapshot_interval_ticks;
   spdlog::info("room {}: '{}' joined as {} {} from {} (tick {}, protocol {})", name_,
                session->player_name(), thin ? "thin spectator" : "player", player_id,
                session->remote(), world_->tick(), protocol_version);
@@ -659,6 +668,7 @@ void Room::finish_match_recording() {
 RoomStats Room::stats() const {
   RoomStats s;
   s.name = name_;
+  s.scene = scene_->scene.name;
   s.open = !stopped_;
   s.tick = world_->tick();
   const TickClockCounters& clock = clock_.counters();

@@ -38,14 +38,17 @@
 namespace lockstep::server {
 
 struct ServerCore;
+struct ServedScene;
 class Session;
 
 class Room final : public std::enable_shared_from_this<Room> {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// Builds the world from the server's scene; null (and *error) when the world refuses it.
-  static std::shared_ptr<Room> create(ServerCore& core, std::string name, std::string* error);
+  /// Builds the world from `scene` (one the server serves); null (and *error) when the world
+  /// refuses it.
+  static std::shared_ptr<Room> create(ServerCore& core, std::string name,
+                                      std::shared_ptr<const ServedScene> scene, std::string* error);
   ~Room();
 
   /// Starts the tick loop.
@@ -73,6 +76,8 @@ class Room final : public std::enable_shared_from_this<Room> {
   void count_slow_consumer() { ++slow_consumers_; }
 
   const std::string& name() const { return name_; }
+  /// The name of the scene the room runs (as Hellos ask for it and Welcomes give it).
+  const std::string& scene_name() const;
   bool stopped() const { return stopped_; }
   uint32_t client_count() const { return client_count_; }
   uint64_t tick() const { return world_->tick(); }
@@ -93,7 +98,7 @@ class Room final : public std::enable_shared_from_this<Room> {
     uint32_t count = 0;  // inputs held
   };
 
-  Room(ServerCore& core, std::string name);
+  Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene);
   asio::awaitable<void> tick_loop();
   void run_tick();
   /// The Snapshot frame of the current tick (encoded once per tick, shared).
@@ -116,6 +121,7 @@ class Room final : public std::enable_shared_from_this<Room> {
 
   ServerCore& core_;
   std::string name_;
+  std::shared_ptr<const ServedScene> scene_;
   std::unique_ptr<sim::World> world_;
   TickClock clock_;
   asio::steady_timer tick_timer_;

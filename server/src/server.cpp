@@ -16,6 +16,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include "lockstep/schema/limits.h"
+#include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/world.h"
 #include "room.h"
 #include "server_core.h"
@@ -31,9 +32,110 @@ constexpr uint64_t kSnapshotEnvelopeBytes = 256;
 constexpr uint64_t kAutoQueueLimitMinBytes = 1u << 20;
 constexpr uint64_t kAutoQueueLimitHeadroomBytes = 64u << 10;
 
+// Client-chosen text in an error reason: printable ASCII only.
+std::string sanitized(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
+// The served scene: its world built once to check it and to size its snapshots.
+bool serve_scene(sim::Scene scene, std::string source, bool builtin, ServerCore& core,
+                 std::string* error) {
+  sim::Error world_error = sim::Error::none;
+  const std::unique_ptr<sim::World> world = sim::build_world(scene, &world_error);
+  if (world == nullptr) {
+    *error = fmt::format("{}: scene {} cannot be built: {}", source, scene.name,
+                         sim::error_message(world_error));
+    return false;
+  }
+  auto served = std::make_shared<ServedScene>();
+  served->world_def_fingerprint = sim::world_def_fingerprint(scene.def);
+  served->max_snapshot_frame_bytes = world->max_snapshot_size() + kSnapshotEnvelopeBytes;
+  if (served->max_snapshot_frame_bytes > schema::kMaxServerFrameBytes) {
+    *error =
+        fmt::format("{}: scene {} snapshots up to {} B, over the {} B frame cap", source,
+                    scene.name, served->max_snapshot_frame_bytes, schema::kMaxServerFrameBytes);
+    return false;
+  }
+  if (const auto it = core.scenes.find(scene.name); it != core.scenes.end()) {
+    *error = fmt::format("two scenes are named '{}': {} and {} (a name must be unique)", scene.name,
+                         it->second->source, source);
+    return false;
+  }
+  core.max_snapshot_frame_bytes =
+      std::max(core.max_snapshot_frame_bytes, served->max_snapshot_frame_bytes);
+  served->builtin = builtin;
+  served->scene = std::move(scene);
+  served->source = std::move(source);
+  const std::string name = served->scene.name;
+  core.scenes.emplace(name, std::move(served));
+  return true;
+}
+
+// Loads config.scene (the default) and every *.scene file of config.scene_dir, in name order.
+bool load_scenes(ServerCore& core, std::string* error) {
+  const ServerConfig& config = core.config;
+  sim::Scene scene;
+  if (!schema::load_scene(config.scene, &scene, error)) return false;
+  const auto builtin_names = sim::builtin_scene_names();
+  const bool builtin = std::find(builtin_names.begin(), builtin_names.end(),
+                                 std::string_view(config.scene)) != builtin_names.end();
+  std::error_code ec;
+  // The default scene may be one of scene_dir's files: served once, under its stem.
+  std::filesystem::path default_file;
+  if (!builtin) default_file = std::filesystem::weakly_canonical(config.scene, ec);
+  if (!serve_scene(std::move(scene), builtin ? std::string("built-in") : config.scene, builtin,
+                   core, error)) {
+    return false;
+  }
+  core.default_scene = core.scenes.begin()->second;
+  if (config.scene_dir.empty()) return true;
+
+  std::vector<std::filesystem::path> paths;
+  std::filesystem::directory_iterator it(config.scene_dir, ec);
+  if (ec) {
+    *error = fmt::format("{}: cannot read the scene directory: {}", config.scene_dir, ec.message());
+    return false;
+  }
+  for (const std::filesystem::directory_entry& entry : it) {
+    if (entry.path().extension() == schema::kSceneFileExtension) paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());  // the directory's order is the file system's
+  for (const std::filesystem::path& path : paths) {
+    if (!default_file.empty() && std::filesystem::weakly_canonical(path, ec) == default_file) {
+      continue;
+    }
+    sim::Scene file_scene;
+    if (!schema::load_scene_file(path.string(), &file_scene, error) ||
+        !serve_scene(std::move(file_scene), path.string(), false, core, error)) {
+      return false;
+    }
+  }
+  if (paths.empty()) {
+    spdlog::warn("scene directory {} has no {} files", config.scene_dir,
+                 schema::kSceneFileExtension);
+  }
+  return true;
+}
+
 }  // namespace
 
 ServerCore::ServerCore(const ServerConfig& config_in) : config(config_in) {}
+
+std::string ServerCore::served_scene_list() const {
+  std::string names;
+  for (const auto& [name, scene] : scenes) {
+    if (names.size() > 200) {
+      names += ", ...";
+      break;
+    }
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  return names;
+}
 
 asio::awaitable<void> ServerCore::accept_loop() {
   // Connections accepted per wake at most: a burst of joins is taken in one go (each async
@@ -103,9 +205,29 @@ asio::awaitable<void> ServerCore::stats_loop() {
 }
 
 std::shared_ptr<Room> ServerCore::find_or_create_room(const std::string& name,
+                                                      const std::string& scene_name,
                                                       schema::ErrorCode* code,
                                                       std::string* reason) {
-  if (auto it = rooms.find(name); it != rooms.end()) return it->second;
+  std::shared_ptr<const ServedScene> scene = default_scene;
+  if (!scene_name.empty()) {
+    const auto found = scenes.find(scene_name);
+    if (found == scenes.end()) {
+      *code = schema::ErrorCode::unknown_scene;
+      *reason = fmt::format("scene '{}' is not served here (served: {})", sanitized(scene_name),
+                            served_scene_list());
+      return nullptr;
+    }
+    scene = found->second;
+  }
+  if (auto it = rooms.find(name); it != rooms.end()) {
+    if (!scene_name.empty() && it->second->scene_name() != scene_name) {
+      *code = schema::ErrorCode::scene_mismatch;
+      *reason = fmt::format("room {} runs scene '{}', not '{}'", name, it->second->scene_name(),
+                            sanitized(scene_name));
+      return nullptr;
+    }
+    return it->second;
+  }
   if (shutting_down) {
     *code = schema::ErrorCode::server_shutdown;
     *reason = "the server is shutting down";
@@ -118,7 +240,7 @@ std::shared_ptr<Room> ServerCore::find_or_create_room(const std::string& name,
     return nullptr;
   }
   std::string error;
-  std::shared_ptr<Room> room = Room::create(*this, name, &error);
+  std::shared_ptr<Room> room = Room::create(*this, name, std::move(scene), &error);
   if (room == nullptr) {
     spdlog::error("room {}: {}", name, error);
     *code = schema::ErrorCode::bad_request;
@@ -233,20 +355,7 @@ bool Server::start(std::string* error) {
     *error = problem;
     return false;
   }
-  if (!sim::make_builtin_scene(core.config.scene, &core.scene)) {
-    std::string names;
-    for (std::string_view name : sim::builtin_scene_names())
-      names += (names.empty() ? "" : ", ") + std::string(name);
-    *error = fmt::format("unknown scene '{}' (built-in scenes: {})", core.config.scene, names);
-    return false;
-  }
-  sim::Error world_error = sim::Error::none;
-  const std::unique_ptr<sim::World> world = sim::build_world(core.scene, &world_error);
-  if (world == nullptr) {
-    *error = fmt::format("scene {} cannot be built: {}", core.config.scene,
-                         sim::error_message(world_error));
-    return false;
-  }
+  if (!load_scenes(core, error)) return false;
   if (core.config.record_matches ||
       (core.config.dump_replays_on_shutdown && !core.config.replay_dir.empty())) {
     // Found out now rather than at the first room (desync dumps create it when needed).
@@ -258,23 +367,15 @@ bool Server::start(std::string* error) {
       return false;
     }
   }
-  core.world_def_fingerprint = sim::world_def_fingerprint(core.scene.def);
-  core.max_snapshot_frame_bytes = world->max_snapshot_size() + kSnapshotEnvelopeBytes;
-  if (core.max_snapshot_frame_bytes > schema::kMaxServerFrameBytes) {
-    *error =
-        fmt::format("scene {} snapshots up to {} B, over the {} B frame cap", core.config.scene,
-                    core.max_snapshot_frame_bytes, schema::kMaxServerFrameBytes);
-    return false;
-  }
   const uint64_t needed = core.max_snapshot_frame_bytes + kControlReserveBytes;
   if (core.config.queue_limit_bytes == 0) {
     core.queue_limit_bytes = std::max(kAutoQueueLimitMinBytes,
                                       core.max_snapshot_frame_bytes + kAutoQueueLimitHeadroomBytes);
   } else if (core.config.queue_limit_bytes < needed) {
     *error = fmt::format(
-        "queue limit {} B cannot hold scene {}'s largest snapshot frame: use at "
-        "least {} B",
-        core.config.queue_limit_bytes, core.config.scene, needed);
+        "queue limit {} B cannot hold the largest snapshot frame of the served scenes: use "
+        "at least {} B",
+        core.config.queue_limit_bytes, needed);
     return false;
   } else {
     core.queue_limit_bytes = core.config.queue_limit_bytes;
@@ -302,11 +403,12 @@ bool Server::start(std::string* error) {
   core.started = true;
   core.start_time = ServerCore::Clock::now();
   spdlog::info(
-      "listening on {}:{}: scene {}, {} Hz, input delay {}, late inputs {}, queue "
-      "limit {} B, up to {} rooms x {} players",
-      core.config.bind_address, core.port, core.config.scene, core.config.tick_rate_hz,
-      core.config.input_delay_ticks, late_input_policy_name(core.config.late_input_policy),
-      core.queue_limit_bytes, core.config.max_rooms, core.config.max_players_per_room);
+      "listening on {}:{}: default scene {}, serving {}, {} Hz, input delay {}, late inputs {}, "
+      "queue limit {} B, up to {} rooms x {} players",
+      core.config.bind_address, core.port, core.default_scene->scene.name, core.served_scene_list(),
+      core.config.tick_rate_hz, core.config.input_delay_ticks,
+      late_input_policy_name(core.config.late_input_policy), core.queue_limit_bytes,
+      core.config.max_rooms, core.config.max_players_per_room);
   return true;
 }
 
@@ -421,19 +523,21 @@ std::string summary_json(const ServerStats& stats) {
                                                     1000.0 / static_cast<double>(room.tick)
                                               : 0.0;
     out += fmt::format(
-        "{}{{\"name\":{},\"open\":{},\"ticks\":{},\"late_ticks\":{},\"capped_wakes\":{},"
+        "{}{{\"name\":{},\"scene\":{},\"open\":{},\"ticks\":{},\"late_ticks\":{},\"capped_wakes\":{"
+        "},"
         "\"lateness_p50_us\":{:.1f},\"lateness_p99_us\":{:.1f},\"lateness_max_us\":{:.1f},"
         "\"step_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_accepted\":{},"
         "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},\"bytes_in\":{},"
         "\"bytes_out\":{},\"clients\":{},\"clients_peak\":{},\"clients_joined\":{},"
         "\"snapshots_sent\":{},\"desync_reports\":{},\"protocol_errors\":{},\"input_errors\":{},"
         "\"slow_consumers\":{},\"client_list\":[",
-        r == 0 ? "" : ",", json_string(room.name), room.open ? "true" : "false", room.tick,
-        room.late_ticks, room.capped_wakes, us(room.lateness_p50), us(room.lateness_p99),
-        us(room.lateness_max), step_mean_us, us(room.step_time_max), room.inputs_accepted,
-        room.inputs_rejected, room.inputs_late, room.inputs_late_dropped, room.bytes_in,
-        room.bytes_out, room.clients, room.clients_peak, room.clients_joined, room.snapshots_sent,
-        room.desync_reports, room.protocol_errors, room.input_errors, room.slow_consumers);
+        r == 0 ? "" : ",", json_string(room.name), json_string(room.scene),
+        room.open ? "true" : "false", room.tick, room.late_ticks, room.capped_wakes,
+        us(room.lateness_p50), us(room.lateness_p99), us(room.lateness_max), step_mean_us,
+        us(room.step_time_max), room.inputs_accepted, room.inputs_rejected, room.inputs_late,
+        room.inputs_late_dropped, room.bytes_in, room.bytes_out, room.clients, room.clients_peak,
+        room.clients_joined, room.snapshots_sent, room.desync_reports, room.protocol_errors,
+        room.input_errors, room.slow_consumers);
     for (size_t c = 0; c < room.client_list.size(); ++c) {
       const ClientSummary& client = room.client_list[c];
       const double per_s =
@@ -456,10 +560,11 @@ std::string summary_json(const ServerStats& stats) {
 
 std::string room_summary_line(const RoomStats& room) {
   return fmt::format(
-      "room {}: tick {}, late ticks {}, lateness p50 {:.3f} ms p99 {:.3f} ms max {:.3f} ms, "
+      "room {} (scene {}): tick {}, late ticks {}, lateness p50 {:.3f} ms p99 {:.3f} ms max {:.3f} "
+      "ms, "
       "inputs {} accepted {} rejected {} late ({} dropped), bytes in {} out {}, clients {} "
       "(peak {}, joined {}), desync reports {}, errors {} fatal {} input, slow consumers {}",
-      room.name, room.tick, room.late_ticks, us(room.lateness_p50) / 1000.0,
+      room.name, room.scene, room.tick, room.late_ticks, us(room.lateness_p50) / 1000.0,
       us(room.lateness_p99) / 1000.0, us(room.lateness_max) / 1000.0, room.inputs_accepted,
       room.inputs_rejected, room.inputs_late, room.inputs_late_dropped, room.bytes_in,
       room.bytes_out, room.clients, room.clients_peak, room.clients_joined, room.desync_reports,

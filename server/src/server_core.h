@@ -27,6 +27,15 @@ namespace lockstep::server {
 class Room;
 class Session;
 
+/// A scene the server serves, checked at start-up; immutable and shared by its rooms.
+struct ServedScene {
+  sim::Scene scene;    // scene.name: the name Hellos ask for and Welcomes give
+  std::string source;  // "built-in" or the file it was read from
+  bool builtin = false;
+  uint64_t world_def_fingerprint = 0;
+  uint64_t max_snapshot_frame_bytes = 0;  // its largest Snapshot frame
+};
+
 struct ServerCore {
   using Clock = std::chrono::steady_clock;
 
@@ -39,11 +48,12 @@ struct ServerCore {
   asio::steady_timer shutdown_timer{io};
   asio::steady_timer stats_timer{io};
 
-  // The scene, built once at start() to check it; every room builds its world from it.
-  sim::Scene scene;
-  uint64_t world_def_fingerprint = 0;
-  uint64_t max_snapshot_frame_bytes = 0;
-  uint64_t queue_limit_bytes = 0;  // effective (auto resolved)
+  // The scenes served, by the name a Hello gives: the default one (config.scene) and every
+  // file of config.scene_dir. Read, parsed and built once at start(); rooms share them.
+  std::map<std::string, std::shared_ptr<const ServedScene>> scenes;
+  std::shared_ptr<const ServedScene> default_scene;
+  uint64_t max_snapshot_frame_bytes = 0;  // over every served scene
+  uint64_t queue_limit_bytes = 0;         // effective (auto resolved)
   uint16_t port = 0;
 
   std::map<std::string, std::shared_ptr<Room>> rooms;
@@ -76,9 +86,12 @@ struct ServerCore {
   /// Stop accepting, Disconnect every session, stop the rooms; run() returns once every
   /// session has flushed or flush_timeout has passed.
   void begin_shutdown();
-  /// The room named `name`, created on first use; null with *code / *reason when refused.
-  std::shared_ptr<Room> find_or_create_room(const std::string& name, schema::ErrorCode* code,
-                                            std::string* reason);
+  /// The room named `name`, created on first use with `scene_name` ("" = the default scene);
+  /// null with *code / *reason when refused (unknown_scene, scene_mismatch, too_many_rooms…).
+  std::shared_ptr<Room> find_or_create_room(const std::string& name, const std::string& scene_name,
+                                            schema::ErrorCode* code, std::string* reason);
+  /// The served scene names, comma-separated (cut short past a few hundred bytes).
+  std::string served_scene_list() const;
   /// Closes an empty room (after its grace period) and keeps its summary.
   void close_room(const std::string& name);
   /// A session closed its socket: forget it.

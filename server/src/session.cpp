@@ -164,7 +164,7 @@ void Session::on_hello(const schema::Hello& hello) {
   // auth_token is not checked yet (signed join tokens are planned, DESIGN.md).
   schema::ErrorCode code = schema::ErrorCode::none;
   std::string reason;
-  std::shared_ptr<Room> room = core_.find_or_create_room(room_name, &code, &reason);
+  std::shared_ptr<Room> room = core_.find_or_create_room(room_name, hello.scene, &code, &reason);
   if (room == nullptr) {
     protocol_error(code, reason);
     return;

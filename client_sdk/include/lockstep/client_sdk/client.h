@@ -14,13 +14,14 @@
 // hash check, every event — happens on the caller's thread inside poll(), so an event's world
 // view is safe to read while the handler runs and the game never needs a lock.
 //
-// Lockstep mode: the client builds the room's scene (its WorldDef fingerprint must equal the
-// Welcome's), restores the join Snapshot, then for every TickFrame queues its inputs, steps and
-// compares the state hash with the server's. A mismatch raises a DesyncEvent, sends a
-// DesyncReport and (with auto_resync) a ResyncRequest, and the next Snapshot is restored.
-// With ClientOptions::replay_dir the client also records a replay window and writes it (with
-// its own hashes beside the server's, and its own state at the bad tick) on a desync.
-// Thin mode: no stepping; the server streams Snapshots at the granted rate and each one is
+// Lockstep mode: the client builds the room's scene — the built-in one the Welcome names, or the
+// game's own (ClientOptions::scene_file / scene, asked for by name with scene_name) — whose
+// WorldDef fingerprint must equal the Welcome's, restores the join Snapshot, then for every
+// TickFrame queues its inputs, steps and compares the state hash with the server's. A mismatch
+// raises a DesyncEvent, sends a DesyncReport and (with auto_resync) a ResyncRequest, and the next
+// Snapshot is restored. With ClientOptions::replay_dir the client also records a replay window and
+// writes it (with its own hashes beside the server's, and its own state at the bad tick) on a
+// desync. Thin mode: no stepping; the server streams Snapshots at the granted rate and each one is
 // restored into a local world only to give the handler a view of it.
 #pragma once
 
@@ -65,8 +66,18 @@ struct ClientOptions {
   /// Messages received but not yet taken by poll(); beyond it the connection is closed (a game
   /// that stops polling must not make the client buffer without bound). 4096 ≈ 68 s at 60 Hz.
   size_t max_pending_messages = 4096;
+  /// The scene to ask for by name (Hello.scene): a room this Hello creates runs it; an
+  /// existing room must already run it (else the server refuses with scene_mismatch), and an
+  /// unknown name gets unknown_scene. "" = whatever the room runs (a new room: the server's
+  /// default scene).
+  std::string scene_name;
+  /// A scene file (docs/scene-format.md) to build the local world from, read and checked by
+  /// connect() (a bad file makes it return false with the file, line and reason). It sets
+  /// `scene`, and `scene_name` to the file's stem unless given: the server serves
+  /// --scene-dir files under their stems, so the same file gives the same name on both sides.
+  std::string scene_file;
   /// The scene to build instead of the built-in one the Welcome names (a game with its own
-  /// scene file); its WorldDef fingerprint is still checked against the Welcome's.
+  /// scene); its WorldDef fingerprint is still checked against the Welcome's.
   std::optional<sim::Scene> scene;
   /// Lockstep mode: keep a replay window (the last replay_window_seconds of ticks, inputs, the
   /// server's hashes and our own, keyframes; memory fixed at the join snapshot) and write it to
@@ -84,7 +95,8 @@ struct JoinedEvent {
   uint64_t tick = 0;  // the server's tick when it welcomed us
   uint16_t tick_rate_hz = 0;
   uint16_t input_delay_ticks = 0;
-  uint16_t snapshot_rate_hz = 0;  // granted (thin mode)
+  uint16_t snapshot_rate_hz = 0;         // granted (thin mode), rounded down
+  uint32_t snapshot_interval_ticks = 0;  // thin mode: a snapshot every this many ticks (exact)
   std::string scene;
 };
 

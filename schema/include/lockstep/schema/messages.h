@@ -21,8 +21,11 @@
 namespace lockstep::schema {
 
 /// Protocol versions this build speaks (Hello/Welcome negotiate within the overlap).
-inline constexpr uint16_t kProtocolVersion = 1;
-inline constexpr uint16_t kMinProtocolVersion = 1;
+/// 2: Hello.scene, Welcome.snapshot_interval_ticks, ErrorCode unknown_scene and scene_mismatch.
+/// Version 1 is no longer spoken: a v1 client could not see the granted snapshot interval nor
+/// ask for a scene, so it gets a clear version_mismatch instead of a half-understood Welcome.
+inline constexpr uint16_t kProtocolVersion = 2;
+inline constexpr uint16_t kMinProtocolVersion = 2;
 
 /// Caps on strings, checked by decode_body (bad_value beyond): room, player and scene names;
 /// auth tokens; free-text reasons. encode_frame truncates a longer reason (it is only for logs)
@@ -50,6 +53,8 @@ enum class ErrorCode : uint16_t {
   desync = 12,
   bad_request = 13,
   auth_failed = 14,
+  unknown_scene = 15,
+  scene_mismatch = 16,
 };
 const char* error_code_name(ErrorCode code);
 
@@ -61,6 +66,7 @@ struct Hello {
   std::string auth_token;
   ClientMode mode = ClientMode::lockstep;
   uint16_t snapshot_rate_hz = 0;
+  std::string scene;  // "" = the server's default scene
 };
 
 struct Welcome {
@@ -73,7 +79,8 @@ struct Welcome {
   uint64_t current_tick = 0;
   uint64_t ns_into_tick = 0;
   std::vector<sim::BodyId> owned_bodies;
-  uint16_t snapshot_rate_hz = 0;
+  uint16_t snapshot_rate_hz = 0;  // thin: tick_rate_hz / snapshot_interval_ticks, rounded down
+  uint32_t snapshot_interval_ticks = 0;  // thin: a Snapshot every this many ticks; 0 otherwise
 };
 
 struct Snapshot {

@@ -32,7 +32,13 @@ struct ServerConfig {
   uint32_t socket_send_buffer_bytes = 0;
 
   // ---- rooms ------------------------------------------------------------------------------
-  std::string scene = "inputs";          // a built-in scene (sim::builtin_scene_names())
+  /// The scene of a room whose creating Hello names none: a built-in scene
+  /// (sim::builtin_scene_names()) or the path of a scene file (docs/scene-format.md), served
+  /// under the file's stem.
+  std::string scene = "inputs";
+  /// Every `*.scene` file in this folder is served too, by its stem: a Hello that creates a room
+  /// may name one (Hello.scene). Read and checked at start(); "" = none.
+  std::string scene_dir;
   std::string default_room = "default";  // room of a Hello with an empty room name
   uint32_t tick_rate_hz = 60;            // 1..schema::kMaxTickRateHz
   uint32_t input_delay_ticks = 2;        // announced in Welcome; < input_window_ticks

@@ -26,7 +26,7 @@
 
 namespace lockstep::server {
 
-inline constexpr size_t kErrorCodeCount = 16;  // schema::ErrorCode values 0..15
+inline constexpr size_t kErrorCodeCount = 17;  // schema::ErrorCode values 0..16
 
 /// One client of a room, for summaries (live clients and up to 64 that left).
 struct ClientSummary {
@@ -46,6 +46,7 @@ struct ClientSummary {
 
 struct RoomStats {
   std::string name;
+  std::string scene;  // the scene it runs
   bool open = true;
   uint64_t tick = 0;          // the world's tick (steps since the room opened)
   uint64_t late_ticks = 0;    // started more than 2 ms after their due time

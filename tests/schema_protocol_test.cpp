@@ -1,0 +1,302 @@
+// docs/protocol.md is the wire contract for clients in other languages. This test keeps it
+// honest: the messages and fields it lists are exactly those of schema/protocol.fbs and of the
+// codec, and every listed message, built with every field set, survives encode → frame →
+// FrameDecoder → decode field by field. kDocumented below is the list; it must match the doc's
+// "## Messages" section (headings and field tables) and the schema's tables.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lockstep/schema/frame.h"
+#include "lockstep/schema/limits.h"
+#include "lockstep/schema/messages.h"
+
+namespace {
+
+using namespace lockstep;
+using namespace lockstep::schema;
+
+// Sample values are arbitrary (versions included): only the round trip is checked here.
+// One documented field: its name and how to compare it between two messages.
+struct Field {
+  std::string name;
+  std::function<bool(const Message&, const Message&)> equal;
+};
+struct Documented {
+  std::string name;  // as in the doc, the schema and message_name()
+  Message sample;    // every field different from its default
+  std::vector<Field> fields;
+};
+
+template <class T, class Get>
+Field field(std::string name, Get get) {
+  return Field{std::move(name), [get](const Message& a, const Message& b) {
+                 return get(std::get<T>(a)) == get(std::get<T>(b));
+               }};
+}
+
+sim::Input sample_input(uint32_t seed) {
+  sim::Input in;
+  in.player = 1 + seed;
+  in.sequence = 7 + seed;
+  in.body = sim::BodyId{3 + seed, 2};
+  in.linear_impulse[0] = -1024;
+  in.linear_impulse[1] = 600 << 10;
+  in.linear_impulse[2] = static_cast<int32_t>(seed);
+  in.angular_impulse[0] = 5;
+  in.angular_impulse[1] = -6;
+  in.angular_impulse[2] = 7;
+  in.buttons = 0x80u | seed;
+  return in;
+}
+
+bool same_inputs(const std::vector<sim::Input>& a, const std::vector<sim::Input>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const sim::Input &x = a[i], &y = b[i];
+    if (x.player != y.player || x.sequence != y.sequence || x.body != y.body ||
+        x.buttons != y.buttons) {
+      return false;
+    }
+    for (int k = 0; k < 3; ++k) {
+      if (x.linear_impulse[k] != y.linear_impulse[k]) return false;
+      if (x.angular_impulse[k] != y.angular_impulse[k]) return false;
+    }
+  }
+  return true;
+}
+
+// The messages docs/protocol.md lists, in its order, with the fields of each.
+std::vector<Documented> documented() {
+  std::vector<Documented> list;
+  {
+    Hello m{3, 1, "lobby", "ada", "token", ClientMode::thin, 7, "arena"};
+    list.push_back(
+        {"Hello",
+         m,
+         {field<Hello>("protocol_version", [](auto& x) { return x.protocol_version; }),
+          field<Hello>("min_protocol_version", [](auto& x) { return x.min_protocol_version; }),
+          field<Hello>("room", [](auto& x) { return x.room; }),
+          field<Hello>("player_name", [](auto& x) { return x.player_name; }),
+          field<Hello>("auth_token", [](auto& x) { return x.auth_token; }),
+          field<Hello>("mode", [](auto& x) { return x.mode; }),
+          field<Hello>("snapshot_rate_hz", [](auto& x) { return x.snapshot_rate_hz; }),
+          field<Hello>("scene", [](auto& x) { return x.scene; })}});
+  }
+  {
+    Welcome m;
+    m.protocol_version = 3;
+    m.player_id = 3;
+    m.tick_rate_hz = 120;
+    m.input_delay_ticks = 5;
+    m.scene = "arena";
+    m.world_def_fingerprint = 0x0123'4567'89AB'CDEFull;
+    m.current_tick = 1ull << 35;
+    m.ns_into_tick = 1'234'567;
+    m.owned_bodies = {sim::BodyId{2, 1}, sim::BodyId{9, 4}};
+    m.snapshot_rate_hz = 6;
+    m.snapshot_interval_ticks = 9;
+    const auto owned = [](auto& x) { return x.owned_bodies; };
+    list.push_back(
+        {"Welcome",
+         m,
+         {field<Welcome>("protocol_version", [](auto& x) { return x.protocol_version; }),
+          field<Welcome>("player_id", [](auto& x) { return x.player_id; }),
+          field<Welcome>("tick_rate_hz", [](auto& x) { return x.tick_rate_hz; }),
+          field<Welcome>("input_delay_ticks", [](auto& x) { return x.input_delay_ticks; }),
+          field<Welcome>("scene", [](auto& x) { return x.scene; }),
+          field<Welcome>("world_def_fingerprint", [](auto& x) { return x.world_def_fingerprint; }),
+          field<Welcome>("current_tick", [](auto& x) { return x.current_tick; }),
+          field<Welcome>("ns_into_tick", [](auto& x) { return x.ns_into_tick; }),
+          field<Welcome>("owned_bodies", owned),  // index1 and generation travel apart
+          field<Welcome>("owned_generations", owned),
+          field<Welcome>("snapshot_rate_hz", [](auto& x) { return x.snapshot_rate_hz; }),
+          field<Welcome>("snapshot_interval_ticks",
+                         [](auto& x) { return x.snapshot_interval_ticks; })}});
+  }
+  list.push_back({"Snapshot",
+                  Snapshot{41, {1, 2, 3, 250, 0, 7}, 0xFEEDull},
+                  {field<Snapshot>("tick", [](auto& x) { return x.tick; }),
+                   field<Snapshot>("state", [](auto& x) { return x.state; }),
+                   field<Snapshot>("state_hash", [](auto& x) { return x.state_hash; })}});
+  list.push_back({"InputFrame",
+                  InputFrame{90, 17, {sample_input(0), sample_input(1)}},
+                  {field<InputFrame>("target_tick", [](auto& x) { return x.target_tick; }),
+                   field<InputFrame>("sequence", [](auto& x) { return x.sequence; }),
+                   Field{"inputs", [](const Message& a, const Message& b) {
+                           return same_inputs(std::get<InputFrame>(a).inputs,
+                                              std::get<InputFrame>(b).inputs);
+                         }}}});
+  list.push_back({"TickFrame",
+                  TickFrame{90, {sample_input(2)}, 0xABCDull},
+                  {field<TickFrame>("tick", [](auto& x) { return x.tick; }),
+                   Field{"inputs",
+                         [](const Message& a, const Message& b) {
+                           return same_inputs(std::get<TickFrame>(a).inputs,
+                                              std::get<TickFrame>(b).inputs);
+                         }},
+                   field<TickFrame>("state_hash", [](auto& x) { return x.state_hash; })}});
+  list.push_back({"DesyncReport",
+                  DesyncReport{77, 0x1111ull, 0x2222ull},
+                  {field<DesyncReport>("tick", [](auto& x) { return x.tick; }),
+                   field<DesyncReport>("client_hash", [](auto& x) { return x.client_hash; }),
+                   field<DesyncReport>("server_hash", [](auto& x) { return x.server_hash; })}});
+  list.push_back({"ResyncRequest",
+                  ResyncRequest{"hash mismatch"},
+                  {field<ResyncRequest>("reason", [](auto& x) { return x.reason; })}});
+  list.push_back({"Ping", Ping{123'456'789}, {field<Ping>("client_time_ns", [](auto& x) {
+                    return x.client_time_ns;
+                  })}});
+  list.push_back({"Pong",
+                  Pong{123'456'789, 88, 4'000},
+                  {field<Pong>("client_time_ns", [](auto& x) { return x.client_time_ns; }),
+                   field<Pong>("server_tick", [](auto& x) { return x.server_tick; }),
+                   field<Pong>("ns_into_tick", [](auto& x) { return x.ns_into_tick; })}});
+  list.push_back(
+      {"Error",
+       ErrorMessage{ErrorCode::unknown_scene, "scene 'x' is not served here", true, 4, 3},
+       {field<ErrorMessage>("code", [](auto& x) { return x.code; }),
+        field<ErrorMessage>("reason", [](auto& x) { return x.reason; }),
+        field<ErrorMessage>("fatal", [](auto& x) { return x.fatal; }),
+        field<ErrorMessage>("server_protocol_version",
+                            [](auto& x) { return x.server_protocol_version; }),
+        field<ErrorMessage>("server_min_protocol_version",
+                            [](auto& x) { return x.server_min_protocol_version; })}});
+  list.push_back({"Disconnect",
+                  Disconnect{ErrorCode::server_shutdown, "bye"},
+                  {field<Disconnect>("code", [](auto& x) { return x.code; }),
+                   field<Disconnect>("reason", [](auto& x) { return x.reason; })}});
+  return list;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(path);
+  EXPECT_TRUE(file) << "cannot read " << path;
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream stream(text);
+  for (std::string line; std::getline(stream, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+// The doc's "## Messages" section: "### Name" headings (one word; the struct and enum
+// sections carry more) and the first column of their field tables.
+std::vector<std::pair<std::string, std::vector<std::string>>> doc_messages(const std::string& md) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  bool in_messages = false;
+  bool in_message = false;
+  for (const std::string& line : lines_of(md)) {
+    if (line.rfind("## ", 0) == 0) {
+      in_messages = line == "## Messages";
+      in_message = false;
+      continue;
+    }
+    if (!in_messages) continue;
+    if (line.rfind("### ", 0) == 0) {
+      const std::string title = line.substr(4);
+      in_message = title.find(' ') == std::string::npos && title != "ErrorCode";
+      if (in_message) out.push_back({title, {}});
+      continue;
+    }
+    if (in_message && line.rfind("| `", 0) == 0) {
+      const size_t end = line.find('`', 3);
+      out.back().second.push_back(line.substr(3, end - 3));
+    }
+  }
+  return out;
+}
+
+// protocol.fbs's tables and their fields, in order (a small reader for our own schema file).
+std::map<std::string, std::vector<std::string>> schema_tables(const std::string& fbs) {
+  std::map<std::string, std::vector<std::string>> tables;
+  std::string current;
+  for (std::string line : lines_of(fbs)) {
+    line = line.substr(0, line.find("//"));
+    if (line.rfind("table ", 0) == 0) {
+      current = line.substr(6, line.find_first_of(" {", 6) - 6);
+      tables[current];
+      continue;
+    }
+    if (current.empty()) continue;
+    if (line.find('}') != std::string::npos) {
+      current.clear();
+      continue;
+    }
+    const size_t colon = line.find(':');
+    const size_t start = line.find_first_not_of(' ');
+    if (colon != std::string::npos && start < colon) {
+      tables[current].push_back(line.substr(start, colon - start));
+    }
+  }
+  return tables;
+}
+
+TEST(SchemaProtocol, DocListsExactlyTheMessagesAndFieldsOfTheTest) {
+  const auto doc = doc_messages(read_text(LOCKSTEP_PROTOCOL_DOC));
+  const std::vector<Documented> list = documented();
+  ASSERT_EQ(doc.size(), list.size()) << "docs/protocol.md lists another set of messages";
+  for (size_t i = 0; i < list.size(); ++i) {
+    EXPECT_EQ(doc[i].first, list[i].name);
+    std::vector<std::string> names;
+    for (const Field& f : list[i].fields)
+      names.push_back(f.name);
+    EXPECT_EQ(doc[i].second, names) << list[i].name << ": the doc's fields";
+  }
+}
+
+TEST(SchemaProtocol, TestListsEveryMessageOfTheCodecAndTheSchema) {
+  const std::vector<Documented> list = documented();
+  ASSERT_EQ(list.size(), std::variant_size_v<Message>);
+  const auto tables = schema_tables(read_text(LOCKSTEP_PROTOCOL_FBS));
+  for (size_t i = 0; i < list.size(); ++i) {
+    SCOPED_TRACE(list[i].name);
+    EXPECT_EQ(list[i].sample.index(), i);  // in union order
+    EXPECT_STREQ(message_name(list[i].sample), list[i].name.c_str());
+    const auto table = tables.find(list[i].name);
+    ASSERT_NE(table, tables.end()) << "no table in protocol.fbs";
+    std::vector<std::string> names;
+    for (const Field& f : list[i].fields)
+      names.push_back(f.name);
+    EXPECT_EQ(table->second, names) << "protocol.fbs's fields";
+  }
+}
+
+TEST(SchemaProtocol, EveryDocumentedMessageRoundTripsThroughAFrame) {
+  for (const Documented& doc : documented()) {
+    SCOPED_TRACE(doc.name);
+    const std::vector<uint8_t> frame = encode_frame(doc.sample);
+    // The frame is what the doc says: a 4-byte little-endian length, then the "LSW1" body.
+    ASSERT_GT(frame.size(), kFrameHeaderBytes + 8);
+    EXPECT_EQ(decode_frame_header(std::span<const uint8_t, 4>(frame.data(), 4)),
+              frame.size() - kFrameHeaderBytes);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(frame.data()) + 8, 4), "LSW1");
+    FrameDecoder decoder(kMaxServerFrameBytes);
+    ASSERT_EQ(decoder.feed(frame), frame.size());
+    ASSERT_TRUE(decoder.has_frame());
+    Message decoded;
+    const DecodeResult result = decode_body(decoder.frame(), &decoded);
+    ASSERT_TRUE(result.ok()) << result.detail;
+    ASSERT_EQ(decoded.index(), doc.sample.index());
+    for (const Field& f : doc.fields)
+      EXPECT_TRUE(f.equal(doc.sample, decoded)) << f.name;
+    // Every field was set: a default-constructed message differs in each one.
+    Message empty = doc.sample;
+    std::visit([](auto& m) { m = std::remove_reference_t<decltype(m)>{}; }, empty);
+    for (const Field& f : doc.fields)
+      EXPECT_FALSE(f.equal(doc.sample, empty)) << f.name << " is left at its default";
+  }
+}
+
+}  // namespace
