@@ -78,8 +78,10 @@ struct BodyDef {
   float linear_damping = 0;   // 1/s
   float angular_damping = 0;  // 1/s
   ShapeDef shape{};
-  uint32_t owner_player = 0;  // player allowed to push it with inputs; 0 = any player
-  bool allow_sleep = true;    // false: never falls asleep, nor does any island it is part of
+  // Player allowed to push it with inputs. 0: no owner; the sim lets any player push it, the
+  // server only in a scene where no body has an owner (docs/scene-format.md, Ownership).
+  uint32_t owner_player = 0;
+  bool allow_sleep = true;  // false: never falls asleep, nor does any island it is part of
   // A projectile: after each step its motion is swept against static bodies and it is put back
   // where it first touched one (time of impact), so it cannot pass through a thin wall however
   // fast it goes. Without it a dynamic body is caught by speculative contacts up to
