@@ -144,7 +144,7 @@ void BM_QueryTreeBuild(benchmark::State& state) {
     state.SkipWithError("scene failed to build");
     return;
   }
-  const WorldData& w = world->data();
+  const WorldData& w = world_data(*world);
   for (auto _ : state) {
     query_tree_build(&w.query_tree, w);
     benchmark::ClobberMemory();

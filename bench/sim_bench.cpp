@@ -252,11 +252,11 @@ void BM_StateHash(benchmark::State& state, std::string_view name) {
   warm_up(*world, 60);
   int64_t t0 = now_ns();
   for (auto _ : state) {
-    update_state_hash(world->data());
+    update_state_hash(world_data(*world));
     benchmark::ClobberMemory();
   }
   const double ns = elapsed_ns(t0, now_ns());
-  size_t bytes = encoded_state_size(world->data());
+  size_t bytes = encoded_state_size(world_data(*world));
   state.counters["state_bytes"] = static_cast<double>(bytes);
   state.counters["bytes_per_body"] = static_cast<double>(bytes) / static_cast<double>(bodies);
   state.counters["ns_per_body"] =

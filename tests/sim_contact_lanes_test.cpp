@@ -749,7 +749,7 @@ TEST(ContactLanes, WorldDataLanesAtOnceEqualLanesOneByOne) {
   ASSERT_NE(world, nullptr);
   for (int i = 0; i < 30; ++i)
     ASSERT_TRUE(world->step().ok());
-  const lockstep::sim::WorldData& w = world->data();
+  const lockstep::sim::WorldData& w = world_data(*world);
   check_layout({w.constraints.begin(), w.constraints.begin() + w.constraint_count},
                {w.solver_bodies.begin(), w.solver_bodies.begin() + w.slot_count}, w.lanes);
   SolverScene s;
@@ -823,14 +823,14 @@ TEST(ContactLanes, VectorKernelWorldHashesEqualBaseline) {
   Error error = Error::none;
   std::unique_ptr<World> baseline = lockstep::sim::build_world(scene, &error);
   ASSERT_EQ(error, Error::none);
-  baseline->data().lanes.kernel = LaneKernel::baseline;
+  world_data(*baseline).lanes.kernel = LaneKernel::baseline;
   std::vector<std::unique_ptr<World>> vector;
   for (LaneKernel kernel : kernels) {
     vector.push_back(lockstep::sim::build_world(scene, &error));
     ASSERT_EQ(error, Error::none);
-    vector.back()->data().lanes.kernel = kernel;
+    world_data(*vector.back()).lanes.kernel = kernel;
   }
-  EXPECT_EQ(vector.back()->data().lanes.kernel, lockstep::sim::best_lane_kernel());
+  EXPECT_EQ(world_data(*vector.back()).lanes.kernel, lockstep::sim::best_lane_kernel());
   // 40 ticks: the layers have landed (every contact kind is in play) and, under ASan in CI, the
   // test stays short enough not to starve the timing-sensitive net tests running beside it.
   for (int i = 0; i < 40; ++i) {
@@ -917,7 +917,7 @@ TEST(ContactLanes, PlatformCarryingEightyBoxes) {
     lockstep::testing::AllocationCounter counter;
     for (int t = 0; t < kTicks; ++t) {
       overflow_status[t] = a.world->step().overflow | b.world->step().overflow;
-      overflow_manifolds[t] = a.world->data().lanes.overflow_manifolds;
+      overflow_manifolds[t] = world_data(*a.world).lanes.overflow_manifolds;
       hash_a[t] = a.world->state_hash();
       hash_b[t] = b.world->state_hash();
     }
@@ -932,7 +932,7 @@ TEST(ContactLanes, PlatformCarryingEightyBoxes) {
     EXPECT_GE(overflow_manifolds[t], 17u) << "tick " << t;
   }
   // The final lanes are a realistic colouring too.
-  const lockstep::sim::WorldData& w = a.world->data();
+  const lockstep::sim::WorldData& w = world_data(*a.world);
   check_layout({w.constraints.begin(), w.constraints.begin() + w.constraint_count},
                {w.solver_bodies.begin(), w.solver_bodies.begin() + w.slot_count}, w.lanes);
 

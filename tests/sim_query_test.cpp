@@ -622,7 +622,7 @@ std::unique_ptr<World> pile_after(uint32_t ticks) {
 // Every body tested, for reference: the same exact tests, no tree.
 std::vector<RayHit> brute_force_hits(const World& world, Vec3 origin, Vec3 translation,
                                      float radius) {
-  const WorldData& w = world.data();
+  const WorldData& w = world_data(world);
   const float len = length(translation);
   const Vec3 dir{translation.x / len, translation.y / len, translation.z / len};
   std::vector<RayHit> hits;
@@ -684,7 +684,7 @@ TEST(SimQueryPile, TreeFindsWhatAScanOfEveryBodyFinds) {
   EXPECT_GT(total_hits, 1000u);  // the rays do cross the pile
 
   // Overlaps against the same exact test on every body.
-  const WorldData& w = world->data();
+  const WorldData& w = world_data(*world);
   BodyId out[1100];
   for (int i = 0; i < 200; ++i) {
     const ShapeDef shapes[3] = {

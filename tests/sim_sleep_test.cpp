@@ -287,7 +287,7 @@ TEST(SimSleep, AStackFallsAsleepAsOneIsland) {
   // Falling asleep ends no contact.
   EXPECT_EQ(end_events, 0u);
   // One island named after its smallest slot; the lone box is an island of its own.
-  const lockstep::sim::WorldData& w = world->data();
+  const lockstep::sim::WorldData& w = world_data(*world);
   for (BodyId id : stack)
     EXPECT_EQ(w.bodies[slot_of(id)].island, slot_of(stack[0]));
   EXPECT_EQ(w.bodies[slot_of(lone)].island, slot_of(lone));
@@ -543,7 +543,7 @@ TEST(SimSleep, TheHashCoversTheSleepState) {
   add_ground(*world);
   const BodyId box = add_box(*world, {0, 0.5f, 0});
   ASSERT_GT(step_until_asleep(*world, {box}), 0);
-  lockstep::sim::WorldData& w = world->data();
+  lockstep::sim::WorldData& w = world_data(*world);
   lockstep::sim::BodyRecord& r = w.bodies[slot_of(box)];
   const uint64_t hash = world->state_hash();
   // Only the flag differs (velocities are 0 either way): another state, another hash.

@@ -635,7 +635,7 @@ TEST(SimWorld, OverflowDropsDeterministicallyAndKeepsStepping) {
 // Candidate pairs by brute force over all body pairs, with compute_aabb and the same margin:
 // the keys (lower slot << 32 | higher slot) of overlapping pairs with a dynamic body, ascending.
 std::vector<uint64_t> brute_force_pairs(const World& world) {
-  const lockstep::sim::WorldData& w = world.data();
+  const lockstep::sim::WorldData& w = world_data(world);
   std::vector<uint64_t> keys;
   for (uint32_t i = 0; i < w.slot_count; ++i) {
     for (uint32_t j = i + 1; j < w.slot_count; ++j) {
@@ -655,7 +655,7 @@ std::vector<uint64_t> brute_force_pairs(const World& world) {
 }
 
 std::vector<uint64_t> broadphase_pairs(const World& world) {
-  const auto& bp = world.data().broadphase;
+  const auto& bp = world_data(world).broadphase;
   return std::vector<uint64_t>(bp.pairs.begin(), bp.pairs.begin() + bp.pair_count);
 }
 
@@ -730,9 +730,9 @@ TEST(SimWorld, DestroyForgetsContactsOfTheBody) {
   BodyId other = add(*world, sphere_def({3, 0.5f, 0}));
   for (int i = 0; i < 10; ++i)
     world->step();
-  ASSERT_EQ(world->data().cache.manifold_count, 2u);
+  ASSERT_EQ(world_data(*world).cache.manifold_count, 2u);
   ASSERT_EQ(world->destroy_body(ball), Error::none);
-  EXPECT_EQ(world->data().cache.manifold_count, 1u);
+  EXPECT_EQ(world_data(*world).cache.manifold_count, 1u);
   EXPECT_GT(world->normal_impulse_sum(other), 0.0f);
   // No end event for the destroyed body's pair: it is gone, not separated.
   world->step();

@@ -50,7 +50,7 @@ BodyId id_of(const WorldData& w, uint32_t slot) {
 }
 
 const QueryTree& current_tree(const World& world) {
-  const WorldData& w = world.data();
+  const WorldData& w = world_data(world);
   const uint64_t hash = world.state_hash();
   QueryTree& tree = w.query_tree;
   if (!tree.built || tree.tick != w.tick || tree.state_hash != hash) {
@@ -269,7 +269,7 @@ bool hit_before(const RayHit& a, const RayHit& b) {
 // The closest hit of a ray (radius 0) or a sphere cast (radius > 0).
 QueryResult closest_cast(const World& world, const Ray& ray, float radius,
                          const QueryFilter& filter, RayHit* out) {
-  const WorldData& w = world.data();
+  const WorldData& w = world_data(world);
   const QueryTree& tree = current_tree(world);
   bool found = false;
   RayHit best;
@@ -308,7 +308,7 @@ QueryResult ray_cast_all(const World& world, Vec3 origin, Vec3 translation,
   Ray ray;
   const Error e = make_ray(origin, translation, &ray);
   if (e != Error::none) return failed(e);
-  const WorldData& w = world.data();
+  const WorldData& w = world_data(world);
   const QueryTree& tree = current_tree(world);
   const uint32_t capacity =
       hits.size() < 0xffffffffu ? static_cast<uint32_t>(hits.size()) : 0xffffffffu;
@@ -347,7 +347,7 @@ QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& 
   Transform xf;
   e = check_pose(pose, &xf);
   if (e != Error::none) return failed(e);
-  const WorldData& w = world.data();
+  const WorldData& w = world_data(world);
   const QueryTree& tree = current_tree(world);
   const uint32_t capacity =
       bodies.size() < 0xffffffffu ? static_cast<uint32_t>(bodies.size()) : 0xffffffffu;

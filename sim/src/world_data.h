@@ -128,4 +128,17 @@ struct WorldData {
 /// Recomputes derived per-body data (inverse mass and inertia, world inertia) from a record.
 void refresh_body_derived(WorldData& w, uint32_t slot);
 
+/// A world's internal data, for the library's own translation units (queries, say) and the
+/// white-box tests and benchmarks; not part of the public API (world.h names only the friend).
+struct WorldAccess {
+  static WorldData& data(World& world) { return *world.data_; }
+  static const WorldData& data(const World& world) { return *world.data_; }
+};
+inline WorldData& world_data(World& world) {
+  return WorldAccess::data(world);
+}
+inline const WorldData& world_data(const World& world) {
+  return WorldAccess::data(world);
+}
+
 }  // namespace lockstep::sim

@@ -105,11 +105,8 @@ class World final {
   /// (used to inject a desync in tests and tools). Updates the state hash.
   Error debug_perturb_position(BodyId id, Vec3 delta);
 
-  /// Internal data, for the library's own translation units.
-  WorldData& data() { return *data_; }
-  const WorldData& data() const { return *data_; }
-
  private:
+  friend struct WorldAccess;  // the library's own translation units (sim/src/world_data.h)
   explicit World(std::unique_ptr<WorldData> data);
   std::unique_ptr<WorldData> data_;
 };
