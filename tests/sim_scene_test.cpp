@@ -62,6 +62,8 @@ bool same_world_def(const WorldDef& a, const WorldDef& b) {
          same_bits(a.max_linear_speed, b.max_linear_speed) &&
          same_bits(a.max_input_linear_impulse, b.max_input_linear_impulse) &&
          same_bits(a.max_input_angular_impulse, b.max_input_angular_impulse) &&
+         same_bits(a.max_input_linear_velocity, b.max_input_linear_velocity) &&
+         same_bits(a.max_input_angular_velocity, b.max_input_angular_velocity) &&
          a.max_bodies == b.max_bodies && a.max_contact_pairs == b.max_contact_pairs &&
          a.max_contact_points == b.max_contact_points &&
          a.max_candidate_pairs == b.max_candidate_pairs && a.max_events == b.max_events &&

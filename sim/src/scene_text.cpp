@@ -302,6 +302,8 @@ bool parse_world_line(LineReader& reader, WorldDef* def) {
             reader.get_float("max_linear_speed", &def->max_linear_speed) &&
             reader.get_float("max_input_linear_impulse", &def->max_input_linear_impulse) &&
             reader.get_float("max_input_angular_impulse", &def->max_input_angular_impulse) &&
+            reader.get_float("max_input_linear_velocity", &def->max_input_linear_velocity) &&
+            reader.get_float("max_input_angular_velocity", &def->max_input_angular_velocity) &&
             reader.get_u32("max_bodies", &def->max_bodies) &&
             reader.get_u32("max_contact_pairs", &def->max_contact_pairs) &&
             reader.get_u32("max_contact_points", &def->max_contact_points) &&
@@ -587,6 +589,8 @@ std::string format_scene_text(const Scene& scene) {
   append_key_float(&out, "max_linear_speed", def.max_linear_speed);
   append_key_float(&out, "max_input_linear_impulse", def.max_input_linear_impulse);
   append_key_float(&out, "max_input_angular_impulse", def.max_input_angular_impulse);
+  append_key_float(&out, "max_input_linear_velocity", def.max_input_linear_velocity);
+  append_key_float(&out, "max_input_angular_velocity", def.max_input_angular_velocity);
   append_key_u32(&out, "max_bodies", def.max_bodies);
   append_key_u32(&out, "max_contact_pairs", def.max_contact_pairs);
   append_key_u32(&out, "max_contact_points", def.max_contact_points);

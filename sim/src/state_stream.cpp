@@ -26,7 +26,8 @@
 //   u32 overlapping sensor pair count, per pair (ascending keys): u64 pair key
 //   u32 queued input count, per input (in the total input order):
 //     u32 player, u32 sequence, u32 body index1, u32 body generation, i32×3 linear,
-//     i32×3 angular, u32 buttons
+//     i32×3 angular, u32 buttons, u32 flags, i32×3 target linear velocity, i32×3 target
+//     angular velocity
 //
 // Snapshot = "LSSN", u32 snapshot version, u64 total bytes, the state encoding, and
 // u64 XXH3-64 of every byte before it. The state hash is XXH3-64 of the state encoding alone.
@@ -48,12 +49,14 @@ namespace lockstep::sim {
 
 namespace {
 
-constexpr uint32_t kStateVersion = 3;     // 2: sleep, bullets; 3: manifold reuse, collision filters
-constexpr uint32_t kSnapshotVersion = 3;  // 3: state version 3
+// State 2: sleep, bullets; 3: manifold reuse, collision filters; 4: velocity inputs.
+constexpr uint32_t kStateVersion = 4;
+constexpr uint32_t kSnapshotVersion = 4;  // 4: state version 4
 constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};
 constexpr size_t kSnapshotHeaderBytes = 16;  // magic, version, total size
 constexpr size_t kSnapshotTrailerBytes = 8;  // checksum
-constexpr uint32_t kDefEncodingVersion = 4;  // 2: relax; 3: soft step, sleeping; 4: reuse
+// 2: relax; 3: soft step, sleeping; 4: reuse; 5: input velocity limits.
+constexpr uint32_t kDefEncodingVersion = 5;
 
 constexpr size_t kStateHeaderBytes = 4 + 8 + 8 + 4;
 constexpr size_t kSlotBytes = 4 + 1;
@@ -62,7 +65,7 @@ constexpr size_t kLiveBodyBytes =
     1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4 + 1 + 4 + 4;
 constexpr size_t kManifoldBytes = 8 + 1 + 3 * 4 + 4 * 4 + 3 * 4;
 constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4 + 4;
-constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4;
+constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4 + 4 + 6 * 4;
 static_assert(kSlotBytes + kLiveBodyBytes == 152);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
@@ -244,6 +247,11 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     for (int k = 0; k < 3; ++k)
       o.i32(in.angular_impulse[k]);
     o.u32(in.buttons);
+    o.u32(in.flags);
+    for (int k = 0; k < 3; ++k)
+      o.i32(in.linear_velocity[k]);
+    for (int k = 0; k < 3; ++k)
+      o.i32(in.angular_velocity[k]);
   }
   return o.n;
 }
@@ -540,20 +548,19 @@ Error parse_state(Reader& in, WorldData& w) {
     for (int k = 0; k < 3; ++k)
       input.angular_impulse[k] = in.i32();
     input.buttons = in.u32();
+    input.flags = in.u32();
+    for (int k = 0; k < 3; ++k)
+      input.linear_velocity[k] = in.i32();
+    for (int k = 0; k < 3; ++k)
+      input.angular_velocity[k] = in.i32();
     if (in.failed || input.body.index1 == 0 || input.body.index1 > slot_count) {
       return Error::snapshot_corrupt;
     }
     const RestoreSlot& rs = w.restore_slots[input.body.index1 - 1];
     // queue_input wakes the body's island, so a queued input never names a sleeping body.
-    if (!rs.alive || rs.generation != input.body.generation || rs.type != BodyType::dynamic ||
-        rs.asleep || (rs.owner_player != 0 && rs.owner_player != input.player)) {
+    if (!rs.alive || rs.generation != input.body.generation || rs.asleep ||
+        check_input_fields(w, input, rs.type, rs.owner_player) != Error::none) {
       return Error::snapshot_corrupt;
-    }
-    for (int k = 0; k < 3; ++k) {
-      const int64_t l = input.linear_impulse[k], a = input.angular_impulse[k];
-      if ((l < 0 ? -l : l) > w.input_linear_limit || (a < 0 ? -a : a) > w.input_angular_limit) {
-        return Error::snapshot_corrupt;
-      }
     }
     if (i > 0 && input_less(input, previous)) return Error::snapshot_corrupt;
     previous = input;
@@ -617,7 +624,7 @@ void update_state_hash(const WorldData& w) {
 
 uint64_t world_def_fingerprint(const WorldDef& def) {
   // measure_stage_times is left out: it never changes the simulation.
-  uint8_t bytes[4 + 16 * 4 + 9 * 4 + 1 + 2 * 4 + 2 * 4];
+  uint8_t bytes[4 + 16 * 4 + 9 * 4 + 1 + 2 * 4 + 2 * 4 + 2 * 4];
   Writer o{bytes};
   o.u32(kDefEncodingVersion);
   o.f32(def.dt_s);
@@ -647,6 +654,8 @@ uint64_t world_def_fingerprint(const WorldDef& def) {
   o.f32(def.time_to_sleep_s);
   o.f32(def.contact_reuse_distance_m);
   o.f32(def.contact_reuse_angle_rad);
+  o.f32(def.max_input_linear_velocity);
+  o.f32(def.max_input_angular_velocity);
   return XXH3_64bits(bytes, o.n);
 }
 

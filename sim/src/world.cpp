@@ -133,7 +133,61 @@ bool input_less(const Input& a, const Input& b) {
       return a.angular_impulse[i] < b.angular_impulse[i];
     }
   }
-  return a.buttons < b.buttons;
+  if (a.buttons != b.buttons) return a.buttons < b.buttons;
+  if (a.flags != b.flags) return a.flags < b.flags;
+  for (int i = 0; i < 3; ++i) {
+    if (a.linear_velocity[i] != b.linear_velocity[i]) {
+      return a.linear_velocity[i] < b.linear_velocity[i];
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (a.angular_velocity[i] != b.angular_velocity[i]) {
+      return a.angular_velocity[i] < b.angular_velocity[i];
+    }
+  }
+  return false;
+}
+
+namespace {
+
+bool within_limit(const int32_t (&v)[3], int64_t limit) {
+  for (int i = 0; i < 3; ++i) {
+    const int64_t x = v[i];  // |INT32_MIN| fits in int64
+    if ((x < 0 ? -x : x) > limit) return false;
+  }
+  return true;
+}
+
+bool all_zero(const int32_t (&v)[3]) {
+  return v[0] == 0 && v[1] == 0 && v[2] == 0;
+}
+
+}  // namespace
+
+Error check_input_fields(const WorldData& w, const Input& input, BodyType type,
+                         uint32_t owner_player) {
+  if (type == BodyType::static_body) return Error::wrong_body_type;
+  // A kinematic body has no mass for an impulse to act on: it only takes target velocities.
+  if (type == BodyType::kinematic &&
+      (!all_zero(input.linear_impulse) || !all_zero(input.angular_impulse))) {
+    return Error::wrong_body_type;
+  }
+  if (owner_player != 0 && owner_player != input.player) return Error::invalid_argument;
+  if ((input.flags & ~uint32_t{input_flags_known}) != 0) return Error::invalid_argument;
+  // Velocities without their flag must be zero, so one input has one encoding.
+  if ((input.flags & input_sets_linear_velocity) == 0 && !all_zero(input.linear_velocity)) {
+    return Error::invalid_argument;
+  }
+  if ((input.flags & input_sets_angular_velocity) == 0 && !all_zero(input.angular_velocity)) {
+    return Error::invalid_argument;
+  }
+  if (!within_limit(input.linear_impulse, w.input_linear_limit) ||
+      !within_limit(input.angular_impulse, w.input_angular_limit) ||
+      !within_limit(input.linear_velocity, w.input_linear_velocity_limit) ||
+      !within_limit(input.angular_velocity, w.input_angular_velocity_limit)) {
+    return Error::input_out_of_range;
+  }
+  return Error::none;
 }
 
 void refresh_body_derived(WorldData& w, uint32_t slot) {
@@ -183,6 +237,8 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->inputs.assign(def.max_inputs_per_tick, Input{});
   d->input_linear_limit = fixed_point_limit(def.max_input_linear_impulse);
   d->input_angular_limit = fixed_point_limit(def.max_input_angular_impulse);
+  d->input_linear_velocity_limit = fixed_point_limit(def.max_input_linear_velocity);
+  d->input_angular_velocity_limit = fixed_point_limit(def.max_input_angular_velocity);
   d->events.assign(def.max_events, ContactEvent{});
   d->sensor_events.assign(def.max_events, SensorEvent{});
   d->sensor_pairs.assign(def.max_contact_pairs, 0);
@@ -485,20 +541,7 @@ Error World::queue_input(const Input& input) {
   uint32_t slot = 0;
   Error e = resolve(w, input.body, &slot);
   if (e == Error::none) {
-    const BodyRecord& r = w.bodies[slot];
-    if (r.type != BodyType::dynamic) {
-      e = Error::wrong_body_type;
-    } else if (r.owner_player != 0 && r.owner_player != input.player) {
-      e = Error::invalid_argument;
-    }
-  }
-  if (e == Error::none) {
-    // Integers against integer limits: |INT32_MIN| fits in int64.
-    for (int i = 0; i < 3 && e == Error::none; ++i) {
-      const int64_t l = input.linear_impulse[i], a = input.angular_impulse[i];
-      if ((l < 0 ? -l : l) > w.input_linear_limit) e = Error::input_out_of_range;
-      if ((a < 0 ? -a : a) > w.input_angular_limit) e = Error::input_out_of_range;
-    }
+    e = check_input_fields(w, input, w.bodies[slot].type, w.bodies[slot].owner_player);
   }
   if (e == Error::none && w.input_count >= w.def.max_inputs_per_tick) e = Error::capacity_inputs;
   if (e != Error::none) {
@@ -552,22 +595,28 @@ class StageTimer {
   Clock::time_point mark_;
 };
 
-// 1. Inputs, already in the total input order: impulses into the velocities.
+// 1. Inputs, already in the total input order: target velocities replace the body's, then
+// impulses add to them (kinematic bodies take no impulses: check_input_fields).
 void apply_inputs(WorldData& w, StepStats& st) {
+  auto fixed = [](const int32_t(&v)[3]) {
+    return Vec3{static_cast<float>(v[0]) * kInputScale, static_cast<float>(v[1]) * kInputScale,
+                static_cast<float>(v[2]) * kInputScale};
+  };
   for (uint32_t i = 0; i < w.input_count; ++i) {
     const Input& in = w.inputs[i];
     uint32_t slot = 0;
     if (resolve(w, in.body, &slot) != Error::none) continue;
-    if (w.bodies[slot].type != BodyType::dynamic) continue;
+    const BodyType type = w.bodies[slot].type;
+    if (type == BodyType::static_body) continue;
     BodySolverState& s = w.solver_bodies[slot];
-    const Vec3 linear{static_cast<float>(in.linear_impulse[0]) * kInputScale,
-                      static_cast<float>(in.linear_impulse[1]) * kInputScale,
-                      static_cast<float>(in.linear_impulse[2]) * kInputScale};
-    const Vec3 angular{static_cast<float>(in.angular_impulse[0]) * kInputScale,
-                       static_cast<float>(in.angular_impulse[1]) * kInputScale,
-                       static_cast<float>(in.angular_impulse[2]) * kInputScale};
-    s.linear_velocity += s.inv_mass * linear;
-    s.angular_velocity += s.inv_inertia_world * angular;
+    if ((in.flags & input_sets_linear_velocity) != 0) s.linear_velocity = fixed(in.linear_velocity);
+    if ((in.flags & input_sets_angular_velocity) != 0) {
+      s.angular_velocity = fixed(in.angular_velocity);
+    }
+    if (type == BodyType::dynamic) {
+      s.linear_velocity += s.inv_mass * fixed(in.linear_impulse);
+      s.angular_velocity += s.inv_inertia_world * fixed(in.angular_impulse);
+    }
     ++st.inputs_applied;
   }
   w.input_count = 0;

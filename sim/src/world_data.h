@@ -98,6 +98,8 @@ struct WorldData {
   uint32_t input_count = 0;
   int64_t input_linear_limit = 0;  // max |component| in fixed-point units
   int64_t input_angular_limit = 0;
+  int64_t input_linear_velocity_limit = 0;
+  int64_t input_angular_velocity_limit = 0;
 
   // Sensor pairs overlapping after the last step, ascending keys (state), and this step's as the
   // narrowphase finds them and as they are merged (scratch).
@@ -124,6 +126,12 @@ struct WorldData {
   // Spatial queries' tree of the current poses (not state: rebuilt when the state changes).
   mutable QueryTree query_tree;
 };
+
+/// The checks of an input that do not need the body's slot: its owner and type (the caller
+/// resolved the handle), flags, and the fixed-point limits. Shared by queue_input and the
+/// snapshot reader, so a restored queue holds only inputs queue_input would accept.
+Error check_input_fields(const WorldData& w, const Input& input, BodyType type,
+                         uint32_t owner_player);
 
 /// Recomputes derived per-body data (inverse mass and inertia, world inertia) from a record.
 void refresh_body_derived(WorldData& w, uint32_t slot);

@@ -48,6 +48,8 @@ Error validate_world_def(const WorldDef& def) {
                           def.max_linear_speed,
                           def.max_input_linear_impulse,
                           def.max_input_angular_impulse,
+                          def.max_input_linear_velocity,
+                          def.max_input_angular_velocity,
                           def.sleep_speed_threshold_mps,
                           def.time_to_sleep_s};
   for (float f : floats) {
@@ -84,6 +86,8 @@ Error validate_world_def(const WorldDef& def) {
   }
   if ((e = check_range(def.max_input_linear_impulse, 0.0f, 1.0e9f)) != Error::none) return e;
   if ((e = check_range(def.max_input_angular_impulse, 0.0f, 1.0e9f)) != Error::none) return e;
+  if ((e = check_range(def.max_input_linear_velocity, 0.0f, 1.0e5f)) != Error::none) return e;
+  if ((e = check_range(def.max_input_angular_velocity, 0.0f, 1.0e4f)) != Error::none) return e;
   if ((e = check_range(def.sleep_speed_threshold_mps, 0.0f, 1.0e3f)) != Error::none) return e;
   // > 0: a body must be at rest for at least one step (island.cpp caps the timer at this value).
   if ((e = check_range(def.time_to_sleep_s, 0.0f, kMaxTimeToSleep)) != Error::none) return e;

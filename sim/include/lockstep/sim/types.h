@@ -126,8 +126,10 @@ struct WorldDef {
   float sleep_speed_threshold_mps = 0.05f;  // m/s
   float time_to_sleep_s = 0.5f;             // s of rest before an island sleeps
   // Input limits (in the world's units; fixed-point inputs beyond them are rejected).
-  float max_input_linear_impulse = 1.0e4f;   // N·s per axis
-  float max_input_angular_impulse = 1.0e4f;  // N·m·s per axis
+  float max_input_linear_impulse = 1.0e4f;    // N·s per axis
+  float max_input_angular_impulse = 1.0e4f;   // N·m·s per axis
+  float max_input_linear_velocity = 100.0f;   // m/s per axis, target velocities of inputs
+  float max_input_angular_velocity = 100.0f;  // rad/s per axis
   // Capacities: all memory is taken at creation.
   uint32_t max_bodies = 1024;
   uint32_t max_contact_pairs = 8192;     // manifolds per step
@@ -146,18 +148,35 @@ BodyDef default_body_def();
 /// Fixed-point scale of input impulses: value = integer / 2^kInputScaleLog2 (exact in float).
 inline constexpr int kInputScaleLog2 = 10;
 
+/// Bits of Input::flags: which target velocities an input carries.
+enum InputFlags : uint32_t {
+  input_flags_none = 0,
+  input_sets_linear_velocity = 1u << 0,   // Input::linear_velocity replaces the body's
+  input_sets_angular_velocity = 1u << 1,  // Input::angular_velocity replaces the body's
+  input_flags_known = input_sets_linear_velocity | input_sets_angular_velocity,
+};
+
 /// A player's input for one tick: plain integers, so nothing non-finite can cross the wire.
+/// Applied at the start of the step, in input_less order: first the target velocities the flags
+/// select replace the body's velocities, then the impulses are added. A dynamic body then feels
+/// gravity, damping and contacts as usual (its velocity after the step is the target plus what
+/// the step added); a kinematic body moves at the target until told otherwise. Kinematic bodies
+/// accept inputs without impulses only (docs/gameplay.md, Velocity inputs).
 struct Input {
   uint32_t player = 0;
   uint32_t sequence = 0;
   BodyId body{};
-  int32_t linear_impulse[3] = {0, 0, 0};   // N·s · 2^kInputScaleLog2, applied at the centre
-  int32_t angular_impulse[3] = {0, 0, 0};  // N·m·s · 2^kInputScaleLog2
-  uint32_t buttons = 0;                    // game-defined bits, hashed but not interpreted
+  int32_t linear_impulse[3] = {0, 0, 0};    // N·s · 2^kInputScaleLog2, applied at the centre
+  int32_t angular_impulse[3] = {0, 0, 0};   // N·m·s · 2^kInputScaleLog2
+  uint32_t buttons = 0;                     // game-defined bits, hashed but not interpreted
+  uint32_t flags = input_flags_none;        // InputFlags; unknown bits are rejected
+  int32_t linear_velocity[3] = {0, 0, 0};   // m/s · 2^kInputScaleLog2, with the linear flag
+  int32_t angular_velocity[3] = {0, 0, 0};  // rad/s · 2^kInputScaleLog2, with the angular flag
 };
 
 /// The total order in which a tick's inputs are applied: player, sequence, body index,
-/// generation, then every other field. Layers above the sim use it to list inputs canonically.
+/// generation, then every other field (impulses, buttons, flags, target velocities). Layers
+/// above the sim use it to list inputs canonically.
 bool input_less(const Input& a, const Input& b);
 
 enum class ContactEventType : uint8_t { begin = 0, end = 1 };
