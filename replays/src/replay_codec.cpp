@@ -72,6 +72,8 @@ fb::Offset<rp::WorldDef> encode_world_def(fb::FlatBufferBuilder& b, const sim::W
   w.add_time_to_sleep_s(d.time_to_sleep_s);
   w.add_contact_reuse_distance_m(d.contact_reuse_distance_m);
   w.add_contact_reuse_angle_rad(d.contact_reuse_angle_rad);
+  w.add_max_input_linear_velocity(d.max_input_linear_velocity);
+  w.add_max_input_angular_velocity(d.max_input_angular_velocity);
   return w.Finish();
 }
 
@@ -107,6 +109,8 @@ sim::WorldDef decode_world_def(const rp::WorldDef& w) {
   d.time_to_sleep_s = w.time_to_sleep_s();
   d.contact_reuse_distance_m = w.contact_reuse_distance_m();
   d.contact_reuse_angle_rad = w.contact_reuse_angle_rad();
+  d.max_input_linear_velocity = w.max_input_linear_velocity();
+  d.max_input_angular_velocity = w.max_input_angular_velocity();
   return d;
 }
 
@@ -146,10 +150,12 @@ std::span<const uint8_t> RecordEncoder::tick(uint64_t tick, std::span<const sim:
                                              std::optional<uint64_t> client_hash) {
   fb::FlatBufferBuilder& b = impl_->builder;
   b.Clear();
+  const auto velocities = schema::create_player_input_velocities(b, inputs);
   const auto vector = schema::create_player_inputs(b, inputs);
   rp::TickBuilder t(b);
   t.add_tick(tick);
   t.add_inputs(vector);
+  if (!velocities.IsNull()) t.add_input_velocities(velocities);
   t.add_authoritative_hash(authoritative_hash);
   if (client_hash) t.add_client_hash(*client_hash);
   return finish(b, rp::Record::Tick, t.Finish().Union());
@@ -224,6 +230,11 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
       o.authoritative_hash = t->authoritative_hash();
       o.client_hash = t->client_hash();
       schema::read_player_inputs(t->inputs(), &o.inputs);
+      if (!schema::read_player_input_velocities(t->input_velocities(), &o.inputs)) {
+        *error =
+            "replay tick " + std::to_string(o.tick) + ": input_velocities is not one per input";
+        return false;
+      }
       return true;
     }
     default:
