@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "lockstep/sim/world.h"
@@ -300,6 +301,231 @@ TEST(SimGameplay, QueuedVelocityInputsAreStateAndOrdered) {
   plain.flags = 0;
   plain.linear_velocity[0] = 0;
   EXPECT_TRUE(lockstep::sim::input_less(plain, a));
+}
+
+// ---- commands and templates --------------------------------------------------------------------
+
+using lockstep::sim::Command;
+using lockstep::sim::CommandResult;
+using lockstep::sim::CommandType;
+
+WorldDef template_def() {
+  WorldDef def = lockstep::sim::default_world_def();
+  def.template_count = 2;
+  EXPECT_TRUE(lockstep::sim::set_template_name(&def.templates[0], "crate"));
+  def.templates[0].shape.type = ShapeType::box;
+  def.templates[0].shape.half_extents = {0.5f, 0.5f, 0.5f};
+  def.templates[0].shape.category = 4;
+  EXPECT_TRUE(lockstep::sim::set_template_name(&def.templates[1], "goal"));
+  def.templates[1].type = BodyType::static_body;
+  def.templates[1].shape.sensor = true;
+  def.templates[1].shape.radius = 2.0f;
+  return def;
+}
+
+Command spawn(uint32_t sequence, uint32_t template_index, Vec3 position, uint32_t owner = 0) {
+  Command c;
+  c.type = CommandType::spawn;
+  c.sequence = sequence;
+  c.template_index = template_index;
+  c.position = position;
+  c.owner_player = owner;
+  return c;
+}
+
+Command destroy(uint32_t sequence, BodyId body) {
+  Command c;
+  c.type = CommandType::destroy;
+  c.sequence = sequence;
+  c.body = body;
+  return c;
+}
+
+TEST(SimGameplay, SpawnTakesTheTemplateAndTheCommandsPose) {
+  auto world = make_world(template_def());
+  EXPECT_EQ(lockstep::sim::find_template(world->def(), "goal"), 1);
+  EXPECT_EQ(lockstep::sim::find_template(world->def(), "nope"), -1);
+  Command c = spawn(1, 0, {1, 5, 2}, 3);
+  c.linear_velocity = {0, 0, 4};
+  ASSERT_EQ(world->queue_command(c), Error::none);
+  EXPECT_EQ(world->body_count(), 0u);  // applied by the step, not now
+  world->step();
+  ASSERT_EQ(world->command_results().size(), 1u);
+  const CommandResult r = world->command_results()[0];
+  EXPECT_EQ(r.error, Error::none);
+  EXPECT_EQ(r.body, (BodyId{1, 0}));
+  const BodyView v = view_of(*world, r.body);
+  EXPECT_EQ(v.type, BodyType::dynamic);
+  EXPECT_EQ(v.shape.type, ShapeType::box);
+  EXPECT_EQ(v.shape.category, 4u);
+  EXPECT_EQ(v.owner_player, 3u);
+  EXPECT_NEAR(v.mass_kg, 1000.0f, 1e-2f);  // 1 m³ at the default density
+  EXPECT_NEAR(v.position.z, 2.0f + 4.0f * world->def().dt_s, 1e-5f);
+  EXPECT_EQ(world->last_step_stats().commands_applied, 1u);
+}
+
+// Two worlds fed the same commands, queued in different call orders, make the same handles and
+// hashes every tick: the step applies them in command_less order.
+TEST(SimGameplay, SameCommandsGiveSameHandlesInTwoWorlds) {
+  auto a = make_world(template_def());
+  auto b = make_world(template_def());
+  std::vector<BodyId> spawned;
+  for (uint32_t tick = 0; tick < 40; ++tick) {
+    std::vector<Command> commands;
+    commands.push_back(spawn(tick * 3 + 0, 0, {static_cast<float>(tick % 5), 3, 0}));
+    if (tick % 4 == 0) commands.push_back(spawn(tick * 3 + 1, 1, {0, 0, 10}));
+    if (tick >= 5 && tick % 2 == 1) {
+      const BodyId victim = spawned[(tick * 7) % spawned.size()];
+      if (a->is_alive(victim)) commands.push_back(destroy(tick * 3 + 2, victim));
+    }
+    for (const Command& c : commands)
+      ASSERT_EQ(a->queue_command(c), Error::none);
+    for (size_t i = commands.size(); i-- > 0;)
+      ASSERT_EQ(b->queue_command(commands[i]), Error::none);
+    ASSERT_EQ(a->state_hash(), b->state_hash()) << "queued, tick " << tick;
+    a->step();
+    b->step();
+    ASSERT_EQ(a->command_results().size(), b->command_results().size());
+    for (size_t i = 0; i < a->command_results().size(); ++i) {
+      const CommandResult ra = a->command_results()[i], rb = b->command_results()[i];
+      EXPECT_EQ(ra.sequence, rb.sequence);
+      EXPECT_EQ(ra.body, rb.body);
+      EXPECT_EQ(ra.error, Error::none);
+      if (ra.type == CommandType::spawn) spawned.push_back(ra.body);
+      if (i > 0) {
+        EXPECT_LT(a->command_results()[i - 1].sequence, ra.sequence);
+      }
+    }
+    ASSERT_EQ(a->state_hash(), b->state_hash()) << "tick " << tick;
+  }
+  EXPECT_GT(a->body_count(), 20u);
+  // A destroyed slot is reused by the next spawn, with a bumped generation.
+  EXPECT_GT(a->counters().commands_accepted, 40u);
+}
+
+TEST(SimGameplay, QueuedCommandsAreStateAndRestoreFromSnapshots) {
+  auto world = make_world(template_def());
+  ASSERT_EQ(world->queue_command(spawn(1, 0, {0, 3, 0})), Error::none);
+  world->step();
+  const BodyId crate = world->command_results()[0].body;
+  const uint64_t before = world->state_hash();
+  ASSERT_EQ(world->queue_command(spawn(2, 0, {2, 3, 0})), Error::none);
+  ASSERT_EQ(world->queue_command(destroy(3, crate)), Error::none);
+  EXPECT_NE(world->state_hash(), before);  // queued commands are hashed
+  std::vector<uint8_t> bytes(world->snapshot_size());
+  size_t written = 0;
+  ASSERT_EQ(world->save_snapshot(bytes, &written), Error::none);
+  auto restored = make_world(template_def());
+  ASSERT_EQ(restored->restore_snapshot(bytes), Error::none);
+  EXPECT_EQ(restored->state_hash(), world->state_hash());
+  for (int t = 0; t < 20; ++t) {
+    world->step();
+    restored->step();
+    ASSERT_EQ(restored->state_hash(), world->state_hash()) << "tick " << t;
+  }
+  EXPECT_FALSE(restored->is_alive(crate));
+  EXPECT_EQ(restored->body_count(), 1u);
+
+  // A snapshot from a world with other templates is refused: templates are fingerprinted.
+  WorldDef other = template_def();
+  other.templates[0].shape.half_extents.x = 0.25f;
+  EXPECT_NE(lockstep::sim::world_def_fingerprint(other),
+            lockstep::sim::world_def_fingerprint(template_def()));
+  auto mismatch = make_world(other);
+  EXPECT_EQ(mismatch->restore_snapshot(bytes), Error::snapshot_mismatch);
+}
+
+TEST(SimGameplay, BadCommandsAndFullCapacityAreRejectedAndCounted) {
+  WorldDef def = template_def();
+  def.max_commands_per_tick = 2;
+  def.max_bodies = 3;
+  auto world = make_world(def);
+  auto expect_command = [&](const Command& c, Error want, const char* what) {
+    const uint64_t hash = world->state_hash();
+    const uint64_t rejected = world->counters().commands_rejected;
+    EXPECT_EQ(world->queue_command(c), want) << what;
+    if (want != Error::none) {
+      EXPECT_EQ(world->state_hash(), hash) << what;
+      EXPECT_EQ(world->counters().commands_rejected, rejected + 1) << what;
+    }
+  };
+  expect_command(spawn(1, 2, {0, 1, 0}), Error::unknown_template, "unknown template");
+  expect_command(spawn(1, 0, {NAN, 1, 0}), Error::non_finite, "NaN position");
+  expect_command(spawn(1, 0, {2e5f, 1, 0}), Error::invalid_argument, "position out of range");
+  Command zero_rotation = spawn(1, 0, {0, 1, 0});
+  zero_rotation.orientation = {0, 0, 0, 0};
+  expect_command(zero_rotation, Error::invalid_argument, "zero quaternion");
+  Command moving_static = spawn(1, 1, {0, 1, 0});
+  moving_static.linear_velocity = {1, 0, 0};
+  expect_command(moving_static, Error::wrong_body_type, "static template with a velocity");
+  Command fast = spawn(1, 0, {0, 1, 0});
+  fast.linear_velocity = {1e4f, 0, 0};
+  expect_command(fast, Error::invalid_argument, "faster than max_linear_speed");
+  expect_command(destroy(1, BodyId{}), Error::null_handle, "destroy null");
+  expect_command(destroy(1, BodyId{2, 0}), Error::stale_handle, "destroy never-existing");
+  // Capacity: two per tick.
+  expect_command(spawn(1, 0, {0, 1, 0}), Error::none, "first");
+  expect_command(spawn(2, 0, {2, 1, 0}), Error::none, "second");
+  expect_command(spawn(3, 0, {4, 1, 0}), Error::capacity_commands, "third: capacity full");
+  EXPECT_EQ(world->counters().commands_rejected, 9u);
+  world->step();
+  // Bodies full when applied: the spawn fails deterministically and is counted.
+  expect_command(spawn(4, 0, {6, 1, 0}), Error::none, "third body");
+  expect_command(spawn(5, 0, {8, 1, 0}), Error::none, "fourth body: no slot when applied");
+  world->step();
+  ASSERT_EQ(world->command_results().size(), 2u);
+  EXPECT_EQ(world->command_results()[0].error, Error::none);
+  EXPECT_EQ(world->command_results()[1].error, Error::capacity_bodies);
+  EXPECT_TRUE(world->command_results()[1].body.is_null());
+  EXPECT_EQ(world->last_step_stats().commands_failed, 1u);
+  EXPECT_EQ(world->counters().commands_failed, 1u);
+  EXPECT_EQ(world->body_count(), 3u);
+}
+
+TEST(SimGameplay, DestroyOfADeadBodyIsRejected) {
+  auto world = make_world(template_def());
+  ASSERT_EQ(world->queue_command(spawn(1, 0, {0, 3, 0})), Error::none);
+  world->step();
+  const BodyId crate = world->command_results()[0].body;
+  // Two destroys of one body in one tick: the second fails when applied.
+  ASSERT_EQ(world->queue_command(destroy(1, crate)), Error::none);
+  ASSERT_EQ(world->queue_command(destroy(2, crate)), Error::none);
+  world->step();
+  ASSERT_EQ(world->command_results().size(), 2u);
+  EXPECT_EQ(world->command_results()[0].error, Error::none);
+  EXPECT_EQ(world->command_results()[1].error, Error::stale_handle);
+  EXPECT_FALSE(world->is_alive(crate));
+  // Once dead, queueing a destroy is refused.
+  const uint64_t rejected = world->counters().commands_rejected;
+  EXPECT_EQ(world->queue_command(destroy(3, crate)), Error::stale_handle);
+  EXPECT_EQ(world->counters().commands_rejected, rejected + 1);
+}
+
+TEST(SimGameplay, TemplatesAreValidated) {
+  WorldDef def = template_def();
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::none);
+  def.template_count = lockstep::sim::kMaxBodyTemplates + 1;
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::invalid_argument);
+  def = template_def();
+  ASSERT_TRUE(lockstep::sim::set_template_name(&def.templates[1], "crate"));
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::invalid_argument) << "duplicate name";
+  def = template_def();
+  def.templates[0].name[0] = '\0';
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::invalid_argument) << "empty name";
+  def = template_def();
+  def.templates[0].shape.type = ShapeType::plane;
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::wrong_body_type) << "dynamic plane";
+  def = template_def();
+  def.templates[0].shape.radius = -1;
+  def.templates[0].shape.type = ShapeType::sphere;
+  EXPECT_NE(lockstep::sim::validate_world_def(def), Error::none) << "negative radius";
+  BodyDef unused;
+  (void)unused;
+  lockstep::sim::BodyTemplate t;
+  EXPECT_FALSE(lockstep::sim::set_template_name(&t, ""));
+  EXPECT_FALSE(lockstep::sim::set_template_name(&t, "has space"));
+  EXPECT_FALSE(lockstep::sim::set_template_name(&t, std::string(32, 'a')));
+  EXPECT_TRUE(lockstep::sim::set_template_name(&t, std::string(31, 'a')));
 }
 
 }  // namespace

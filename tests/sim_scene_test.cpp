@@ -597,6 +597,19 @@ TEST(SceneText, EachMalformedLineIsNamed) {
        "key 'half': needs 3 comma-separated numbers, got 4"},
       {"wrong arity (quaternion)", "body type=dynamic shape=sphere radius=1 rot=0,0,1",
        "key 'rot': needs 4 comma-separated numbers, got 3"},
+      {"template without a name", "template type=dynamic shape=sphere radius=1",
+       "missing key 'name'"},
+      {"template with a pose", "template name=crate type=dynamic shape=sphere radius=1 pos=0,1,0",
+       "templates take no pose, velocity or owner"},
+      {"template with an owner", "template name=crate type=dynamic shape=sphere radius=1 owner=2",
+       "templates take no pose, velocity or owner"},
+      {"template name with a slash", "template name=a/b type=dynamic shape=sphere radius=1",
+       "a name is 1 to 31 bytes"},
+      {"template name too long",
+       "template name=abcdefghijklmnopqrstuvwxyz0123456 type=dynamic shape=sphere radius=1",
+       "a name is 1 to 31 bytes"},
+      {"template of unknown shape", "template name=c type=dynamic shape=cube",
+       "unknown shape 'cube'"},
       {"key of another shape", "body type=dynamic shape=box half=1,1,1 radius=2",
        "key 'radius' does not apply to shape box"},
       {"duplicate key", "body type=dynamic shape=sphere radius=1 radius=2", "given twice"},
@@ -639,6 +652,39 @@ TEST(SceneText, EachMalformedLineIsNamed) {
     EXPECT_NE(error.find(c.must_contain), std::string::npos) << c.what << ": " << error;
     EXPECT_EQ(out.name, "untouched") << c.what;  // *out untouched on failure
   }
+}
+
+TEST(SceneText, TemplatesRoundTripAndAreChecked) {
+  const std::string text =
+      "world max_commands_per_tick=9\n"
+      "template name=crate type=dynamic shape=box half=0.5,0.25,0.5 density=300 category=0x4\n"
+      "template name=goal type=static shape=sphere radius=2 sensor=1\n"
+      "body type=static shape=plane normal=0,1,0\n";
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_text(text, &scene, &error)) << error;
+  EXPECT_EQ(scene.def.max_commands_per_tick, 9u);
+  ASSERT_EQ(scene.def.template_count, 2u);
+  EXPECT_EQ(lockstep::sim::find_template(scene.def, "goal"), 1);
+  EXPECT_EQ(scene.def.templates[0].shape.half_extents.y, 0.25f);
+  EXPECT_EQ(scene.def.templates[0].shape.category, 4u);
+  EXPECT_TRUE(scene.def.templates[1].shape.sensor);
+  EXPECT_EQ(scene.def.templates[1].type, BodyType::static_body);
+  Scene again;
+  ASSERT_TRUE(parse_scene_text(format_scene_text(scene), &again, &error)) << error;
+  EXPECT_EQ(lockstep::sim::world_def_fingerprint(again.def),
+            lockstep::sim::world_def_fingerprint(scene.def));
+  EXPECT_EQ(format_scene_text(again), format_scene_text(scene));
+
+  EXPECT_FALSE(parse_scene_text(text + "template name=goal type=static shape=sphere radius=1\n",
+                                &again, &error));
+  EXPECT_NE(error.find("line 5"), std::string::npos) << error;
+  EXPECT_NE(error.find("a second template named 'goal'"), std::string::npos) << error;
+  std::string many;
+  for (int i = 0; i <= 16; ++i)
+    many += "template name=t" + std::to_string(i) + " type=dynamic shape=sphere radius=1\n";
+  EXPECT_FALSE(parse_scene_text(many, &again, &error));
+  EXPECT_NE(error.find("line 17: template: more than 16 templates"), std::string::npos) << error;
 }
 
 TEST(SceneText, ErrorsGiveTheColumnOfTheOffendingKey) {

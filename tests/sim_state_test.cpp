@@ -625,7 +625,9 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
   ASSERT_EQ(bytes[inputs], 1);  // the one input queued above
   // Per input: 44 bytes of ids, impulses and buttons, u32 flags, 24 bytes of target velocities.
   constexpr size_t kInputBytes = 44 + 4 + 24;
-  ASSERT_EQ(inputs + 4 + kInputBytes + kTrailerBytes, bytes.size());
+  // Then the queued commands (u32 count, none here).
+  const size_t commands = inputs + 4 + kInputBytes;
+  ASSERT_EQ(commands + 4 + kTrailerBytes, bytes.size());
   const Edit tail_edits[] = {
       {"manifold with no point", points0, 0, true},
       {"manifold with 5 points", points0, 5, true},
@@ -647,6 +649,8 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
       {"input with an unknown flag", inputs + 4 + 44, 5, false},
       {"input with a velocity but no flag", inputs + 4 + 44, 0, false},
       {"input velocity beyond the limit", inputs + 4 + 48, 0x7fffffffu, false},
+      {"command count beyond what follows", commands, 1, false},
+      {"command count beyond capacity", commands, 100000, false},
   };
   for (const Edit& e : tail_edits) {
     std::vector<uint8_t> bad = bytes;

@@ -310,6 +310,7 @@ bool parse_world_line(LineReader& reader, WorldDef* def) {
             reader.get_u32("max_candidate_pairs", &def->max_candidate_pairs) &&
             reader.get_u32("max_events", &def->max_events) &&
             reader.get_u32("max_inputs_per_tick", &def->max_inputs_per_tick) &&
+            reader.get_u32("max_commands_per_tick", &def->max_commands_per_tick) &&
             reader.get_bool("enable_sleep", &def->enable_sleep) &&
             reader.get_float("sleep_speed_threshold", &def->sleep_speed_threshold_mps) &&
             reader.get_float("time_to_sleep", &def->time_to_sleep_s) &&
@@ -393,6 +394,48 @@ bool parse_body_line(LineReader& reader, BodyDef* body) {
       !(body->angular_damping >= 0 && body->angular_damping <= kMaxDamping)) {
     return reader.fail(0, "damping must be in [0, 1000] 1/s");
   }
+  return true;
+}
+
+// A `template` line: a body line with a name and without pose, velocity or owner (a spawn
+// command gives those), appended to def->templates.
+bool parse_template_line(LineReader& reader, WorldDef* def) {
+  if (!reader.require("name", "templates need a name")) return false;
+  const Token* name = reader.find("name");
+  const std::string_view kCommandKeys[] = {"pos", "rot", "vel", "angvel", "owner"};
+  for (std::string_view key : kCommandKeys) {
+    if (const Token* token = reader.find(key)) {
+      return reader.fail(*token,
+                         "templates take no pose, velocity or owner (the spawn command "
+                         "gives them)");
+    }
+  }
+  if (def->template_count >= kMaxBodyTemplates) {
+    return reader.fail(0, "more than " + std::to_string(kMaxBodyTemplates) + " templates");
+  }
+  BodyTemplate t;
+  if (!set_template_name(&t, name->value)) {
+    return reader.fail(*name, "a name is 1 to " + std::to_string(kMaxTemplateNameBytes) +
+                                  " bytes of [A-Za-z0-9_.-]");
+  }
+  if (find_template(*def, name->value) >= 0) {
+    return reader.fail(*name, "a second template named " + quoted(name->value));
+  }
+  BodyDef body = default_body_def();
+  if (!parse_body_line(reader, &body)) return false;
+  t.type = body.type;
+  t.shape = body.shape;
+  t.linear_damping = body.linear_damping;
+  t.angular_damping = body.angular_damping;
+  t.allow_sleep = body.allow_sleep;
+  t.bullet = body.bullet;
+  if (t.type == BodyType::dynamic) {
+    const MassProperties m = compute_mass_properties(t.shape);
+    if (!(m.mass > 0.0f) || !std::isfinite(m.mass)) {
+      return reader.fail(0, "a dynamic template needs a positive mass (density)");
+    }
+  }
+  def->templates[def->template_count++] = t;
   return true;
 }
 
@@ -541,9 +584,12 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
       BodyDef body = default_body_def();
       if (!parse_body_line(reader, &body)) return false;
       scene.bodies.push_back(body);
+    } else if (directive == "template") {
+      if (!parse_template_line(reader, &scene.def)) return false;
     } else {
       message = "line " + std::to_string(line_number) + " col " + std::to_string(directive_column) +
-                ": unknown directive " + quoted(directive) + " (expected scene, world, body)";
+                ": unknown directive " + quoted(directive) +
+                " (expected scene, world, body, template)";
       return false;
     }
   }
@@ -597,6 +643,7 @@ std::string format_scene_text(const Scene& scene) {
   append_key_u32(&out, "max_candidate_pairs", def.max_candidate_pairs);
   append_key_u32(&out, "max_events", def.max_events);
   append_key_u32(&out, "max_inputs_per_tick", def.max_inputs_per_tick);
+  append_key_u32(&out, "max_commands_per_tick", def.max_commands_per_tick);
   out += def.enable_sleep ? " enable_sleep=1" : " enable_sleep=0";
   append_key_float(&out, "sleep_speed_threshold", def.sleep_speed_threshold_mps);
   append_key_float(&out, "time_to_sleep", def.time_to_sleep_s);
@@ -605,9 +652,10 @@ std::string format_scene_text(const Scene& scene) {
   // Optional keys equal (bit for bit) to default_body_def() are left out; parsing starts from
   // the same defaults, so the round trip stays exact.
   const BodyDef defaults = default_body_def();
-  for (const BodyDef& body : scene.bodies) {
+  // One body (with pose, velocity and owner) or template (without) line's keys after its name.
+  auto append_body = [&out, &defaults](const BodyDef& body, bool pose) {
     const ShapeDef& shape = body.shape;
-    out += "body type=";
+    out += " type=";
     for (size_t i = 0; i < std::size(kBodyTypeValues); ++i) {
       if (kBodyTypeValues[i] == body.type) out.append(kBodyTypes[i]);
     }
@@ -632,14 +680,17 @@ std::string format_scene_text(const Scene& scene) {
         append_key_float(&out, "offset", shape.plane_offset);
         break;
     }
-    append_key_vec3(&out, "pos", body.position);
-    float rot[4] = {body.orientation.x, body.orientation.y, body.orientation.z, body.orientation.w};
-    append_key_floats(&out, "rot", rot, 4);
-    if (!same_bits(body.linear_velocity, defaults.linear_velocity)) {
-      append_key_vec3(&out, "vel", body.linear_velocity);
-    }
-    if (!same_bits(body.angular_velocity, defaults.angular_velocity)) {
-      append_key_vec3(&out, "angvel", body.angular_velocity);
+    if (pose) {
+      append_key_vec3(&out, "pos", body.position);
+      float rot[4] = {body.orientation.x, body.orientation.y, body.orientation.z,
+                      body.orientation.w};
+      append_key_floats(&out, "rot", rot, 4);
+      if (!same_bits(body.linear_velocity, defaults.linear_velocity)) {
+        append_key_vec3(&out, "vel", body.linear_velocity);
+      }
+      if (!same_bits(body.angular_velocity, defaults.angular_velocity)) {
+        append_key_vec3(&out, "angvel", body.angular_velocity);
+      }
     }
     if (!same_bits(body.linear_damping, defaults.linear_damping)) {
       append_key_float(&out, "linear_damping", body.linear_damping);
@@ -653,7 +704,7 @@ std::string format_scene_text(const Scene& scene) {
     if (shape.category != defaults.shape.category)
       append_key_bits(&out, "category", shape.category);
     if (shape.mask != defaults.shape.mask) append_key_bits(&out, "mask", shape.mask);
-    if (body.owner_player != defaults.owner_player)
+    if (pose && body.owner_player != defaults.owner_player)
       append_key_u32(&out, "owner", body.owner_player);
     if (body.allow_sleep != defaults.allow_sleep) {
       out += body.allow_sleep ? " allow_sleep=1" : " allow_sleep=0";
@@ -661,6 +712,23 @@ std::string format_scene_text(const Scene& scene) {
     if (body.bullet != defaults.bullet) out += body.bullet ? " bullet=1" : " bullet=0";
     if (shape.sensor != defaults.shape.sensor) out += shape.sensor ? " sensor=1" : " sensor=0";
     out += '\n';
+  };
+  for (uint32_t i = 0; i < scene.def.template_count && i < kMaxBodyTemplates; ++i) {
+    const BodyTemplate& t = scene.def.templates[i];
+    BodyDef body = defaults;
+    body.type = t.type;
+    body.shape = t.shape;
+    body.linear_damping = t.linear_damping;
+    body.angular_damping = t.angular_damping;
+    body.allow_sleep = t.allow_sleep;
+    body.bullet = t.bullet;
+    out += "template name=";
+    out.append(t.name, strnlen(t.name, sizeof(t.name)));
+    append_body(body, false);
+  }
+  for (const BodyDef& body : scene.bodies) {
+    out += "body";
+    append_body(body, true);
   }
   return out;
 }
