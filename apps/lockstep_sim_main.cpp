@@ -18,6 +18,9 @@
 //                      ray casts, sphere casts and overlaps (query_probe_hash in
 //                      lockstep/sim/query.h); the query golden. Not printed when the run is
 //                      shorter than T ticks
+//   Scene files may schedule commands and inputs (`at tick=N spawn|destroy|input ...` lines,
+//   docs/scene-format.md): they are queued before the step that makes tick N; a rejected one is
+//   reported on stderr and the run goes on (the rejection is part of the deterministic result).
 //   --print-scene      print the scene in the text format and exit (no --ticks needed); a
 //                      starting point for new scene files
 //   --help             this text
@@ -349,7 +352,21 @@ int main(int argc, char** argv) {
   if (options.query_probe && options.query_probe_tick == 0) {
     print_query_probe(options, world->tick(), query_probe_hash(*world));
   }
+  size_t next_action = 0;  // scene.actions: ascending ticks
   for (uint64_t t = 1; t <= options.ticks; ++t) {
+    // The scene file's `at tick=t` lines, in file order; command_less / input_less order them.
+    for (; next_action < scene.actions.size() && scene.actions[next_action].tick <= t;
+         ++next_action) {
+      const ScriptedAction& action = scene.actions[next_action];
+      if (action.tick < t) continue;
+      const Error e = action.is_command ? world->queue_command(action.command)
+                                        : world->queue_input(action.input);
+      if (e != Error::none) {
+        std::fprintf(
+            stderr, "lockstep-sim: warning: tick %" PRIu64 ": the %s of line %u was rejected: %s\n",
+            t, action.is_command ? "command" : "input", action.line, error_message(e));
+      }
+    }
     if (has_players) {
       uint32_t count = scripted_inputs(options.seed, world->tick(), script, *world, inputs);
       for (uint32_t i = 0; i < count; ++i) {
@@ -389,6 +406,10 @@ int main(int argc, char** argv) {
                 "\",\"overflow_steps\":%" PRIu64 "}\n",
                 json_string(scene.name).c_str(), world->tick(), world->state_hash(),
                 counters.overflow_steps);
+  }
+  if (counters.commands_rejected + counters.commands_failed != 0) {
+    std::fprintf(stderr, "lockstep-sim: %" PRIu64 " commands rejected, %" PRIu64 " failed\n",
+                 counters.commands_rejected, counters.commands_failed);
   }
   if (counters.inputs_rejected != 0) {
     std::fprintf(stderr, "lockstep-sim: %" PRIu64 " inputs rejected\n", counters.inputs_rejected);

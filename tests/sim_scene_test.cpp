@@ -687,6 +687,66 @@ TEST(SceneText, TemplatesRoundTripAndAreChecked) {
   EXPECT_NE(error.find("line 17: template: more than 16 templates"), std::string::npos) << error;
 }
 
+TEST(SceneText, AtLinesScheduleCommandsAndInputs) {
+  const std::string head =
+      "template name=crate type=dynamic shape=box half=0.5,0.5,0.5\n"
+      "body type=static shape=plane normal=0,1,0\n";
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_text(head + "at tick=5 input player=2 body=1 gen=3 vel=1.5,0,-0.25 "
+                                      "impulse=0,2,0 buttons=7\n"
+                                      "at tick=2 spawn template=crate pos=0,3,0 vel=0,0,1 owner=4\n"
+                                      "at tick=2 destroy body=1 seq=9\n",
+                               &scene, &error))
+      << error;
+  ASSERT_EQ(scene.actions.size(), 3u);
+  EXPECT_EQ(scene.actions[0].tick, 2u);  // sorted by tick, file order kept within a tick
+  EXPECT_TRUE(scene.actions[0].is_command);
+  EXPECT_EQ(scene.actions[0].command.type, lockstep::sim::CommandType::spawn);
+  EXPECT_EQ(scene.actions[0].command.position.y, 3.0f);
+  EXPECT_EQ(scene.actions[0].command.owner_player, 4u);
+  EXPECT_EQ(scene.actions[0].command.sequence, 4u);  // default: its line
+  EXPECT_EQ(scene.actions[1].command.type, lockstep::sim::CommandType::destroy);
+  EXPECT_EQ(scene.actions[1].command.sequence, 9u);
+  const lockstep::sim::Input& in = scene.actions[2].input;
+  EXPECT_FALSE(scene.actions[2].is_command);
+  EXPECT_EQ(in.player, 2u);
+  EXPECT_EQ(in.body, (BodyId{1, 3}));
+  EXPECT_EQ(in.flags, lockstep::sim::input_sets_linear_velocity);
+  EXPECT_EQ(in.linear_velocity[0], 1536);
+  EXPECT_EQ(in.linear_velocity[2], -256);
+  EXPECT_EQ(in.linear_impulse[1], 2048);
+  EXPECT_EQ(in.buttons, 7u);
+
+  struct Bad {
+    const char* line;
+    const char* must_contain;
+  };
+  const Bad bad[] = {
+      {"at spawn template=crate", "missing key 'tick'"},
+      {"at tick=3 template=crate", "missing key 'do'"},
+      {"at tick=0 spawn template=crate", "ticks start at 1"},
+      {"at tick=3 spawn template=barrel", "no template named 'barrel'"},
+      {"at tick=3 spawn pos=0,1,0", "missing key 'template'"},
+      {"at tick=3 spawn template=crate pos=0,nan,0", "not a finite number"},
+      {"at tick=3 spawn template=crate pos=0,2e5,0", "invalid spawn"},
+      {"at tick=3 spawn template=crate body=2", "unknown key 'body'"},
+      {"at tick=3 destroy", "missing key 'body'"},
+      {"at tick=3 destroy body=0", "body indices start at 1"},
+      {"at tick=3 input body=1 vel=1,0,0", "missing key 'player'"},
+      {"at tick=3 input player=1 body=1 vel=0.0001,0,0", "multiples of 1/1024"},
+      {"at tick=3 input player=1 body=1 vel=3e6,0,0", "multiples of 1/1024"},
+      {"at tick=3 jump player=1", "expected key=value"},
+      {"at tick=-1 spawn template=crate", "tick"},
+  };
+  for (const Bad& b : bad) {
+    Scene out;
+    EXPECT_FALSE(parse_scene_text(head + b.line + "\n", &out, &error)) << b.line;
+    EXPECT_EQ(error.rfind("line 3", 0), 0u) << b.line << ": " << error;
+    EXPECT_NE(error.find(b.must_contain), std::string::npos) << b.line << ": " << error;
+  }
+}
+
 TEST(SceneText, ErrorsGiveTheColumnOfTheOffendingKey) {
   Scene out;
   std::string error;

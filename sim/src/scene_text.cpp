@@ -7,6 +7,7 @@
 // and the key. Floats go through std::strtof on a NUL-terminated copy (our programs keep the
 // "C" locale); they are written back with the fewest of 6..9 significant digits that read back
 // to the same bits, so format -> parse is exact.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -439,6 +440,95 @@ bool parse_template_line(LineReader& reader, WorldDef* def) {
   return true;
 }
 
+// A float in input fixed point (value · 2^kInputScaleLog2): exact multiples of 2^-10 only, so
+// the file says exactly what crosses the wire.
+bool get_fixed3(LineReader& reader, std::string_view key, int32_t out[3]) {
+  Token* token = reader.find(key);
+  if (token == nullptr) return true;
+  token->used = false;
+  Vec3 v{};
+  if (!reader.get_vec3(key, &v)) return false;
+  const float f[3] = {v.x, v.y, v.z};
+  for (int i = 0; i < 3; ++i) {
+    const float scaled = f[i] * static_cast<float>(1 << kInputScaleLog2);  // exact
+    if (!(scaled >= -2147483648.0f && scaled < 2147483648.0f) ||
+        static_cast<float>(static_cast<int32_t>(scaled)) != scaled) {
+      return reader.fail(*token, "needs multiples of 1/1024 within the int32 fixed-point range");
+    }
+    out[i] = static_cast<int32_t>(scaled);
+  }
+  return true;
+}
+
+// `at tick=N spawn|destroy|input ...`: a scheduled command or input (docs/scene-format.md).
+bool parse_at_line(LineReader& reader, const WorldDef& def, size_t line, ScriptedAction* action) {
+  if (!reader.require("tick") || !reader.require("do", "say spawn, destroy or input")) {
+    return false;
+  }
+  uint32_t tick = 0;
+  if (!reader.get_u32("tick", &tick)) return false;
+  if (tick == 0) return reader.fail(*reader.find("tick"), "ticks start at 1 (the first step)");
+  action->tick = tick;
+  action->line = static_cast<uint32_t>(line);
+  const std::string_view what = reader.find("do")->value;
+  uint32_t sequence = static_cast<uint32_t>(line);  // default: file order
+  uint32_t generation = 0;
+  if (!reader.get_u32("seq", &sequence) || !reader.get_u32("gen", &generation)) return false;
+  if (what == "spawn") {
+    if (!reader.require("template", "spawns name a template")) return false;
+    const Token* name = reader.find("template");
+    const int index = find_template(def, name->value);
+    if (index < 0) {
+      return reader.fail(
+          *name, "no template named " + quoted(name->value) + " (template lines must come before)");
+    }
+    Command& c = action->command;
+    c.type = CommandType::spawn;
+    c.sequence = sequence;
+    c.template_index = static_cast<uint32_t>(index);
+    if (!reader.get_vec3("pos", &c.position) || !reader.get_quat("rot", &c.orientation) ||
+        !reader.get_vec3("vel", &c.linear_velocity) ||
+        !reader.get_vec3("angvel", &c.angular_velocity) ||
+        !reader.get_u32("owner", &c.owner_player) || !reader.finish("at ... spawn", {})) {
+      return false;
+    }
+    const Error e = check_command_fields(def, c);
+    if (e != Error::none) return reader.fail(0, std::string("invalid spawn: ") + error_message(e));
+    return true;
+  }
+  if (what == "destroy") {
+    if (!reader.require("body", "destroys name a body (index1, and gen=)")) return false;
+    Command& c = action->command;
+    c.type = CommandType::destroy;
+    c.sequence = sequence;
+    if (!reader.get_u32("body", &c.body.index1) || !reader.finish("at ... destroy", {})) {
+      return false;
+    }
+    c.body.generation = generation;
+    if (c.body.index1 == 0) return reader.fail(*reader.find("body"), "body indices start at 1");
+    return true;
+  }
+  action->is_command = false;
+  Input& in = action->input;
+  if (!reader.require("body", "inputs name a body (index1, and gen=)") ||
+      !reader.require("player")) {
+    return false;
+  }
+  in.sequence = sequence;
+  if (!reader.get_u32("player", &in.player) || !reader.get_u32("body", &in.body.index1) ||
+      !reader.get_u32("buttons", &in.buttons) || !get_fixed3(reader, "vel", in.linear_velocity) ||
+      !get_fixed3(reader, "angvel", in.angular_velocity) ||
+      !get_fixed3(reader, "impulse", in.linear_impulse) ||
+      !get_fixed3(reader, "angular_impulse", in.angular_impulse)) {
+    return false;
+  }
+  if (reader.find("vel") != nullptr) in.flags |= input_sets_linear_velocity;
+  if (reader.find("angvel") != nullptr) in.flags |= input_sets_angular_velocity;
+  in.body.generation = generation;
+  if (in.body.index1 == 0) return reader.fail(*reader.find("body"), "body indices start at 1");
+  return reader.finish("at ... input", {});
+}
+
 /// Splits `line` (comment already removed) into the directive and key=value tokens.
 bool tokenize(std::string_view line, size_t line_number, std::string_view* directive,
               size_t* directive_column, std::vector<Token>* tokens, std::string* error) {
@@ -460,6 +550,12 @@ bool tokenize(std::string_view line, size_t line_number, std::string_view* direc
       continue;
     }
     size_t eq = word.find('=');
+    // `at` lines name their action with a bare word (spawn, destroy, input), kept as key "do".
+    if (*directive == "at" && eq == std::string_view::npos &&
+        (word == "spawn" || word == "destroy" || word == "input")) {
+      tokens->push_back(Token{"do", word, start + 1, false});
+      continue;
+    }
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == word.size()) {
       *error = "line " + std::to_string(line_number) + " col " + std::to_string(start + 1) + ": " +
                std::string(*directive) + ": expected key=value, got " + quoted(word);
@@ -586,10 +682,14 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
       scene.bodies.push_back(body);
     } else if (directive == "template") {
       if (!parse_template_line(reader, &scene.def)) return false;
+    } else if (directive == "at") {
+      ScriptedAction action;
+      if (!parse_at_line(reader, scene.def, line_number, &action)) return false;
+      scene.actions.push_back(action);
     } else {
       message = "line " + std::to_string(line_number) + " col " + std::to_string(directive_column) +
                 ": unknown directive " + quoted(directive) +
-                " (expected scene, world, body, template)";
+                " (expected scene, world, body, template, at)";
       return false;
     }
   }
@@ -600,6 +700,9 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
               std::to_string(scene.bodies.size()) + " bodies";
     return false;
   }
+  std::stable_sort(
+      scene.actions.begin(), scene.actions.end(),
+      [](const ScriptedAction& a, const ScriptedAction& b) { return a.tick < b.tick; });
   *out = std::move(scene);
   return true;
 }
