@@ -197,12 +197,25 @@ TEST(ReplayFile, StreamedMatchVerifies) {
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
 
-// Velocity inputs (format 4): every tick turns some scripted pushes into target velocities; the
-// file gives back each input's flags and targets, the WorldDef's velocity limits, and verifies.
-TEST(ReplayFile, VelocityInputsRoundTripAndVerify) {
+// Format 4: every tick turns some scripted pushes into target velocities; the file gives back
+// each input's flags and targets, the WorldDef's velocity limits, command capacity and spawn
+// templates (same fingerprint), and verifies.
+TEST(ReplayFile, VelocityInputsAndTemplatesRoundTripAndVerify) {
   Match m;
   m.scene.def.max_input_linear_velocity = 7.5f;
   m.scene.def.max_input_angular_velocity = 3.25f;
+  // Spawn templates and the command capacity travel in the header's WorldDef (fingerprinted).
+  m.scene.def.max_commands_per_tick = 5;
+  m.scene.def.template_count = 2;
+  ASSERT_TRUE(sim::set_template_name(&m.scene.def.templates[0], "crate"));
+  m.scene.def.templates[0].shape.type = sim::ShapeType::box;
+  m.scene.def.templates[0].shape.half_extents = {0.5f, 0.25f, 0.125f};
+  m.scene.def.templates[0].shape.category = 4;
+  m.scene.def.templates[0].allow_sleep = false;
+  ASSERT_TRUE(sim::set_template_name(&m.scene.def.templates[1], "goal-zone.1"));
+  m.scene.def.templates[1].type = sim::BodyType::static_body;
+  m.scene.def.templates[1].shape.sensor = true;
+  m.scene.def.templates[1].linear_damping = 0.5f;
   m.world = sim::build_world(m.scene);
   m.script = sim::make_input_script(*m.world);
   replays::ReplayWindow window(*m.world, {600, 120, 0});
@@ -238,6 +251,12 @@ TEST(ReplayFile, VelocityInputsRoundTripAndVerify) {
   ASSERT_TRUE(replays::load_replay(bytes, &r, &error)) << error;
   EXPECT_EQ(r.header.world_def.max_input_linear_velocity, 7.5f);
   EXPECT_EQ(r.header.world_def.max_input_angular_velocity, 3.25f);
+  EXPECT_EQ(r.header.world_def.max_commands_per_tick, 5u);
+  ASSERT_EQ(r.header.world_def.template_count, 2u);
+  EXPECT_EQ(sim::find_template(r.header.world_def, "goal-zone.1"), 1);
+  EXPECT_TRUE(r.header.world_def.templates[1].shape.sensor);
+  EXPECT_EQ(r.header.world_def.templates[0].shape.half_extents.z, 0.125f);
+  EXPECT_FALSE(r.header.world_def.templates[0].allow_sleep);
   EXPECT_EQ(sim::world_def_fingerprint(r.header.world_def),
             sim::world_def_fingerprint(m.scene.def));
   ASSERT_EQ(r.ticks.size(), inputs.size());
