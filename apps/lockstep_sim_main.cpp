@@ -18,9 +18,23 @@
 //                      ray casts, sphere casts and overlaps (query_probe_hash in
 //                      lockstep/sim/query.h); the query golden. Not printed when the run is
 //                      shorter than T ticks
+//   Scene files may schedule commands and inputs (`at tick=N spawn|destroy|input ...` lines,
+//   docs/scene-format.md): they are queued before the step that makes tick N; a rejected one is
+//   reported on stderr and the run goes on (the rejection is part of the deterministic result).
+//   --query FILE       after the last tick, run the query lines of FILE (ray, overlap, cast;
+//                      format below) against the final state and print one result line each
 //   --print-scene      print the scene in the text format and exit (no --ticks needed); a
 //                      starting point for new scene files
 //   --help             this text
+// Query file: one query a line, `#` comments, key=value tokens (vectors x,y,z; filters decimal
+// or 0x hex, defaults as QueryFilter):
+//   ray from=x,y,z to=x,y,z [all=1] [category=C] [mask=M]
+//   overlap shape=sphere|box|capsule [radius=R] [half=x,y,z] [half_height=H] pos=x,y,z
+//           [rot=x,y,z,w] [category=C] [mask=M]
+//   cast radius=R from=x,y,z to=x,y,z [category=C] [mask=M]          (a sphere cast)
+// Output, per line N of the file: `query N <kind> found=F` then, for each result,
+// ` body=INDEX1:GEN` and for rays and casts ` fraction=.. point=x,y,z normal=x,y,z` (%.9g, so
+// every platform prints the same text for the same bits). A malformed line exits 2.
 // Flags also accept the --flag=value form. Integers are decimal, unsigned, without sign.
 //
 // Output (stdout, text mode): one line per printed tick, `<tick> <hash>`, the hash as 16
@@ -40,8 +54,10 @@
 // the determinism matrix (x86-64, aarch64, i686, wasm32 via emscripten).
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -109,6 +125,7 @@ struct Options {
   bool print_scene = false;
   bool query_probe = false;
   uint64_t query_probe_tick = 0;
+  std::string query_file;  // --query: query lines run against the final state
 };
 
 /// Parses argv; on failure writes why to *error.
@@ -179,6 +196,10 @@ bool parse_options(int argc, char** argv, Options* options, std::string* error) 
     } else if (arg == "--query-probe") {
       if (!take_u64(&options->query_probe_tick)) return false;
       options->query_probe = true;
+    } else if (arg == "--query") {
+      std::string_view file;
+      if (!take_value(&file)) return false;
+      options->query_file = std::string(file);
     } else if (arg == "--print-scene") {
       if (!no_value()) return false;
       options->print_scene = true;
@@ -301,6 +322,183 @@ std::string overflow_names(uint32_t bits) {
   return names;
 }
 
+// ---- --query FILE ----
+
+struct QueryLine {
+  std::vector<std::pair<std::string, std::string>> keys;
+  const std::string* find(const char* key) const {
+    for (const auto& kv : keys) {
+      if (kv.first == key) return &kv.second;
+    }
+    return nullptr;
+  }
+};
+
+bool parse_floats(const std::string& text, float* out, int arity) {
+  int n = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (n >= arity || item.empty()) return false;
+    char* end = nullptr;
+    const float v = std::strtof(item.c_str(), &end);
+    if (end != item.c_str() + item.size() || !std::isfinite(v)) return false;
+    out[n++] = v;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return n == arity;
+}
+
+bool parse_bits(const std::string& text, uint32_t* out) {
+  if (text.empty() || text.size() > 10 || text[0] == '-') return false;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(text.c_str(), &end, 0);
+  if (end != text.c_str() + text.size() || v > 0xffffffffull) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+void print_hit(const RayHit& h) {
+  std::printf(" body=%u:%u fraction=%.9g point=%.9g,%.9g,%.9g normal=%.9g,%.9g,%.9g", h.body.index1,
+              h.body.generation, static_cast<double>(h.fraction), static_cast<double>(h.point.x),
+              static_cast<double>(h.point.y), static_cast<double>(h.point.z),
+              static_cast<double>(h.normal.x), static_cast<double>(h.normal.y),
+              static_cast<double>(h.normal.z));
+}
+
+// Runs every query of `path` against `world`; false (after a message naming the line) when the
+// file is unreadable or a line malformed.
+bool run_query_file(const std::string& path, const World& world) {
+  std::ifstream file(path);
+  if (!file) {
+    std::fprintf(stderr, "lockstep-sim: %s: cannot read the query file\n", path.c_str());
+    return false;
+  }
+  std::string text;
+  size_t line_number = 0;
+  std::vector<RayHit> hits(64);
+  std::vector<BodyId> bodies(256);
+  while (std::getline(file, text)) {
+    ++line_number;
+    auto fail = [&](const std::string& why) {
+      std::fprintf(stderr, "lockstep-sim: %s: line %zu: %s\n", path.c_str(), line_number,
+                   why.c_str());
+      return false;
+    };
+    if (const size_t hash = text.find('#'); hash != std::string::npos) text.resize(hash);
+    std::vector<std::string> words;
+    size_t i = 0;
+    while (i < text.size()) {
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r'))
+        ++i;
+      const size_t start = i;
+      while (i < text.size() && text[i] != ' ' && text[i] != '\t' && text[i] != '\r')
+        ++i;
+      if (i > start) words.push_back(text.substr(start, i - start));
+    }
+    if (words.empty()) continue;
+    const std::string kind = words[0];
+    QueryLine q;
+    for (size_t w = 1; w < words.size(); ++w) {
+      const size_t eq = words[w].find('=');
+      if (eq == std::string::npos || eq == 0)
+        return fail("expected key=value, got '" + words[w] + "'");
+      q.keys.emplace_back(words[w].substr(0, eq), words[w].substr(eq + 1));
+    }
+    auto vec3 = [&](const char* key, Vec3* out, bool required) {
+      const std::string* v = q.find(key);
+      if (v == nullptr) return !required || fail(std::string("missing key '") + key + "'");
+      float f[3];
+      if (!parse_floats(*v, f, 3)) return fail(std::string("key '") + key + "': needs x,y,z");
+      *out = Vec3{f[0], f[1], f[2]};
+      return true;
+    };
+    auto number = [&](const char* key, float* out, bool required) {
+      const std::string* v = q.find(key);
+      if (v == nullptr) return !required || fail(std::string("missing key '") + key + "'");
+      if (!parse_floats(*v, out, 1)) return fail(std::string("key '") + key + "': not a number");
+      return true;
+    };
+    QueryFilter filter;
+    for (const char* key : {"category", "mask"}) {
+      if (const std::string* v = q.find(key)) {
+        uint32_t* out = key[0] == 'c' ? &filter.category_bits : &filter.mask_bits;
+        if (!parse_bits(*v, out)) return fail(std::string("key '") + key + "': not a bit set");
+      }
+    }
+    for (const auto& kv : q.keys) {
+      static const char* const kKnown[] = {"from",        "to",    "all",    "category",
+                                           "mask",        "shape", "radius", "half",
+                                           "half_height", "pos",   "rot"};
+      bool known = false;
+      for (const char* k : kKnown)
+        known = known || kv.first == k;
+      if (!known) return fail("unknown key '" + kv.first + "'");
+    }
+    QueryResult r;
+    if (kind == "ray" || kind == "cast") {
+      Vec3 from{}, to{};
+      if (!vec3("from", &from, true) || !vec3("to", &to, true)) return false;
+      if (kind == "ray" && q.find("all") != nullptr && *q.find("all") == "1") {
+        r = ray_cast_all(world, from, to - from, filter, hits);
+        if (!r.ok()) return fail(std::string("ray: ") + error_message(r.error));
+        std::printf("query %zu ray found=%u", line_number, r.found);
+        for (uint32_t k = 0; k < r.count; ++k)
+          print_hit(hits[k]);
+      } else {
+        RayHit hit;
+        if (kind == "ray") {
+          r = ray_cast(world, from, to - from, filter, &hit);
+        } else {
+          ShapeDef sphere;
+          sphere.type = ShapeType::sphere;
+          if (!number("radius", &sphere.radius, true)) return false;
+          r = shape_cast(world, sphere, Transform{from, Quat{}}, to - from, filter, &hit);
+        }
+        if (!r.ok()) return fail(kind + ": " + error_message(r.error));
+        std::printf("query %zu %s found=%u", line_number, kind.c_str(), r.found);
+        if (r.count == 1) print_hit(hit);
+      }
+    } else if (kind == "overlap") {
+      ShapeDef shape;
+      const std::string* type = q.find("shape");
+      if (type == nullptr) return fail("missing key 'shape'");
+      if (*type == "sphere") {
+        shape.type = ShapeType::sphere;
+      } else if (*type == "box") {
+        shape.type = ShapeType::box;
+      } else if (*type == "capsule") {
+        shape.type = ShapeType::capsule;
+      } else {
+        return fail("unknown shape '" + *type + "' (expected sphere, box, capsule)");
+      }
+      Transform pose{};
+      float rot[4] = {0, 0, 0, 1};
+      if (const std::string* v = q.find("rot"); v != nullptr && !parse_floats(*v, rot, 4)) {
+        return fail("key 'rot': needs x,y,z,w");
+      }
+      pose.q = Quat{rot[0], rot[1], rot[2], rot[3]};
+      if (!vec3("pos", &pose.p, true) || !number("radius", &shape.radius, false) ||
+          !vec3("half", &shape.half_extents, false) ||
+          !number("half_height", &shape.half_height, false)) {
+        return false;
+      }
+      r = overlap(world, shape, pose, filter, bodies);
+      if (!r.ok()) return fail(std::string("overlap: ") + error_message(r.error));
+      std::printf("query %zu overlap found=%u", line_number, r.found);
+      for (uint32_t k = 0; k < r.count; ++k)
+        std::printf(" body=%u:%u", bodies[k].index1, bodies[k].generation);
+    } else {
+      return fail("unknown query '" + kind + "' (expected ray, overlap, cast)");
+    }
+    std::printf("\n");
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -349,7 +547,21 @@ int main(int argc, char** argv) {
   if (options.query_probe && options.query_probe_tick == 0) {
     print_query_probe(options, world->tick(), query_probe_hash(*world));
   }
+  size_t next_action = 0;  // scene.actions: ascending ticks
   for (uint64_t t = 1; t <= options.ticks; ++t) {
+    // The scene file's `at tick=t` lines, in file order; command_less / input_less order them.
+    for (; next_action < scene.actions.size() && scene.actions[next_action].tick <= t;
+         ++next_action) {
+      const ScriptedAction& action = scene.actions[next_action];
+      if (action.tick < t) continue;
+      const Error e = action.is_command ? world->queue_command(action.command)
+                                        : world->queue_input(action.input);
+      if (e != Error::none) {
+        std::fprintf(
+            stderr, "lockstep-sim: warning: tick %" PRIu64 ": the %s of line %u was rejected: %s\n",
+            t, action.is_command ? "command" : "input", action.line, error_message(e));
+      }
+    }
     if (has_players) {
       uint32_t count = scripted_inputs(options.seed, world->tick(), script, *world, inputs);
       for (uint32_t i = 0; i < count; ++i) {
@@ -380,6 +592,9 @@ int main(int argc, char** argv) {
       print_query_probe(options, world->tick(), query_probe_hash(*world));
     }
   }
+  if (!options.query_file.empty() && !run_query_file(options.query_file, *world)) {
+    return kExitUsage;
+  }
   const double elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -389,6 +604,10 @@ int main(int argc, char** argv) {
                 "\",\"overflow_steps\":%" PRIu64 "}\n",
                 json_string(scene.name).c_str(), world->tick(), world->state_hash(),
                 counters.overflow_steps);
+  }
+  if (counters.commands_rejected + counters.commands_failed != 0) {
+    std::fprintf(stderr, "lockstep-sim: %" PRIu64 " commands rejected, %" PRIu64 " failed\n",
+                 counters.commands_rejected, counters.commands_failed);
   }
   if (counters.inputs_rejected != 0) {
     std::fprintf(stderr, "lockstep-sim: %" PRIu64 " inputs rejected\n", counters.inputs_rejected);

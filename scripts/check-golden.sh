@@ -115,7 +115,8 @@ for scene in "${scenes[@]}"; do
   # then ended by SIGPIPE as soon as it prints again, instead of running to its end).
   start_ns=$(date +%s%N)
   {
-    "${command[@]}" "${args[@]}" 2>"$tmp/stderr"
+    # From the repository root: scene files in `# args:` are paths relative to it.
+    (cd "$root" && "${command[@]}" "${args[@]}") 2>"$tmp/stderr"
     run_rc=$?
     times >"$tmp/times" # second line: the run's user and system cpu time
     exit $run_rc

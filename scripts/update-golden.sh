@@ -76,6 +76,7 @@ if [ -z "$sim" ]; then
   sim="$root/build/matrix-gcc-O2/apps/lockstep-sim"
 fi
 
+sim=$(cd "$(dirname "$sim")" && pwd)/$(basename "$sim") # absolute: runs from the root below
 mkdir -p "$golden_dir"
 changed=()
 for scene in "${scenes[@]}"; do
@@ -94,7 +95,8 @@ for scene in "${scenes[@]}"; do
     echo "# Regenerate only with scripts/update-golden.sh, in a commit that says why the physics changed."
     echo "# args: $args"
   } >"$tmp"
-  if ! "$sim" "${argv[@]}" >>"$tmp"; then
+  # From the repository root: scene files in `# args:` are paths relative to it.
+  if ! (cd "$root" && "$sim" "${argv[@]}") >>"$tmp"; then
     rm -f "$tmp"
     echo "update-golden: $sim ${argv[*]} failed" >&2
     exit 1

@@ -67,7 +67,7 @@ std::vector<uint8_t> finish(flatbuffers::FlatBufferBuilder& builder,
                               builder.GetBufferPointer() + builder.GetSize());
 }
 
-sim::Input make_input(uint32_t seed) {
+sim::Input make_input(uint32_t seed, bool with_velocities) {
   sim::Input in;
   in.player = 1 + seed;
   in.sequence = 1000 + seed;
@@ -79,6 +79,15 @@ sim::Input make_input(uint32_t seed) {
   in.angular_impulse[1] = -1;
   in.angular_impulse[2] = 7;
   in.buttons = 0xA5A5'0000u | seed;
+  if (with_velocities && seed % 2 == 1) {  // targets on every other input: the parallel vector
+    in.flags = sim::input_sets_linear_velocity | sim::input_sets_angular_velocity;
+    in.linear_velocity[0] = -3 * 1024 - static_cast<int32_t>(seed);
+    in.linear_velocity[1] = INT32_MIN + static_cast<int32_t>(seed);
+    in.linear_velocity[2] = 5;
+    in.angular_velocity[0] = INT32_MAX - static_cast<int32_t>(seed);
+    in.angular_velocity[1] = -9;
+    in.angular_velocity[2] = 1 << 20;
+  }
   return in;
 }
 
@@ -95,13 +104,19 @@ void expect_inputs_equal(const std::vector<sim::Input>& a, const std::vector<sim
       EXPECT_EQ(a[i].angular_impulse[k], b[i].angular_impulse[k]);
     }
     EXPECT_EQ(a[i].buttons, b[i].buttons);
+    EXPECT_EQ(a[i].flags, b[i].flags);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(a[i].linear_velocity[k], b[i].linear_velocity[k]);
+      EXPECT_EQ(a[i].angular_velocity[k], b[i].angular_velocity[k]);
+    }
   }
 }
 
-std::vector<sim::Input> make_inputs(uint32_t count) {
+// Inputs with distinct fields; with_velocities gives every other one target velocities.
+std::vector<sim::Input> make_inputs(uint32_t count, bool with_velocities = false) {
   std::vector<sim::Input> inputs;
   for (uint32_t i = 0; i < count; ++i)
-    inputs.push_back(make_input(i));
+    inputs.push_back(make_input(i, with_velocities));
   return inputs;
 }
 
@@ -129,8 +144,8 @@ std::vector<Message> sample_messages() {
     snapshot.state.push_back(static_cast<uint8_t>(i * 37u));
   snapshot.state_hash = 0x0123'4567'89AB'CDEFull;
   messages.push_back(snapshot);
-  messages.push_back(InputFrame{1ull << 33, 42, make_inputs(5)});
-  messages.push_back(TickFrame{~0ull, make_inputs(4), 0x8000'0000'0000'0001ull});
+  messages.push_back(InputFrame{1ull << 33, 42, make_inputs(5, true)});
+  messages.push_back(TickFrame{~0ull, make_inputs(4, true), 0x8000'0000'0000'0001ull});
   messages.push_back(DesyncReport{1234, 0x1111ull, 0x2222'0000'0000ull});
   messages.push_back(ResyncRequest{"hash mismatch at tick 1234"});
   messages.push_back(Ping{987'654'321'000ull});

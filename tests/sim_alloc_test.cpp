@@ -96,6 +96,63 @@ TEST(SimAlloc, StepsSnapshotsAndEditsNeverAllocate) {
   EXPECT_GT(world->counters().inputs_accepted, 0u);
 }
 
+// Spawn and destroy commands and velocity inputs every tick: the command stage never allocates.
+TEST(SimAlloc, CommandsAndVelocityInputsNeverAllocate) {
+  lockstep::sim::WorldDef def = lockstep::sim::default_world_def();
+  def.max_bodies = 64;
+  def.template_count = 1;
+  ASSERT_TRUE(lockstep::sim::set_template_name(&def.templates[0], "crate"));
+  def.templates[0].shape.type = lockstep::sim::ShapeType::box;
+  std::unique_ptr<World> world = World::create(def);
+  ASSERT_NE(world, nullptr);
+  BodyDef floor = lockstep::sim::default_body_def();
+  floor.type = lockstep::sim::BodyType::static_body;
+  floor.shape.type = lockstep::sim::ShapeType::plane;
+  BodyId floor_id{};
+  ASSERT_EQ(world->create_body(floor, &floor_id), Error::none);
+  std::vector<uint8_t> snapshot(world->max_snapshot_size());
+  uint64_t allocations = 0;
+  uint32_t spawns = 0, destroys = 0;
+  {
+    AllocationCounter counter;
+    for (uint32_t tick = 0; tick < 300; ++tick) {
+      lockstep::sim::Command spawn;
+      spawn.sequence = tick;
+      spawn.position = {static_cast<float>(tick % 8) - 4.0f, 2.0f, 0.0f};
+      if (world->queue_command(spawn) == Error::none) ++spawns;
+      for (const lockstep::sim::CommandResult& r : world->command_results()) {
+        if (r.type != lockstep::sim::CommandType::spawn || r.body.is_null()) continue;
+        Input in;
+        in.player = 1;
+        in.sequence = tick;
+        in.body = r.body;
+        in.flags = lockstep::sim::input_sets_linear_velocity;
+        in.linear_velocity[0] = 1024;
+        world->queue_input(in);
+        if (tick % 3 == 0) {
+          lockstep::sim::Command destroy;
+          destroy.type = lockstep::sim::CommandType::destroy;
+          destroy.sequence = tick;
+          destroy.body = r.body;
+          if (world->queue_command(destroy) == Error::none) ++destroys;
+        }
+      }
+      if (tick % 50 == 25) {
+        size_t written = 0;
+        EXPECT_EQ(world->save_snapshot(snapshot, &written), Error::none);
+        EXPECT_EQ(world->restore_snapshot({snapshot.data(), written}), Error::none);
+      }
+      world->step();
+      (void)world->state_hash();
+    }
+    allocations = counter.count();
+  }
+  EXPECT_EQ(allocations, 0u);
+  EXPECT_EQ(spawns, 300u);
+  EXPECT_GT(destroys, 20u);
+  EXPECT_GT(world->body_count(), 1u);
+}
+
 TEST(SimAlloc, SleepingAndWakingNeverAllocate) {
   // 144 stacks of two unit boxes on a floor settle and sleep within a few seconds; then a thrown
   // body, an input, a setter, a destroy and a snapshot round trip wake parts of them, which

@@ -62,6 +62,8 @@ bool same_world_def(const WorldDef& a, const WorldDef& b) {
          same_bits(a.max_linear_speed, b.max_linear_speed) &&
          same_bits(a.max_input_linear_impulse, b.max_input_linear_impulse) &&
          same_bits(a.max_input_angular_impulse, b.max_input_angular_impulse) &&
+         same_bits(a.max_input_linear_velocity, b.max_input_linear_velocity) &&
+         same_bits(a.max_input_angular_velocity, b.max_input_angular_velocity) &&
          a.max_bodies == b.max_bodies && a.max_contact_pairs == b.max_contact_pairs &&
          a.max_contact_points == b.max_contact_points &&
          a.max_candidate_pairs == b.max_candidate_pairs && a.max_events == b.max_events &&
@@ -595,6 +597,19 @@ TEST(SceneText, EachMalformedLineIsNamed) {
        "key 'half': needs 3 comma-separated numbers, got 4"},
       {"wrong arity (quaternion)", "body type=dynamic shape=sphere radius=1 rot=0,0,1",
        "key 'rot': needs 4 comma-separated numbers, got 3"},
+      {"template without a name", "template type=dynamic shape=sphere radius=1",
+       "missing key 'name'"},
+      {"template with a pose", "template name=crate type=dynamic shape=sphere radius=1 pos=0,1,0",
+       "templates take no pose, velocity or owner"},
+      {"template with an owner", "template name=crate type=dynamic shape=sphere radius=1 owner=2",
+       "templates take no pose, velocity or owner"},
+      {"template name with a slash", "template name=a/b type=dynamic shape=sphere radius=1",
+       "a name is 1 to 31 bytes"},
+      {"template name too long",
+       "template name=abcdefghijklmnopqrstuvwxyz0123456 type=dynamic shape=sphere radius=1",
+       "a name is 1 to 31 bytes"},
+      {"template of unknown shape", "template name=c type=dynamic shape=cube",
+       "unknown shape 'cube'"},
       {"key of another shape", "body type=dynamic shape=box half=1,1,1 radius=2",
        "key 'radius' does not apply to shape box"},
       {"duplicate key", "body type=dynamic shape=sphere radius=1 radius=2", "given twice"},
@@ -636,6 +651,99 @@ TEST(SceneText, EachMalformedLineIsNamed) {
     EXPECT_EQ(error.rfind("line 3", 0), 0u) << c.what << ": " << error;
     EXPECT_NE(error.find(c.must_contain), std::string::npos) << c.what << ": " << error;
     EXPECT_EQ(out.name, "untouched") << c.what;  // *out untouched on failure
+  }
+}
+
+TEST(SceneText, TemplatesRoundTripAndAreChecked) {
+  const std::string text =
+      "world max_commands_per_tick=9\n"
+      "template name=crate type=dynamic shape=box half=0.5,0.25,0.5 density=300 category=0x4\n"
+      "template name=goal type=static shape=sphere radius=2 sensor=1\n"
+      "body type=static shape=plane normal=0,1,0\n";
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_text(text, &scene, &error)) << error;
+  EXPECT_EQ(scene.def.max_commands_per_tick, 9u);
+  ASSERT_EQ(scene.def.template_count, 2u);
+  EXPECT_EQ(lockstep::sim::find_template(scene.def, "goal"), 1);
+  EXPECT_EQ(scene.def.templates[0].shape.half_extents.y, 0.25f);
+  EXPECT_EQ(scene.def.templates[0].shape.category, 4u);
+  EXPECT_TRUE(scene.def.templates[1].shape.sensor);
+  EXPECT_EQ(scene.def.templates[1].type, BodyType::static_body);
+  Scene again;
+  ASSERT_TRUE(parse_scene_text(format_scene_text(scene), &again, &error)) << error;
+  EXPECT_EQ(lockstep::sim::world_def_fingerprint(again.def),
+            lockstep::sim::world_def_fingerprint(scene.def));
+  EXPECT_EQ(format_scene_text(again), format_scene_text(scene));
+
+  EXPECT_FALSE(parse_scene_text(text + "template name=goal type=static shape=sphere radius=1\n",
+                                &again, &error));
+  EXPECT_NE(error.find("line 5"), std::string::npos) << error;
+  EXPECT_NE(error.find("a second template named 'goal'"), std::string::npos) << error;
+  std::string many;
+  for (int i = 0; i <= 16; ++i)
+    many += "template name=t" + std::to_string(i) + " type=dynamic shape=sphere radius=1\n";
+  EXPECT_FALSE(parse_scene_text(many, &again, &error));
+  EXPECT_NE(error.find("line 17: template: more than 16 templates"), std::string::npos) << error;
+}
+
+TEST(SceneText, AtLinesScheduleCommandsAndInputs) {
+  const std::string head =
+      "template name=crate type=dynamic shape=box half=0.5,0.5,0.5\n"
+      "body type=static shape=plane normal=0,1,0\n";
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_text(head + "at tick=5 input player=2 body=1 gen=3 vel=1.5,0,-0.25 "
+                                      "impulse=0,2,0 buttons=7\n"
+                                      "at tick=2 spawn template=crate pos=0,3,0 vel=0,0,1 owner=4\n"
+                                      "at tick=2 destroy body=1 seq=9\n",
+                               &scene, &error))
+      << error;
+  ASSERT_EQ(scene.actions.size(), 3u);
+  EXPECT_EQ(scene.actions[0].tick, 2u);  // sorted by tick, file order kept within a tick
+  EXPECT_TRUE(scene.actions[0].is_command);
+  EXPECT_EQ(scene.actions[0].command.type, lockstep::sim::CommandType::spawn);
+  EXPECT_EQ(scene.actions[0].command.position.y, 3.0f);
+  EXPECT_EQ(scene.actions[0].command.owner_player, 4u);
+  EXPECT_EQ(scene.actions[0].command.sequence, 4u);  // default: its line
+  EXPECT_EQ(scene.actions[1].command.type, lockstep::sim::CommandType::destroy);
+  EXPECT_EQ(scene.actions[1].command.sequence, 9u);
+  const lockstep::sim::Input& in = scene.actions[2].input;
+  EXPECT_FALSE(scene.actions[2].is_command);
+  EXPECT_EQ(in.player, 2u);
+  EXPECT_EQ(in.body, (BodyId{1, 3}));
+  EXPECT_EQ(in.flags, lockstep::sim::input_sets_linear_velocity);
+  EXPECT_EQ(in.linear_velocity[0], 1536);
+  EXPECT_EQ(in.linear_velocity[2], -256);
+  EXPECT_EQ(in.linear_impulse[1], 2048);
+  EXPECT_EQ(in.buttons, 7u);
+
+  struct Bad {
+    const char* line;
+    const char* must_contain;
+  };
+  const Bad bad[] = {
+      {"at spawn template=crate", "missing key 'tick'"},
+      {"at tick=3 template=crate", "missing key 'do'"},
+      {"at tick=0 spawn template=crate", "ticks start at 1"},
+      {"at tick=3 spawn template=barrel", "no template named 'barrel'"},
+      {"at tick=3 spawn pos=0,1,0", "missing key 'template'"},
+      {"at tick=3 spawn template=crate pos=0,nan,0", "not a finite number"},
+      {"at tick=3 spawn template=crate pos=0,2e5,0", "invalid spawn"},
+      {"at tick=3 spawn template=crate body=2", "unknown key 'body'"},
+      {"at tick=3 destroy", "missing key 'body'"},
+      {"at tick=3 destroy body=0", "body indices start at 1"},
+      {"at tick=3 input body=1 vel=1,0,0", "missing key 'player'"},
+      {"at tick=3 input player=1 body=1 vel=0.0001,0,0", "multiples of 1/1024"},
+      {"at tick=3 input player=1 body=1 vel=3e6,0,0", "multiples of 1/1024"},
+      {"at tick=3 jump player=1", "expected key=value"},
+      {"at tick=-1 spawn template=crate", "tick"},
+  };
+  for (const Bad& b : bad) {
+    Scene out;
+    EXPECT_FALSE(parse_scene_text(head + b.line + "\n", &out, &error)) << b.line;
+    EXPECT_EQ(error.rfind("line 3", 0), 0u) << b.line << ": " << error;
+    EXPECT_NE(error.find(b.must_contain), std::string::npos) << b.line << ": " << error;
   }
 }
 

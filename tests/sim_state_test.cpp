@@ -475,7 +475,7 @@ TEST(SimState, HeaderErrorsAreNamed) {
     expect_refused(*target.world, bad, Error::snapshot_bad_magic, "magic", i);
   }
   std::vector<uint8_t> future = bytes;
-  put_u32(future, 4, 4);  // a version from the future, even with a valid checksum
+  put_u32(future, 4, 5);  // a version from the future, even with a valid checksum
   reseal(future);
   expect_refused(*target.world, future, Error::snapshot_version, "future version");
   // The state encoding's own version, inside the checksummed payload.
@@ -536,6 +536,8 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
   in.sequence = 40;
   in.body = source.owned[0];
   in.linear_impulse[1] = 100;
+  in.flags = lockstep::sim::input_sets_linear_velocity;
+  in.linear_velocity[0] = 1024;
   ASSERT_EQ(source.world->queue_input(in), Error::none);
   const std::vector<uint8_t> bytes = save(*source.world);
   SimRun target = start_run(20);
@@ -621,7 +623,11 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
   ASSERT_EQ(bytes[sensors], 0);
   inputs += 4;
   ASSERT_EQ(bytes[inputs], 1);  // the one input queued above
-  ASSERT_EQ(inputs + 4 + 44 + kTrailerBytes, bytes.size());
+  // Per input: 44 bytes of ids, impulses and buttons, u32 flags, 24 bytes of target velocities.
+  constexpr size_t kInputBytes = 44 + 4 + 24;
+  // Then the queued commands (u32 count, none here).
+  const size_t commands = inputs + 4 + kInputBytes;
+  ASSERT_EQ(commands + 4 + kTrailerBytes, bytes.size());
   const Edit tail_edits[] = {
       {"manifold with no point", points0, 0, true},
       {"manifold with 5 points", points0, 5, true},
@@ -640,6 +646,11 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
       {"input for a dead slot", inputs + 4 + 8, 250, false},
       {"input with a stale generation", inputs + 4 + 12, 5, false},
       {"input for another player's body", inputs + 4, 2, false},
+      {"input with an unknown flag", inputs + 4 + 44, 5, false},
+      {"input with a velocity but no flag", inputs + 4 + 44, 0, false},
+      {"input velocity beyond the limit", inputs + 4 + 48, 0x7fffffffu, false},
+      {"command count beyond what follows", commands, 1, false},
+      {"command count beyond capacity", commands, 100000, false},
   };
   for (const Edit& e : tail_edits) {
     std::vector<uint8_t> bad = bytes;

@@ -41,7 +41,27 @@ std::span<const uint8_t> finish(fb::FlatBufferBuilder& builder, rp::Record type,
 }
 
 fb::Offset<rp::WorldDef> encode_world_def(fb::FlatBufferBuilder& b, const sim::WorldDef& d) {
+  fb::Offset<fb::Vector<fb::Offset<rp::BodyTemplate>>> templates;
+  const uint32_t template_count =
+      d.template_count <= sim::kMaxBodyTemplates ? d.template_count : sim::kMaxBodyTemplates;
+  if (template_count > 0) {
+    std::vector<fb::Offset<rp::BodyTemplate>> list;
+    for (uint32_t i = 0; i < template_count; ++i) {
+      const sim::BodyTemplate& t = d.templates[i];
+      const auto name = b.CreateString(t.name, strnlen(t.name, sizeof(t.name)));
+      const sim::ShapeDef& s = t.shape;
+      list.push_back(rp::CreateBodyTemplate(
+          b, name, static_cast<uint8_t>(t.type), static_cast<uint8_t>(s.type), s.radius,
+          s.half_extents.x, s.half_extents.y, s.half_extents.z, s.half_height, s.plane_normal.x,
+          s.plane_normal.y, s.plane_normal.z, s.plane_offset, s.density, s.friction, s.restitution,
+          s.category, s.mask, s.sensor, t.linear_damping, t.angular_damping, t.allow_sleep,
+          t.bullet));
+    }
+    templates = b.CreateVector(list);
+  }
   rp::WorldDefBuilder w(b);
+  w.add_max_commands_per_tick(d.max_commands_per_tick);
+  if (template_count > 0) w.add_templates(templates);
   w.add_dt_s(d.dt_s);
   w.add_gravity_x(d.gravity.x);
   w.add_gravity_y(d.gravity.y);
@@ -72,13 +92,17 @@ fb::Offset<rp::WorldDef> encode_world_def(fb::FlatBufferBuilder& b, const sim::W
   w.add_time_to_sleep_s(d.time_to_sleep_s);
   w.add_contact_reuse_distance_m(d.contact_reuse_distance_m);
   w.add_contact_reuse_angle_rad(d.contact_reuse_angle_rad);
+  w.add_max_input_linear_velocity(d.max_input_linear_velocity);
+  w.add_max_input_angular_velocity(d.max_input_angular_velocity);
   return w.Finish();
 }
 
 // Absent fields read as the schema default (0), which is what was written: the builder leaves
 // out fields equal to their default, and every default here is 0.
-sim::WorldDef decode_world_def(const rp::WorldDef& w) {
-  sim::WorldDef d;
+// Templates beyond the capacity, bad names or enum values: false with *error set.
+bool decode_world_def(const rp::WorldDef& w, sim::WorldDef* out, std::string* error) {
+  sim::WorldDef& d = *out;
+  d = sim::WorldDef{};
   d.dt_s = w.dt_s();
   d.gravity = {w.gravity_x(), w.gravity_y(), w.gravity_z()};
   d.velocity_iterations = w.velocity_iterations();
@@ -107,7 +131,50 @@ sim::WorldDef decode_world_def(const rp::WorldDef& w) {
   d.time_to_sleep_s = w.time_to_sleep_s();
   d.contact_reuse_distance_m = w.contact_reuse_distance_m();
   d.contact_reuse_angle_rad = w.contact_reuse_angle_rad();
-  return d;
+  d.max_input_linear_velocity = w.max_input_linear_velocity();
+  d.max_input_angular_velocity = w.max_input_angular_velocity();
+  // 0 is no valid capacity: a file written before the field carries the default.
+  d.max_commands_per_tick = w.max_commands_per_tick() != 0 ? w.max_commands_per_tick()
+                                                           : sim::WorldDef{}.max_commands_per_tick;
+  d.template_count = 0;
+  if (const auto* templates = w.templates()) {
+    if (templates->size() > sim::kMaxBodyTemplates) {
+      *error = "header WorldDef with " + std::to_string(templates->size()) +
+               " templates (at most " + std::to_string(sim::kMaxBodyTemplates) + ")";
+      return false;
+    }
+    for (const rp::BodyTemplate* t : *templates) {
+      sim::BodyTemplate& o = d.templates[d.template_count];
+      const std::string_view name = t->name() ? t->name()->string_view() : std::string_view();
+      if (!sim::set_template_name(&o, name) ||
+          t->type() > static_cast<uint8_t>(sim::BodyType::dynamic) ||
+          t->shape_type() > static_cast<uint8_t>(sim::ShapeType::plane)) {
+        *error = "header WorldDef template " + std::to_string(d.template_count) +
+                 " has a bad name, body type or shape type";
+        return false;
+      }
+      o.type = static_cast<sim::BodyType>(t->type());
+      sim::ShapeDef& s = o.shape;
+      s.type = static_cast<sim::ShapeType>(t->shape_type());
+      s.radius = t->radius();
+      s.half_extents = {t->half_x(), t->half_y(), t->half_z()};
+      s.half_height = t->half_height();
+      s.plane_normal = {t->plane_normal_x(), t->plane_normal_y(), t->plane_normal_z()};
+      s.plane_offset = t->plane_offset();
+      s.density = t->density();
+      s.friction = t->friction();
+      s.restitution = t->restitution();
+      s.category = t->category();
+      s.mask = t->mask();
+      s.sensor = t->sensor();
+      o.linear_damping = t->linear_damping();
+      o.angular_damping = t->angular_damping();
+      o.allow_sleep = t->allow_sleep();
+      o.bullet = t->bullet();
+      ++d.template_count;
+    }
+  }
+  return true;
 }
 
 std::string string_or_empty(const fb::String* s) {
@@ -146,10 +213,12 @@ std::span<const uint8_t> RecordEncoder::tick(uint64_t tick, std::span<const sim:
                                              std::optional<uint64_t> client_hash) {
   fb::FlatBufferBuilder& b = impl_->builder;
   b.Clear();
+  const auto velocities = schema::create_player_input_velocities(b, inputs);
   const auto vector = schema::create_player_inputs(b, inputs);
   rp::TickBuilder t(b);
   t.add_tick(tick);
   t.add_inputs(vector);
+  if (!velocities.IsNull()) t.add_input_velocities(velocities);
   t.add_authoritative_hash(authoritative_hash);
   if (client_hash) t.add_client_hash(*client_hash);
   return finish(b, rp::Record::Tick, t.Finish().Union());
@@ -193,7 +262,7 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
       ReplayHeader& o = out->header;
       o.format_version = h->format_version();
       o.lockstep_version = string_or_empty(h->lockstep_version());
-      o.world_def = decode_world_def(*h->world_def());
+      if (!decode_world_def(*h->world_def(), &o.world_def, error)) return false;
       o.world_def_fingerprint = h->world_def_fingerprint();
       o.tick_rate_hz = h->tick_rate_hz();
       o.scene = string_or_empty(h->scene());
@@ -224,6 +293,11 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
       o.authoritative_hash = t->authoritative_hash();
       o.client_hash = t->client_hash();
       schema::read_player_inputs(t->inputs(), &o.inputs);
+      if (!schema::read_player_input_velocities(t->input_velocities(), &o.inputs)) {
+        *error =
+            "replay tick " + std::to_string(o.tick) + ": input_velocities is not one per input";
+        return false;
+      }
       return true;
     }
     default:

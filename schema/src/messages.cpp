@@ -134,13 +134,15 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Snapshot& 
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const InputFrame& m) {
+  auto velocities = create_player_input_velocities(builder, m.inputs);
   auto inputs = create_player_inputs(builder, m.inputs);
-  return wire::CreateInputFrame(builder, m.target_tick, m.sequence, inputs).Union();
+  return wire::CreateInputFrame(builder, m.target_tick, m.sequence, inputs, velocities).Union();
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const TickFrame& m) {
+  auto velocities = create_player_input_velocities(builder, m.inputs);
   auto inputs = create_player_inputs(builder, m.inputs);
-  return wire::CreateTickFrame(builder, m.tick, inputs, m.state_hash).Union();
+  return wire::CreateTickFrame(builder, m.tick, inputs, m.state_hash, velocities).Union();
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const DesyncReport& m) {
@@ -180,10 +182,12 @@ size_t initial_builder_bytes(const Message& message) {
     return kBaseBytes + snapshot->state.size();
   }
   if (const auto* frame = std::get_if<TickFrame>(&message)) {
-    return kBaseBytes + frame->inputs.size() * sizeof(wire::PlayerInput);
+    return kBaseBytes +
+           frame->inputs.size() * (sizeof(wire::PlayerInput) + sizeof(wire::PlayerInputVelocity));
   }
   if (const auto* frame = std::get_if<InputFrame>(&message)) {
-    return kBaseBytes + frame->inputs.size() * sizeof(wire::PlayerInput);
+    return kBaseBytes +
+           frame->inputs.size() * (sizeof(wire::PlayerInput) + sizeof(wire::PlayerInputVelocity));
   }
   return kBaseBytes;
 }
@@ -288,6 +292,9 @@ DecodeResult decode_message(const wire::InputFrame& in, Message* out) {
   m.target_tick = in.target_tick();
   m.sequence = in.sequence();
   read_player_inputs(in.inputs(), &m.inputs);
+  if (!read_player_input_velocities(in.input_velocities(), &m.inputs)) {
+    return fail(DecodeError::bad_value, "InputFrame.input_velocities is not one per input");
+  }
   *out = std::move(m);
   return {};
 }
@@ -296,6 +303,9 @@ DecodeResult decode_message(const wire::TickFrame& in, Message* out) {
   TickFrame m;
   m.tick = in.tick();
   read_player_inputs(in.inputs(), &m.inputs);
+  if (!read_player_input_velocities(in.input_velocities(), &m.inputs)) {
+    return fail(DecodeError::bad_value, "TickFrame.input_velocities is not one per input");
+  }
   m.state_hash = in.state_hash();
   *out = std::move(m);
   return {};

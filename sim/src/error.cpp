@@ -35,6 +35,10 @@ const char* error_message(Error error) {
       return "snapshot made by a world with a different WorldDef";
     case Error::snapshot_corrupt:
       return "snapshot checksum or structure check failed";
+    case Error::capacity_commands:
+      return "WorldDef::max_commands_per_tick reached for this tick";
+    case Error::unknown_template:
+      return "a spawn command names a template the WorldDef does not have";
   }
   return "unknown error";
 }

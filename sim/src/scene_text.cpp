@@ -7,6 +7,7 @@
 // and the key. Floats go through std::strtof on a NUL-terminated copy (our programs keep the
 // "C" locale); they are written back with the fewest of 6..9 significant digits that read back
 // to the same bits, so format -> parse is exact.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -302,12 +303,15 @@ bool parse_world_line(LineReader& reader, WorldDef* def) {
             reader.get_float("max_linear_speed", &def->max_linear_speed) &&
             reader.get_float("max_input_linear_impulse", &def->max_input_linear_impulse) &&
             reader.get_float("max_input_angular_impulse", &def->max_input_angular_impulse) &&
+            reader.get_float("max_input_linear_velocity", &def->max_input_linear_velocity) &&
+            reader.get_float("max_input_angular_velocity", &def->max_input_angular_velocity) &&
             reader.get_u32("max_bodies", &def->max_bodies) &&
             reader.get_u32("max_contact_pairs", &def->max_contact_pairs) &&
             reader.get_u32("max_contact_points", &def->max_contact_points) &&
             reader.get_u32("max_candidate_pairs", &def->max_candidate_pairs) &&
             reader.get_u32("max_events", &def->max_events) &&
             reader.get_u32("max_inputs_per_tick", &def->max_inputs_per_tick) &&
+            reader.get_u32("max_commands_per_tick", &def->max_commands_per_tick) &&
             reader.get_bool("enable_sleep", &def->enable_sleep) &&
             reader.get_float("sleep_speed_threshold", &def->sleep_speed_threshold_mps) &&
             reader.get_float("time_to_sleep", &def->time_to_sleep_s) &&
@@ -394,6 +398,137 @@ bool parse_body_line(LineReader& reader, BodyDef* body) {
   return true;
 }
 
+// A `template` line: a body line with a name and without pose, velocity or owner (a spawn
+// command gives those), appended to def->templates.
+bool parse_template_line(LineReader& reader, WorldDef* def) {
+  if (!reader.require("name", "templates need a name")) return false;
+  const Token* name = reader.find("name");
+  const std::string_view kCommandKeys[] = {"pos", "rot", "vel", "angvel", "owner"};
+  for (std::string_view key : kCommandKeys) {
+    if (const Token* token = reader.find(key)) {
+      return reader.fail(*token,
+                         "templates take no pose, velocity or owner (the spawn command "
+                         "gives them)");
+    }
+  }
+  if (def->template_count >= kMaxBodyTemplates) {
+    return reader.fail(0, "more than " + std::to_string(kMaxBodyTemplates) + " templates");
+  }
+  BodyTemplate t;
+  if (!set_template_name(&t, name->value)) {
+    return reader.fail(*name, "a name is 1 to " + std::to_string(kMaxTemplateNameBytes) +
+                                  " bytes of [A-Za-z0-9_.-]");
+  }
+  if (find_template(*def, name->value) >= 0) {
+    return reader.fail(*name, "a second template named " + quoted(name->value));
+  }
+  BodyDef body = default_body_def();
+  if (!parse_body_line(reader, &body)) return false;
+  t.type = body.type;
+  t.shape = body.shape;
+  t.linear_damping = body.linear_damping;
+  t.angular_damping = body.angular_damping;
+  t.allow_sleep = body.allow_sleep;
+  t.bullet = body.bullet;
+  if (t.type == BodyType::dynamic) {
+    const MassProperties m = compute_mass_properties(t.shape);
+    if (!(m.mass > 0.0f) || !std::isfinite(m.mass)) {
+      return reader.fail(0, "a dynamic template needs a positive mass (density)");
+    }
+  }
+  def->templates[def->template_count++] = t;
+  return true;
+}
+
+// A float in input fixed point (value · 2^kInputScaleLog2): exact multiples of 2^-10 only, so
+// the file says exactly what crosses the wire.
+bool get_fixed3(LineReader& reader, std::string_view key, int32_t out[3]) {
+  Token* token = reader.find(key);
+  if (token == nullptr) return true;
+  token->used = false;
+  Vec3 v{};
+  if (!reader.get_vec3(key, &v)) return false;
+  const float f[3] = {v.x, v.y, v.z};
+  for (int i = 0; i < 3; ++i) {
+    const float scaled = f[i] * static_cast<float>(1 << kInputScaleLog2);  // exact
+    if (!(scaled >= -2147483648.0f && scaled < 2147483648.0f) ||
+        static_cast<float>(static_cast<int32_t>(scaled)) != scaled) {
+      return reader.fail(*token, "needs multiples of 1/1024 within the int32 fixed-point range");
+    }
+    out[i] = static_cast<int32_t>(scaled);
+  }
+  return true;
+}
+
+// `at tick=N spawn|destroy|input ...`: a scheduled command or input (docs/scene-format.md).
+bool parse_at_line(LineReader& reader, const WorldDef& def, size_t line, ScriptedAction* action) {
+  if (!reader.require("tick") || !reader.require("do", "say spawn, destroy or input")) {
+    return false;
+  }
+  uint32_t tick = 0;
+  if (!reader.get_u32("tick", &tick)) return false;
+  if (tick == 0) return reader.fail(*reader.find("tick"), "ticks start at 1 (the first step)");
+  action->tick = tick;
+  action->line = static_cast<uint32_t>(line);
+  const std::string_view what = reader.find("do")->value;
+  uint32_t sequence = static_cast<uint32_t>(line);  // default: file order
+  uint32_t generation = 0;
+  if (!reader.get_u32("seq", &sequence) || !reader.get_u32("gen", &generation)) return false;
+  if (what == "spawn") {
+    if (!reader.require("template", "spawns name a template")) return false;
+    const Token* name = reader.find("template");
+    const int index = find_template(def, name->value);
+    if (index < 0) {
+      return reader.fail(
+          *name, "no template named " + quoted(name->value) + " (template lines must come before)");
+    }
+    Command& c = action->command;
+    c.type = CommandType::spawn;
+    c.sequence = sequence;
+    c.template_index = static_cast<uint32_t>(index);
+    if (!reader.get_vec3("pos", &c.position) || !reader.get_quat("rot", &c.orientation) ||
+        !reader.get_vec3("vel", &c.linear_velocity) ||
+        !reader.get_vec3("angvel", &c.angular_velocity) ||
+        !reader.get_u32("owner", &c.owner_player) || !reader.finish("at ... spawn", {})) {
+      return false;
+    }
+    const Error e = check_command_fields(def, c);
+    if (e != Error::none) return reader.fail(0, std::string("invalid spawn: ") + error_message(e));
+    return true;
+  }
+  if (what == "destroy") {
+    if (!reader.require("body", "destroys name a body (index1, and gen=)")) return false;
+    Command& c = action->command;
+    c.type = CommandType::destroy;
+    c.sequence = sequence;
+    if (!reader.get_u32("body", &c.body.index1) || !reader.finish("at ... destroy", {})) {
+      return false;
+    }
+    c.body.generation = generation;
+    if (c.body.index1 == 0) return reader.fail(*reader.find("body"), "body indices start at 1");
+    return true;
+  }
+  action->is_command = false;
+  Input& in = action->input;
+  if (!reader.require("body", "inputs name a body (index1, and gen=)") ||
+      !reader.require("player")) {
+    return false;
+  }
+  in.sequence = sequence;
+  if (!reader.get_u32("player", &in.player) || !reader.get_u32("body", &in.body.index1) ||
+      !reader.get_u32("buttons", &in.buttons) || !get_fixed3(reader, "vel", in.linear_velocity) ||
+      !get_fixed3(reader, "angvel", in.angular_velocity) ||
+      !get_fixed3(reader, "impulse", in.linear_impulse) ||
+      !get_fixed3(reader, "angular_impulse", in.angular_impulse)) {
+    return false;
+  }
+  if (reader.find("vel") != nullptr) in.flags |= input_sets_linear_velocity;
+  if (reader.find("angvel") != nullptr) in.flags |= input_sets_angular_velocity;
+  in.body.generation = generation;
+  if (in.body.index1 == 0) return reader.fail(*reader.find("body"), "body indices start at 1");
+  return reader.finish("at ... input", {});
+}
+
 /// Splits `line` (comment already removed) into the directive and key=value tokens.
 bool tokenize(std::string_view line, size_t line_number, std::string_view* directive,
               size_t* directive_column, std::vector<Token>* tokens, std::string* error) {
@@ -415,6 +550,12 @@ bool tokenize(std::string_view line, size_t line_number, std::string_view* direc
       continue;
     }
     size_t eq = word.find('=');
+    // `at` lines name their action with a bare word (spawn, destroy, input), kept as key "do".
+    if (*directive == "at" && eq == std::string_view::npos &&
+        (word == "spawn" || word == "destroy" || word == "input")) {
+      tokens->push_back(Token{"do", word, start + 1, false});
+      continue;
+    }
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == word.size()) {
       *error = "line " + std::to_string(line_number) + " col " + std::to_string(start + 1) + ": " +
                std::string(*directive) + ": expected key=value, got " + quoted(word);
@@ -539,9 +680,16 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
       BodyDef body = default_body_def();
       if (!parse_body_line(reader, &body)) return false;
       scene.bodies.push_back(body);
+    } else if (directive == "template") {
+      if (!parse_template_line(reader, &scene.def)) return false;
+    } else if (directive == "at") {
+      ScriptedAction action;
+      if (!parse_at_line(reader, scene.def, line_number, &action)) return false;
+      scene.actions.push_back(action);
     } else {
       message = "line " + std::to_string(line_number) + " col " + std::to_string(directive_column) +
-                ": unknown directive " + quoted(directive) + " (expected scene, world, body)";
+                ": unknown directive " + quoted(directive) +
+                " (expected scene, world, body, template, at)";
       return false;
     }
   }
@@ -552,6 +700,9 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
               std::to_string(scene.bodies.size()) + " bodies";
     return false;
   }
+  std::stable_sort(
+      scene.actions.begin(), scene.actions.end(),
+      [](const ScriptedAction& a, const ScriptedAction& b) { return a.tick < b.tick; });
   *out = std::move(scene);
   return true;
 }
@@ -587,12 +738,15 @@ std::string format_scene_text(const Scene& scene) {
   append_key_float(&out, "max_linear_speed", def.max_linear_speed);
   append_key_float(&out, "max_input_linear_impulse", def.max_input_linear_impulse);
   append_key_float(&out, "max_input_angular_impulse", def.max_input_angular_impulse);
+  append_key_float(&out, "max_input_linear_velocity", def.max_input_linear_velocity);
+  append_key_float(&out, "max_input_angular_velocity", def.max_input_angular_velocity);
   append_key_u32(&out, "max_bodies", def.max_bodies);
   append_key_u32(&out, "max_contact_pairs", def.max_contact_pairs);
   append_key_u32(&out, "max_contact_points", def.max_contact_points);
   append_key_u32(&out, "max_candidate_pairs", def.max_candidate_pairs);
   append_key_u32(&out, "max_events", def.max_events);
   append_key_u32(&out, "max_inputs_per_tick", def.max_inputs_per_tick);
+  append_key_u32(&out, "max_commands_per_tick", def.max_commands_per_tick);
   out += def.enable_sleep ? " enable_sleep=1" : " enable_sleep=0";
   append_key_float(&out, "sleep_speed_threshold", def.sleep_speed_threshold_mps);
   append_key_float(&out, "time_to_sleep", def.time_to_sleep_s);
@@ -601,9 +755,10 @@ std::string format_scene_text(const Scene& scene) {
   // Optional keys equal (bit for bit) to default_body_def() are left out; parsing starts from
   // the same defaults, so the round trip stays exact.
   const BodyDef defaults = default_body_def();
-  for (const BodyDef& body : scene.bodies) {
+  // One body (with pose, velocity and owner) or template (without) line's keys after its name.
+  auto append_body = [&out, &defaults](const BodyDef& body, bool pose) {
     const ShapeDef& shape = body.shape;
-    out += "body type=";
+    out += " type=";
     for (size_t i = 0; i < std::size(kBodyTypeValues); ++i) {
       if (kBodyTypeValues[i] == body.type) out.append(kBodyTypes[i]);
     }
@@ -628,14 +783,17 @@ std::string format_scene_text(const Scene& scene) {
         append_key_float(&out, "offset", shape.plane_offset);
         break;
     }
-    append_key_vec3(&out, "pos", body.position);
-    float rot[4] = {body.orientation.x, body.orientation.y, body.orientation.z, body.orientation.w};
-    append_key_floats(&out, "rot", rot, 4);
-    if (!same_bits(body.linear_velocity, defaults.linear_velocity)) {
-      append_key_vec3(&out, "vel", body.linear_velocity);
-    }
-    if (!same_bits(body.angular_velocity, defaults.angular_velocity)) {
-      append_key_vec3(&out, "angvel", body.angular_velocity);
+    if (pose) {
+      append_key_vec3(&out, "pos", body.position);
+      float rot[4] = {body.orientation.x, body.orientation.y, body.orientation.z,
+                      body.orientation.w};
+      append_key_floats(&out, "rot", rot, 4);
+      if (!same_bits(body.linear_velocity, defaults.linear_velocity)) {
+        append_key_vec3(&out, "vel", body.linear_velocity);
+      }
+      if (!same_bits(body.angular_velocity, defaults.angular_velocity)) {
+        append_key_vec3(&out, "angvel", body.angular_velocity);
+      }
     }
     if (!same_bits(body.linear_damping, defaults.linear_damping)) {
       append_key_float(&out, "linear_damping", body.linear_damping);
@@ -649,7 +807,7 @@ std::string format_scene_text(const Scene& scene) {
     if (shape.category != defaults.shape.category)
       append_key_bits(&out, "category", shape.category);
     if (shape.mask != defaults.shape.mask) append_key_bits(&out, "mask", shape.mask);
-    if (body.owner_player != defaults.owner_player)
+    if (pose && body.owner_player != defaults.owner_player)
       append_key_u32(&out, "owner", body.owner_player);
     if (body.allow_sleep != defaults.allow_sleep) {
       out += body.allow_sleep ? " allow_sleep=1" : " allow_sleep=0";
@@ -657,6 +815,23 @@ std::string format_scene_text(const Scene& scene) {
     if (body.bullet != defaults.bullet) out += body.bullet ? " bullet=1" : " bullet=0";
     if (shape.sensor != defaults.shape.sensor) out += shape.sensor ? " sensor=1" : " sensor=0";
     out += '\n';
+  };
+  for (uint32_t i = 0; i < scene.def.template_count && i < kMaxBodyTemplates; ++i) {
+    const BodyTemplate& t = scene.def.templates[i];
+    BodyDef body = defaults;
+    body.type = t.type;
+    body.shape = t.shape;
+    body.linear_damping = t.linear_damping;
+    body.angular_damping = t.angular_damping;
+    body.allow_sleep = t.allow_sleep;
+    body.bullet = t.bullet;
+    out += "template name=";
+    out.append(t.name, strnlen(t.name, sizeof(t.name)));
+    append_body(body, false);
+  }
+  for (const BodyDef& body : scene.bodies) {
+    out += "body";
+    append_body(body, true);
   }
   return out;
 }

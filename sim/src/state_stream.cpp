@@ -26,7 +26,11 @@
 //   u32 overlapping sensor pair count, per pair (ascending keys): u64 pair key
 //   u32 queued input count, per input (in the total input order):
 //     u32 player, u32 sequence, u32 body index1, u32 body generation, i32×3 linear,
-//     i32×3 angular, u32 buttons
+//     i32×3 angular, u32 buttons, u32 flags, i32×3 target linear velocity, i32×3 target
+//     angular velocity
+//   u32 queued command count, per command (in command_less order): u8 type, u32 sequence,
+//     u32 template index, f32×3 position, f32×4 orientation, f32×3 linear velocity, f32×3
+//     angular velocity, u32 owner player, u32 body index1, u32 body generation
 //
 // Snapshot = "LSSN", u32 snapshot version, u64 total bytes, the state encoding, and
 // u64 XXH3-64 of every byte before it. The state hash is XXH3-64 of the state encoding alone.
@@ -48,12 +52,14 @@ namespace lockstep::sim {
 
 namespace {
 
-constexpr uint32_t kStateVersion = 3;     // 2: sleep, bullets; 3: manifold reuse, collision filters
-constexpr uint32_t kSnapshotVersion = 3;  // 3: state version 3
+// State 2: sleep, bullets; 3: manifold reuse, collision filters; 4: velocity inputs, commands.
+constexpr uint32_t kStateVersion = 4;
+constexpr uint32_t kSnapshotVersion = 4;  // 4: state version 4
 constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};
 constexpr size_t kSnapshotHeaderBytes = 16;  // magic, version, total size
 constexpr size_t kSnapshotTrailerBytes = 8;  // checksum
-constexpr uint32_t kDefEncodingVersion = 4;  // 2: relax; 3: soft step, sleeping; 4: reuse
+// 2: relax; 3: soft step, sleeping; 4: reuse; 5: input velocity limits, commands, templates.
+constexpr uint32_t kDefEncodingVersion = 5;
 
 constexpr size_t kStateHeaderBytes = 4 + 8 + 8 + 4;
 constexpr size_t kSlotBytes = 4 + 1;
@@ -62,7 +68,8 @@ constexpr size_t kLiveBodyBytes =
     1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4 + 1 + 4 + 4;
 constexpr size_t kManifoldBytes = 8 + 1 + 3 * 4 + 4 * 4 + 3 * 4;
 constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4 + 4;
-constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4;
+constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4 + 4 + 6 * 4;
+constexpr size_t kCommandBytes = 1 + 4 + 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 4 + 4;
 static_assert(kSlotBytes + kLiveBodyBytes == 152);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
@@ -244,6 +251,25 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     for (int k = 0; k < 3; ++k)
       o.i32(in.angular_impulse[k]);
     o.u32(in.buttons);
+    o.u32(in.flags);
+    for (int k = 0; k < 3; ++k)
+      o.i32(in.linear_velocity[k]);
+    for (int k = 0; k < 3; ++k)
+      o.i32(in.angular_velocity[k]);
+  }
+  o.u32(w.command_count);
+  for (uint32_t i = 0; i < w.command_count; ++i) {
+    const Command& c = w.commands[i];
+    o.u8(static_cast<uint8_t>(c.type));
+    o.u32(c.sequence);
+    o.u32(c.template_index);
+    o.vec3(c.position);
+    o.quat(c.orientation);
+    o.vec3(c.linear_velocity);
+    o.vec3(c.angular_velocity);
+    o.u32(c.owner_player);
+    o.u32(c.body.index1);
+    o.u32(c.body.generation);
   }
   return o.n;
 }
@@ -540,26 +566,51 @@ Error parse_state(Reader& in, WorldData& w) {
     for (int k = 0; k < 3; ++k)
       input.angular_impulse[k] = in.i32();
     input.buttons = in.u32();
+    input.flags = in.u32();
+    for (int k = 0; k < 3; ++k)
+      input.linear_velocity[k] = in.i32();
+    for (int k = 0; k < 3; ++k)
+      input.angular_velocity[k] = in.i32();
     if (in.failed || input.body.index1 == 0 || input.body.index1 > slot_count) {
       return Error::snapshot_corrupt;
     }
     const RestoreSlot& rs = w.restore_slots[input.body.index1 - 1];
     // queue_input wakes the body's island, so a queued input never names a sleeping body.
-    if (!rs.alive || rs.generation != input.body.generation || rs.type != BodyType::dynamic ||
-        rs.asleep || (rs.owner_player != 0 && rs.owner_player != input.player)) {
+    if (!rs.alive || rs.generation != input.body.generation || rs.asleep ||
+        check_input_fields(w, input, rs.type, rs.owner_player) != Error::none) {
       return Error::snapshot_corrupt;
-    }
-    for (int k = 0; k < 3; ++k) {
-      const int64_t l = input.linear_impulse[k], a = input.angular_impulse[k];
-      if ((l < 0 ? -l : l) > w.input_linear_limit || (a < 0 ? -a : a) > w.input_angular_limit) {
-        return Error::snapshot_corrupt;
-      }
     }
     if (i > 0 && input_less(input, previous)) return Error::snapshot_corrupt;
     previous = input;
     if constexpr (kApply) w.inputs[i] = input;
   }
   if constexpr (kApply) w.input_count = input_count;
+
+  // Queued commands: fields queue_command would accept, in command_less order. Whether a destroy's
+  // body is still alive is not checked: applying the command decides that (stale_handle).
+  const uint32_t command_count = in.u32();
+  if (in.failed || command_count > def.max_commands_per_tick) return Error::snapshot_corrupt;
+  Command previous_command{};
+  for (uint32_t i = 0; i < command_count; ++i) {
+    Command c;
+    const uint8_t type = in.u8();
+    if (type > static_cast<uint8_t>(CommandType::destroy)) return Error::snapshot_corrupt;
+    c.type = static_cast<CommandType>(type);
+    c.sequence = in.u32();
+    c.template_index = in.u32();
+    c.position = in.vec3();
+    c.orientation = in.quat();
+    c.linear_velocity = in.vec3();
+    c.angular_velocity = in.vec3();
+    c.owner_player = in.u32();
+    c.body.index1 = in.u32();
+    c.body.generation = in.u32();
+    if (in.failed || check_command_fields(def, c) != Error::none) return Error::snapshot_corrupt;
+    if (i > 0 && command_less(c, previous_command)) return Error::snapshot_corrupt;
+    previous_command = c;
+    if constexpr (kApply) w.commands[i] = c;
+  }
+  if constexpr (kApply) w.command_count = command_count;
 
   if (in.n != in.size) return Error::snapshot_corrupt;  // trailing bytes
   return Error::none;
@@ -586,6 +637,7 @@ size_t encoded_state_size(const WorldData& w) {
        static_cast<size_t>(w.cache.point_count) * kPointBytes;
   n += 4 + static_cast<size_t>(w.sensor_pair_count) * 8;
   n += 4 + static_cast<size_t>(w.input_count) * kInputBytes;
+  n += 4 + static_cast<size_t>(w.command_count) * kCommandBytes;
   return n;
 }
 
@@ -594,7 +646,8 @@ size_t max_encoded_state_size(const WorldDef& def) {
          4 + static_cast<size_t>(def.max_contact_pairs) * kManifoldBytes +
          static_cast<size_t>(def.max_contact_points) * kPointBytes + 4 +
          static_cast<size_t>(def.max_contact_pairs) * 8 + 4 +
-         static_cast<size_t>(def.max_inputs_per_tick) * kInputBytes;
+         static_cast<size_t>(def.max_inputs_per_tick) * kInputBytes + 4 +
+         static_cast<size_t>(def.max_commands_per_tick) * kCommandBytes;
 }
 
 void update_state_hash(const WorldData& w) {
@@ -617,7 +670,9 @@ void update_state_hash(const WorldData& w) {
 
 uint64_t world_def_fingerprint(const WorldDef& def) {
   // measure_stage_times is left out: it never changes the simulation.
-  uint8_t bytes[4 + 16 * 4 + 9 * 4 + 1 + 2 * 4 + 2 * 4];
+  constexpr size_t kTemplateBytes = (kMaxTemplateNameBytes + 1) + 1 + kShapeBytes + 1 + 2 * 4 + 1;
+  uint8_t bytes[4 + 16 * 4 + 9 * 4 + 1 + 2 * 4 + 2 * 4 + 2 * 4 + 4 + 4 +
+                kMaxBodyTemplates * kTemplateBytes];
   Writer o{bytes};
   o.u32(kDefEncodingVersion);
   o.f32(def.dt_s);
@@ -647,6 +702,33 @@ uint64_t world_def_fingerprint(const WorldDef& def) {
   o.f32(def.time_to_sleep_s);
   o.f32(def.contact_reuse_distance_m);
   o.f32(def.contact_reuse_angle_rad);
+  o.f32(def.max_input_linear_velocity);
+  o.f32(def.max_input_angular_velocity);
+  o.u32(def.max_commands_per_tick);
+  const uint32_t templates = def.template_count <= kMaxBodyTemplates ? def.template_count : 0;
+  o.u32(def.template_count);
+  for (uint32_t i = 0; i < templates; ++i) {
+    const BodyTemplate& t = def.templates[i];
+    for (char c : t.name)
+      o.u8(static_cast<uint8_t>(c));
+    o.u8(static_cast<uint8_t>(t.type));
+    const ShapeDef& shape = t.shape;
+    o.u8(static_cast<uint8_t>(shape.type));
+    o.f32(shape.radius);
+    o.vec3(shape.half_extents);
+    o.f32(shape.half_height);
+    o.vec3(shape.plane_normal);
+    o.f32(shape.plane_offset);
+    o.f32(shape.density);
+    o.f32(shape.friction);
+    o.f32(shape.restitution);
+    o.u32(shape.category);
+    o.u32(shape.mask);
+    o.u8(shape.sensor ? 1 : 0);
+    o.f32(t.linear_damping);
+    o.f32(t.angular_damping);
+    o.u8(static_cast<uint8_t>((t.allow_sleep ? 1 : 0) | (t.bullet ? 2 : 0)));
+  }
   return XXH3_64bits(bytes, o.n);
 }
 
@@ -711,6 +793,7 @@ Error World::restore_snapshot(std::span<const uint8_t> bytes) {
   w.next_cache.manifold_count = 0;
   w.next_cache.point_count = 0;
   w.event_count = 0;
+  w.command_result_count = 0;
   w.stats = StepStats{};
   w.stats.tick = w.tick;
   w.stats.bodies = w.body_count;

@@ -14,6 +14,7 @@
 // All memory is taken in World::create; nothing here allocates afterwards.
 #include "lockstep/sim/world.h"
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <utility>
@@ -133,7 +134,131 @@ bool input_less(const Input& a, const Input& b) {
       return a.angular_impulse[i] < b.angular_impulse[i];
     }
   }
-  return a.buttons < b.buttons;
+  if (a.buttons != b.buttons) return a.buttons < b.buttons;
+  if (a.flags != b.flags) return a.flags < b.flags;
+  for (int i = 0; i < 3; ++i) {
+    if (a.linear_velocity[i] != b.linear_velocity[i]) {
+      return a.linear_velocity[i] < b.linear_velocity[i];
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (a.angular_velocity[i] != b.angular_velocity[i]) {
+      return a.angular_velocity[i] < b.angular_velocity[i];
+    }
+  }
+  return false;
+}
+
+namespace {
+
+bool within_limit(const int32_t (&v)[3], int64_t limit) {
+  for (int i = 0; i < 3; ++i) {
+    const int64_t x = v[i];  // |INT32_MIN| fits in int64
+    if ((x < 0 ? -x : x) > limit) return false;
+  }
+  return true;
+}
+
+bool all_zero(const int32_t (&v)[3]) {
+  return v[0] == 0 && v[1] == 0 && v[2] == 0;
+}
+
+}  // namespace
+
+Error check_input_fields(const WorldData& w, const Input& input, BodyType type,
+                         uint32_t owner_player) {
+  if (type == BodyType::static_body) return Error::wrong_body_type;
+  // A kinematic body has no mass for an impulse to act on: it only takes target velocities.
+  if (type == BodyType::kinematic &&
+      (!all_zero(input.linear_impulse) || !all_zero(input.angular_impulse))) {
+    return Error::wrong_body_type;
+  }
+  if (owner_player != 0 && owner_player != input.player) return Error::invalid_argument;
+  if ((input.flags & ~uint32_t{input_flags_known}) != 0) return Error::invalid_argument;
+  // Velocities without their flag must be zero, so one input has one encoding.
+  if ((input.flags & input_sets_linear_velocity) == 0 && !all_zero(input.linear_velocity)) {
+    return Error::invalid_argument;
+  }
+  if ((input.flags & input_sets_angular_velocity) == 0 && !all_zero(input.angular_velocity)) {
+    return Error::invalid_argument;
+  }
+  if (!within_limit(input.linear_impulse, w.input_linear_limit) ||
+      !within_limit(input.angular_impulse, w.input_angular_limit) ||
+      !within_limit(input.linear_velocity, w.input_linear_velocity_limit) ||
+      !within_limit(input.angular_velocity, w.input_angular_velocity_limit)) {
+    return Error::input_out_of_range;
+  }
+  return Error::none;
+}
+
+bool command_less(const Command& a, const Command& b) {
+  if (a.sequence != b.sequence) return a.sequence < b.sequence;
+  if (a.type != b.type) return a.type < b.type;
+  // The remaining fields as u32 (floats by their bits): any total order serves, this one is cheap.
+  const auto key = [](const Command& c, uint32_t out[21]) {
+    const float f[] = {c.position.x,        c.position.y,         c.position.z,
+                       c.orientation.x,     c.orientation.y,      c.orientation.z,
+                       c.orientation.w,     c.linear_velocity.x,  c.linear_velocity.y,
+                       c.linear_velocity.z, c.angular_velocity.x, c.angular_velocity.y,
+                       c.angular_velocity.z};
+    out[0] = c.template_index;
+    for (int i = 0; i < 13; ++i)
+      out[1 + i] = std::bit_cast<uint32_t>(f[i]);
+    out[14] = c.owner_player;
+    out[15] = c.body.index1;
+    out[16] = c.body.generation;
+    for (int i = 17; i < 21; ++i)
+      out[i] = 0;
+  };
+  uint32_t ka[21], kb[21];
+  key(a, ka);
+  key(b, kb);
+  for (int i = 0; i < 21; ++i) {
+    if (ka[i] != kb[i]) return ka[i] < kb[i];
+  }
+  return false;
+}
+
+Error check_command_fields(const WorldDef& def, const Command& c) {
+  if (c.type == CommandType::destroy) {
+    if (c.body.is_null()) return Error::null_handle;
+    return Error::none;
+  }
+  if (c.type != CommandType::spawn) return Error::invalid_argument;
+  if (c.template_index >= def.template_count) return Error::unknown_template;
+  if (!is_finite(c.position) || !is_finite(c.orientation) || !is_finite(c.linear_velocity) ||
+      !is_finite(c.angular_velocity)) {
+    return Error::non_finite;
+  }
+  if (!within_coordinates(c.position)) return Error::invalid_argument;
+  if (!(dot(c.orientation, c.orientation) >= 1.0e-6f)) return Error::invalid_argument;
+  const BodyTemplate& t = def.templates[c.template_index];
+  if (t.type == BodyType::static_body &&
+      (!(c.linear_velocity == Vec3{}) || !(c.angular_velocity == Vec3{}))) {
+    return Error::wrong_body_type;
+  }
+  if (!speed_within(c.linear_velocity, def.max_linear_speed) ||
+      !speed_within(c.angular_velocity, def.max_angular_speed)) {
+    return Error::invalid_argument;
+  }
+  return Error::none;
+}
+
+BodyDef spawn_body_def(const WorldDef& def, const Command& c) {
+  const BodyTemplate& t = def.templates[c.template_index];
+  BodyDef b;
+  b.type = t.type;
+  b.shape = t.shape;
+  b.linear_damping = t.linear_damping;
+  b.angular_damping = t.angular_damping;
+  b.allow_sleep = t.allow_sleep;
+  b.bullet = t.bullet;
+  b.position = c.position;
+  b.orientation = c.orientation;
+  b.linear_velocity = c.linear_velocity;
+  b.angular_velocity = c.angular_velocity;
+  b.owner_player = c.owner_player;
+  return b;
 }
 
 void refresh_body_derived(WorldData& w, uint32_t slot) {
@@ -183,6 +308,10 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->inputs.assign(def.max_inputs_per_tick, Input{});
   d->input_linear_limit = fixed_point_limit(def.max_input_linear_impulse);
   d->input_angular_limit = fixed_point_limit(def.max_input_angular_impulse);
+  d->input_linear_velocity_limit = fixed_point_limit(def.max_input_linear_velocity);
+  d->input_angular_velocity_limit = fixed_point_limit(def.max_input_angular_velocity);
+  d->commands.assign(def.max_commands_per_tick, Command{});
+  d->command_results.assign(def.max_commands_per_tick, CommandResult{});
   d->events.assign(def.max_events, ContactEvent{});
   d->sensor_events.assign(def.max_events, SensorEvent{});
   d->sensor_pairs.assign(def.max_contact_pairs, 0);
@@ -247,18 +376,15 @@ Error validate_body_def(const WorldDef& wd, const BodyDef& def, Quat* orientatio
 
 }  // namespace
 
-Error World::create_body(const BodyDef& def, BodyId* out_id) {
-  WorldData& w = *data_;
-  auto reject = [&w](Error e) {
-    ++w.counters.api_calls_rejected;
-    return e;
-  };
-  if (out_id == nullptr) return reject(Error::invalid_argument);
+namespace {
+
+// create_body and spawn commands: checks, then the lowest free slot. Counts nothing.
+Error add_body(WorldData& w, const BodyDef& def, BodyId* out_id) {
   Quat orientation{};
   MassProperties mass{};
   const Error e = validate_body_def(w.def, def, &orientation, &mass);
-  if (e != Error::none) return reject(e);
-  if (w.body_count >= w.def.max_bodies) return reject(Error::capacity_bodies);
+  if (e != Error::none) return e;
+  if (w.body_count >= w.def.max_bodies) return Error::capacity_bodies;
 
   // Lowest free slot: a function of the alive flags only, so snapshots need no free list.
   uint32_t slot = 0;
@@ -294,14 +420,11 @@ Error World::create_body(const BodyDef& def, BodyId* out_id) {
   return Error::none;
 }
 
-Error World::destroy_body(BodyId id) {
-  WorldData& w = *data_;
+// destroy_body and destroy commands. Counts nothing.
+Error remove_body(WorldData& w, BodyId id) {
   uint32_t slot = 0;
   const Error e = resolve(w, id, &slot);
-  if (e != Error::none) {
-    ++w.counters.api_calls_rejected;
-    return e;
-  }
+  if (e != Error::none) return e;
   wake_contacts_of(w, slot);  // sleeping: its island and the islands it supported
   BodyRecord& r = w.bodies[slot];
   const uint32_t generation = r.generation + 1 == 0 ? 1 : r.generation + 1;
@@ -323,6 +446,22 @@ Error World::destroy_body(BodyId id) {
   w.input_count = kept;
   w.hash_dirty = true;
   return Error::none;
+}
+
+}  // namespace
+
+Error World::create_body(const BodyDef& def, BodyId* out_id) {
+  WorldData& w = *data_;
+  const Error e = out_id == nullptr ? Error::invalid_argument : add_body(w, def, out_id);
+  if (e != Error::none) ++w.counters.api_calls_rejected;
+  return e;
+}
+
+Error World::destroy_body(BodyId id) {
+  WorldData& w = *data_;
+  const Error e = remove_body(w, id);
+  if (e != Error::none) ++w.counters.api_calls_rejected;
+  return e;
 }
 
 bool World::is_alive(BodyId id) const {
@@ -485,20 +624,7 @@ Error World::queue_input(const Input& input) {
   uint32_t slot = 0;
   Error e = resolve(w, input.body, &slot);
   if (e == Error::none) {
-    const BodyRecord& r = w.bodies[slot];
-    if (r.type != BodyType::dynamic) {
-      e = Error::wrong_body_type;
-    } else if (r.owner_player != 0 && r.owner_player != input.player) {
-      e = Error::invalid_argument;
-    }
-  }
-  if (e == Error::none) {
-    // Integers against integer limits: |INT32_MIN| fits in int64.
-    for (int i = 0; i < 3 && e == Error::none; ++i) {
-      const int64_t l = input.linear_impulse[i], a = input.angular_impulse[i];
-      if ((l < 0 ? -l : l) > w.input_linear_limit) e = Error::input_out_of_range;
-      if ((a < 0 ? -a : a) > w.input_angular_limit) e = Error::input_out_of_range;
-    }
+    e = check_input_fields(w, input, w.bodies[slot].type, w.bodies[slot].owner_player);
   }
   if (e == Error::none && w.input_count >= w.def.max_inputs_per_tick) e = Error::capacity_inputs;
   if (e != Error::none) {
@@ -517,6 +643,36 @@ Error World::queue_input(const Input& input) {
   wake_body(w, slot);  // sleeping: an input wakes the body's island now, before its step
   w.hash_dirty = true;
   return Error::none;
+}
+
+// ---- commands -------------------------------------------------------------------------------
+
+Error World::queue_command(const Command& command) {
+  WorldData& w = *data_;
+  Error e = check_command_fields(w.def, command);
+  uint32_t slot = 0;
+  if (e == Error::none && command.type == CommandType::destroy) e = resolve(w, command.body, &slot);
+  if (e == Error::none && w.command_count >= w.def.max_commands_per_tick) {
+    e = Error::capacity_commands;
+  }
+  if (e != Error::none) {
+    ++w.counters.commands_rejected;
+    return e;
+  }
+  uint32_t j = w.command_count;  // sorted insert, as queue_input
+  while (j > 0 && command_less(command, w.commands[j - 1])) {
+    w.commands[j] = w.commands[j - 1];
+    --j;
+  }
+  w.commands[j] = command;
+  ++w.command_count;
+  ++w.counters.commands_accepted;
+  w.hash_dirty = true;
+  return Error::none;
+}
+
+std::span<const CommandResult> World::command_results() const {
+  return {data_->command_results.data(), data_->command_result_count};
 }
 
 // ---- step -----------------------------------------------------------------------------------
@@ -552,22 +708,52 @@ class StageTimer {
   Clock::time_point mark_;
 };
 
-// 1. Inputs, already in the total input order: impulses into the velocities.
+// 0. Commands, already in command_less order: spawns take the lowest free slots in that order,
+// destroys end their bodies (a body destroyed twice: the second fails with stale_handle).
+void apply_commands(WorldData& w, StepStats& st) {
+  for (uint32_t i = 0; i < w.command_count; ++i) {
+    const Command& c = w.commands[i];
+    CommandResult& result = w.command_results[i];
+    result = CommandResult{c.sequence, c.type, Error::none, BodyId{}};
+    if (c.type == CommandType::spawn) {
+      result.error = add_body(w, spawn_body_def(w.def, c), &result.body);
+    } else {
+      result.error = remove_body(w, c.body);
+      if (result.error == Error::none) result.body = c.body;
+    }
+    if (result.error == Error::none) {
+      ++st.commands_applied;
+    } else {
+      ++st.commands_failed;
+      ++w.counters.commands_failed;
+    }
+  }
+  w.command_result_count = w.command_count;
+  w.command_count = 0;
+}
+
+// 1. Inputs, already in the total input order: target velocities replace the body's, then
+// impulses add to them (kinematic bodies take no impulses: check_input_fields).
 void apply_inputs(WorldData& w, StepStats& st) {
+  auto fixed = [](const int32_t(&v)[3]) {
+    return Vec3{static_cast<float>(v[0]) * kInputScale, static_cast<float>(v[1]) * kInputScale,
+                static_cast<float>(v[2]) * kInputScale};
+  };
   for (uint32_t i = 0; i < w.input_count; ++i) {
     const Input& in = w.inputs[i];
     uint32_t slot = 0;
     if (resolve(w, in.body, &slot) != Error::none) continue;
-    if (w.bodies[slot].type != BodyType::dynamic) continue;
+    const BodyType type = w.bodies[slot].type;
+    if (type == BodyType::static_body) continue;
     BodySolverState& s = w.solver_bodies[slot];
-    const Vec3 linear{static_cast<float>(in.linear_impulse[0]) * kInputScale,
-                      static_cast<float>(in.linear_impulse[1]) * kInputScale,
-                      static_cast<float>(in.linear_impulse[2]) * kInputScale};
-    const Vec3 angular{static_cast<float>(in.angular_impulse[0]) * kInputScale,
-                       static_cast<float>(in.angular_impulse[1]) * kInputScale,
-                       static_cast<float>(in.angular_impulse[2]) * kInputScale};
-    s.linear_velocity += s.inv_mass * linear;
-    s.angular_velocity += s.inv_inertia_world * angular;
+    if ((in.flags & input_sets_linear_velocity) != 0) s.linear_velocity = fixed(in.linear_velocity);
+    if ((in.flags & input_sets_angular_velocity) != 0) {
+      s.angular_velocity = fixed(in.angular_velocity);
+    }
+    if (type == BodyType::dynamic) {
+      s.linear_velocity += s.inv_mass * fixed(in.linear_impulse);
+      s.angular_velocity += s.inv_inertia_world * fixed(in.angular_impulse);
+    }
     ++st.inputs_applied;
   }
   w.input_count = 0;
@@ -1085,6 +1271,7 @@ StepStatus World::step() {
   SolverCounters sc{};
   const float gravity_step = length(def.gravity) * def.dt_s;
 
+  apply_commands(w, st);
   apply_inputs(w, st);
   size_speculative_margins(w, gravity_step);
   timer.lap(&st.ns_inputs_integrate);

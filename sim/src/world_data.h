@@ -25,6 +25,7 @@ inline constexpr uint32_t kMaxContactPointsLimit = 1u << 24;
 inline constexpr uint32_t kMaxCandidatePairsLimit = 1u << 24;
 inline constexpr uint32_t kMaxEventsLimit = 1u << 22;
 inline constexpr uint32_t kMaxInputsLimit = 1u << 16;
+inline constexpr uint32_t kMaxCommandsLimit = 1u << 16;
 inline constexpr float kMaxTimeToSleep = 1.0e4f;  // s
 // Limits of body values (create_body, setters, snapshot restore).
 inline constexpr float kMaxCoordinate = 1.0e5f;  // |position component| (m); planes span 1e6
@@ -98,6 +99,15 @@ struct WorldData {
   uint32_t input_count = 0;
   int64_t input_linear_limit = 0;  // max |component| in fixed-point units
   int64_t input_angular_limit = 0;
+  int64_t input_linear_velocity_limit = 0;
+  int64_t input_angular_velocity_limit = 0;
+
+  // Commands queued for the next step, kept sorted by command_less (state), and what the last
+  // step's did (not state).
+  std::vector<Command> commands;
+  uint32_t command_count = 0;
+  std::vector<CommandResult> command_results;
+  uint32_t command_result_count = 0;
 
   // Sensor pairs overlapping after the last step, ascending keys (state), and this step's as the
   // narrowphase finds them and as they are merged (scratch).
@@ -124,6 +134,19 @@ struct WorldData {
   // Spatial queries' tree of the current poses (not state: rebuilt when the state changes).
   mutable QueryTree query_tree;
 };
+
+/// The checks of an input that do not need the body's slot: its owner and type (the caller
+/// resolved the handle), flags, and the fixed-point limits. Shared by queue_input and the
+/// snapshot reader, so a restored queue holds only inputs queue_input would accept.
+Error check_input_fields(const WorldData& w, const Input& input, BodyType type,
+                         uint32_t owner_player);
+
+/// The checks of a command that need no world state beyond the def: template index, finite and
+/// in-range pose and velocities, type. Shared by queue_command and the snapshot reader.
+Error check_command_fields(const WorldDef& def, const Command& command);
+
+/// The BodyDef a spawn command makes from its template.
+BodyDef spawn_body_def(const WorldDef& def, const Command& command);
 
 /// Recomputes derived per-body data (inverse mass and inertia, world inertia) from a record.
 void refresh_body_derived(WorldData& w, uint32_t slot);

@@ -1,7 +1,10 @@
 // Defaults and validation of world and body definitions.
 #include <cmath>
+#include <cstring>
+#include <string_view>
 
 #include "lockstep/sim/world.h"
+#include "shape.h"
 #include "world_data.h"
 
 namespace lockstep::sim {
@@ -16,6 +19,50 @@ BodyDef default_body_def() {
 
 namespace {
 
+bool template_name_byte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
+}
+
+// Length of a valid template name (NUL-terminated, NUL-padded, allowed bytes), else 0.
+size_t template_name_length(const BodyTemplate& t) {
+  size_t n = 0;
+  while (n <= kMaxTemplateNameBytes && t.name[n] != '\0') {
+    if (!template_name_byte(t.name[n])) return 0;
+    ++n;
+  }
+  if (n == 0 || n > kMaxTemplateNameBytes) return 0;
+  for (size_t i = n; i <= kMaxTemplateNameBytes; ++i) {
+    if (t.name[i] != '\0') return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+int find_template(const WorldDef& def, std::string_view name) {
+  const uint32_t count = def.template_count <= kMaxBodyTemplates ? def.template_count : 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const BodyTemplate& t = def.templates[i];
+    if (std::string_view(t.name, strnlen(t.name, sizeof(t.name))) == name) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+bool set_template_name(BodyTemplate* tmpl, std::string_view name) {
+  if (name.empty() || name.size() > kMaxTemplateNameBytes) return false;
+  for (char c : name) {
+    if (!template_name_byte(c)) return false;
+  }
+  std::memset(tmpl->name, 0, sizeof(tmpl->name));
+  std::memcpy(tmpl->name, name.data(), name.size());
+  return true;
+}
+
+namespace {
+
 // NaN/inf first (non_finite), then the range (invalid_argument), so callers learn the real cause.
 Error check_range(float value, float lo, float hi) {
   if (!std::isfinite(value)) return Error::non_finite;
@@ -25,6 +72,49 @@ Error check_range(float value, float lo, float hi) {
 
 Error check_capacity(uint32_t value, uint32_t hi) {
   return (value >= 1 && value <= hi) ? Error::none : Error::invalid_argument;
+}
+
+}  // namespace
+
+namespace {
+
+// Templates: valid unique names, valid shapes, bodies a spawn could create (a plane only on a
+// static template, a dynamic one with positive mass), damping in range. Entries at and beyond
+// template_count are ignored (neither checked nor fingerprinted).
+Error validate_templates(const WorldDef& def) {
+  if (def.template_count > kMaxBodyTemplates) return Error::invalid_argument;
+  for (uint32_t i = 0; i < def.template_count; ++i) {
+    const BodyTemplate& t = def.templates[i];
+    const size_t n = template_name_length(t);
+    if (n == 0) return Error::invalid_argument;
+    if (find_template(def, std::string_view(t.name, n)) != static_cast<int>(i)) {
+      return Error::invalid_argument;  // a duplicate name: the first one wins the lookup
+    }
+    if (t.type != BodyType::static_body && t.type != BodyType::kinematic &&
+        t.type != BodyType::dynamic) {
+      return Error::invalid_argument;
+    }
+    if (!std::isfinite(t.linear_damping) || !std::isfinite(t.angular_damping)) {
+      return Error::non_finite;
+    }
+    Error e = validate_shape(t.shape);
+    if (e != Error::none) return e;
+    if (t.shape.type == ShapeType::plane && t.type != BodyType::static_body) {
+      return Error::wrong_body_type;
+    }
+    if (!(t.linear_damping >= 0.0f && t.linear_damping <= kMaxDamping) ||
+        !(t.angular_damping >= 0.0f && t.angular_damping <= kMaxDamping)) {
+      return Error::invalid_argument;
+    }
+    if (t.type == BodyType::dynamic) {
+      const MassProperties m = compute_mass_properties(t.shape);
+      if (!std::isfinite(m.mass) || !(m.mass > 0.0f) || !is_finite(m.inertia) ||
+          !(m.inertia.x > 0.0f) || !(m.inertia.y > 0.0f) || !(m.inertia.z > 0.0f)) {
+        return Error::invalid_argument;
+      }
+    }
+  }
+  return Error::none;
 }
 
 }  // namespace
@@ -48,6 +138,8 @@ Error validate_world_def(const WorldDef& def) {
                           def.max_linear_speed,
                           def.max_input_linear_impulse,
                           def.max_input_angular_impulse,
+                          def.max_input_linear_velocity,
+                          def.max_input_angular_velocity,
                           def.sleep_speed_threshold_mps,
                           def.time_to_sleep_s};
   for (float f : floats) {
@@ -84,6 +176,8 @@ Error validate_world_def(const WorldDef& def) {
   }
   if ((e = check_range(def.max_input_linear_impulse, 0.0f, 1.0e9f)) != Error::none) return e;
   if ((e = check_range(def.max_input_angular_impulse, 0.0f, 1.0e9f)) != Error::none) return e;
+  if ((e = check_range(def.max_input_linear_velocity, 0.0f, 1.0e5f)) != Error::none) return e;
+  if ((e = check_range(def.max_input_angular_velocity, 0.0f, 1.0e4f)) != Error::none) return e;
   if ((e = check_range(def.sleep_speed_threshold_mps, 0.0f, 1.0e3f)) != Error::none) return e;
   // > 0: a body must be at rest for at least one step (island.cpp caps the timer at this value).
   if ((e = check_range(def.time_to_sleep_s, 0.0f, kMaxTimeToSleep)) != Error::none) return e;
@@ -96,7 +190,8 @@ Error validate_world_def(const WorldDef& def) {
   }
   if ((e = check_capacity(def.max_events, kMaxEventsLimit)) != Error::none) return e;
   if ((e = check_capacity(def.max_inputs_per_tick, kMaxInputsLimit)) != Error::none) return e;
-  return Error::none;
+  if ((e = check_capacity(def.max_commands_per_tick, kMaxCommandsLimit)) != Error::none) return e;
+  return validate_templates(def);
 }
 
 }  // namespace lockstep::sim

@@ -14,7 +14,8 @@ namespace lockstep::replays {
 /// Format version of the replay schema this build writes; files with a larger one are refused.
 /// 2: the WorldDef's sleeping fields (and the state encoding with sleep state in keyframes).
 /// 3: the WorldDef's manifold reuse fields (and the state encoding with manifold references).
-inline constexpr uint32_t kReplayFormatVersion = 3;
+/// 4: inputs' target velocities (Tick.input_velocities), the WorldDef's input velocity limits.
+inline constexpr uint32_t kReplayFormatVersion = 4;
 
 /// The lockstep version string written into headers (the CMake project version).
 const char* lockstep_version_string();

@@ -20,11 +20,22 @@
 
 namespace lockstep::sim {
 
+/// A command or input a scene file schedules (`at tick=N ...` lines): queued before the step
+/// that makes tick `tick` (>= 1), in file order.
+struct ScriptedAction {
+  uint64_t tick = 1;
+  bool is_command = true;  // else an input
+  Command command{};
+  Input input{};
+  uint32_t line = 0;  // line of the scene file, for messages
+};
+
 /// A world definition and the bodies to create, in creation order (so handles are stable).
 struct Scene {
   std::string name;
   WorldDef def;
   std::vector<BodyDef> bodies;
+  std::vector<ScriptedAction> actions;  // ascending ticks (stable: file order within a tick)
 };
 
 /// Names of the built-in scenes, in a fixed order.

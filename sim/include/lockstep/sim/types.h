@@ -35,6 +35,8 @@ enum class Error : uint8_t {
   snapshot_version,    // a snapshot format this build does not read
   snapshot_mismatch,   // made by a world with a different WorldDef
   snapshot_corrupt,    // checksum or structure check failed
+  capacity_commands,   // WorldDef::max_commands_per_tick reached for this tick
+  unknown_template,    // a spawn command names a template the WorldDef does not have
 };
 
 /// One-line English description of an error (static storage).
@@ -89,6 +91,24 @@ struct BodyDef {
   bool bullet = false;
 };
 
+/// Capacity of WorldDef::templates, and the longest template name in bytes.
+inline constexpr uint32_t kMaxBodyTemplates = 16;
+inline constexpr uint32_t kMaxTemplateNameBytes = 31;
+
+/// What a spawn command creates: a BodyDef without pose, velocity or owner (the command gives
+/// those). Part of the WorldDef, so every peer spawns the same bodies from the same command.
+struct BodyTemplate {
+  // 1..kMaxTemplateNameBytes of [A-Za-z0-9_.-], NUL-terminated and NUL-padded (the padding is
+  // fingerprinted); unique within a WorldDef. set_template_name fills it.
+  char name[kMaxTemplateNameBytes + 1] = {};
+  BodyType type = BodyType::dynamic;
+  ShapeDef shape{};           // shape, density (so mass and inertia), friction, filter, sensor
+  float linear_damping = 0;   // 1/s
+  float angular_damping = 0;  // 1/s
+  bool allow_sleep = true;
+  bool bullet = false;
+};
+
 /// World definition; start from default_world_def(). Everything is fixed at creation.
 struct WorldDef {
   float dt_s = 1.0f / 60.0f;
@@ -128,8 +148,10 @@ struct WorldDef {
   float sleep_speed_threshold_mps = 0.05f;  // m/s
   float time_to_sleep_s = 0.5f;             // s of rest before an island sleeps
   // Input limits (in the world's units; fixed-point inputs beyond them are rejected).
-  float max_input_linear_impulse = 1.0e4f;   // N·s per axis
-  float max_input_angular_impulse = 1.0e4f;  // N·m·s per axis
+  float max_input_linear_impulse = 1.0e4f;    // N·s per axis
+  float max_input_angular_impulse = 1.0e4f;   // N·m·s per axis
+  float max_input_linear_velocity = 100.0f;   // m/s per axis, target velocities of inputs
+  float max_input_angular_velocity = 100.0f;  // rad/s per axis
   // Capacities: all memory is taken at creation.
   uint32_t max_bodies = 1024;
   uint32_t max_contact_pairs = 8192;     // manifolds per step
@@ -137,7 +159,11 @@ struct WorldDef {
   uint32_t max_candidate_pairs = 32768;  // broadphase overlaps per step
   uint32_t max_events = 4096;            // contact begin/end events per step
   uint32_t max_inputs_per_tick = 256;
-  bool measure_stage_times = true;  // steady-clock timings in StepStats (never in the state)
+  uint32_t max_commands_per_tick = 64;  // spawn/destroy commands queued for one step
+  bool measure_stage_times = true;      // steady-clock timings in StepStats (never in the state)
+  // Templates that spawn commands name by index (scene `template` lines, by name).
+  uint32_t template_count = 0;
+  BodyTemplate templates[kMaxBodyTemplates] = {};
 };
 
 /// Sensible defaults for a world.
@@ -148,19 +174,66 @@ BodyDef default_body_def();
 /// Fixed-point scale of input impulses: value = integer / 2^kInputScaleLog2 (exact in float).
 inline constexpr int kInputScaleLog2 = 10;
 
+/// Bits of Input::flags: which target velocities an input carries.
+enum InputFlags : uint32_t {
+  input_flags_none = 0,
+  input_sets_linear_velocity = 1u << 0,   // Input::linear_velocity replaces the body's
+  input_sets_angular_velocity = 1u << 1,  // Input::angular_velocity replaces the body's
+  input_flags_known = input_sets_linear_velocity | input_sets_angular_velocity,
+};
+
 /// A player's input for one tick: plain integers, so nothing non-finite can cross the wire.
+/// Applied at the start of the step, in input_less order: first the target velocities the flags
+/// select replace the body's velocities, then the impulses are added. A dynamic body then feels
+/// gravity, damping and contacts as usual (its velocity after the step is the target plus what
+/// the step added); a kinematic body moves at the target until told otherwise. Kinematic bodies
+/// accept inputs without impulses only (docs/gameplay.md, Velocity inputs).
 struct Input {
   uint32_t player = 0;
   uint32_t sequence = 0;
   BodyId body{};
-  int32_t linear_impulse[3] = {0, 0, 0};   // N·s · 2^kInputScaleLog2, applied at the centre
-  int32_t angular_impulse[3] = {0, 0, 0};  // N·m·s · 2^kInputScaleLog2
-  uint32_t buttons = 0;                    // game-defined bits, hashed but not interpreted
+  int32_t linear_impulse[3] = {0, 0, 0};    // N·s · 2^kInputScaleLog2, applied at the centre
+  int32_t angular_impulse[3] = {0, 0, 0};   // N·m·s · 2^kInputScaleLog2
+  uint32_t buttons = 0;                     // game-defined bits, hashed but not interpreted
+  uint32_t flags = input_flags_none;        // InputFlags; unknown bits are rejected
+  int32_t linear_velocity[3] = {0, 0, 0};   // m/s · 2^kInputScaleLog2, with the linear flag
+  int32_t angular_velocity[3] = {0, 0, 0};  // rad/s · 2^kInputScaleLog2, with the angular flag
 };
 
 /// The total order in which a tick's inputs are applied: player, sequence, body index,
-/// generation, then every other field. Layers above the sim use it to list inputs canonically.
+/// generation, then every other field (impulses, buttons, flags, target velocities). Layers
+/// above the sim use it to list inputs canonically.
 bool input_less(const Input& a, const Input& b);
+
+enum class CommandType : uint8_t { spawn = 0, destroy = 1 };
+
+/// A change to the set of bodies, stamped for a tick like an input and applied at the start of
+/// that step, before the inputs, in command_less order: spawned bodies take the lowest free
+/// slots in that order, so the same commands give the same handles on every machine. Issued by
+/// the server's game rules (docs/gameplay.md, Commands); the floats must be finite.
+struct Command {
+  CommandType type = CommandType::spawn;
+  uint32_t sequence = 0;        // the issuer's order: the first key of command_less
+  uint32_t template_index = 0;  // spawn: index into WorldDef::templates
+  Vec3 position{};              // spawn (m)
+  Quat orientation{};           // spawn; normalized when applied
+  Vec3 linear_velocity{};       // spawn (m/s; zero for static templates)
+  Vec3 angular_velocity{};      // spawn (rad/s)
+  uint32_t owner_player = 0;    // spawn: BodyDef::owner_player
+  BodyId body{};                // destroy: the body
+};
+
+/// The total order in which a tick's commands are applied: sequence, type, then every field
+/// (floats by their bit patterns).
+bool command_less(const Command& a, const Command& b);
+
+/// What one command did when its step applied it (World::command_results).
+struct CommandResult {
+  uint32_t sequence = 0;
+  CommandType type = CommandType::spawn;
+  Error error = Error::none;  // e.g. capacity_bodies (spawn), stale_handle (destroyed already)
+  BodyId body{};              // the spawned or destroyed body (null when a spawn failed)
+};
 
 enum class ContactEventType : uint8_t { begin = 0, end = 1 };
 
@@ -215,6 +288,8 @@ struct StepStats {
   uint32_t skipped_normal_rows = 0;    // K ≈ 0
   uint32_t skipped_friction_rows = 0;  // K_t not finite positive definite, or bad radius
   uint32_t inputs_applied = 0;
+  uint32_t commands_applied = 0;  // commands that spawned or destroyed a body
+  uint32_t commands_failed = 0;   // commands refused when applied (CommandResult::error)
   uint32_t begin_events = 0;
   uint32_t end_events = 0;
   uint32_t bullet_impacts = 0;   // bullets put back to their time of impact this step
@@ -238,6 +313,9 @@ struct StepStats {
 struct WorldCounters {
   uint64_t inputs_accepted = 0;
   uint64_t inputs_rejected = 0;
+  uint64_t commands_accepted = 0;  // queued by queue_command
+  uint64_t commands_rejected = 0;  // refused by queue_command (bad, or capacity full)
+  uint64_t commands_failed = 0;    // queued, then refused when applied (CommandResult::error)
   uint64_t api_calls_rejected = 0;
   uint64_t overflow_steps = 0;
 };

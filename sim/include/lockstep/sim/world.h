@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "lockstep/sim/types.h"
 
@@ -70,6 +71,13 @@ class World final {
   /// another player owns, exceeds the WorldDef limits, or the tick's input capacity is full.
   Error queue_input(const Input& input);
 
+  // ---- commands -------------------------------------------------------------------------------
+  /// Queues a spawn or destroy for the next step; rejected (and counted) when it names a template
+  /// the WorldDef lacks, a dead body, values out of range, or the tick's capacity is full.
+  Error queue_command(const Command& command);
+  /// What the last step's commands did, in the order they were applied.
+  std::span<const CommandResult> command_results() const;
+
   // ---- step -----------------------------------------------------------------------------------
   /// Advances one fixed dt: inputs → broadphase → narrowphase → warm-start match
   /// and prepare → `substeps` × (velocities → warm start → biased passes → speed clamps →
@@ -110,6 +118,12 @@ class World final {
   explicit World(std::unique_ptr<WorldData> data);
   std::unique_ptr<WorldData> data_;
 };
+
+/// Index of the template named `name` in def.templates, or -1.
+int find_template(const WorldDef& def, std::string_view name);
+/// Writes `name` into a template (NUL-padded); false when it is empty, too long or has a byte
+/// outside [A-Za-z0-9_.-].
+bool set_template_name(BodyTemplate* tmpl, std::string_view name);
 
 /// Fingerprint of a WorldDef (XXH3-64 of its canonical encoding); equal defs, equal prints.
 uint64_t world_def_fingerprint(const WorldDef& def);

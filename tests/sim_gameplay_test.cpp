@@ -1,0 +1,531 @@
+// Gameplay through the tick: velocity inputs (a target linear/angular velocity an input sets at
+// the start of the step) checked against closed-form kinematics, their limits and rejections,
+// and their place in the state (hash, snapshots, the total input order).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lockstep/sim/world.h"
+
+namespace {
+
+using lockstep::sim::BodyDef;
+using lockstep::sim::BodyId;
+using lockstep::sim::BodyType;
+using lockstep::sim::BodyView;
+using lockstep::sim::Error;
+using lockstep::sim::Input;
+using lockstep::sim::kInputScaleLog2;
+using lockstep::sim::ShapeType;
+using lockstep::sim::Vec3;
+using lockstep::sim::World;
+using lockstep::sim::WorldDef;
+
+constexpr int32_t kOne = 1 << kInputScaleLog2;  // 1 m/s (or rad/s) in input fixed point
+
+std::unique_ptr<World> make_world(const WorldDef& def = lockstep::sim::default_world_def()) {
+  Error error = Error::invalid_argument;
+  std::unique_ptr<World> world = World::create(def, &error);
+  EXPECT_EQ(error, Error::none);
+  return world;
+}
+
+BodyId add(World& world, const BodyDef& def) {
+  BodyId id{};
+  EXPECT_EQ(world.create_body(def, &id), Error::none);
+  return id;
+}
+
+BodyDef capsule_def(BodyType type, Vec3 position, uint32_t owner = 0) {
+  BodyDef def = lockstep::sim::default_body_def();
+  def.type = type;
+  def.position = position;
+  def.shape.type = ShapeType::capsule;
+  def.shape.radius = 0.4f;
+  def.shape.half_height = 0.5f;
+  def.owner_player = owner;
+  return def;
+}
+
+BodyDef ground_def() {
+  BodyDef def = lockstep::sim::default_body_def();
+  def.type = BodyType::static_body;
+  def.shape.type = ShapeType::plane;
+  return def;
+}
+
+Input steer(uint32_t player, uint32_t sequence, BodyId body, int32_t vx, int32_t vy, int32_t vz) {
+  Input in;
+  in.player = player;
+  in.sequence = sequence;
+  in.body = body;
+  in.flags = lockstep::sim::input_sets_linear_velocity;
+  in.linear_velocity[0] = vx;
+  in.linear_velocity[1] = vy;
+  in.linear_velocity[2] = vz;
+  return in;
+}
+
+BodyView view_of(const World& world, BodyId id) {
+  BodyView v{};
+  EXPECT_EQ(world.get_body(id, &v), Error::none);
+  return v;
+}
+
+// ---- velocity inputs: kinematics ---------------------------------------------------------------
+
+// A dynamic capsule in free fall steered every tick: the target replaces the velocity before
+// gravity, so after each step vx is the target exactly (no force acts along x) and vy is the
+// one step of gravity the target's vy = 0 let back in (semi-implicit Euler over the substeps sums
+// to g·dt). x advances target·dt a tick: x(N) = x0 + 3·N·dt.
+TEST(SimGameplay, DynamicBodyTakesTargetVelocityBeforeGravity) {
+  WorldDef def = lockstep::sim::default_world_def();
+  def.enable_sleep = false;
+  auto world = make_world(def);
+  const BodyId body = add(*world, capsule_def(BodyType::dynamic, {0, 50, 0}, 1));
+  constexpr int kTicks = 30;
+  for (int t = 0; t < kTicks; ++t) {
+    ASSERT_EQ(world->queue_input(steer(1, static_cast<uint32_t>(t), body, 3 * kOne, 0, 0)),
+              Error::none);
+    world->step();
+    const BodyView v = view_of(*world, body);
+    EXPECT_EQ(v.linear_velocity.x, 3.0f) << "tick " << t;
+    EXPECT_NEAR(v.linear_velocity.y, def.gravity.y * def.dt_s, 1e-5f) << "tick " << t;
+  }
+  const BodyView v = view_of(*world, body);
+  EXPECT_NEAR(v.position.x, 3.0f * kTicks * def.dt_s, 1e-4f);
+  // From rest, each substep h = dt/n adds g·h to v, then v·h to y: one step falls
+  // g·h²·(1 + … + n) = g·dt²·(n + 1)/(2n).
+  const float n = static_cast<float>(def.substeps);
+  const float fall_per_step = def.gravity.y * def.dt_s * def.dt_s * (n + 1.0f) / (2.0f * n);
+  EXPECT_NEAR(v.position.y, 50.0f + kTicks * fall_per_step, 1e-4f);
+  EXPECT_EQ(world->last_step_stats().inputs_applied, 1u);
+}
+
+// A dynamic capsule resting on the ground, steered: friction pulls against the target within a
+// step, so after the step vx is within μ·g·dt of the target (the most friction can take away).
+TEST(SimGameplay, DynamicBodyOnGroundMovesNearTarget) {
+  auto world = make_world();
+  add(*world, ground_def());
+  const BodyId body = add(*world, capsule_def(BodyType::dynamic, {0, 0.9f, 0}, 1));
+  for (int t = 0; t < 60; ++t)
+    world->step();  // settle
+  const float x0 = view_of(*world, body).position.x;
+  constexpr int kTicks = 60;
+  for (int t = 0; t < kTicks; ++t) {
+    ASSERT_EQ(world->queue_input(steer(1, static_cast<uint32_t>(t), body, 2 * kOne, 0, 0)),
+              Error::none);
+    world->step();
+    const float vx = view_of(*world, body).linear_velocity.x;
+    const float friction_step = 0.5f * 9.81f * world->def().dt_s;
+    EXPECT_LE(vx, 2.0f + 1e-5f) << "tick " << t;
+    EXPECT_GE(vx, 2.0f - friction_step - 1e-4f) << "tick " << t;
+  }
+  const float travelled = view_of(*world, body).position.x - x0;
+  const float dt = world->def().dt_s;
+  EXPECT_LE(travelled, 2.0f * kTicks * dt + 1e-3f);
+  EXPECT_GE(travelled, (2.0f - 0.5f * 9.81f * dt) * kTicks * dt - 1e-3f);
+}
+
+// A kinematic capsule commanded once keeps the velocity: x(N) = x0 + v·N·dt, no gravity; a target
+// angular velocity turns it by ω·N·dt about the axis.
+TEST(SimGameplay, KinematicBodyMovesAtTargetVelocity) {
+  auto world = make_world();
+  const Vec3 p0{1, 2, 3};
+  const BodyId body = add(*world, capsule_def(BodyType::kinematic, p0, 2));
+  Input in = steer(2, 0, body, kOne, 0, -2 * kOne);
+  in.flags |= lockstep::sim::input_sets_angular_velocity;
+  in.angular_velocity[1] = kOne / 2;  // 0.5 rad/s about y
+  ASSERT_EQ(world->queue_input(in), Error::none);
+  constexpr int kTicks = 120;
+  for (int t = 0; t < kTicks; ++t)
+    world->step();
+  const BodyView v = view_of(*world, body);
+  const float time = kTicks * world->def().dt_s;
+  EXPECT_EQ(v.linear_velocity.x, 1.0f);
+  EXPECT_EQ(v.linear_velocity.y, 0.0f);
+  EXPECT_EQ(v.linear_velocity.z, -2.0f);
+  EXPECT_NEAR(v.position.x, p0.x + 1.0f * time, 1e-4f);
+  EXPECT_NEAR(v.position.y, p0.y, 1e-6f);
+  EXPECT_NEAR(v.position.z, p0.z - 2.0f * time, 1e-4f);
+  const float half_angle = 0.5f * 0.5f * time;
+  EXPECT_NEAR(v.orientation.y, std::sin(half_angle), 1e-3f);
+  EXPECT_NEAR(v.orientation.w, std::cos(half_angle), 1e-3f);
+  EXPECT_NEAR(v.orientation.x, 0.0f, 1e-6f);
+  EXPECT_NEAR(v.orientation.z, 0.0f, 1e-6f);
+
+  // A later input with zero target stops it.
+  ASSERT_EQ(world->queue_input(steer(2, 1, body, 0, 0, 0)), Error::none);
+  world->step();
+  const BodyView stopped = view_of(*world, body);
+  world->step();
+  EXPECT_EQ(view_of(*world, body).position.x, stopped.position.x);
+}
+
+// Impulses add on top of the target (a jump while steering): vy = J/m + g·dt.
+TEST(SimGameplay, ImpulseAddsToTargetVelocity) {
+  WorldDef def = lockstep::sim::default_world_def();
+  auto world = make_world(def);
+  const BodyId body = add(*world, capsule_def(BodyType::dynamic, {0, 20, 0}));
+  Input in = steer(1, 0, body, 0, 0, kOne);
+  in.linear_impulse[1] = 100 * kOne;
+  ASSERT_EQ(world->queue_input(in), Error::none);
+  world->step();
+  const BodyView v = view_of(*world, body);
+  EXPECT_EQ(v.linear_velocity.z, 1.0f);
+  EXPECT_NEAR(v.linear_velocity.y, 100.0f / v.mass_kg + def.gravity.y * def.dt_s, 1e-4f);
+}
+
+// ---- velocity inputs: rejections ---------------------------------------------------------------
+
+TEST(SimGameplay, VelocityInputsOutOfRangeOrNotOwnedAreRejectedAndCounted) {
+  WorldDef def = lockstep::sim::default_world_def();
+  def.max_input_linear_velocity = 4.0f;   // → 4096 in fixed point
+  def.max_input_angular_velocity = 0.5f;  // → 512
+  auto world = make_world(def);
+  const BodyId ground = add(*world, ground_def());
+  const BodyId mine = add(*world, capsule_def(BodyType::dynamic, {0, 1, 0}, 7));
+  const BodyId platform = add(*world, capsule_def(BodyType::kinematic, {4, 1, 0}, 7));
+
+  auto expect_input = [&](const Input& in, Error want, const char* what) {
+    const uint64_t hash = world->state_hash();
+    const uint64_t rejected = world->counters().inputs_rejected;
+    const uint64_t accepted = world->counters().inputs_accepted;
+    EXPECT_EQ(world->queue_input(in), want) << what;
+    if (want != Error::none) {
+      EXPECT_EQ(world->state_hash(), hash) << what;
+      EXPECT_EQ(world->counters().inputs_rejected, rejected + 1) << what;
+    } else {
+      EXPECT_EQ(world->counters().inputs_accepted, accepted + 1) << what;
+    }
+  };
+  expect_input(steer(7, 1, mine, 4 * kOne + 1, 0, 0), Error::input_out_of_range, "linear > limit");
+  expect_input(steer(7, 1, mine, 0, 0, -4 * kOne - 1), Error::input_out_of_range,
+               "negative linear > limit");
+  expect_input(steer(7, 1, mine, INT32_MIN, 0, 0), Error::input_out_of_range, "INT32_MIN");
+  Input spin = steer(7, 1, mine, 0, 0, 0);
+  spin.flags |= lockstep::sim::input_sets_angular_velocity;
+  spin.angular_velocity[0] = 513;
+  expect_input(spin, Error::input_out_of_range, "angular > limit");
+  expect_input(steer(8, 1, mine, kOne, 0, 0), Error::invalid_argument, "another player's body");
+  expect_input(steer(8, 1, platform, kOne, 0, 0), Error::invalid_argument,
+               "another player's kinematic body");
+  expect_input(steer(7, 1, ground, kOne, 0, 0), Error::wrong_body_type, "static body");
+  Input unknown = steer(7, 1, mine, 0, 0, 0);
+  unknown.flags = 4;
+  expect_input(unknown, Error::invalid_argument, "unknown flag bit");
+  Input unflagged = steer(7, 1, mine, kOne, 0, 0);
+  unflagged.flags = 0;
+  expect_input(unflagged, Error::invalid_argument, "velocity without its flag");
+  Input kinematic_push = steer(7, 1, platform, kOne, 0, 0);
+  kinematic_push.linear_impulse[0] = 1;
+  expect_input(kinematic_push, Error::wrong_body_type, "impulse on a kinematic body");
+
+  // At the limits: accepted.
+  expect_input(steer(7, 1, mine, 4 * kOne, -4 * kOne, 0), Error::none, "linear at limit");
+  Input turn = steer(7, 2, platform, 0, 0, 0);
+  turn.flags = lockstep::sim::input_sets_angular_velocity;
+  turn.angular_velocity[1] = -512;
+  expect_input(turn, Error::none, "angular at limit on a kinematic body");
+  EXPECT_EQ(world->counters().inputs_rejected, 10u);
+  EXPECT_EQ(world->counters().inputs_accepted, 2u);
+}
+
+TEST(SimGameplay, InputVelocityLimitsAreValidatedAndFingerprinted) {
+  WorldDef def = lockstep::sim::default_world_def();
+  const uint64_t print = lockstep::sim::world_def_fingerprint(def);
+  def.max_input_linear_velocity = -1;
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::invalid_argument);
+  def.max_input_linear_velocity = NAN;
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::non_finite);
+  def = lockstep::sim::default_world_def();
+  def.max_input_angular_velocity = 2.0e4f;
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::invalid_argument);
+  def = lockstep::sim::default_world_def();
+  def.max_input_linear_velocity = 50;
+  EXPECT_NE(lockstep::sim::world_def_fingerprint(def), print);
+  def = lockstep::sim::default_world_def();
+  def.max_input_angular_velocity = 50;
+  EXPECT_NE(lockstep::sim::world_def_fingerprint(def), print);
+}
+
+// ---- velocity inputs: state -------------------------------------------------------------------
+
+TEST(SimGameplay, QueuedVelocityInputsAreStateAndOrdered) {
+  auto world = make_world();
+  add(*world, ground_def());
+  const BodyId body = add(*world, capsule_def(BodyType::dynamic, {0, 0.9f, 0}));
+  const BodyId platform = add(*world, capsule_def(BodyType::kinematic, {3, 2, 0}));
+  const uint64_t before = world->state_hash();
+  ASSERT_EQ(world->queue_input(steer(1, 0, body, kOne, 0, 0)), Error::none);
+  const uint64_t one = world->state_hash();
+  EXPECT_NE(one, before);
+
+  // The same input with another target hashes differently.
+  auto other = make_world();
+  add(*other, ground_def());
+  add(*other, capsule_def(BodyType::dynamic, {0, 0.9f, 0}));
+  add(*other, capsule_def(BodyType::kinematic, {3, 2, 0}));
+  ASSERT_EQ(other->queue_input(steer(1, 0, body, kOne + 1, 0, 0)), Error::none);
+  EXPECT_NE(other->state_hash(), one);
+
+  // Snapshot with queued velocity inputs: restored, it steps to the same hashes.
+  Input turn = steer(3, 0, platform, 0, kOne, 0);
+  turn.flags |= lockstep::sim::input_sets_angular_velocity;
+  turn.angular_velocity[2] = -kOne;
+  ASSERT_EQ(world->queue_input(turn), Error::none);
+  std::vector<uint8_t> bytes(world->snapshot_size());
+  size_t written = 0;
+  ASSERT_EQ(world->save_snapshot(bytes, &written), Error::none);
+  auto restored = make_world();
+  ASSERT_EQ(restored->restore_snapshot(bytes), Error::none);
+  EXPECT_EQ(restored->state_hash(), world->state_hash());
+  for (int t = 0; t < 30; ++t) {
+    world->step();
+    restored->step();
+    ASSERT_EQ(restored->state_hash(), world->state_hash()) << "tick " << t;
+  }
+  EXPECT_EQ(view_of(*restored, platform).linear_velocity.y, 1.0f);
+
+  // The total order sees flags and targets after buttons.
+  Input a = steer(1, 0, body, 1, 0, 0);
+  Input b = steer(1, 0, body, 2, 0, 0);
+  EXPECT_TRUE(lockstep::sim::input_less(a, b));
+  EXPECT_FALSE(lockstep::sim::input_less(b, a));
+  EXPECT_FALSE(lockstep::sim::input_less(a, a));
+  Input plain = a;
+  plain.flags = 0;
+  plain.linear_velocity[0] = 0;
+  EXPECT_TRUE(lockstep::sim::input_less(plain, a));
+}
+
+// ---- commands and templates --------------------------------------------------------------------
+
+using lockstep::sim::Command;
+using lockstep::sim::CommandResult;
+using lockstep::sim::CommandType;
+
+WorldDef template_def() {
+  WorldDef def = lockstep::sim::default_world_def();
+  def.template_count = 2;
+  EXPECT_TRUE(lockstep::sim::set_template_name(&def.templates[0], "crate"));
+  def.templates[0].shape.type = ShapeType::box;
+  def.templates[0].shape.half_extents = {0.5f, 0.5f, 0.5f};
+  def.templates[0].shape.category = 4;
+  EXPECT_TRUE(lockstep::sim::set_template_name(&def.templates[1], "goal"));
+  def.templates[1].type = BodyType::static_body;
+  def.templates[1].shape.sensor = true;
+  def.templates[1].shape.radius = 2.0f;
+  return def;
+}
+
+Command spawn(uint32_t sequence, uint32_t template_index, Vec3 position, uint32_t owner = 0) {
+  Command c;
+  c.type = CommandType::spawn;
+  c.sequence = sequence;
+  c.template_index = template_index;
+  c.position = position;
+  c.owner_player = owner;
+  return c;
+}
+
+Command destroy(uint32_t sequence, BodyId body) {
+  Command c;
+  c.type = CommandType::destroy;
+  c.sequence = sequence;
+  c.body = body;
+  return c;
+}
+
+TEST(SimGameplay, SpawnTakesTheTemplateAndTheCommandsPose) {
+  auto world = make_world(template_def());
+  EXPECT_EQ(lockstep::sim::find_template(world->def(), "goal"), 1);
+  EXPECT_EQ(lockstep::sim::find_template(world->def(), "nope"), -1);
+  Command c = spawn(1, 0, {1, 5, 2}, 3);
+  c.linear_velocity = {0, 0, 4};
+  ASSERT_EQ(world->queue_command(c), Error::none);
+  EXPECT_EQ(world->body_count(), 0u);  // applied by the step, not now
+  world->step();
+  ASSERT_EQ(world->command_results().size(), 1u);
+  const CommandResult r = world->command_results()[0];
+  EXPECT_EQ(r.error, Error::none);
+  EXPECT_EQ(r.body, (BodyId{1, 0}));
+  const BodyView v = view_of(*world, r.body);
+  EXPECT_EQ(v.type, BodyType::dynamic);
+  EXPECT_EQ(v.shape.type, ShapeType::box);
+  EXPECT_EQ(v.shape.category, 4u);
+  EXPECT_EQ(v.owner_player, 3u);
+  EXPECT_NEAR(v.mass_kg, 1000.0f, 1e-2f);  // 1 m³ at the default density
+  EXPECT_NEAR(v.position.z, 2.0f + 4.0f * world->def().dt_s, 1e-5f);
+  EXPECT_EQ(world->last_step_stats().commands_applied, 1u);
+}
+
+// Two worlds fed the same commands, queued in different call orders, make the same handles and
+// hashes every tick: the step applies them in command_less order.
+TEST(SimGameplay, SameCommandsGiveSameHandlesInTwoWorlds) {
+  auto a = make_world(template_def());
+  auto b = make_world(template_def());
+  std::vector<BodyId> spawned;
+  for (uint32_t tick = 0; tick < 40; ++tick) {
+    std::vector<Command> commands;
+    commands.push_back(spawn(tick * 3 + 0, 0, {static_cast<float>(tick % 5), 3, 0}));
+    if (tick % 4 == 0) commands.push_back(spawn(tick * 3 + 1, 1, {0, 0, 10}));
+    if (tick >= 5 && tick % 2 == 1) {
+      const BodyId victim = spawned[(tick * 7) % spawned.size()];
+      if (a->is_alive(victim)) commands.push_back(destroy(tick * 3 + 2, victim));
+    }
+    for (const Command& c : commands)
+      ASSERT_EQ(a->queue_command(c), Error::none);
+    for (size_t i = commands.size(); i-- > 0;)
+      ASSERT_EQ(b->queue_command(commands[i]), Error::none);
+    ASSERT_EQ(a->state_hash(), b->state_hash()) << "queued, tick " << tick;
+    a->step();
+    b->step();
+    ASSERT_EQ(a->command_results().size(), b->command_results().size());
+    for (size_t i = 0; i < a->command_results().size(); ++i) {
+      const CommandResult ra = a->command_results()[i], rb = b->command_results()[i];
+      EXPECT_EQ(ra.sequence, rb.sequence);
+      EXPECT_EQ(ra.body, rb.body);
+      EXPECT_EQ(ra.error, Error::none);
+      if (ra.type == CommandType::spawn) spawned.push_back(ra.body);
+      if (i > 0) {
+        EXPECT_LT(a->command_results()[i - 1].sequence, ra.sequence);
+      }
+    }
+    ASSERT_EQ(a->state_hash(), b->state_hash()) << "tick " << tick;
+  }
+  EXPECT_GT(a->body_count(), 20u);
+  // A destroyed slot is reused by the next spawn, with a bumped generation.
+  EXPECT_GT(a->counters().commands_accepted, 40u);
+}
+
+TEST(SimGameplay, QueuedCommandsAreStateAndRestoreFromSnapshots) {
+  auto world = make_world(template_def());
+  ASSERT_EQ(world->queue_command(spawn(1, 0, {0, 3, 0})), Error::none);
+  world->step();
+  const BodyId crate = world->command_results()[0].body;
+  const uint64_t before = world->state_hash();
+  ASSERT_EQ(world->queue_command(spawn(2, 0, {2, 3, 0})), Error::none);
+  ASSERT_EQ(world->queue_command(destroy(3, crate)), Error::none);
+  EXPECT_NE(world->state_hash(), before);  // queued commands are hashed
+  std::vector<uint8_t> bytes(world->snapshot_size());
+  size_t written = 0;
+  ASSERT_EQ(world->save_snapshot(bytes, &written), Error::none);
+  auto restored = make_world(template_def());
+  ASSERT_EQ(restored->restore_snapshot(bytes), Error::none);
+  EXPECT_EQ(restored->state_hash(), world->state_hash());
+  for (int t = 0; t < 20; ++t) {
+    world->step();
+    restored->step();
+    ASSERT_EQ(restored->state_hash(), world->state_hash()) << "tick " << t;
+  }
+  EXPECT_FALSE(restored->is_alive(crate));
+  EXPECT_EQ(restored->body_count(), 1u);
+
+  // A snapshot from a world with other templates is refused: templates are fingerprinted.
+  WorldDef other = template_def();
+  other.templates[0].shape.half_extents.x = 0.25f;
+  EXPECT_NE(lockstep::sim::world_def_fingerprint(other),
+            lockstep::sim::world_def_fingerprint(template_def()));
+  auto mismatch = make_world(other);
+  EXPECT_EQ(mismatch->restore_snapshot(bytes), Error::snapshot_mismatch);
+}
+
+TEST(SimGameplay, BadCommandsAndFullCapacityAreRejectedAndCounted) {
+  WorldDef def = template_def();
+  def.max_commands_per_tick = 2;
+  def.max_bodies = 3;
+  auto world = make_world(def);
+  auto expect_command = [&](const Command& c, Error want, const char* what) {
+    const uint64_t hash = world->state_hash();
+    const uint64_t rejected = world->counters().commands_rejected;
+    EXPECT_EQ(world->queue_command(c), want) << what;
+    if (want != Error::none) {
+      EXPECT_EQ(world->state_hash(), hash) << what;
+      EXPECT_EQ(world->counters().commands_rejected, rejected + 1) << what;
+    }
+  };
+  expect_command(spawn(1, 2, {0, 1, 0}), Error::unknown_template, "unknown template");
+  expect_command(spawn(1, 0, {NAN, 1, 0}), Error::non_finite, "NaN position");
+  expect_command(spawn(1, 0, {2e5f, 1, 0}), Error::invalid_argument, "position out of range");
+  Command zero_rotation = spawn(1, 0, {0, 1, 0});
+  zero_rotation.orientation = {0, 0, 0, 0};
+  expect_command(zero_rotation, Error::invalid_argument, "zero quaternion");
+  Command moving_static = spawn(1, 1, {0, 1, 0});
+  moving_static.linear_velocity = {1, 0, 0};
+  expect_command(moving_static, Error::wrong_body_type, "static template with a velocity");
+  Command fast = spawn(1, 0, {0, 1, 0});
+  fast.linear_velocity = {1e4f, 0, 0};
+  expect_command(fast, Error::invalid_argument, "faster than max_linear_speed");
+  expect_command(destroy(1, BodyId{}), Error::null_handle, "destroy null");
+  expect_command(destroy(1, BodyId{2, 0}), Error::stale_handle, "destroy never-existing");
+  // Capacity: two per tick.
+  expect_command(spawn(1, 0, {0, 1, 0}), Error::none, "first");
+  expect_command(spawn(2, 0, {2, 1, 0}), Error::none, "second");
+  expect_command(spawn(3, 0, {4, 1, 0}), Error::capacity_commands, "third: capacity full");
+  EXPECT_EQ(world->counters().commands_rejected, 9u);
+  world->step();
+  // Bodies full when applied: the spawn fails deterministically and is counted.
+  expect_command(spawn(4, 0, {6, 1, 0}), Error::none, "third body");
+  expect_command(spawn(5, 0, {8, 1, 0}), Error::none, "fourth body: no slot when applied");
+  world->step();
+  ASSERT_EQ(world->command_results().size(), 2u);
+  EXPECT_EQ(world->command_results()[0].error, Error::none);
+  EXPECT_EQ(world->command_results()[1].error, Error::capacity_bodies);
+  EXPECT_TRUE(world->command_results()[1].body.is_null());
+  EXPECT_EQ(world->last_step_stats().commands_failed, 1u);
+  EXPECT_EQ(world->counters().commands_failed, 1u);
+  EXPECT_EQ(world->body_count(), 3u);
+}
+
+TEST(SimGameplay, DestroyOfADeadBodyIsRejected) {
+  auto world = make_world(template_def());
+  ASSERT_EQ(world->queue_command(spawn(1, 0, {0, 3, 0})), Error::none);
+  world->step();
+  const BodyId crate = world->command_results()[0].body;
+  // Two destroys of one body in one tick: the second fails when applied.
+  ASSERT_EQ(world->queue_command(destroy(1, crate)), Error::none);
+  ASSERT_EQ(world->queue_command(destroy(2, crate)), Error::none);
+  world->step();
+  ASSERT_EQ(world->command_results().size(), 2u);
+  EXPECT_EQ(world->command_results()[0].error, Error::none);
+  EXPECT_EQ(world->command_results()[1].error, Error::stale_handle);
+  EXPECT_FALSE(world->is_alive(crate));
+  // Once dead, queueing a destroy is refused.
+  const uint64_t rejected = world->counters().commands_rejected;
+  EXPECT_EQ(world->queue_command(destroy(3, crate)), Error::stale_handle);
+  EXPECT_EQ(world->counters().commands_rejected, rejected + 1);
+}
+
+TEST(SimGameplay, TemplatesAreValidated) {
+  WorldDef def = template_def();
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::none);
+  def.template_count = lockstep::sim::kMaxBodyTemplates + 1;
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::invalid_argument);
+  def = template_def();
+  ASSERT_TRUE(lockstep::sim::set_template_name(&def.templates[1], "crate"));
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::invalid_argument) << "duplicate name";
+  def = template_def();
+  def.templates[0].name[0] = '\0';
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::invalid_argument) << "empty name";
+  def = template_def();
+  def.templates[0].shape.type = ShapeType::plane;
+  EXPECT_EQ(lockstep::sim::validate_world_def(def), Error::wrong_body_type) << "dynamic plane";
+  def = template_def();
+  def.templates[0].shape.radius = -1;
+  def.templates[0].shape.type = ShapeType::sphere;
+  EXPECT_NE(lockstep::sim::validate_world_def(def), Error::none) << "negative radius";
+  BodyDef unused;
+  (void)unused;
+  lockstep::sim::BodyTemplate t;
+  EXPECT_FALSE(lockstep::sim::set_template_name(&t, ""));
+  EXPECT_FALSE(lockstep::sim::set_template_name(&t, "has space"));
+  EXPECT_FALSE(lockstep::sim::set_template_name(&t, std::string(32, 'a')));
+  EXPECT_TRUE(lockstep::sim::set_template_name(&t, std::string(31, 'a')));
+}
+
+}  // namespace
