@@ -53,7 +53,26 @@ sim::Input sample_input(uint32_t seed) {
   in.angular_impulse[1] = -6;
   in.angular_impulse[2] = 7;
   in.buttons = 0x80u | seed;
+  if (seed % 2 == 0) {  // a target velocity on every other input: input_velocities is present
+    in.flags = sim::input_sets_linear_velocity | sim::input_sets_angular_velocity;
+    in.linear_velocity[0] = 3 << 10;
+    in.linear_velocity[2] = -static_cast<int32_t>(seed) - 1;
+    in.angular_velocity[1] = 512;
+  }
   return in;
+}
+
+// The part of the inputs that travels in `input_velocities` (flags and target velocities).
+bool same_velocities(const std::vector<sim::Input>& a, const std::vector<sim::Input>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].flags != b[i].flags) return false;
+    for (int k = 0; k < 3; ++k) {
+      if (a[i].linear_velocity[k] != b[i].linear_velocity[k]) return false;
+      if (a[i].angular_velocity[k] != b[i].angular_velocity[k]) return false;
+    }
+  }
+  return true;
 }
 
 bool same_inputs(const std::vector<sim::Input>& a, const std::vector<sim::Input>& b) {
@@ -129,9 +148,14 @@ std::vector<Documented> documented() {
                   InputFrame{90, 17, {sample_input(0), sample_input(1)}},
                   {field<InputFrame>("target_tick", [](auto& x) { return x.target_tick; }),
                    field<InputFrame>("sequence", [](auto& x) { return x.sequence; }),
-                   Field{"inputs", [](const Message& a, const Message& b) {
+                   Field{"inputs",
+                         [](const Message& a, const Message& b) {
                            return same_inputs(std::get<InputFrame>(a).inputs,
                                               std::get<InputFrame>(b).inputs);
+                         }},
+                   Field{"input_velocities", [](const Message& a, const Message& b) {
+                           return same_velocities(std::get<InputFrame>(a).inputs,
+                                                  std::get<InputFrame>(b).inputs);
                          }}}});
   list.push_back({"TickFrame",
                   TickFrame{90, {sample_input(2)}, 0xABCDull},
@@ -141,7 +165,11 @@ std::vector<Documented> documented() {
                            return same_inputs(std::get<TickFrame>(a).inputs,
                                               std::get<TickFrame>(b).inputs);
                          }},
-                   field<TickFrame>("state_hash", [](auto& x) { return x.state_hash; })}});
+                   field<TickFrame>("state_hash", [](auto& x) { return x.state_hash; }),
+                   Field{"input_velocities", [](const Message& a, const Message& b) {
+                           return same_velocities(std::get<TickFrame>(a).inputs,
+                                                  std::get<TickFrame>(b).inputs);
+                         }}}});
   list.push_back({"DesyncReport",
                   DesyncReport{77, 0x1111ull, 0x2222ull},
                   {field<DesyncReport>("tick", [](auto& x) { return x.tick; }),
