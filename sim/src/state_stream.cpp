@@ -304,11 +304,14 @@ ShapeDef read_shape(Reader& in, bool* ok) {
   return s;
 }
 
-// Parses the state encoding. With kApply false it only validates (writing nothing but
-// w.restore_slots); with kApply true it writes the world and must only run after a successful
-// validation of the same bytes.
+// Parses the state encoding, stage by stage in the order it was written. With kApply false it
+// only validates (writing nothing but w.restore_slots); with kApply true it writes the world and
+// must only run after a successful validation of the same bytes. Each stage returns
+// Error::snapshot_corrupt (or a version or mismatch error for the header) at the first bad field.
+
+// Version, fingerprint, tick and slot count; with kApply, the world emptied to take the bodies.
 template <bool kApply>
-Error parse_state(Reader& in, WorldData& w) {
+Error parse_header(Reader& in, WorldData& w, uint32_t* out_slot_count) {
   const WorldDef& def = w.def;
   if (in.u32() != kStateVersion)
     return in.failed ? Error::snapshot_corrupt : Error::snapshot_version;
@@ -318,6 +321,7 @@ Error parse_state(Reader& in, WorldData& w) {
   const uint64_t tick = in.u64();
   const uint32_t slot_count = in.u32();
   if (in.failed || slot_count > def.max_bodies) return Error::snapshot_corrupt;
+  *out_slot_count = slot_count;
 
   if constexpr (kApply) {
     const uint32_t clear = slot_count > w.slot_count ? slot_count : w.slot_count;
@@ -332,119 +336,127 @@ Error parse_state(Reader& in, WorldData& w) {
     w.body_count = 0;
     broadphase_clear(w.broadphase);
   }
+  return Error::none;
+}
 
-  for (uint32_t slot = 0; slot < slot_count; ++slot) {
-    const uint32_t generation = in.u32();
-    const uint8_t alive = in.u8();
-    if (in.failed || alive > 1) return Error::snapshot_corrupt;
-    // Canonical form: the last slot counted is one that was used.
-    if (slot + 1 == slot_count && !alive && generation == 0) return Error::snapshot_corrupt;
-    RestoreSlot& rs = w.restore_slots[slot];
-    rs = RestoreSlot{};
-    rs.generation = generation;
-    if (!alive) {
-      if constexpr (kApply) w.bodies[slot].generation = generation;
-      continue;
-    }
-    bool ok = true;
-    const uint8_t type_raw = in.u8();
-    if (type_raw > static_cast<uint8_t>(BodyType::dynamic)) ok = false;
-    const BodyType type = static_cast<BodyType>(type_raw);
-    const ShapeDef shape = read_shape(in, &ok);
-    const uint32_t owner = in.u32();
-    const float linear_damping = in.f32();
-    const float angular_damping = in.f32();
-    const Vec3 position = in.vec3();
-    const Quat orientation = in.quat();
-    const Vec3 linear_velocity = in.vec3();
-    const Vec3 angular_velocity = in.vec3();
-    const float mass = in.f32();
-    const Vec3 inertia = in.vec3();
-    const uint8_t sleep_flags = in.u8();
-    const float sleep_timer = in.f32();
-    const uint32_t island = in.u32();
-    if (in.failed || !ok) return Error::snapshot_corrupt;
-    if (validate_shape(shape) != Error::none) return Error::snapshot_corrupt;
-    if (shape.type == ShapeType::plane && type != BodyType::static_body) {
-      return Error::snapshot_corrupt;
-    }
-    if (!(linear_damping >= 0.0f && linear_damping <= kMaxDamping) ||
-        !(angular_damping >= 0.0f && angular_damping <= kMaxDamping)) {
-      return Error::snapshot_corrupt;
-    }
-    // Positions and speeds may legitimately have drifted past the creation limits; they only
-    // need to be finite. Orientations are unit up to rounding.
-    if (!finite3(position) || !is_finite(orientation) || !finite3(linear_velocity) ||
-        !finite3(angular_velocity) || !std::isfinite(mass) || !finite3(inertia)) {
-      return Error::snapshot_corrupt;
-    }
-    const float q2 = dot(orientation, orientation);
-    if (!(q2 > 0.999f && q2 < 1.001f)) return Error::snapshot_corrupt;
-    if (type == BodyType::static_body &&
-        (!(linear_velocity == Vec3{}) || !(angular_velocity == Vec3{}))) {
-      return Error::snapshot_corrupt;
-    }
-    if (type == BodyType::dynamic) {
-      if (!(mass > 0.0f) || !(inertia.x > 0.0f) || !(inertia.y > 0.0f) || !(inertia.z > 0.0f)) {
-        return Error::snapshot_corrupt;
-      }
-    } else if (!(mass == 0.0f) || !(inertia == Vec3{})) {
-      return Error::snapshot_corrupt;
-    }
-    // Sleep state as island.cpp leaves it: only dynamic bodies that may sleep rest or sleep,
-    // the timer stays in [0, time_to_sleep_s], a sleeping body does not move and names its
-    // island (checked against the island's root below), an awake one names none.
-    const bool allow_sleep = (sleep_flags & 1) != 0;
-    const bool asleep = (sleep_flags & 2) != 0;
-    const bool bullet = (sleep_flags & 4) != 0;
-    const bool sensor = (sleep_flags & 8) != 0;
-    if (sleep_flags > 15 || !std::isfinite(sleep_timer) || !(sleep_timer >= 0.0f) ||
-        !(sleep_timer <= def.time_to_sleep_s)) {
-      return Error::snapshot_corrupt;
-    }
-    if ((!def.enable_sleep || !allow_sleep || type != BodyType::dynamic) &&
-        (asleep || !(sleep_timer == 0.0f))) {
-      return Error::snapshot_corrupt;
-    }
-    if (asleep ? (!positive_zero3(linear_velocity) || !positive_zero3(angular_velocity) ||
-                  island > slot || !(sleep_timer == def.time_to_sleep_s))
-               : island != 0) {
-      return Error::snapshot_corrupt;
-    }
-    rs.alive = true;
-    rs.type = type;
-    rs.owner_player = owner;
-    rs.asleep = asleep;
-    rs.sensor = sensor;
-    rs.island = island;
-    if constexpr (kApply) {
-      BodyRecord& r = w.bodies[slot];
-      r.generation = generation;
-      r.alive = true;
-      r.type = type;
-      r.owner_player = owner;
-      r.shape = shape;
-      r.shape.sensor = sensor;
-      r.linear_damping = linear_damping;
-      r.angular_damping = angular_damping;
-      r.position = position;
-      r.orientation = orientation;
-      r.mass_kg = mass;
-      r.inertia = inertia;
-      r.allow_sleep = allow_sleep;
-      r.bullet = bullet;
-      r.asleep = asleep;
-      r.sleep_timer_s = sleep_timer;
-      r.island = island;
-      BodySolverState& s = w.solver_bodies[slot];
-      s.linear_velocity = linear_velocity;
-      s.angular_velocity = angular_velocity;
-      refresh_body_derived(w, slot);
-      ++w.body_count;
-      broadphase_insert(w.broadphase, slot, pack_filter(shape.category, shape.mask));
-    }
+// One body slot: generation, alive flag and, if alive, every field with its invariants; the
+// validating pass records in w.restore_slots what the later stages check against.
+template <bool kApply>
+Error parse_body_slot(Reader& in, WorldData& w, uint32_t slot, uint32_t slot_count) {
+  const WorldDef& def = w.def;
+  const uint32_t generation = in.u32();
+  const uint8_t alive = in.u8();
+  if (in.failed || alive > 1) return Error::snapshot_corrupt;
+  // Canonical form: the last slot counted is one that was used.
+  if (slot + 1 == slot_count && !alive && generation == 0) return Error::snapshot_corrupt;
+  RestoreSlot& rs = w.restore_slots[slot];
+  rs = RestoreSlot{};
+  rs.generation = generation;
+  if (!alive) {
+    if constexpr (kApply) w.bodies[slot].generation = generation;
+    return Error::none;
   }
+  bool ok = true;
+  const uint8_t type_raw = in.u8();
+  if (type_raw > static_cast<uint8_t>(BodyType::dynamic)) ok = false;
+  const BodyType type = static_cast<BodyType>(type_raw);
+  const ShapeDef shape = read_shape(in, &ok);
+  const uint32_t owner = in.u32();
+  const float linear_damping = in.f32();
+  const float angular_damping = in.f32();
+  const Vec3 position = in.vec3();
+  const Quat orientation = in.quat();
+  const Vec3 linear_velocity = in.vec3();
+  const Vec3 angular_velocity = in.vec3();
+  const float mass = in.f32();
+  const Vec3 inertia = in.vec3();
+  const uint8_t sleep_flags = in.u8();
+  const float sleep_timer = in.f32();
+  const uint32_t island = in.u32();
+  if (in.failed || !ok) return Error::snapshot_corrupt;
+  if (validate_shape(shape) != Error::none) return Error::snapshot_corrupt;
+  if (shape.type == ShapeType::plane && type != BodyType::static_body) {
+    return Error::snapshot_corrupt;
+  }
+  if (!(linear_damping >= 0.0f && linear_damping <= kMaxDamping) ||
+      !(angular_damping >= 0.0f && angular_damping <= kMaxDamping)) {
+    return Error::snapshot_corrupt;
+  }
+  // Positions and speeds may legitimately have drifted past the creation limits; they only
+  // need to be finite. Orientations are unit up to rounding.
+  if (!finite3(position) || !is_finite(orientation) || !finite3(linear_velocity) ||
+      !finite3(angular_velocity) || !std::isfinite(mass) || !finite3(inertia)) {
+    return Error::snapshot_corrupt;
+  }
+  const float q2 = dot(orientation, orientation);
+  if (!(q2 > 0.999f && q2 < 1.001f)) return Error::snapshot_corrupt;
+  if (type == BodyType::static_body &&
+      (!(linear_velocity == Vec3{}) || !(angular_velocity == Vec3{}))) {
+    return Error::snapshot_corrupt;
+  }
+  if (type == BodyType::dynamic) {
+    if (!(mass > 0.0f) || !(inertia.x > 0.0f) || !(inertia.y > 0.0f) || !(inertia.z > 0.0f)) {
+      return Error::snapshot_corrupt;
+    }
+  } else if (!(mass == 0.0f) || !(inertia == Vec3{})) {
+    return Error::snapshot_corrupt;
+  }
+  // Sleep state as island.cpp leaves it: only dynamic bodies that may sleep rest or sleep,
+  // the timer stays in [0, time_to_sleep_s], a sleeping body does not move and names its
+  // island (checked against the island's root below), an awake one names none.
+  const bool allow_sleep = (sleep_flags & 1) != 0;
+  const bool asleep = (sleep_flags & 2) != 0;
+  const bool bullet = (sleep_flags & 4) != 0;
+  const bool sensor = (sleep_flags & 8) != 0;
+  if (sleep_flags > 15 || !std::isfinite(sleep_timer) || !(sleep_timer >= 0.0f) ||
+      !(sleep_timer <= def.time_to_sleep_s)) {
+    return Error::snapshot_corrupt;
+  }
+  if ((!def.enable_sleep || !allow_sleep || type != BodyType::dynamic) &&
+      (asleep || !(sleep_timer == 0.0f))) {
+    return Error::snapshot_corrupt;
+  }
+  if (asleep ? (!positive_zero3(linear_velocity) || !positive_zero3(angular_velocity) ||
+                island > slot || !(sleep_timer == def.time_to_sleep_s))
+             : island != 0) {
+    return Error::snapshot_corrupt;
+  }
+  rs.alive = true;
+  rs.type = type;
+  rs.owner_player = owner;
+  rs.asleep = asleep;
+  rs.sensor = sensor;
+  rs.island = island;
+  if constexpr (kApply) {
+    BodyRecord& r = w.bodies[slot];
+    r.generation = generation;
+    r.alive = true;
+    r.type = type;
+    r.owner_player = owner;
+    r.shape = shape;
+    r.shape.sensor = sensor;
+    r.linear_damping = linear_damping;
+    r.angular_damping = angular_damping;
+    r.position = position;
+    r.orientation = orientation;
+    r.mass_kg = mass;
+    r.inertia = inertia;
+    r.allow_sleep = allow_sleep;
+    r.bullet = bullet;
+    r.asleep = asleep;
+    r.sleep_timer_s = sleep_timer;
+    r.island = island;
+    BodySolverState& s = w.solver_bodies[slot];
+    s.linear_velocity = linear_velocity;
+    s.angular_velocity = angular_velocity;
+    refresh_body_derived(w, slot);
+    ++w.body_count;
+    broadphase_insert(w.broadphase, slot, pack_filter(shape.category, shape.mask));
+  }
+  return Error::none;
+}
 
+Error check_island_roots(const WorldData& w, uint32_t slot_count) {
   // A sleeping body's island root is a sleeping body of its own island (the smallest slot).
   for (uint32_t slot = 0; slot < slot_count; ++slot) {
     const RestoreSlot& rs = w.restore_slots[slot];
@@ -452,7 +464,12 @@ Error parse_state(Reader& in, WorldData& w) {
     const RestoreSlot& root = w.restore_slots[rs.island];
     if (!root.alive || !root.asleep || root.island != rs.island) return Error::snapshot_corrupt;
   }
+  return Error::none;
+}
 
+template <bool kApply>
+Error parse_contact_cache(Reader& in, WorldData& w, uint32_t slot_count) {
+  const WorldDef& def = w.def;
   // Warm-start cache.
   const uint32_t manifold_count = in.u32();
   if (in.failed || manifold_count > def.max_contact_pairs) return Error::snapshot_corrupt;
@@ -528,7 +545,12 @@ Error parse_state(Reader& in, WorldData& w) {
     w.cache.manifold_count = manifold_count;
     w.cache.point_count = point_total;
   }
+  return Error::none;
+}
 
+template <bool kApply>
+Error parse_sensor_pairs(Reader& in, WorldData& w, uint32_t slot_count) {
+  const WorldDef& def = w.def;
   // Overlapping sensor pairs: ascending keys of live bodies, exactly one a sensor.
   const uint32_t sensor_count = in.u32();
   if (in.failed || sensor_count > def.max_contact_pairs) return Error::snapshot_corrupt;
@@ -550,7 +572,12 @@ Error parse_state(Reader& in, WorldData& w) {
     if constexpr (kApply) w.sensor_pairs[i] = key;
   }
   if constexpr (kApply) w.sensor_pair_count = sensor_count;
+  return Error::none;
+}
 
+template <bool kApply>
+Error parse_queued_inputs(Reader& in, WorldData& w, uint32_t slot_count) {
+  const WorldDef& def = w.def;
   // Queued inputs: each must be one queue_input would accept, in the total input order.
   const uint32_t input_count = in.u32();
   if (in.failed || input_count > def.max_inputs_per_tick) return Error::snapshot_corrupt;
@@ -585,7 +612,12 @@ Error parse_state(Reader& in, WorldData& w) {
     if constexpr (kApply) w.inputs[i] = input;
   }
   if constexpr (kApply) w.input_count = input_count;
+  return Error::none;
+}
 
+template <bool kApply>
+Error parse_queued_commands(Reader& in, WorldData& w) {
+  const WorldDef& def = w.def;
   // Queued commands: fields queue_command would accept, in command_less order. Whether a destroy's
   // body is still alive is not checked: applying the command decides that (stale_handle).
   const uint32_t command_count = in.u32();
@@ -611,7 +643,21 @@ Error parse_state(Reader& in, WorldData& w) {
     if constexpr (kApply) w.commands[i] = c;
   }
   if constexpr (kApply) w.command_count = command_count;
+  return Error::none;
+}
 
+template <bool kApply>
+Error parse_state(Reader& in, WorldData& w) {
+  uint32_t slot_count = 0;
+  Error e = parse_header<kApply>(in, w, &slot_count);
+  for (uint32_t slot = 0; e == Error::none && slot < slot_count; ++slot)
+    e = parse_body_slot<kApply>(in, w, slot, slot_count);
+  if (e == Error::none) e = check_island_roots(w, slot_count);
+  if (e == Error::none) e = parse_contact_cache<kApply>(in, w, slot_count);
+  if (e == Error::none) e = parse_sensor_pairs<kApply>(in, w, slot_count);
+  if (e == Error::none) e = parse_queued_inputs<kApply>(in, w, slot_count);
+  if (e == Error::none) e = parse_queued_commands<kApply>(in, w);
+  if (e != Error::none) return e;
   if (in.n != in.size) return Error::snapshot_corrupt;  // trailing bytes
   return Error::none;
 }
