@@ -53,7 +53,7 @@ if(LOCKSTEP_INJECT_NONDETERMINISM)
 endif()
 
 # lockstep_library(<folder> [INSTALL] SOURCES file...)
-# One library target per layer (DESIGN.md): lockstep_<folder>, alias lockstep::<folder>, public
+# One library target per layer: lockstep_<folder>, alias lockstep::<folder>, public
 # headers in <folder>/include/lockstep/<folder>/, C++20, our warnings plus -Wconversion.
 # INSTALL: installed with its headers and exported as lockstep::<folder> (find_package(lockstep)).
 include(GNUInstallDirs)

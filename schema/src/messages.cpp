@@ -35,8 +35,7 @@ static_assert(static_cast<uint16_t>(ErrorCode::auth_failed) ==
               static_cast<uint16_t>(wire::ErrorCode::AuthFailed));
 static_assert(static_cast<uint16_t>(ErrorCode::unknown_scene) ==
               static_cast<uint16_t>(wire::ErrorCode::UnknownScene));
-static_assert(static_cast<uint16_t>(wire::ErrorCode::MAX) ==
-              static_cast<uint16_t>(ErrorCode::scene_mismatch));
+static_assert(static_cast<uint16_t>(wire::ErrorCode::MAX) == static_cast<uint16_t>(kLastErrorCode));
 static_assert(static_cast<uint8_t>(ClientMode::thin) ==
               static_cast<uint8_t>(wire::ClientMode::Thin));
 static_assert(static_cast<uint8_t>(wire::ClientMode::MAX) ==

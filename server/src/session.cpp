@@ -161,7 +161,7 @@ void Session::on_hello(const schema::Hello& hello) {
   mode_ = hello.mode;
   const std::string room_name =
       hello.room.empty() ? core_.config.default_room : sanitize_name(hello.room);
-  // auth_token is not checked yet (signed join tokens are planned, DESIGN.md).
+  // auth_token is not checked yet (signed join tokens are planned).
   schema::ErrorCode code = schema::ErrorCode::none;
   std::string reason;
   std::shared_ptr<Room> room = core_.find_or_create_room(room_name, hello.scene, &code, &reason);

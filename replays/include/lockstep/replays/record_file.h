@@ -1,4 +1,4 @@
-// The record layer of replay files (DESIGN.md "Replay files"): what makes them crash-safe.
+// The record layer of replay files (docs/replays.md): what makes them crash-safe.
 //
 //   file   = header record*
 //   header = "LSRP"  format version (u16 LE)  reserved (u16, zero)            8 bytes

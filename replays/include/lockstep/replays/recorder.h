@@ -1,4 +1,4 @@
-// Replay files (DESIGN.md "Replay files", docs/replays.md): recording a match. Reading one back
+// Replay files (docs/replays.md): recording a match. Reading one back
 // is declared in replay_reader.h (included here too, so code that included this header for the
 // reader still builds); the header record's struct is in replay_header.h.
 //

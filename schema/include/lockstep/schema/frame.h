@@ -1,4 +1,4 @@
-// Wire framing (DESIGN.md "The service"): a frame is a 4-byte little-endian body length, then
+// Wire framing (docs/protocol.md): a frame is a 4-byte little-endian body length, then
 // the body (one FlatBuffer). Both the server and the client SDK decode with FrameDecoder, so
 // there is one copy of the rules:
 // - the length is checked (not zero, not over the cap) as soon as its 4 bytes are in, before a

@@ -56,6 +56,10 @@ enum class ErrorCode : uint16_t {
   unknown_scene = 15,
   scene_mismatch = 16,
 };
+/// The last ErrorCode (messages.cpp checks it is the wire enum's last too): arrays indexed by
+/// code take kErrorCodeCount entries.
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::scene_mismatch;
+inline constexpr size_t kErrorCodeCount = static_cast<size_t>(kLastErrorCode) + 1;
 const char* error_code_name(ErrorCode code);
 
 struct Hello {

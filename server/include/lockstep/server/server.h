@@ -26,7 +26,7 @@
 
 namespace lockstep::server {
 
-inline constexpr size_t kErrorCodeCount = 17;  // schema::ErrorCode values 0..16
+using schema::kErrorCodeCount;  // one counter per schema::ErrorCode
 
 /// One client of a room, for summaries (live clients and up to 64 that left).
 struct ClientSummary {
