@@ -41,8 +41,13 @@
 // lowercase hex digits. Warnings (a capacity ran out during a step: printed once per kind,
 // counted always) and errors go to stderr.
 //
-// Exit status: 0 success; 2 bad flags, unreadable or malformed scene file, or a scene the
-// world refuses.
+// Sync test (--synctest K): after every tick a copy of the world is restored to K ticks back and
+// steps them again with the same inputs and commands; every tick's hash and the final snapshot
+// must match. On stderr: one line when it passed, or the first failing tick and the first body
+// fields that differ there.
+//
+// Exit status: 0 success; 1 a sync test failed; 2 bad flags, unreadable or malformed scene file,
+// or a scene the world refuses.
 //
 // Examples:
 //   lockstep-sim --scene pile --ticks 600
@@ -66,6 +71,8 @@
 
 #include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/state_diff.h"
+#include "lockstep/sim/sync_test.h"
 #include "lockstep/sim/world.h"
 
 namespace {
@@ -79,7 +86,7 @@ constexpr std::streamsize kMaxSceneFileBytes = 256ll << 20;
 void print_usage(std::FILE* out) {
   std::fputs(
       "usage: lockstep-sim --scene NAME|FILE --ticks N [--every K] [--json] [--seed S] "
-      "[--timing]\n"
+      "[--timing] [--synctest K]\n"
       "       lockstep-sim --scene NAME|FILE --print-scene\n"
       "  --scene NAME|FILE  built-in scene (",
       out);
@@ -96,6 +103,8 @@ void print_usage(std::FILE* out) {
       "  --seed S           input script seed for scenes with players\n"
       "  --timing           wall-clock time of the run on stderr\n"
       "  --query-probe T    after tick T also print `T queries HASH` (the query golden)\n"
+      "  --synctest K       after every tick, roll back K ticks (1-64) and re-simulate them: the\n"
+      "                     hashes and the snapshot must come out the same (exit 1 if not)\n"
       "  --print-scene      print the scene as text (docs/scene-format.md) and exit\n",
       out);
 }
@@ -126,6 +135,7 @@ struct Options {
   bool query_probe = false;
   uint64_t query_probe_tick = 0;
   std::string query_file;  // --query: query lines run against the final state
+  uint64_t synctest = 0;   // --synctest K: roll back K ticks and re-simulate after every tick
 };
 
 /// Parses argv; on failure writes why to *error.
@@ -200,6 +210,12 @@ bool parse_options(int argc, char** argv, Options* options, std::string* error) 
       std::string_view file;
       if (!take_value(&file)) return false;
       options->query_file = std::string(file);
+    } else if (arg == "--synctest") {
+      if (!take_u64(&options->synctest)) return false;
+      if (options->synctest < 1 || options->synctest > SyncTester::kMaxRollbackTicks) {
+        *error = "--synctest: K must be 1 … " + std::to_string(SyncTester::kMaxRollbackTicks);
+        return false;
+      }
     } else if (arg == "--print-scene") {
       if (!no_value()) return false;
       options->print_scene = true;
@@ -501,6 +517,59 @@ bool run_query_file(const std::string& path, const World& world) {
 
 }  // namespace
 
+// Queues and steps either directly or through a sync tester (which records and re-simulates).
+struct Driver {
+  World& world;
+  SyncTester* tester = nullptr;
+  Error queue_input(const Input& input) {
+    return tester ? tester->queue_input(world, input) : world.queue_input(input);
+  }
+  Error queue_command(const Command& command) {
+    return tester ? tester->queue_command(world, command) : world.queue_command(command);
+  }
+  StepStatus step() { return tester ? tester->step(world) : world.step(); }
+};
+
+// One line on stderr for a passed sync test; for a failed one the tick, the hashes and the
+// first differing bodies' fields. False when it failed.
+bool report_sync_test(const std::string& scene, uint64_t k, const SyncTester& tester) {
+  if (!tester.failed()) {
+    std::fprintf(stderr,
+                 "lockstep-sim: synctest %s K=%" PRIu64 ": passed (%" PRIu64
+                 " ticks re-simulated and compared)\n",
+                 scene.c_str(), k, tester.ticks_compared());
+    return true;
+  }
+  const SyncTestFailure& f = tester.failure();
+  if (f.hash_misses_state) {
+    std::fprintf(stderr,
+                 "lockstep-sim: synctest %s K=%" PRIu64 ": FAILED at tick %" PRIu64
+                 ": the hashes agree (%016" PRIx64
+                 ") but the re-simulated snapshot differs: the hash misses part of the state\n",
+                 scene.c_str(), k, f.tick, f.hash);
+  } else {
+    std::fprintf(stderr,
+                 "lockstep-sim: synctest %s K=%" PRIu64 ": FAILED at tick %" PRIu64
+                 ": hash %016" PRIx64 ", re-simulated %016" PRIx64 "\n",
+                 scene.c_str(), k, f.tick, f.hash, f.resimulated_hash);
+  }
+  constexpr size_t kShown = 8;
+  const std::vector<BodyFieldDiff> diffs =
+      diff_bodies(tester.recorded_at_failure(), tester.resimulated_at_failure(), kShown + 1);
+  if (diffs.empty()) {
+    std::fprintf(stderr,
+                 "  no body field differs: the difference is in state bodies do not "
+                 "show (contacts, queued inputs, sleep, counters of the step)\n");
+  }
+  for (size_t i = 0; i < diffs.size() && i < kShown; ++i) {
+    const BodyFieldDiff& d = diffs[i];
+    std::fprintf(stderr, "  body %u:%u %s: %.9g, re-simulated %.9g\n", d.body.index1,
+                 d.body.generation, d.field, d.value_a, d.value_b);
+  }
+  if (diffs.size() > kShown) std::fprintf(stderr, "  ... more fields differ\n");
+  return false;
+}
+
 int main(int argc, char** argv) {
   Options options;
   std::string error;
@@ -540,6 +609,16 @@ int main(int argc, char** argv) {
   if (has_players) script = make_input_script(*world);
   std::vector<Input> inputs(has_players ? scene.def.max_inputs_per_tick : 0);
 
+  std::unique_ptr<SyncTester> tester;
+  if (options.synctest != 0) {
+    tester = SyncTester::create(*world, static_cast<uint32_t>(options.synctest));
+    if (tester == nullptr) {
+      std::fprintf(stderr, "lockstep-sim: --synctest: cannot make the tester\n");
+      return kExitUsage;
+    }
+  }
+  Driver driver{*world, tester.get()};
+
   uint32_t warned_overflow = 0;
   bool warned_input = false;
   const auto start = std::chrono::steady_clock::now();
@@ -554,8 +633,8 @@ int main(int argc, char** argv) {
          ++next_action) {
       const ScriptedAction& action = scene.actions[next_action];
       if (action.tick < t) continue;
-      const Error e = action.is_command ? world->queue_command(action.command)
-                                        : world->queue_input(action.input);
+      const Error e = action.is_command ? driver.queue_command(action.command)
+                                        : driver.queue_input(action.input);
       if (e != Error::none) {
         std::fprintf(
             stderr, "lockstep-sim: warning: tick %" PRIu64 ": the %s of line %u was rejected: %s\n",
@@ -565,7 +644,7 @@ int main(int argc, char** argv) {
     if (has_players) {
       uint32_t count = scripted_inputs(options.seed, world->tick(), script, *world, inputs);
       for (uint32_t i = 0; i < count; ++i) {
-        Error e = world->queue_input(inputs[i]);
+        Error e = driver.queue_input(inputs[i]);
         if (e != Error::none && !warned_input) {
           std::fprintf(stderr,
                        "lockstep-sim: warning: tick %" PRIu64
@@ -575,7 +654,7 @@ int main(int argc, char** argv) {
         }
       }
     }
-    StepStatus status = world->step();
+    StepStatus status = driver.step();
     uint32_t fresh = status.overflow & ~warned_overflow;
     if (fresh != 0) {
       std::fprintf(stderr,
@@ -595,6 +674,7 @@ int main(int argc, char** argv) {
   if (!options.query_file.empty() && !run_query_file(options.query_file, *world)) {
     return kExitUsage;
   }
+  if (tester != nullptr && !report_sync_test(scene.name, options.synctest, *tester)) return 1;
   const double elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

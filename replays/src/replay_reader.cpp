@@ -13,6 +13,7 @@
 #include "lockstep/replays/record_file.h"
 #include "lockstep/replays/replay_reader.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/state_diff.h"
 #include "replay_codec.h"
 
 namespace lockstep::replays {
@@ -276,43 +277,6 @@ uint64_t float_ulp_distance(float a, float b) {
 
 namespace {
 
-float vec_component(const sim::Vec3& v, int c) {
-  return c == 0 ? v.x : c == 1 ? v.y : v.z;
-}
-float quat_component(const sim::Quat& q, int c) {
-  return c == 0 ? q.x : c == 1 ? q.y : c == 2 ? q.z : q.w;
-}
-
-// The body's fields in their fixed comparison order.
-void body_fields(const sim::BodyView& v, float values[19]) {
-  int n = 0;
-  for (int c = 0; c < 3; ++c)
-    values[n++] = vec_component(v.position, c);
-  for (int c = 0; c < 4; ++c)
-    values[n++] = quat_component(v.orientation, c);
-  for (int c = 0; c < 3; ++c)
-    values[n++] = vec_component(v.linear_velocity, c);
-  for (int c = 0; c < 3; ++c)
-    values[n++] = vec_component(v.angular_velocity, c);
-  values[n++] = v.mass_kg;
-  values[n++] = v.shape.radius;
-  values[n++] = v.shape.half_extents.x;
-  values[n++] = v.shape.half_extents.y;
-  values[n++] = v.shape.half_extents.z;
-  values[n++] = v.sleep_timer_s;
-}
-
-constexpr const char* kFieldNames[19] = {"position.x",           "position.y",
-                                         "position.z",           "orientation.x",
-                                         "orientation.y",        "orientation.z",
-                                         "orientation.w",        "linear_velocity.x",
-                                         "linear_velocity.y",    "linear_velocity.z",
-                                         "angular_velocity.x",   "angular_velocity.y",
-                                         "angular_velocity.z",   "mass_kg",
-                                         "shape.radius",         "shape.half_extents.x",
-                                         "shape.half_extents.y", "shape.half_extents.z",
-                                         "sleep_timer_s"};
-
 std::vector<sim::BodyId> bodies_of(const sim::World& world) {
   std::vector<sim::BodyId> ids(world.body_count());
   ids.resize(world.list_bodies(ids));
@@ -323,47 +287,11 @@ std::vector<sim::BodyId> bodies_of(const sim::World& world) {
 
 std::vector<FieldDiff> diff_worlds(const sim::World& a, const sim::World& b, size_t max_fields) {
   std::vector<FieldDiff> diffs;
-  const std::vector<sim::BodyId> ids_a = bodies_of(a), ids_b = bodies_of(b);
-  // Both lists are in slot order (index1 ascending): merge them.
-  size_t i = 0, j = 0;
-  const auto add = [&](FieldDiff d) {
-    if (diffs.size() < max_fields) diffs.push_back(std::move(d));
-  };
-  while (i < ids_a.size() || j < ids_b.size()) {
-    if (j == ids_b.size() || (i < ids_a.size() && ids_a[i].index1 < ids_b[j].index1)) {
-      add({ids_a[i], "alive", 1, 0, 0});
-      ++i;
-      continue;
-    }
-    if (i == ids_a.size() || ids_b[j].index1 < ids_a[i].index1) {
-      add({ids_b[j], "alive", 0, 1, 0});
-      ++j;
-      continue;
-    }
-    const sim::BodyId id = ids_a[i];
-    if (ids_a[i].generation != ids_b[j].generation) {
-      add({id, "generation", static_cast<double>(ids_a[i].generation),
-           static_cast<double>(ids_b[j].generation), 0});
-    } else {
-      sim::BodyView va, vb;
-      a.get_body(id, &va);
-      b.get_body(id, &vb);
-      if (va.type != vb.type)
-        add({id, "type", static_cast<double>(va.type), static_cast<double>(vb.type), 0});
-      if (va.owner_player != vb.owner_player)
-        add({id, "owner_player", static_cast<double>(va.owner_player),
-             static_cast<double>(vb.owner_player), 0});
-      if (va.asleep != vb.asleep)
-        add({id, "asleep", va.asleep ? 1.0 : 0.0, vb.asleep ? 1.0 : 0.0, 0});
-      float fa[19], fb[19];
-      body_fields(va, fa);
-      body_fields(vb, fb);
-      for (int f = 0; f < 19; ++f)
-        if (std::bit_cast<uint32_t>(fa[f]) != std::bit_cast<uint32_t>(fb[f]))
-          add({id, kFieldNames[f], fa[f], fb[f], float_ulp_distance(fa[f], fb[f])});
-    }
-    ++i;
-    ++j;
+  for (const sim::BodyFieldDiff& d : sim::diff_bodies(a, b, max_fields)) {
+    const uint64_t ulps = d.is_float ? float_ulp_distance(static_cast<float>(d.value_a),
+                                                          static_cast<float>(d.value_b))
+                                     : 0;
+    diffs.push_back({d.body, d.field, d.value_a, d.value_b, ulps});
   }
   return diffs;
 }
