@@ -319,8 +319,62 @@ void BM_SnapshotRestore(benchmark::State& state, std::string_view name) {
       ns / static_cast<double>(state.iterations()) / static_cast<double>(bodies);
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(written));
 }
+BENCHMARK_CAPTURE(BM_SnapshotRestore, inputs, "inputs")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SnapshotRestore, pile, "pile")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SnapshotRestore, pyramid3d, "pyramid3d")->Unit(benchmark::kMicrosecond);
+
+/// A rollback as a predicting client does it when a confirmation differs from its guess:
+/// restore the confirmed state, then re-simulate `ticks` ticks with their inputs (the scene's
+/// scripted pushes). Time per rollback; restore_us is the restore alone (measured in the same
+/// iterations), resim_us the steps.
+void BM_Rollback(benchmark::State& state, std::string_view name, int ticks) {
+  size_t bodies = 0;
+  std::unique_ptr<World> world = build_scene(name, &bodies);
+  if (world == nullptr) {
+    state.SkipWithError("scene failed to build");
+    return;
+  }
+  const lockstep::sim::InputScript script = lockstep::sim::make_input_script(*world);
+  std::vector<lockstep::sim::Input> scratch(world->def().max_inputs_per_tick);
+  const auto queue_scripted = [&](World& w) {
+    const uint32_t n = lockstep::sim::scripted_inputs(1, w.tick(), script, w, scratch);
+    for (uint32_t i = 0; i < n; ++i)
+      w.queue_input(scratch[i]);
+  };
+  for (int i = 0; i < 60; ++i) {
+    queue_scripted(*world);
+    world->step();
+  }
+  std::vector<uint8_t> buffer(world->max_snapshot_size());
+  size_t written = 0;
+  if (world->save_snapshot(buffer, &written) != Error::none) {
+    state.SkipWithError("save_snapshot failed");
+    return;
+  }
+  const std::span<const uint8_t> confirmed(buffer.data(), written);
+  double restore_ns = 0, total_ns = 0;
+  for (auto _ : state) {
+    const int64_t t0 = now_ns();
+    Error e = world->restore_snapshot(confirmed);
+    const int64_t t1 = now_ns();
+    benchmark::DoNotOptimize(e);
+    for (int t = 0; t < ticks; ++t) {
+      queue_scripted(*world);
+      world->step();
+    }
+    const int64_t t2 = now_ns();
+    restore_ns += elapsed_ns(t0, t1);
+    total_ns += elapsed_ns(t0, t2);
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["restore_us"] = restore_ns / n / 1e3;
+  state.counters["resim_us"] = (total_ns - restore_ns) / n / 1e3;
+  state.counters["rollback_us"] = total_ns / n / 1e3;
+  state.counters["bytes"] = static_cast<double>(written);
+  state.counters["bodies"] = static_cast<double>(bodies);
+}
+BENCHMARK_CAPTURE(BM_Rollback, inputs_8_ticks, "inputs", 8)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Rollback, pile_8_ticks, "pile", 8)->Unit(benchmark::kMicrosecond);
 
 /// Memory of a world: live heap bytes World::create takes for the scene's WorldDef (all of it:
 /// the step never allocates, which step_allocations over 60 steps checks), per body of capacity
