@@ -340,6 +340,7 @@ TEST(NetJoins, RulesOverTheCommandCapacityAreRefusedAndEveryRoomKeepsTicking) {
   EXPECT_GT(rooms["north"].commands_refused, 900u * 30);
   EXPECT_GT(rooms["north"].commands_applied, 64u * 30);
   EXPECT_EQ(rooms["south"].commands_refused, 0u);
+  EXPECT_NE(server::summary_json(stats).find("\"commands_refused\":"), std::string::npos);
   EXPECT_GE(rooms["south"].tick, 60u);
 }
 
