@@ -276,6 +276,37 @@ TEST(NetJoins, JoinSpawnsLeaveDestroysRespawnsAndTheMatchReplaysBitForBit) {
   EXPECT_EQ(verified.ticks_verified, replay.ticks.size());
 }
 
+TEST(NetJoins, APlayerWhoJoinsInTheLeaveGraceTakesOverTheBodies) {
+  server::ServerConfig config = sumo_config("");
+  config.player_leave_grace = 60s;  // longer than the test: the bodies wait for a new player
+  net_test::InProcessServer server(config);
+  ASSERT_TRUE(server.started());
+  Player first("first");
+  ASSERT_TRUE(first.connect(server.port(), "dojo"));
+  ASSERT_TRUE(pump_until({&first}, [&] { return first.body.has_value(); })) << first.describe();
+  const sim::BodyId body = *first.body;
+  first.client.close();
+  server::ServerStats left;
+  ASSERT_TRUE(server.stats_eventually(
+      [](const server::ServerStats& s) { return s.rooms.size() == 1 && s.rooms[0].clients == 0; },
+      &left));
+  // The next player gets id 1 again, and with it the ball: listed in its Welcome, no new spawn.
+  Player second("second");
+  ASSERT_TRUE(second.connect(server.port(), "dojo"));
+  ASSERT_TRUE(pump_until({&second}, [&] { return second.hashes.size() >= 30; }))
+      << second.describe();
+  ASSERT_TRUE(second.joined);
+  EXPECT_EQ(second.joined->player_id, 1u);
+  ASSERT_EQ(second.joined->owned_bodies.size(), 1u);
+  EXPECT_EQ(second.joined->owned_bodies[0], body);
+  EXPECT_EQ(second.body, std::optional<sim::BodyId>(body));
+  EXPECT_EQ(second.bodies[1], 1u);
+  EXPECT_TRUE(second.errors.empty()) << second.describe();
+  const server::ServerStats stats = server.stats();
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].commands_applied, 1u);  // the first player's spawn only
+}
+
 // Rules that ask for far more commands each tick than a tick holds.
 class FloodRules final : public server::RoomRules {
  public:
