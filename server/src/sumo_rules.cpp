@@ -24,6 +24,8 @@ class SumoRules final : public RoomRules {
 
   void after_step(const sim::World& world, std::span<const sim::SensorEvent> sensor_events,
                   RulesOutput& out) override {
+    // Forget balls that are gone (a player left), so the memory stays bounded by the live ones.
+    std::erase_if(touches_, [&world](const Touch& t) { return !world.is_alive(t.body); });
     for (const sim::ContactEvent& e : world.events()) {
       if (e.type != sim::ContactEventType::begin) continue;
       const uint32_t owner_a = owner_of(world, e.a);
