@@ -198,9 +198,11 @@ std::unique_ptr<sim::World> make_replay_world(const LoadedReplay& replay, std::s
 
 namespace {
 
-// Queues a tick record's inputs and steps; returns how many inputs the world refused.
+// Queues a tick record's commands and inputs and steps; returns how many the world refused.
 uint32_t step_with(sim::World& world, const ReplayTick& tick) {
   uint32_t rejected = 0;
+  for (const sim::Command& command : tick.commands)
+    if (world.queue_command(command) != sim::Error::none) ++rejected;
   for (const sim::Input& input : tick.inputs)
     if (world.queue_input(input) != sim::Error::none) ++rejected;
   world.step();
@@ -292,6 +294,13 @@ std::vector<FieldDiff> diff_worlds(const sim::World& a, const sim::World& b, siz
                                                           static_cast<float>(d.value_b))
                                      : 0;
     diffs.push_back({d.body, d.field, d.value_a, d.value_b, ulps});
+  }
+  // Players' scores (state too), as fields of the null body: "score[P]".
+  for (uint32_t p = 1; p <= sim::kMaxPlayers; ++p) {
+    if (a.score(p) != b.score(p)) {
+      add({sim::BodyId{}, "score[" + std::to_string(p) + "]", static_cast<double>(a.score(p)),
+           static_cast<double>(b.score(p)), 0});
+    }
   }
   return diffs;
 }
@@ -493,7 +502,15 @@ std::string dump_state_json(const sim::World& world) {
     append_float(&out, v.shape.half_height);
     out += "}}";
   }
-  out += "\n]}\n";
+  out += "\n],\"scores\":{";
+  bool first_score = true;
+  for (uint32_t p = 1; p <= sim::kMaxPlayers; ++p) {
+    if (world.score(p) == 0) continue;
+    if (!first_score) out += ',';
+    first_score = false;
+    out += "\"" + std::to_string(p) + "\":" + std::to_string(world.score(p));
+  }
+  out += "}}\n";
   return out;
 }
 

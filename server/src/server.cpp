@@ -65,6 +65,16 @@ bool serve_scene(sim::Scene scene, std::string source, bool builtin, ServerCore&
                          it->second->source, source);
     return false;
   }
+  // Rules: the server's --rules, else the scene's own line; made once here to check them.
+  served->rules = core.config.rules.empty() ? scene.rules : core.config.rules;
+  if (served->rules == "none") served->rules.clear();
+  if (!served->rules.empty()) {
+    std::string why;
+    if (core.rules_factory(served->rules, scene, &why) == nullptr) {
+      *error = fmt::format("{}: scene {}: {}", source, scene.name, why);
+      return false;
+    }
+  }
   core.max_snapshot_frame_bytes =
       std::max(core.max_snapshot_frame_bytes, served->max_snapshot_frame_bytes);
   served->builtin = builtin;
@@ -123,7 +133,11 @@ bool load_scenes(ServerCore& core, std::string* error) {
 
 }  // namespace
 
-ServerCore::ServerCore(const ServerConfig& config_in) : config(config_in) {}
+ServerCore::ServerCore(const ServerConfig& config_in)
+    : config(config_in),
+      rules_factory([](const std::string& name, const sim::Scene& scene, std::string* error) {
+        return make_builtin_rules(name, scene, error);
+      }) {}
 
 std::string ServerCore::served_scene_list() const {
   std::string names;
@@ -468,6 +482,10 @@ void Server::set_desync_hook(DesyncHook hook) {
   core_->desync_hook = std::move(hook);
 }
 
+void Server::set_rules_factory(RulesFactory factory) {
+  core_->rules_factory = std::move(factory);
+}
+
 const ServerConfig& Server::config() const {
   return core_->config;
 }
@@ -530,14 +548,16 @@ std::string summary_json(const ServerStats& stats) {
         "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},\"bytes_in\":{},"
         "\"bytes_out\":{},\"clients\":{},\"clients_peak\":{},\"clients_joined\":{},"
         "\"snapshots_sent\":{},\"desync_reports\":{},\"protocol_errors\":{},\"input_errors\":{},"
-        "\"slow_consumers\":{},\"client_list\":[",
+        "\"slow_consumers\":{},\"commands_applied\":{},\"commands_refused\":{},"
+        "\"commands_failed\":{},\"client_list\":[",
         r == 0 ? "" : ",", json_string(room.name), json_string(room.scene),
         room.open ? "true" : "false", room.tick, room.late_ticks, room.capped_wakes,
         us(room.lateness_p50), us(room.lateness_p99), us(room.lateness_max), step_mean_us,
         us(room.step_time_max), room.inputs_accepted, room.inputs_rejected, room.inputs_late,
         room.inputs_late_dropped, room.bytes_in, room.bytes_out, room.clients, room.clients_peak,
         room.clients_joined, room.snapshots_sent, room.desync_reports, room.protocol_errors,
-        room.input_errors, room.slow_consumers);
+        room.input_errors, room.slow_consumers, room.commands_applied, room.commands_refused,
+        room.commands_failed);
     for (size_t c = 0; c < room.client_list.size(); ++c) {
       const ClientSummary& client = room.client_list[c];
       const double per_s =
@@ -563,12 +583,14 @@ std::string room_summary_line(const RoomStats& room) {
       "room {} (scene {}): tick {}, late ticks {}, lateness p50 {:.3f} ms p99 {:.3f} ms max {:.3f} "
       "ms, "
       "inputs {} accepted {} rejected {} late ({} dropped), bytes in {} out {}, clients {} "
-      "(peak {}, joined {}), desync reports {}, errors {} fatal {} input, slow consumers {}",
+      "(peak {}, joined {}), desync reports {}, errors {} fatal {} input, slow consumers {}, "
+      "commands {} applied {} refused {} failed",
       room.name, room.scene, room.tick, room.late_ticks, us(room.lateness_p50) / 1000.0,
       us(room.lateness_p99) / 1000.0, us(room.lateness_max) / 1000.0, room.inputs_accepted,
       room.inputs_rejected, room.inputs_late, room.inputs_late_dropped, room.bytes_in,
       room.bytes_out, room.clients, room.clients_peak, room.clients_joined, room.desync_reports,
-      room.protocol_errors, room.input_errors, room.slow_consumers);
+      room.protocol_errors, room.input_errors, room.slow_consumers, room.commands_applied,
+      room.commands_refused, room.commands_failed);
 }
 
 }  // namespace lockstep::server
