@@ -104,18 +104,15 @@ class Tmux final {
   Tmux& operator=(const Tmux&) = delete;
 
   std::string base() const { return "tmux -L " + quote(socket_) + " -f /dev/null"; }
-  /// Starts `command` in a detached 80×40 session; the pane stays after the program exits so
-  /// its last words and exit status can be read.
+  /// Starts `command` in a detached 80×40 session; when it ends, the pane shows
+  /// "[exited N]" (its exit status) and stays, so its last words can be read.
   Output start(const std::string& command) {
-    return run(base() + " new-session -d -x 80 -y 40 -s sumo " + quote(command) + " \\; " +
+    const std::string wrapped = command + "; echo \"[exited $?]\"";
+    return run(base() + " new-session -d -x 80 -y 40 -s sumo " + quote(wrapped) + " \\; " +
                "set-option -t sumo remain-on-exit on");
   }
   std::string screen() const { return run(base() + " capture-pane -p -t sumo").text; }
   void keys(const std::string& keys) { run(base() + " send-keys -t sumo " + keys); }
-  /// "1 STATUS" once the program in the pane has exited, "0 " while it runs.
-  std::string pane_state() const {
-    return run(base() + " display-message -p -t sumo '#{pane_dead} #{pane_dead_status}'").text;
-  }
 
  private:
   std::string socket_;
@@ -252,17 +249,15 @@ TEST(SumoClient, PlaysInTmuxAgainstABot) {
 
   // q: the client leaves, restores the terminal and prints its summary; exit status 0.
   tmux.keys("q");
-  std::string state;
   ASSERT_TRUE(eventually(
       [&] {
-        state = tmux.pane_state();
-        return state.rfind("1 ", 0) == 0;
+        screen = tmux.screen();
+        return screen.find("[exited ") != std::string::npos;
       },
       kHangGuard, std::chrono::milliseconds(50)))
       << "sumo_client did not exit after q:\n"
-      << tmux.screen();
-  EXPECT_EQ(state.substr(0, 3), "1 0") << state;
-  screen = tmux.screen();
+      << screen;
+  EXPECT_NE(screen.find("[exited 0]"), std::string::npos) << screen;
   EXPECT_NE(screen.find("sumo_client: player 2,"), std::string::npos) << screen;
   EXPECT_NE(screen.find(" 0 desyncs"), std::string::npos) << screen;
   EXPECT_TRUE(bot.running()) << run("cat " + quote(bot_log)).text;
@@ -286,16 +281,14 @@ TEST(SumoClient, SaysSoWhenTheServerGoesAway) {
       kHangGuard, std::chrono::milliseconds(50)))
       << screen;
   server.stop();
-  std::string state;
   ASSERT_TRUE(eventually(
       [&] {
-        state = tmux.pane_state();
-        return state.rfind("1 ", 0) == 0;
+        screen = tmux.screen();
+        return screen.find("[exited ") != std::string::npos;
       },
       kHangGuard, std::chrono::milliseconds(50)))
-      << tmux.screen();
-  EXPECT_EQ(state.substr(0, 3), "1 1") << state;
-  screen = tmux.screen();
+      << screen;
+  EXPECT_NE(screen.find("[exited 1]"), std::string::npos) << screen;
   EXPECT_NE(screen.find("sumo_client: disconnected from 127.0.0.1:"), std::string::npos) << screen;
   EXPECT_NE(screen.find("server_shutdown"), std::string::npos) << screen;
 }
