@@ -529,3 +529,98 @@ TEST(SimGameplay, TemplatesAreValidated) {
 }
 
 }  // namespace
+
+namespace {
+
+lockstep::sim::Command add_score(uint32_t sequence, uint32_t player, int32_t delta) {
+  lockstep::sim::Command c;
+  c.type = lockstep::sim::CommandType::add_score;
+  c.sequence = sequence;
+  c.owner_player = player;
+  c.score_delta = delta;
+  return c;
+}
+
+}  // namespace
+
+TEST(SimGameplay, AddScoreChangesHashedScoresThatSnapshotsKeep) {
+  auto world = make_world();
+  EXPECT_EQ(world->score(1), 0);
+  const uint64_t empty = world->state_hash();
+  ASSERT_EQ(world->queue_command(add_score(1, 2, 3)), Error::none);
+  ASSERT_EQ(world->queue_command(add_score(2, 2, -1)), Error::none);
+  ASSERT_EQ(world->queue_command(add_score(3, 1024, 7)), Error::none);
+  EXPECT_NE(world->state_hash(), empty);  // queued, so hashed
+  EXPECT_EQ(world->score(2), 0);          // applied by the step, not by queueing
+  world->step();
+  EXPECT_EQ(world->score(2), 2);
+  EXPECT_EQ(world->score(1024), 7);
+  EXPECT_EQ(world->score(1), 0);
+  EXPECT_EQ(world->score(0), 0);     // no such player
+  EXPECT_EQ(world->score(1025), 0);  // no such player
+  ASSERT_EQ(world->command_results().size(), 3u);
+  EXPECT_EQ(world->command_results()[0].error, Error::none);
+  EXPECT_EQ(world->last_step_stats().commands_applied, 3u);
+
+  // The scores are state: two worlds differing only in a score hash differently, and a snapshot
+  // carries them into a fresh world that keeps stepping in step.
+  auto other = make_world();
+  ASSERT_EQ(other->queue_command(add_score(1, 2, 3)), Error::none);
+  other->step();
+  EXPECT_NE(other->state_hash(), world->state_hash());
+  std::vector<uint8_t> bytes(world->snapshot_size());
+  size_t written = 0;
+  ASSERT_EQ(world->save_snapshot(bytes, &written), Error::none);
+  auto restored = make_world();
+  ASSERT_EQ(restored->restore_snapshot(bytes), Error::none);
+  EXPECT_EQ(restored->score(2), 2);
+  EXPECT_EQ(restored->score(1024), 7);
+  EXPECT_EQ(restored->state_hash(), world->state_hash());
+  ASSERT_EQ(world->queue_command(add_score(1, 3, 1)), Error::none);
+  ASSERT_EQ(restored->queue_command(add_score(1, 3, 1)), Error::none);
+  world->step();
+  restored->step();
+  EXPECT_EQ(restored->state_hash(), world->state_hash());
+
+  // Restoring a snapshot without scores clears them.
+  auto blank = make_world();
+  std::vector<uint8_t> blank_bytes(blank->snapshot_size());
+  ASSERT_EQ(blank->save_snapshot(blank_bytes, &written), Error::none);
+  ASSERT_EQ(restored->restore_snapshot(blank_bytes), Error::none);
+  EXPECT_EQ(restored->score(2), 0);
+}
+
+TEST(SimGameplay, AddScoreSaturatesAndRejectsBadPlayers) {
+  auto world = make_world();
+  EXPECT_EQ(world->queue_command(add_score(1, 0, 1)), Error::unknown_player);
+  EXPECT_EQ(world->queue_command(add_score(1, lockstep::sim::kMaxPlayers + 1, 1)),
+            Error::unknown_player);
+  EXPECT_EQ(world->counters().commands_rejected, 2u);
+  EXPECT_STREQ(lockstep::sim::error_message(Error::unknown_player),
+               "a player index outside 1..kMaxPlayers");
+  ASSERT_EQ(world->queue_command(add_score(1, 1, INT32_MAX)), Error::none);
+  ASSERT_EQ(world->queue_command(add_score(2, 1, INT32_MAX)), Error::none);
+  ASSERT_EQ(world->queue_command(add_score(3, 2, INT32_MIN)), Error::none);
+  ASSERT_EQ(world->queue_command(add_score(4, 2, -5)), Error::none);
+  world->step();
+  EXPECT_EQ(world->score(1), INT32_MAX);
+  EXPECT_EQ(world->score(2), INT32_MIN);
+}
+
+TEST(SimGameplay, SnapshotWithNonCanonicalScoresIsRefused) {
+  auto world = make_world();
+  ASSERT_EQ(world->queue_command(add_score(1, 2, 5)), Error::none);
+  world->step();
+  std::vector<uint8_t> bytes(world->snapshot_size());
+  size_t written = 0;
+  ASSERT_EQ(world->save_snapshot(bytes, &written), Error::none);
+  // The tail is: u32 count (2), i32 score of player 1 (0), i32 of player 2 (5), u64 checksum.
+  const size_t count_at = written - 8 - 12;
+  ASSERT_EQ(bytes[count_at], 2u);
+  std::vector<uint8_t> bad = bytes;
+  bad[count_at] = 0xff;  // 255 scores announced: beyond the bytes
+  EXPECT_NE(make_world()->restore_snapshot(bad), Error::none);
+  // Every truncation is refused, never read past.
+  for (size_t n = 0; n < written; n += 7)
+    EXPECT_NE(make_world()->restore_snapshot({bytes.data(), n}), Error::none) << n;
+}

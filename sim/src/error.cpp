@@ -39,6 +39,8 @@ const char* error_message(Error error) {
       return "WorldDef::max_commands_per_tick reached for this tick";
     case Error::unknown_template:
       return "a spawn command names a template the WorldDef does not have";
+    case Error::unknown_player:
+      return "a player index outside 1..kMaxPlayers";
   }
   return "unknown error";
 }

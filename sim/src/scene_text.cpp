@@ -266,11 +266,22 @@ constexpr ShapeType kShapeTypeValues[] = {ShapeType::sphere, ShapeType::box, Sha
                                           ShapeType::plane};
 
 // Every body key, so that a shape-specific key on the wrong shape gets a precise message.
-constexpr std::array<std::string_view, 22> kBodyKeys = {
+constexpr std::array<std::string_view, 23> kBodyKeys = {
     "type",     "shape",       "radius",   "half",   "half_height",    "normal",          "offset",
     "pos",      "rot",         "vel",      "angvel", "linear_damping", "angular_damping", "density",
     "friction", "restitution", "category", "mask",   "owner",          "allow_sleep",     "bullet",
-    "sensor"};
+    "sensor",   "name"};
+
+// Names of scene bodies and rules: 1..kMaxTemplateNameBytes of [A-Za-z0-9_.-], like templates.
+bool valid_scene_label(std::string_view name) {
+  if (name.empty() || name.size() > kMaxTemplateNameBytes) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
 
 bool parse_scene_line(LineReader& reader, Scene* scene) {
   uint32_t version = kFormatVersion;
@@ -437,6 +448,60 @@ bool parse_template_line(LineReader& reader, WorldDef* def) {
     }
   }
   def->templates[def->template_count++] = t;
+  return true;
+}
+
+// A `player` line: the template each joining player's body is spawned from.
+bool parse_player_line(LineReader& reader, Scene* scene) {
+  if (!reader.require("template", "say which template players' bodies are spawned from")) {
+    return false;
+  }
+  const Token* name = reader.find("template");
+  const int index = find_template(scene->def, name->value);
+  if (index < 0) {
+    return reader.fail(
+        *name, "no template named " + quoted(name->value) + " (template lines must come before)");
+  }
+  if (scene->def.templates[index].type != BodyType::dynamic) {
+    return reader.fail(*name, "players' bodies must be dynamic (inputs steer them)");
+  }
+  if (!reader.finish("a player line", {})) return false;
+  scene->player_template = index;
+  return true;
+}
+
+// A `spawn` line: one place a player's body may appear.
+bool parse_spawn_line(LineReader& reader, Scene* scene) {
+  if (!reader.require("pos", "spawn points need a position")) return false;
+  SpawnPoint point;
+  if (!reader.get_vec3("pos", &point.position) || !reader.get_quat("rot", &point.orientation) ||
+      !reader.finish("a spawn line", {})) {
+    return false;
+  }
+  const Vec3 p = point.position;
+  if (!(p.x >= -kMaxCoordinate && p.x <= kMaxCoordinate && p.y >= -kMaxCoordinate &&
+        p.y <= kMaxCoordinate && p.z >= -kMaxCoordinate && p.z <= kMaxCoordinate)) {
+    return reader.fail(0, "key 'pos' is out of range (|component| <= 1e5 m)");
+  }
+  const float len_sq = dot(point.orientation, point.orientation);
+  if (!(len_sq > 0.999f && len_sq < 1.001f)) {
+    return reader.fail(0, "key 'rot' is not a unit quaternion (x,y,z,w with |q| = 1)");
+  }
+  scene->spawn_points.push_back(point);
+  return true;
+}
+
+// A `rules` line: the built-in game rules a server runs for the scene (the server checks the
+// name is one it has).
+bool parse_rules_line(LineReader& reader, Scene* scene) {
+  if (!reader.require("name", "say which rules")) return false;
+  const Token* name = reader.find("name");
+  if (!valid_scene_label(name->value)) {
+    return reader.fail(*name, "a name is 1 to " + std::to_string(kMaxTemplateNameBytes) +
+                                  " bytes of [A-Za-z0-9_.-]");
+  }
+  if (!reader.finish("a rules line", {})) return false;
+  scene->rules = std::string(name->value);
   return true;
 }
 
@@ -643,7 +708,7 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
   std::string& message = error != nullptr ? *error : scratch_error;
   Scene scene;
   scene.def = default_world_def();
-  size_t world_line = 0, scene_line = 0;
+  size_t world_line = 0, scene_line = 0, player_line = 0, first_spawn_line = 0, rules_line = 0;
   std::vector<Token> tokens;
   size_t line_number = 0;
   while (!text.empty()) {
@@ -678,8 +743,36 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
       if (!parse_world_line(reader, &scene.def)) return false;
     } else if (directive == "body") {
       BodyDef body = default_body_def();
+      if (Token* name = reader.find("name")) {
+        if (!valid_scene_label(name->value)) {
+          return reader.fail(*name, "a name is 1 to " + std::to_string(kMaxTemplateNameBytes) +
+                                        " bytes of [A-Za-z0-9_.-]");
+        }
+        if (!find_scene_body(scene, name->value).is_null()) {
+          return reader.fail(*name, "a second body named " + quoted(name->value));
+        }
+        scene.named_bodies.push_back(
+            NamedBody{std::string(name->value), static_cast<uint32_t>(scene.bodies.size())});
+      }
       if (!parse_body_line(reader, &body)) return false;
       scene.bodies.push_back(body);
+    } else if (directive == "player") {
+      if (player_line != 0) {
+        return reader.fail(directive_column, "a second player line (the first is line " +
+                                                 std::to_string(player_line) + ")");
+      }
+      player_line = line_number;
+      if (!parse_player_line(reader, &scene)) return false;
+    } else if (directive == "spawn") {
+      if (!parse_spawn_line(reader, &scene)) return false;
+      if (first_spawn_line == 0) first_spawn_line = line_number;
+    } else if (directive == "rules") {
+      if (rules_line != 0) {
+        return reader.fail(directive_column, "a second rules line (the first is line " +
+                                                 std::to_string(rules_line) + ")");
+      }
+      rules_line = line_number;
+      if (!parse_rules_line(reader, &scene)) return false;
     } else if (directive == "template") {
       if (!parse_template_line(reader, &scene.def)) return false;
     } else if (directive == "at") {
@@ -689,9 +782,19 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
     } else {
       message = "line " + std::to_string(line_number) + " col " + std::to_string(directive_column) +
                 ": unknown directive " + quoted(directive) +
-                " (expected scene, world, body, template, at)";
+                " (expected scene, world, body, template, player, spawn, rules, at)";
       return false;
     }
+  }
+  if (player_line != 0 && scene.spawn_points.empty()) {
+    message = "line " + std::to_string(player_line) +
+              ": player: the scene has no spawn line (players' bodies need a place to appear)";
+    return false;
+  }
+  if (player_line == 0 && !scene.spawn_points.empty()) {
+    message = "line " + std::to_string(first_spawn_line) +
+              ": spawn: spawn points need a player line (which template to spawn)";
+    return false;
   }
   if (scene.bodies.size() > scene.def.max_bodies) {
     message = (world_line != 0 ? "line " + std::to_string(world_line) + ": world: "
@@ -829,11 +932,37 @@ std::string format_scene_text(const Scene& scene) {
     out.append(t.name, strnlen(t.name, sizeof(t.name)));
     append_body(body, false);
   }
-  for (const BodyDef& body : scene.bodies) {
+  for (size_t i = 0; i < scene.bodies.size(); ++i) {
     out += "body";
-    append_body(body, true);
+    for (const NamedBody& named : scene.named_bodies) {
+      if (named.index == i) out += " name=" + named.name;
+    }
+    append_body(scene.bodies[i], true);
   }
+  if (scene.player_template >= 0 &&
+      static_cast<uint32_t>(scene.player_template) < scene.def.template_count) {
+    const BodyTemplate& t = scene.def.templates[scene.player_template];
+    out += "player template=";
+    out.append(t.name, strnlen(t.name, sizeof(t.name)));
+    out += '\n';
+  }
+  for (const SpawnPoint& point : scene.spawn_points) {
+    out += "spawn";
+    append_key_vec3(&out, "pos", point.position);
+    float rot[4] = {point.orientation.x, point.orientation.y, point.orientation.z,
+                    point.orientation.w};
+    append_key_floats(&out, "rot", rot, 4);
+    out += '\n';
+  }
+  if (!scene.rules.empty()) out += "rules name=" + scene.rules + "\n";
   return out;
+}
+
+BodyId find_scene_body(const Scene& scene, std::string_view name) {
+  for (const NamedBody& named : scene.named_bodies) {
+    if (named.name == name) return BodyId{named.index + 1, 0};
+  }
+  return BodyId{};
 }
 
 }  // namespace lockstep::sim

@@ -30,7 +30,9 @@
 //     angular velocity
 //   u32 queued command count, per command (in command_less order): u8 type, u32 sequence,
 //     u32 template index, f32×3 position, f32×4 orientation, f32×3 linear velocity, f32×3
-//     angular velocity, u32 owner player, u32 body index1, u32 body generation
+//     angular velocity, u32 owner player, u32 body index1, u32 body generation, i32 score delta
+//   u32 scored player count N (the highest player whose score is not 0, else 0), then the
+//     scores of players 1..N as i32
 //
 // Snapshot = "LSSN", u32 snapshot version, u64 total bytes, the state encoding, and
 // u64 XXH3-64 of every byte before it. The state hash is XXH3-64 of the state encoding alone.
@@ -52,9 +54,10 @@ namespace lockstep::sim {
 
 namespace {
 
-// State 2: sleep, bullets; 3: manifold reuse, collision filters; 4: velocity inputs, commands.
-constexpr uint32_t kStateVersion = 4;
-constexpr uint32_t kSnapshotVersion = 4;  // 4: state version 4
+// State 2: sleep, bullets; 3: manifold reuse, collision filters; 4: velocity inputs, commands;
+// 5: add_score commands and players' scores.
+constexpr uint32_t kStateVersion = 5;
+constexpr uint32_t kSnapshotVersion = 5;  // 5: state version 5
 constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};
 constexpr size_t kSnapshotHeaderBytes = 16;  // magic, version, total size
 constexpr size_t kSnapshotTrailerBytes = 8;  // checksum
@@ -69,7 +72,15 @@ constexpr size_t kLiveBodyBytes =
 constexpr size_t kManifoldBytes = 8 + 1 + 3 * 4 + 4 * 4 + 3 * 4;
 constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4 + 4;
 constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4 + 4 + 6 * 4;
-constexpr size_t kCommandBytes = 1 + 4 + 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 4 + 4;
+constexpr size_t kCommandBytes = 1 + 4 + 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 4 + 4 + 4;
+
+// Players 1..N where N is the highest player with a nonzero score (0 when none has one).
+uint32_t scored_player_count(const WorldData& w) {
+  uint32_t n = kMaxPlayers;
+  while (n > 0 && w.scores[n - 1] == 0)
+    --n;
+  return n;
+}
 static_assert(kSlotBytes + kLiveBodyBytes == 152);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
@@ -270,7 +281,12 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     o.u32(c.owner_player);
     o.u32(c.body.index1);
     o.u32(c.body.generation);
+    o.i32(c.score_delta);
   }
+  const uint32_t scored = scored_player_count(w);
+  o.u32(scored);
+  for (uint32_t p = 0; p < scored; ++p)
+    o.i32(w.scores[p]);
   return o.n;
 }
 
@@ -626,7 +642,7 @@ Error parse_queued_commands(Reader& in, WorldData& w) {
   for (uint32_t i = 0; i < command_count; ++i) {
     Command c;
     const uint8_t type = in.u8();
-    if (type > static_cast<uint8_t>(CommandType::destroy)) return Error::snapshot_corrupt;
+    if (type > static_cast<uint8_t>(CommandType::add_score)) return Error::snapshot_corrupt;
     c.type = static_cast<CommandType>(type);
     c.sequence = in.u32();
     c.template_index = in.u32();
@@ -637,12 +653,30 @@ Error parse_queued_commands(Reader& in, WorldData& w) {
     c.owner_player = in.u32();
     c.body.index1 = in.u32();
     c.body.generation = in.u32();
+    c.score_delta = in.i32();
     if (in.failed || check_command_fields(def, c) != Error::none) return Error::snapshot_corrupt;
     if (i > 0 && command_less(c, previous_command)) return Error::snapshot_corrupt;
     previous_command = c;
     if constexpr (kApply) w.commands[i] = c;
   }
   if constexpr (kApply) w.command_count = command_count;
+  return Error::none;
+}
+
+// Scores: at most kMaxPlayers, the last one nonzero (the encoding is canonical).
+template <bool kApply>
+Error parse_scores(Reader& in, WorldData& w) {
+  const uint32_t scored = in.u32();
+  if (in.failed || scored > kMaxPlayers) return Error::snapshot_corrupt;
+  for (uint32_t p = 0; p < scored; ++p) {
+    const int32_t score = in.i32();
+    if (in.failed || (p + 1 == scored && score == 0)) return Error::snapshot_corrupt;
+    if constexpr (kApply) w.scores[p] = score;
+  }
+  if constexpr (kApply) {
+    for (uint32_t p = scored; p < kMaxPlayers; ++p)
+      w.scores[p] = 0;
+  }
   return Error::none;
 }
 
@@ -657,6 +691,7 @@ Error parse_state(Reader& in, WorldData& w) {
   if (e == Error::none) e = parse_sensor_pairs<kApply>(in, w, slot_count);
   if (e == Error::none) e = parse_queued_inputs<kApply>(in, w, slot_count);
   if (e == Error::none) e = parse_queued_commands<kApply>(in, w);
+  if (e == Error::none) e = parse_scores<kApply>(in, w);
   if (e != Error::none) return e;
   if (in.n != in.size) return Error::snapshot_corrupt;  // trailing bytes
   return Error::none;
@@ -684,6 +719,7 @@ size_t encoded_state_size(const WorldData& w) {
   n += 4 + static_cast<size_t>(w.sensor_pair_count) * 8;
   n += 4 + static_cast<size_t>(w.input_count) * kInputBytes;
   n += 4 + static_cast<size_t>(w.command_count) * kCommandBytes;
+  n += 4 + static_cast<size_t>(scored_player_count(w)) * 4;
   return n;
 }
 
@@ -693,7 +729,8 @@ size_t max_encoded_state_size(const WorldDef& def) {
          static_cast<size_t>(def.max_contact_points) * kPointBytes + 4 +
          static_cast<size_t>(def.max_contact_pairs) * 8 + 4 +
          static_cast<size_t>(def.max_inputs_per_tick) * kInputBytes + 4 +
-         static_cast<size_t>(def.max_commands_per_tick) * kCommandBytes;
+         static_cast<size_t>(def.max_commands_per_tick) * kCommandBytes + 4 +
+         static_cast<size_t>(kMaxPlayers) * 4;
 }
 
 void update_state_hash(const WorldData& w) {

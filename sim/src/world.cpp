@@ -14,8 +14,10 @@
 // All memory is taken in World::create; nothing here allocates afterwards.
 #include "lockstep/sim/world.h"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <utility>
 
@@ -207,7 +209,8 @@ bool command_less(const Command& a, const Command& b) {
     out[14] = c.owner_player;
     out[15] = c.body.index1;
     out[16] = c.body.generation;
-    for (int i = 17; i < 21; ++i)
+    out[17] = static_cast<uint32_t>(c.score_delta) ^ 0x8000'0000u;  // signed order
+    for (int i = 18; i < 21; ++i)
       out[i] = 0;
   };
   uint32_t ka[21], kb[21];
@@ -222,6 +225,10 @@ bool command_less(const Command& a, const Command& b) {
 Error check_command_fields(const WorldDef& def, const Command& c) {
   if (c.type == CommandType::destroy) {
     if (c.body.is_null()) return Error::null_handle;
+    return Error::none;
+  }
+  if (c.type == CommandType::add_score) {
+    if (c.owner_player < 1 || c.owner_player > kMaxPlayers) return Error::unknown_player;
     return Error::none;
   }
   if (c.type != CommandType::spawn) return Error::invalid_argument;
@@ -312,6 +319,7 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->input_angular_velocity_limit = fixed_point_limit(def.max_input_angular_velocity);
   d->commands.assign(def.max_commands_per_tick, Command{});
   d->command_results.assign(def.max_commands_per_tick, CommandResult{});
+  d->scores.assign(kMaxPlayers, 0);
   d->events.assign(def.max_events, ContactEvent{});
   d->sensor_events.assign(def.max_events, SensorEvent{});
   d->sensor_pairs.assign(def.max_contact_pairs, 0);
@@ -675,6 +683,11 @@ std::span<const CommandResult> World::command_results() const {
   return {data_->command_results.data(), data_->command_result_count};
 }
 
+int32_t World::score(uint32_t player) const {
+  if (player < 1 || player > kMaxPlayers) return 0;
+  return data_->scores[player - 1];
+}
+
 // ---- step -----------------------------------------------------------------------------------
 //
 // World::step is the list of stages below, each a function that reads as one idea. They share
@@ -717,6 +730,11 @@ void apply_commands(WorldData& w, StepStats& st) {
     result = CommandResult{c.sequence, c.type, Error::none, BodyId{}};
     if (c.type == CommandType::spawn) {
       result.error = add_body(w, spawn_body_def(w.def, c), &result.body);
+    } else if (c.type == CommandType::add_score) {
+      // Saturating, so no sequence of commands overflows (a defined result on every machine).
+      int32_t& score = w.scores[c.owner_player - 1];
+      const int64_t sum = int64_t{score} + c.score_delta;
+      score = static_cast<int32_t>(std::clamp<int64_t>(sum, INT32_MIN, INT32_MAX));
     } else {
       result.error = remove_body(w, c.body);
       if (result.error == Error::none) result.body = c.body;

@@ -109,6 +109,9 @@ struct WorldData {
   std::vector<CommandResult> command_results;
   uint32_t command_result_count = 0;
 
+  // Players' scores, index player - 1 (state), kMaxPlayers entries.
+  std::vector<int32_t> scores;
+
   // Sensor pairs overlapping after the last step, ascending keys (state), and this step's as the
   // narrowphase finds them and as they are merged (scratch).
   std::vector<uint64_t> sensor_pairs;

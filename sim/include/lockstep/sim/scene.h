@@ -30,13 +30,35 @@ struct ScriptedAction {
   uint32_t line = 0;  // line of the scene file, for messages
 };
 
+/// Where a joining player's body may appear (scene `spawn` lines).
+struct SpawnPoint {
+  Vec3 position{};
+  Quat orientation{};
+};
+
+/// A body the scene names (`body ... name=NAME`), so server rules can find it: bodies[index].
+struct NamedBody {
+  std::string name;
+  uint32_t index = 0;
+};
+
 /// A world definition and the bodies to create, in creation order (so handles are stable).
 struct Scene {
   std::string name;
   WorldDef def;
   std::vector<BodyDef> bodies;
   std::vector<ScriptedAction> actions;  // ascending ticks (stable: file order within a tick)
+  // Players' bodies (scene `player` and `spawn` lines): a server spawns one body from this
+  // template for each player who joins, at a spawn point; -1 when the scene has none.
+  int32_t player_template = -1;
+  std::vector<SpawnPoint> spawn_points;
+  std::string rules;                    // the built-in game rules a server runs ("" = none)
+  std::vector<NamedBody> named_bodies;  // in file order; names are unique
 };
+
+/// The BodyId a scene body gets in a world built by build_world (slot index + 1, generation 0),
+/// for the body named `name`; null when no body has the name.
+BodyId find_scene_body(const Scene& scene, std::string_view name);
 
 /// Names of the built-in scenes, in a fixed order.
 std::span<const std::string_view> builtin_scene_names();

@@ -37,6 +37,7 @@ enum class Error : uint8_t {
   snapshot_corrupt,    // checksum or structure check failed
   capacity_commands,   // WorldDef::max_commands_per_tick reached for this tick
   unknown_template,    // a spawn command names a template the WorldDef does not have
+  unknown_player,      // a player index outside 1..kMaxPlayers (add_score commands)
 };
 
 /// One-line English description of an error (static storage).
@@ -205,12 +206,16 @@ struct Input {
 /// above the sim use it to list inputs canonically.
 bool input_less(const Input& a, const Input& b);
 
-enum class CommandType : uint8_t { spawn = 0, destroy = 1 };
+enum class CommandType : uint8_t { spawn = 0, destroy = 1, add_score = 2 };
 
-/// A change to the set of bodies, stamped for a tick like an input and applied at the start of
-/// that step, before the inputs, in command_less order: spawned bodies take the lowest free
-/// slots in that order, so the same commands give the same handles on every machine. Issued by
-/// the server's game rules (docs/gameplay.md, Commands); the floats must be finite.
+/// Player indices that carry a score: 1..kMaxPlayers (the server's largest room size).
+inline constexpr uint32_t kMaxPlayers = 1024;
+
+/// A change to the set of bodies or to a player's score, stamped for a tick like an input and
+/// applied at the start of that step, before the inputs, in command_less order: spawned bodies
+/// take the lowest free slots in that order, so the same commands give the same handles on every
+/// machine. Issued by the server's game rules (docs/gameplay.md, Commands); the floats must be
+/// finite.
 struct Command {
   CommandType type = CommandType::spawn;
   uint32_t sequence = 0;        // the issuer's order: the first key of command_less
@@ -219,8 +224,9 @@ struct Command {
   Quat orientation{};           // spawn; normalized when applied
   Vec3 linear_velocity{};       // spawn (m/s; zero for static templates)
   Vec3 angular_velocity{};      // spawn (rad/s)
-  uint32_t owner_player = 0;    // spawn: BodyDef::owner_player
+  uint32_t owner_player = 0;    // spawn: BodyDef::owner_player; add_score: the player (1..)
   BodyId body{};                // destroy: the body
+  int32_t score_delta = 0;      // add_score: added to World::score(owner_player), saturating
 };
 
 /// The total order in which a tick's commands are applied: sequence, type, then every field

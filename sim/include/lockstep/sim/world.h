@@ -77,6 +77,9 @@ class World final {
   Error queue_command(const Command& command);
   /// What the last step's commands did, in the order they were applied.
   std::span<const CommandResult> command_results() const;
+  /// A player's score (state: hashed, in snapshots), changed only by add_score commands; 0 for
+  /// a player index outside 1..kMaxPlayers.
+  int32_t score(uint32_t player) const;
 
   // ---- step -----------------------------------------------------------------------------------
   /// Advances one fixed dt: inputs → broadphase → narrowphase → warm-start match
