@@ -82,16 +82,6 @@ bool ground_below(const sim::World& world, sim::Vec3 from, float depth, sim::Bod
   return false;
 }
 
-/// A player's score when the sim keeps scores (World::score); nothing with one that does not.
-template <class W>
-std::optional<long long> score_of(const W& world, uint32_t player) {
-  if constexpr (requires { world.score(player); }) {
-    return static_cast<long long>(world.score(player));
-  } else {
-    return std::nullopt;
-  }
-}
-
 /// The sumo player: deterministic given its seed and the verified world it reads.
 class SumoPlayer final {
  public:
@@ -160,7 +150,7 @@ class SumoPlayer final {
     }
   }
 
-  /// "1:3,2:0": every player who has a body in the world, with its score ("-" without scores).
+  /// "1:3,2:0": every player who has a body in the world or a score, with the score.
   static std::string scores(const sim::World& world) {
     std::vector<sim::BodyId> ids(world.body_count());
     ids.resize(world.list_bodies(ids));
@@ -171,12 +161,15 @@ class SumoPlayer final {
           std::find(players.begin(), players.end(), v.owner_player) == players.end())
         players.push_back(v.owner_player);
     }
+    for (uint32_t p = 1; p <= sim::kMaxPlayers; ++p) {
+      if (world.score(p) != 0 && std::find(players.begin(), players.end(), p) == players.end())
+        players.push_back(p);
+    }
     std::sort(players.begin(), players.end());
     std::string out;
     for (uint32_t p : players) {
-      const std::optional<long long> s = score_of(world, p);
       if (!out.empty()) out += ',';
-      out += std::to_string(p) + ":" + (s ? std::to_string(*s) : std::string("-"));
+      out += std::to_string(p) + ":" + std::to_string(world.score(p));
     }
     return out.empty() ? "-" : out;
   }
@@ -273,7 +266,7 @@ int main(int argc, char** argv) {
   const bool sumo = game == "sumo";
   SumoPlayer sumo_player(seed);
   std::string final_scores = "-";
-  std::optional<long long> final_score;
+  std::string final_score = "-";
   uint64_t last_tick = 0;
   uint64_t disconnects = 0;
   uint64_t send_failures = 0;
@@ -357,7 +350,8 @@ int main(int argc, char** argv) {
   const std::chrono::nanoseconds rtt_p99 = client.rtt_quantile(0.99);
   if (sumo && client.world() != nullptr) {
     final_scores = SumoPlayer::scores(*client.world());
-    if (client.player_id() != 0) final_score = score_of(*client.world(), client.player_id());
+    if (client.player_id() != 0)
+      final_score = std::to_string(client.world()->score(client.player_id()));
   }
   finished = true;
   client.close();
@@ -377,8 +371,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(stats.inputs_sent), played_s,
       static_cast<unsigned long long>(last_tick));
   if (sumo) {
-    std::printf(" score=%s scores=%s", final_score ? std::to_string(*final_score).c_str() : "-",
-                final_scores.c_str());
+    std::printf(" score=%s scores=%s", final_score.c_str(), final_scores.c_str());
   }
   std::printf("\n");
   std::fflush(stdout);

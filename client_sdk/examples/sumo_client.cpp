@@ -350,16 +350,6 @@ uint32_t count_static_bodies(const sim::World& world) {
   return n;
 }
 
-/// A player's score when the sim keeps scores (World::score); nothing with a sim that does not.
-template <class W>
-std::optional<long long> score_of(const W& world, uint32_t player) {
-  if constexpr (requires { world.score(player); }) {
-    return static_cast<long long>(world.score(player));
-  } else {
-    return std::nullopt;
-  }
-}
-
 // ---- drawing ----------------------------------------------------------------------------------
 
 struct Cell {
@@ -442,6 +432,11 @@ std::string render(const sim::World& world, const ArenaMap& map, int cols, int t
       }
     }
   }
+  // Players who left keep their score in the world: list them too.
+  for (uint32_t p = 1; p <= sim::kMaxPlayers; ++p) {
+    if (world.score(p) != 0 && std::find(players.begin(), players.end(), p) == players.end())
+      players.push_back(p);
+  }
   std::sort(players.begin(), players.end());
 
   std::string header = "sumo  room " + st.room + "  you: player " + std::to_string(st.player_id) +
@@ -452,8 +447,7 @@ std::string render(const sim::World& world, const ArenaMap& map, int cols, int t
   header += rtt;
   std::string scores = "scores:";
   for (uint32_t p : players) {
-    const std::optional<long long> s = score_of(world, p);
-    scores += "  P" + std::to_string(p) + " " + (s ? std::to_string(*s) : std::string("-"));
+    scores += "  P" + std::to_string(p) + " " + std::to_string(world.score(p));
   }
   if (players.empty()) scores += "  (no players yet)";
 
@@ -634,9 +628,9 @@ int main(int argc, char** argv) {
 
   const sdk::ClientStats stats = client.stats();
   const uint32_t player = client.player_id();
-  std::optional<long long> score;
+  std::string score = "-";
   if (const sim::World* world = client.world(); world != nullptr && player != 0)
-    score = score_of(*world, player);
+    score = std::to_string(world->score(player));
   if (!gone) {
     client.close();
     client.poll(std::chrono::milliseconds(100), nullptr);
@@ -645,8 +639,7 @@ int main(int argc, char** argv) {
 
   std::printf("sumo_client: player %u, %llu ticks verified, %llu desyncs, score %s\n", player,
               static_cast<unsigned long long>(stats.ticks_verified),
-              static_cast<unsigned long long>(stats.desyncs),
-              score ? std::to_string(*score).c_str() : "-");
+              static_cast<unsigned long long>(stats.desyncs), score.c_str());
   if (gone) {
     std::string code;
     if (gone->code != sdk::ErrorCode::none)
