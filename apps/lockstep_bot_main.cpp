@@ -88,17 +88,18 @@ class SumoPlayer final {
   explicit SumoPlayer(uint64_t seed)
       : seed_(seed), speed_mps_(unit_range(split_mix64(seed), 3.0f, 5.0f)) {}
 
-  /// Inputs for `player`'s bodies after the tick `world` shows.
-  void steer(const sim::World& world, uint32_t player, std::span<const sim::BodyId> owned,
-             std::vector<sim::Input>* out) {
+  /// Inputs for `player`'s balls after the tick `world` shows: the dynamic bodies it owns (the
+  /// rules spawn them after the Welcome, so the world lists them, not the Welcome).
+  void steer(const sim::World& world, uint32_t player, std::vector<sim::Input>* out) {
     out->clear();
     if (!have_centre_) find_centre(world);
     bodies_.resize(world.body_count());
     bodies_.resize(world.list_bodies(bodies_));
     const float limit = world.def().max_input_linear_velocity;
-    for (sim::BodyId mine : owned) {
+    for (sim::BodyId mine : bodies_) {
       sim::BodyView me;
-      if (world.get_body(mine, &me) != sim::Error::none || me.type != sim::BodyType::dynamic)
+      if (world.get_body(mine, &me) != sim::Error::none || me.type != sim::BodyType::dynamic ||
+          me.owner_player != player || player == 0)
         continue;
       // Off the platform (falling): no input, gravity decides; the rules respawn us.
       if (!ground_below(world, me.position, me.shape.radius + 0.25f, mine)) continue;
@@ -303,7 +304,7 @@ int main(int argc, char** argv) {
       const std::optional<uint64_t> next_tick = client.next_input_tick();
       if (!next_tick || (last_sent_tick && *next_tick <= *last_sent_tick)) return;
       if (sumo) {
-        sumo_player.steer(t->world(), client.player_id(), client.owned_bodies(), &mine);
+        sumo_player.steer(t->world(), client.player_id(), &mine);
       } else {
         const uint32_t n = sim::scripted_inputs(seed, t->tick, script, t->world(), scripted);
         mine.clear();

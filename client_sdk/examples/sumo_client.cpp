@@ -549,9 +549,14 @@ int main(int argc, char** argv) {
       const sim::World& world = t->world();
       const float limit = world.def().max_input_linear_velocity;
       std::vector<sim::Input> inputs;
-      for (sim::BodyId body : client.owned_bodies()) {
+      // Our balls are the dynamic bodies we own: the rules spawn them after the Welcome (and
+      // again after a fall), so the world knows them, not the Welcome's list.
+      std::vector<sim::BodyId> ids(world.body_count());
+      ids.resize(world.list_bodies(ids));
+      for (sim::BodyId body : ids) {
         sim::BodyView v;
-        if (world.get_body(body, &v) != sim::Error::none || v.type != sim::BodyType::dynamic)
+        if (world.get_body(body, &v) != sim::Error::none || v.type != sim::BodyType::dynamic ||
+            v.owner_player != client.player_id())
           continue;
         // Steer only while standing on the platform: a sphere that went over the edge falls.
         if (!ground_below(world, v.position, v.shape.radius + 0.25f, body)) continue;
@@ -612,8 +617,14 @@ int main(int argc, char** argv) {
     }
     const Clock::time_point now = Clock::now();
     const sim::World* world = client.world();
-    if (world == nullptr || now - last_frame < std::chrono::milliseconds(50)) continue;
+    if (now - last_frame < std::chrono::milliseconds(50)) continue;
     last_frame = now;
+    if (world == nullptr) {
+      Terminal::write_all("\x1b[H\x1b[2Jconnecting to " + options.host + ":" +
+                          std::to_string(options.port) + ", room '" + options.room +
+                          "'...  (q: quit)");
+      continue;
+    }
     const auto [cols, rows] = Terminal::size();
     const int arena_rows = std::max(rows - 4, 4);
     const uint32_t statics = count_static_bodies(*world);
