@@ -45,6 +45,7 @@ struct ReplayWindow::State {
     uint64_t client_hash = 0;
     bool has_client_hash = false;
     uint32_t input_count = 0;
+    uint32_t command_count = 0;
   };
   struct KeyframeSlot {
     uint64_t tick = 0;
@@ -58,6 +59,7 @@ struct ReplayWindow::State {
   uint32_t keyframe_capacity = 0;
   std::unique_ptr<TickSlot[]> ticks;
   std::unique_ptr<sim::Input[]> inputs;  // tick_capacity × max_inputs_per_tick
+  std::unique_ptr<sim::Command[]> commands;  // tick_capacity × max_commands_per_tick
   std::unique_ptr<KeyframeSlot[]> keyframes;
   std::unique_ptr<uint8_t[]> snapshots;  // keyframe_capacity × snapshot_capacity
 
@@ -68,6 +70,7 @@ struct ReplayWindow::State {
   uint32_t keyframe_first = 0;
   uint32_t keyframe_count = 0;
   uint64_t dropped_inputs = 0;
+  uint64_t dropped_commands = 0;
   uint64_t skipped_keyframes = 0;
 
   // tick % tick_capacity < tick_capacity (a uint32_t), so the index fits size_t on 32-bit targets.
@@ -106,6 +109,8 @@ ReplayWindow::ReplayWindow(const sim::World& world, const ReplayWindowConfig& co
   if (s.config.keyframe_interval_ticks == 0) s.config.keyframe_interval_ticks = 1;
   if (s.config.max_inputs_per_tick == 0)
     s.config.max_inputs_per_tick = world.def().max_inputs_per_tick;
+  if (s.config.max_commands_per_tick == 0)
+    s.config.max_commands_per_tick = world.def().max_commands_per_tick;
   s.tick_capacity = s.config.window_ticks + s.config.keyframe_interval_ticks;
   // Keyframes spanning the tick ring, one more for the keyframe just before it, one spare for
   // the start keyframe (which need not fall on the interval).
@@ -118,6 +123,8 @@ ReplayWindow::ReplayWindow(const sim::World& world, const ReplayWindowConfig& co
       s.config.keyframe_slot_bytes ? s.config.keyframe_slot_bytes : world.max_snapshot_size();
   s.ticks = std::make_unique<State::TickSlot[]>(s.tick_capacity);
   s.inputs = std::make_unique<sim::Input[]>(size_t{s.tick_capacity} * s.config.max_inputs_per_tick);
+  s.commands =
+      std::make_unique<sim::Command[]>(size_t{s.tick_capacity} * s.config.max_commands_per_tick);
   s.keyframes = std::make_unique<State::KeyframeSlot[]>(s.keyframe_capacity);
   s.snapshots = std::make_unique<uint8_t[]>(s.keyframe_capacity * s.snapshot_capacity);
   record_keyframe(world);
@@ -126,7 +133,8 @@ ReplayWindow::ReplayWindow(const sim::World& world, const ReplayWindowConfig& co
 ReplayWindow::~ReplayWindow() = default;
 
 bool ReplayWindow::record_tick(uint64_t tick, std::span<const sim::Input> applied_inputs,
-                               uint64_t authoritative_hash, std::optional<uint64_t> client_hash) {
+                               uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
+                               std::span<const sim::Command> applied_commands) {
   State& s = *state_;
   if (!s.started || tick != s.last_tick + 1) {
     // A gap (or no keyframe yet): nothing held can be replayed into this tick. Wait for the
@@ -148,7 +156,13 @@ bool ReplayWindow::record_tick(uint64_t tick, std::span<const sim::Input> applie
   std::copy_n(applied_inputs.data(), count,
               s.inputs.get() + (tick % s.tick_capacity) * s.config.max_inputs_per_tick);
   s.dropped_inputs += applied_inputs.size() - count;
-  return count == applied_inputs.size();
+  const size_t command_count =
+      std::min<size_t>(applied_commands.size(), s.config.max_commands_per_tick);
+  slot.command_count = static_cast<uint32_t>(command_count);
+  std::copy_n(applied_commands.data(), command_count,
+              s.commands.get() + (tick % s.tick_capacity) * s.config.max_commands_per_tick);
+  s.dropped_commands += applied_commands.size() - command_count;
+  return count == applied_inputs.size() && command_count == applied_commands.size();
 }
 
 bool ReplayWindow::record_keyframe(const sim::World& world) {
@@ -185,8 +199,10 @@ bool ReplayWindow::record_keyframe(const sim::World& world) {
 }
 
 bool ReplayWindow::record_step(const sim::World& world, std::span<const sim::Input> applied_inputs,
-                               uint64_t authoritative_hash, std::optional<uint64_t> client_hash) {
-  bool ok = record_tick(world.tick(), applied_inputs, authoritative_hash, client_hash);
+                               uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
+                               std::span<const sim::Command> applied_commands) {
+  bool ok =
+      record_tick(world.tick(), applied_inputs, authoritative_hash, client_hash, applied_commands);
   if (keyframe_due(world.tick())) ok = record_keyframe(world) && ok;
   return ok;
 }
@@ -210,11 +226,15 @@ size_t ReplayWindow::memory_bytes() const {
   const State& s = *state_;
   return sizeof(State) + s.tick_capacity * sizeof(State::TickSlot) +
          size_t{s.tick_capacity} * s.config.max_inputs_per_tick * sizeof(sim::Input) +
+         size_t{s.tick_capacity} * s.config.max_commands_per_tick * sizeof(sim::Command) +
          s.keyframe_capacity * (sizeof(State::KeyframeSlot) + s.snapshot_capacity);
 }
 
 uint64_t ReplayWindow::dropped_inputs() const {
   return state_->dropped_inputs;
+}
+uint64_t ReplayWindow::dropped_commands() const {
+  return state_->dropped_commands;
 }
 uint64_t ReplayWindow::skipped_keyframes() const {
   return state_->skipped_keyframes;
@@ -241,11 +261,14 @@ WriteResult ReplayWindow::write_bytes(std::vector<uint8_t>* out, const ReplayHea
       const State::TickSlot& slot = s.tick_slot(t);
       const sim::Input* inputs =
           s.inputs.get() + (t % s.tick_capacity) * s.config.max_inputs_per_tick;
+      const sim::Command* commands =
+          s.commands.get() + (t % s.tick_capacity) * s.config.max_commands_per_tick;
       detail::append_record(
           out,
           encoder.tick(
               t, std::span<const sim::Input>(inputs, slot.input_count), slot.authoritative_hash,
-              slot.has_client_hash ? std::optional<uint64_t>(slot.client_hash) : std::nullopt));
+              slot.has_client_hash ? std::optional<uint64_t>(slot.client_hash) : std::nullopt,
+              std::span<const sim::Command>(commands, slot.command_count)));
     }
     while (next_keyframe < s.keyframe_count && s.keyframe(next_keyframe).tick == t) {
       const State::KeyframeSlot& k = s.keyframe(next_keyframe);
@@ -328,10 +351,11 @@ WriteResult ReplayStreamWriter::open(const std::string& path, const ReplayHeader
 WriteResult ReplayStreamWriter::record_tick(uint64_t tick,
                                             std::span<const sim::Input> applied_inputs,
                                             uint64_t authoritative_hash,
-                                            std::optional<uint64_t> client_hash) {
+                                            std::optional<uint64_t> client_hash,
+                                            std::span<const sim::Command> applied_commands) {
   State& s = *state_;
-  RecordError error =
-      s.writer.append(s.encoder.tick(tick, applied_inputs, authoritative_hash, client_hash));
+  RecordError error = s.writer.append(
+      s.encoder.tick(tick, applied_inputs, authoritative_hash, client_hash, applied_commands));
   if (error != RecordError::none) return record_result(s.writer, error);
   if (++s.ticks_since_flush >= s.options.flush_every_ticks) {
     s.ticks_since_flush = 0;
@@ -359,8 +383,10 @@ WriteResult ReplayStreamWriter::record_keyframe(const sim::World& world) {
 WriteResult ReplayStreamWriter::record_step(const sim::World& world,
                                             std::span<const sim::Input> applied_inputs,
                                             uint64_t authoritative_hash,
-                                            std::optional<uint64_t> client_hash) {
-  WriteResult result = record_tick(world.tick(), applied_inputs, authoritative_hash, client_hash);
+                                            std::optional<uint64_t> client_hash,
+                                            std::span<const sim::Command> applied_commands) {
+  WriteResult result =
+      record_tick(world.tick(), applied_inputs, authoritative_hash, client_hash, applied_commands);
   if (result.ok && state_->options.keyframe_interval_ticks != 0 &&
       world.tick() % state_->options.keyframe_interval_ticks == 0)
     result = record_keyframe(world);

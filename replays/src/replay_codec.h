@@ -26,7 +26,8 @@ class RecordEncoder final {
   std::span<const uint8_t> keyframe(uint64_t tick, uint64_t state_hash,
                                     std::span<const uint8_t> snapshot);
   std::span<const uint8_t> tick(uint64_t tick, std::span<const sim::Input> inputs,
-                                uint64_t authoritative_hash, std::optional<uint64_t> client_hash);
+                                uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
+                                std::span<const sim::Command> commands = {});
 
  private:
   struct Impl;

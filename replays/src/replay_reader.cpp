@@ -197,9 +197,11 @@ std::unique_ptr<sim::World> make_replay_world(const LoadedReplay& replay, std::s
 
 namespace {
 
-// Queues a tick record's inputs and steps; returns how many inputs the world refused.
+// Queues a tick record's commands and inputs and steps; returns how many the world refused.
 uint32_t step_with(sim::World& world, const ReplayTick& tick) {
   uint32_t rejected = 0;
+  for (const sim::Command& command : tick.commands)
+    if (world.queue_command(command) != sim::Error::none) ++rejected;
   for (const sim::Input& input : tick.inputs)
     if (world.queue_input(input) != sim::Error::none) ++rejected;
   world.step();

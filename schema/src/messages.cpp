@@ -23,6 +23,8 @@
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/player_input_codec.h"
 #include "lockstep/schema/protocol_generated.h"
+#include "lockstep/schema/world_codec.h"
+#include "lockstep/sim/world.h"
 
 namespace lockstep::schema {
 namespace {
@@ -111,6 +113,8 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Hello& m) 
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Welcome& m) {
+  fb::Offset<wire::WorldDef> world_def;
+  if (m.world_def) world_def = encode_world_def(builder, *m.world_def);
   auto scene = create_string(builder, m.scene);
   uint32_t* index1 = nullptr;
   auto owned_bodies = builder.CreateUninitializedVector(m.owned_bodies.size(), &index1);
@@ -123,7 +127,7 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Welcome& m
   return wire::CreateWelcome(builder, m.protocol_version, m.player_id, m.tick_rate_hz,
                              m.input_delay_ticks, scene, m.world_def_fingerprint, m.current_tick,
                              m.ns_into_tick, owned_bodies, owned_generations, m.snapshot_rate_hz,
-                             m.snapshot_interval_ticks)
+                             m.snapshot_interval_ticks, world_def)
       .Union();
 }
 
@@ -139,9 +143,11 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const InputFrame
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const TickFrame& m) {
+  auto commands = create_world_commands(builder, m.commands);
   auto velocities = create_player_input_velocities(builder, m.inputs);
   auto inputs = create_player_inputs(builder, m.inputs);
-  return wire::CreateTickFrame(builder, m.tick, inputs, m.state_hash, velocities).Union();
+  return wire::CreateTickFrame(builder, m.tick, inputs, m.state_hash, velocities, commands)
+      .Union();
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const DesyncReport& m) {
@@ -273,6 +279,23 @@ DecodeResult decode_message(const wire::Welcome& in, Message* out) {
   }
   m.snapshot_rate_hz = in.snapshot_rate_hz();
   m.snapshot_interval_ticks = in.snapshot_interval_ticks();
+  if (const wire::WorldDef* def = in.world_def()) {
+    sim::WorldDef world_def;
+    std::string why;
+    if (!decode_world_def(*def, &world_def, &why)) {
+      return fail(DecodeError::bad_value, "Welcome.world_def: " + why);
+    }
+    const sim::Error invalid = sim::validate_world_def(world_def);
+    if (invalid != sim::Error::none) {
+      return fail(DecodeError::bad_value,
+                  std::string("Welcome.world_def is not valid: ") + sim::error_message(invalid));
+    }
+    if (sim::world_def_fingerprint(world_def) != m.world_def_fingerprint) {
+      return fail(DecodeError::bad_value,
+                  "Welcome.world_def does not hash to Welcome.world_def_fingerprint");
+    }
+    m.world_def = world_def;
+  }
   *out = std::move(m);
   return result;
 }
@@ -304,6 +327,10 @@ DecodeResult decode_message(const wire::TickFrame& in, Message* out) {
   read_player_inputs(in.inputs(), &m.inputs);
   if (!read_player_input_velocities(in.input_velocities(), &m.inputs)) {
     return fail(DecodeError::bad_value, "TickFrame.input_velocities is not one per input");
+  }
+  std::string why;
+  if (!read_world_commands(in.commands(), &m.commands, &why)) {
+    return fail(DecodeError::bad_value, "TickFrame.commands: " + why);
   }
   m.state_hash = in.state_hash();
   *out = std::move(m);

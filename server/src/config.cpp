@@ -61,7 +61,8 @@ std::string server_config_error(const ServerConfig& c) {
   if (c.read_timeout.count() < 1 || c.flush_timeout.count() < 1) {
     return "read and flush timeouts must be at least 1 ms";
   }
-  if (c.empty_room_grace.count() < 0 || c.stats_log_interval.count() < 0) {
+  if (c.empty_room_grace.count() < 0 || c.stats_log_interval.count() < 0 ||
+      c.player_leave_grace.count() < 0) {
     return "durations must not be negative";
   }
   if (c.default_room.empty() || c.default_room.size() > 64) {
@@ -122,6 +123,13 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
          [config](int64_t v) { config->empty_room_grace = milliseconds(v); },
          "An empty room closes after this long")
       ->default_str(std::to_string(config->empty_room_grace.count()));
+  app.add_option("--rules", config->rules,
+                 "Game rules of every room: sumo, none, or empty for each scene's 'rules' line");
+  app.add_option_function<int64_t>(
+         "--player-leave-grace-ms",
+         [config](int64_t v) { config->player_leave_grace = milliseconds(v); },
+         "A leaving player's bodies are destroyed after this long")
+      ->default_str(std::to_string(config->player_leave_grace.count()));
   app.add_option("--max-catch-up-ticks", config->max_catch_up_ticks,
                  "Ticks run per timer wake at most when behind")
       ->capture_default_str();

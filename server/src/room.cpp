@@ -27,6 +27,19 @@ constexpr std::chrono::nanoseconds kLateThreshold{2'000'000};
 
 // Sorted as the world applies them (sim::input_less), so a TickFrame lists its inputs
 // canonically. Insertion sort: a tick holds at most a few hundred inputs, nearly sorted.
+template <class T, class Less>
+void insertion_sort(std::vector<T>& items, Less less) {
+  for (size_t i = 1; i < items.size(); ++i) {
+    const T value = items[i];
+    size_t j = i;
+    while (j > 0 && less(value, items[j - 1])) {
+      items[j] = items[j - 1];
+      --j;
+    }
+    items[j] = value;
+  }
+}
+
 void sort_inputs(std::vector<sim::Input>& inputs) {
   for (size_t i = 1; i < inputs.size(); ++i) {
     const sim::Input value = inputs[i];
@@ -171,6 +184,25 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
   room->slot_inputs_.resize(size_t{room->window_ticks_} * room->slot_capacity_);
   room->slot_player_counts_.resize(size_t{room->window_ticks_} * max_players);
   room->applied_.reserve(room->slot_capacity_);
+  const uint32_t max_commands = room->world_->def().max_commands_per_tick;
+  room->pending_commands_.reserve(max_commands);
+  room->applied_commands_.reserve(max_commands);
+  room->spawns_players_ = room->scene_->scene.player_template >= 0;
+  if (room->spawns_players_) room->scene_has_owners_ = true;  // players own what they spawn
+  room->leave_destroy_tick_.assign(max_players, 0);
+  room->spawn_pending_.assign(max_players, 0);
+  // Whole ticks, rounded up.
+  room->leave_grace_ticks_ = static_cast<uint64_t>(
+      (config.player_leave_grace.count() * int64_t{config.tick_rate_hz} + 999) / 1000);
+  if (!room->scene_->rules.empty()) {
+    std::string why;
+    room->rules_ = core.rules_factory(room->scene_->rules, room->scene_->scene, &why);
+    if (room->rules_ == nullptr) {
+      *error = fmt::format("rules {} for scene {}: {}", room->scene_->rules,
+                           room->scene_->scene.name, why);
+      return nullptr;
+    }
+  }
   room->snapshot_buffer_.resize(room->world_->max_snapshot_size());
   room->departed_.reserve(kMaxDeparted);
   return room;
@@ -238,6 +270,7 @@ Room::Member* Room::find_member(const Session& session) {
 
 void Room::run_tick() {
   const uint64_t tick = world_->tick() + 1;
+  queue_pending_commands(tick);
   const size_t slot_index = static_cast<size_t>(tick % window_ticks_);
   TickSlot& slot = slots_[slot_index];
   applied_.clear();
@@ -275,15 +308,30 @@ void Room::run_tick() {
         "degraded deterministically (logged once per room)",
         name_, world_->tick(), status.overflow);
   }
+  apply_command_results();
 
   // One TickFrame, encoded once, shared by every lockstep member.
   schema::TickFrame frame;
   frame.tick = world_->tick();
   frame.inputs = std::move(applied_);
+  frame.commands = std::move(applied_commands_);
   frame.state_hash = world_->state_hash();
   const schema::SharedFrame encoded = schema::encode_shared_frame(frame);
   applied_ = std::move(frame.inputs);  // keep the capacity
+  applied_commands_ = std::move(frame.commands);
   record_replay_tick(frame.state_hash);
+
+  // Game rules: read the world as the step left it, answer with commands for the next tick.
+  if (rules_ != nullptr) {
+    struct Output final : RulesOutput {
+      Room& room;
+      explicit Output(Room& r) : room(r) {}
+      bool push(const sim::Command& command) override {
+        return room.push_command(command, "rules");
+      }
+    } output(*this);
+    rules_->after_step(*world_, world_->sensor_events(), output);
+  }
 
   for (size_t i = 0; i < players_.size(); ++i) {
     const std::shared_ptr<Session> session = players_[i].session;
@@ -307,6 +355,85 @@ void Room::run_tick() {
     const std::shared_ptr<Session> session = m.session;
     if (session->send(snapshot_frame())) ++snapshots_sent_;
   });
+}
+
+bool Room::push_command(sim::Command command, const char* issuer) {
+  if (pending_commands_.size() >= world_->def().max_commands_per_tick) {
+    ++commands_refused_;
+    if (!command_refusal_logged_) {
+      command_refusal_logged_ = true;
+      spdlog::error(
+          "room {}: a {} command for tick {} was refused: the tick already holds "
+          "max_commands_per_tick = {} commands (counted in commands_refused; logged once per room)",
+          name_, issuer, world_->tick() + 1, world_->def().max_commands_per_tick);
+    }
+    return false;
+  }
+  command.sequence = next_command_sequence_++;
+  pending_commands_.push_back(command);
+  return true;
+}
+
+void Room::queue_pending_commands(uint64_t tick) {
+  // Departed players whose grace has run out: their bodies go in this step.
+  for (size_t i = 0; i < leave_destroy_tick_.size(); ++i) {
+    if (leave_destroy_tick_[i] == 0 || leave_destroy_tick_[i] > tick) continue;
+    leave_destroy_tick_[i] = 0;
+    for (const sim::BodyId body : owned_bodies_[i]) {
+      sim::Command destroy;
+      destroy.type = sim::CommandType::destroy;
+      destroy.body = body;
+      push_command(destroy, "leave");
+    }
+  }
+  applied_commands_.clear();
+  for (const sim::Command& command : pending_commands_) {
+    const sim::Error e = world_->queue_command(command);
+    if (e == sim::Error::none) {
+      applied_commands_.push_back(command);
+      continue;
+    }
+    ++commands_refused_;
+    if (!command_refusal_logged_) {
+      command_refusal_logged_ = true;
+      spdlog::error("room {}: a command for tick {} was refused by the world: {} (counted in "
+                    "commands_refused; logged once per room)",
+                    name_, tick, sim::error_message(e));
+    }
+  }
+  pending_commands_.clear();
+  insertion_sort(applied_commands_, sim::command_less);
+  commands_applied_ += applied_commands_.size();
+}
+
+void Room::apply_command_results() {
+  for (const sim::CommandResult& result : world_->command_results()) {
+    if (result.error != sim::Error::none) {
+      ++commands_failed_;
+      if (!command_failure_logged_) {
+        command_failure_logged_ = true;
+        spdlog::error("room {}: a {} command failed at tick {}: {} (counted in commands_failed; "
+                      "logged once per room)",
+                      name_, result.type == sim::CommandType::spawn ? "spawn" : "destroy",
+                      world_->tick(), sim::error_message(result.error));
+      }
+      continue;
+    }
+    if (!scene_has_owners_) continue;
+    if (result.type == sim::CommandType::spawn) {
+      sim::BodyView view;
+      if (world_->get_body(result.body, &view) != sim::Error::none) continue;
+      if (view.owner_player >= 1 && view.owner_player <= owned_bodies_.size() &&
+          view.type == sim::BodyType::dynamic) {
+        owned_bodies_[view.owner_player - 1].push_back(result.body);
+        spawn_pending_[view.owner_player - 1] = 0;
+      }
+    } else if (result.type == sim::CommandType::destroy) {
+      for (auto& owned : owned_bodies_) {
+        owned.erase(std::remove(owned.begin(), owned.end(), result.body), owned.end());
+      }
+    }
+  }
 }
 
 schema::SharedFrame Room::snapshot_frame() {
@@ -380,6 +507,24 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
     granted_rate_hz = static_cast<uint16_t>(
         std::max<uint32_t>(1, config.tick_rate_hz / member->snapshot_interval_ticks));
   }
+  if (player_id != 0 && spawns_players_) {
+    // The player's body: taken over from a departed player of the same id still in its leave
+    // grace, or spawned by the next step (its TickFrame lists the spawn, owner = player_id).
+    const size_t p = player_id - 1;
+    const bool has_bodies = !owned_bodies_[p].empty() || spawn_pending_[p] != 0;
+    leave_destroy_tick_[p] = 0;
+    if (!has_bodies) {
+      const sim::Scene& scene = scene_->scene;
+      const sim::SpawnPoint& point = scene.spawn_points[p % scene.spawn_points.size()];
+      sim::Command spawn;
+      spawn.type = sim::CommandType::spawn;
+      spawn.template_index = static_cast<uint32_t>(scene.player_template);
+      spawn.position = point.position;
+      spawn.orientation = point.orientation;
+      spawn.owner_player = player_id;
+      if (push_command(spawn, "join")) spawn_pending_[p] = 1;
+    }
+  }
   session->set_room(shared_from_this(), player_id);
   ++client_count_;
   ++clients_joined_;
@@ -394,6 +539,7 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   welcome.input_delay_ticks = static_cast<uint16_t>(config.input_delay_ticks);
   welcome.scene = scene_->scene.name;
   welcome.world_def_fingerprint = scene_->world_def_fingerprint;
+  welcome.world_def = world_->def();
   welcome.current_tick = position.tick;
   welcome.ns_into_tick = static_cast<uint64_t>(std::max<int64_t>(0, position.since_due.count()));
   if (player_id != 0) welcome.owned_bodies = owned_bodies_[player_id - 1];
@@ -422,6 +568,10 @@ void Room::leave(Session& session, const std::string& reason) {
   departed_.push_back(std::move(summary));
   member->session.reset();
   --client_count_;
+  if (spawns_players_ && session.player_id() >= 1 && session.player_id() <= players_.size()) {
+    // Its bodies stay for the leave grace (a reconnect with the same id takes them over).
+    leave_destroy_tick_[session.player_id() - 1] = world_->tick() + 1 + leave_grace_ticks_;
+  }
   spdlog::info("room {}: player {} '{}' left at tick {}: {}", name_, session.player_id(),
                session.player_name(), world_->tick(), reason);
   session.clear_room();
@@ -569,7 +719,8 @@ schema::Pong Room::make_pong(uint64_t client_time_ns) const {
 
 void Room::record_replay_tick(uint64_t state_hash) {
   if (replay_window_ != nullptr &&
-      !replay_window_->record_step(*world_, applied_, state_hash, std::nullopt) &&
+      !replay_window_->record_step(*world_, applied_, state_hash, std::nullopt,
+                                   applied_commands_) &&
       !replay_inputs_dropped_logged_) {
     // Only when a tick held more inputs than the world takes per tick, which the world refused.
     replay_inputs_dropped_logged_ = true;
@@ -578,7 +729,7 @@ void Room::record_replay_tick(uint64_t state_hash) {
   }
   if (match_stream_ != nullptr) {
     const replays::WriteResult written =
-        match_stream_->record_step(*world_, applied_, state_hash, std::nullopt);
+        match_stream_->record_step(*world_, applied_, state_hash, std::nullopt, applied_commands_);
     if (!written.ok) {
       // Disk full or the like: stop recording, keep what was written, keep serving.
       spdlog::error("room {}: match recording stopped at tick {}: {}", name_, world_->tick(),
@@ -693,6 +844,9 @@ RoomStats Room::stats() const {
   s.protocol_errors = protocol_errors_;
   s.input_errors = input_errors_;
   s.slow_consumers = slow_consumers_;
+  s.commands_applied = commands_applied_;
+  s.commands_refused = commands_refused_;
+  s.commands_failed = commands_failed_;
   s.client_list = departed_;
   auto add_live = [&s](const Member& m) {
     if (m.session == nullptr) return;

@@ -13,6 +13,11 @@
 // same way for the TickFrame, the world steps, and one TickFrame is encoded and shared by every
 // lockstep member.
 //
+// Commands (spawn, destroy, add_score) are issued by the room itself (a joining player's body,
+// a departed player's bodies after the leave grace) and by its RoomRules after each step; they
+// wait in pending_commands_ (at most the WorldDef's max_commands_per_tick) and are queued into
+// the world before the next step, listed in its TickFrame and recorded like inputs.
+//
 // Replays: every room keeps a ReplayWindow of its last replay_window_seconds (memory
 // fixed here, at creation) fed after each step with the applied inputs and the hash; a
 // DesyncReport makes the room write it to replay_dir (rate-limited per room). With
@@ -30,6 +35,7 @@
 
 #include "lockstep/replays/recorder.h"
 #include "lockstep/schema/messages.h"
+#include "lockstep/server/room_rules.h"
 #include "lockstep/server/server.h"
 #include "lockstep/server/tick_clock.h"
 #include "lockstep/sim/scene.h"
@@ -71,6 +77,10 @@ class Room final : public std::enable_shared_from_this<Room> {
   void on_resync_request(Session& session);
   void on_desync_report(Session& session, const schema::DesyncReport& report);
   schema::Pong make_pong(uint64_t client_time_ns) const;
+
+  /// Queues a command for the next step (its sequence assigned here); false, logged once and
+  /// counted when the tick's command capacity is full.
+  bool push_command(sim::Command command, const char* issuer);
 
   void count_error(bool fatal) { ++(fatal ? protocol_errors_ : input_errors_); }
   void count_slow_consumer() { ++slow_consumers_; }
@@ -118,6 +128,10 @@ class Room final : public std::enable_shared_from_this<Room> {
   std::string write_replay_window(const char* kind);
   /// Finishes (publishes) the whole-match recording, if any.
   void finish_match_recording();
+  /// Queues the pending commands (and due leave destroys) into the world; fills applied_commands_.
+  void queue_pending_commands(uint64_t tick);
+  /// After the step: owned bodies follow the spawns and destroys; failures are counted.
+  void apply_command_results();
 
   ServerCore& core_;
   std::string name_;
@@ -143,6 +157,18 @@ class Room final : public std::enable_shared_from_this<Room> {
   std::vector<sim::Input> slot_inputs_;       // window × slot_capacity_
   std::vector<uint16_t> slot_player_counts_;  // window × max_players
   std::vector<sim::Input> applied_;           // this step's accepted inputs
+
+  // Commands (see the top of this file) and players' bodies.
+  std::unique_ptr<RoomRules> rules_;
+  std::vector<sim::Command> pending_commands_;  // for the next step
+  std::vector<sim::Command> applied_commands_;  // this step's, in command_less order
+  uint32_t next_command_sequence_ = 1;
+  bool spawns_players_ = false;                 // the scene has a player template
+  uint64_t leave_grace_ticks_ = 0;
+  std::vector<uint64_t> leave_destroy_tick_;  // [player − 1]: destroy its bodies then (0: no)
+  std::vector<uint8_t> spawn_pending_;        // [player − 1]: its body's spawn is pending
+  uint64_t commands_applied_ = 0, commands_refused_ = 0, commands_failed_ = 0;
+  bool command_refusal_logged_ = false, command_failure_logged_ = false;
 
   // Replays: the always-on window (null when replay_window_seconds or replay_dir is 0/empty), the
   // whole-match stream (record_matches), and the rate limit of desync dumps.

@@ -65,6 +65,16 @@ bool serve_scene(sim::Scene scene, std::string source, bool builtin, ServerCore&
                          it->second->source, source);
     return false;
   }
+  // Rules: the server's --rules, else the scene's own line; made once here to check them.
+  served->rules = core.config.rules.empty() ? scene.rules : core.config.rules;
+  if (served->rules == "none") served->rules.clear();
+  if (!served->rules.empty()) {
+    std::string why;
+    if (core.rules_factory(served->rules, scene, &why) == nullptr) {
+      *error = fmt::format("{}: scene {}: {}", source, scene.name, why);
+      return false;
+    }
+  }
   core.max_snapshot_frame_bytes =
       std::max(core.max_snapshot_frame_bytes, served->max_snapshot_frame_bytes);
   served->builtin = builtin;
@@ -123,7 +133,11 @@ bool load_scenes(ServerCore& core, std::string* error) {
 
 }  // namespace
 
-ServerCore::ServerCore(const ServerConfig& config_in) : config(config_in) {}
+ServerCore::ServerCore(const ServerConfig& config_in)
+    : config(config_in),
+      rules_factory([](const std::string& name, const sim::Scene& scene, std::string* error) {
+        return make_builtin_rules(name, scene, error);
+      }) {}
 
 std::string ServerCore::served_scene_list() const {
   std::string names;
@@ -466,6 +480,10 @@ ServerStats Server::stats() const {
 
 void Server::set_desync_hook(DesyncHook hook) {
   core_->desync_hook = std::move(hook);
+}
+
+void Server::set_rules_factory(RulesFactory factory) {
+  core_->rules_factory = std::move(factory);
 }
 
 const ServerConfig& Server::config() const {

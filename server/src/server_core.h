@@ -34,6 +34,7 @@ struct ServedScene {
   bool builtin = false;
   uint64_t world_def_fingerprint = 0;
   uint64_t max_snapshot_frame_bytes = 0;  // its largest Snapshot frame
+  std::string rules;  // the rules its rooms run (config.rules, else the scene's), "" = none
 };
 
 struct ServerCore {
@@ -65,6 +66,7 @@ struct ServerCore {
   std::atomic<bool> running{false};
   Clock::time_point start_time = Clock::now();
   DesyncHook desync_hook;
+  RulesFactory rules_factory;
 
   // Counters.
   uint64_t connections_accepted = 0;

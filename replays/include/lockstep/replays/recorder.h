@@ -42,6 +42,7 @@ struct ReplayWindowConfig {
   uint32_t window_ticks = 600;             // ticks always kept (600 = 10 s at 60 Hz)
   uint32_t keyframe_interval_ticks = 120;  // a keyframe every N ticks (tick % N == 0)
   uint32_t max_inputs_per_tick = 0;        // 0 = the world's WorldDef::max_inputs_per_tick
+  uint32_t max_commands_per_tick = 0;      // 0 = the world's WorldDef::max_commands_per_tick
   // Bytes per keyframe slot; 0 = world.max_snapshot_size(), which always fits but is sized for a
   // full world (pile: 2.4 MB against a 136 KB actual snapshot). A smaller cap saves memory; a
   // keyframe that does not fit is skipped and counted (skipped_keyframes()).
@@ -65,14 +66,17 @@ class ReplayWindow final {
   /// Records tick `tick` (must be the previous recorded tick + 1; otherwise the window restarts
   /// empty and waits for a keyframe). Inputs beyond max_inputs_per_tick are dropped and counted.
   /// Never allocates. False when the tick was refused or inputs were dropped.
+  /// `applied_commands`: the commands the step applied (queued before it), in order.
   bool record_tick(uint64_t tick, std::span<const sim::Input> applied_inputs,
-                   uint64_t authoritative_hash, std::optional<uint64_t> client_hash);
+                   uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
+                   std::span<const sim::Command> applied_commands = {});
   /// Records a keyframe of `world` at world.tick() (normally right after record_tick of that
   /// tick). Never allocates. False when the snapshot failed (the slot is left unused).
   bool record_keyframe(const sim::World& world);
   /// record_tick(world.tick(), ...) then record_keyframe(world) when keyframe_due().
   bool record_step(const sim::World& world, std::span<const sim::Input> applied_inputs,
-                   uint64_t authoritative_hash, std::optional<uint64_t> client_hash);
+                   uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
+                   std::span<const sim::Command> applied_commands = {});
   /// True when a keyframe belongs at `tick` (tick % keyframe_interval_ticks == 0).
   bool keyframe_due(uint64_t tick) const;
 
@@ -93,6 +97,7 @@ class ReplayWindow final {
   /// Bytes taken at construction (tick ring + input ring + keyframe slots).
   size_t memory_bytes() const;
   uint64_t dropped_inputs() const;
+  uint64_t dropped_commands() const;
   /// Keyframes that failed (snapshot larger than keyframe_slot_bytes).
   uint64_t skipped_keyframes() const;
   const ReplayWindowConfig& config() const;
@@ -122,12 +127,14 @@ class ReplayStreamWriter final {
                    const ReplayStreamOptions& options = {});
   /// Appends one tick record (same contract as ReplayWindow::record_tick).
   WriteResult record_tick(uint64_t tick, std::span<const sim::Input> applied_inputs,
-                          uint64_t authoritative_hash, std::optional<uint64_t> client_hash);
+                          uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
+                          std::span<const sim::Command> applied_commands = {});
   /// Appends a keyframe of `world` at world.tick().
   WriteResult record_keyframe(const sim::World& world);
   /// record_tick(world.tick(), ...) then a keyframe when the options ask for one.
   WriteResult record_step(const sim::World& world, std::span<const sim::Input> applied_inputs,
-                          uint64_t authoritative_hash, std::optional<uint64_t> client_hash);
+                          uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
+                          std::span<const sim::Command> applied_commands = {});
   /// Flush, fsync and rename to the final name.
   WriteResult finish();
   bool is_open() const;

@@ -15,7 +15,9 @@ namespace lockstep::replays {
 /// 2: the WorldDef's sleeping fields (and the state encoding with sleep state in keyframes).
 /// 3: the WorldDef's manifold reuse fields (and the state encoding with manifold references).
 /// 4: inputs' target velocities (Tick.input_velocities), the WorldDef's input velocity limits.
-inline constexpr uint32_t kReplayFormatVersion = 4;
+/// 5: the commands each step applied (Tick.commands: joins, leaves, game rules); a build that
+/// ignored them would re-simulate without them and report a false divergence.
+inline constexpr uint32_t kReplayFormatVersion = 5;
 
 /// The lockstep version string written into headers (the CMake project version).
 const char* lockstep_version_string();

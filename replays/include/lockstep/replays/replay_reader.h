@@ -24,6 +24,7 @@ struct ReplayTick {
   uint64_t authoritative_hash = 0;
   std::optional<uint64_t> client_hash;
   std::vector<sim::Input> inputs;
+  std::vector<sim::Command> commands;  // applied before the inputs (format 5; none before)
   /// The hash this file's writer saw for its own world: client_hash when present.
   uint64_t writer_hash() const { return client_hash ? *client_hash : authoritative_hash; }
 };

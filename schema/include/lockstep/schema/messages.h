@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
@@ -22,10 +23,13 @@ namespace lockstep::schema {
 
 /// Protocol versions this build speaks (Hello/Welcome negotiate within the overlap).
 /// 2: Hello.scene, Welcome.snapshot_interval_ticks, ErrorCode unknown_scene and scene_mismatch.
-/// Version 1 is no longer spoken: a v1 client could not see the granted snapshot interval nor
-/// ask for a scene, so it gets a clear version_mismatch instead of a half-understood Welcome.
-inline constexpr uint16_t kProtocolVersion = 2;
-inline constexpr uint16_t kMinProtocolVersion = 2;
+/// 3: Welcome.world_def (the room's WorldDef and templates: a client builds its world from the
+/// Welcome and the join Snapshot) and TickFrame.commands (spawns, destroys and scores the step
+/// applied before its inputs).
+/// Older versions are no longer spoken: a v2 client would ignore TickFrame.commands and desync
+/// on the first join, so it gets a clear version_mismatch instead.
+inline constexpr uint16_t kProtocolVersion = 3;
+inline constexpr uint16_t kMinProtocolVersion = 3;
 
 /// Caps on strings, checked by decode_body (bad_value beyond): room, player and scene names;
 /// auth tokens; free-text reasons. encode_frame truncates a longer reason (it is only for logs)
@@ -85,6 +89,9 @@ struct Welcome {
   std::vector<sim::BodyId> owned_bodies;
   uint16_t snapshot_rate_hz = 0;  // thin: tick_rate_hz / snapshot_interval_ticks, rounded down
   uint32_t snapshot_interval_ticks = 0;  // thin: a Snapshot every this many ticks; 0 otherwise
+  // The room's WorldDef, templates included (v3). Decoding checks that it is valid and that it
+  // hashes to world_def_fingerprint.
+  std::optional<sim::WorldDef> world_def;
 };
 
 struct Snapshot {
@@ -103,6 +110,7 @@ struct TickFrame {
   uint64_t tick = 0;
   std::vector<sim::Input> inputs;  // in the order they were applied
   uint64_t state_hash = 0;
+  std::vector<sim::Command> commands;  // v3: applied before the inputs, in command_less order
 };
 
 struct DesyncReport {

@@ -49,6 +49,13 @@ struct ServerConfig {
   std::chrono::milliseconds empty_room_grace{10'000};
   /// Ticks one wake of a room's timer may run when behind (TickClockConfig::max_catch_up_ticks).
   uint32_t max_catch_up_ticks = 4;
+  /// Game rules every room runs (room_rules.h): a built-in name ("sumo"), "" = each scene's own
+  /// `rules` line, "none" = no rules even where a scene names some.
+  std::string rules;
+  /// In a scene with a `player` line, a player who leaves keeps its bodies this long (rounded up
+  /// to whole ticks) before the room destroys them; a player who joins with its id before then
+  /// takes them over.
+  std::chrono::milliseconds player_leave_grace{2'000};
 
   // ---- inputs -----------------------------------------------------------------------------
   LateInputPolicy late_input_policy = LateInputPolicy::apply_next_tick;

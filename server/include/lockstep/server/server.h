@@ -23,6 +23,7 @@
 
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/config.h"
+#include "lockstep/server/room_rules.h"
 
 namespace lockstep::server {
 
@@ -70,6 +71,9 @@ struct RoomStats {
   uint64_t protocol_errors = 0;  // fatal Errors sent to its members
   uint64_t input_errors = 0;     // non-fatal Errors sent to its members
   uint64_t slow_consumers = 0;
+  uint64_t commands_applied = 0;  // spawns, destroys and scores queued into the world
+  uint64_t commands_refused = 0;  // over the tick's command capacity, or refused by the world
+  uint64_t commands_failed = 0;   // queued, then failed when applied (e.g. no free body slot)
   std::vector<ClientSummary> client_list;
 };
 
@@ -109,6 +113,11 @@ struct DesyncEvent {
 /// its dump interval, declined to write) its replay window.
 using DesyncHook = std::function<void(const DesyncEvent&)>;
 
+/// Makes the rules named `name` (ServerConfig::rules or a scene's `rules` line) for a room
+/// running `scene`; null and *error when it cannot. The default is make_builtin_rules.
+using RulesFactory = std::function<std::unique_ptr<RoomRules>(
+    const std::string& name, const sim::Scene& scene, std::string* error)>;
+
 struct ServerCore;
 
 class Server final {
@@ -135,6 +144,9 @@ class Server final {
   ServerStats stats() const;
   /// Sets the desync hook; before run().
   void set_desync_hook(DesyncHook hook);
+  /// Replaces the built-in rules with the embedding application's own; before start() (which
+  /// makes each served scene's rules once to check them).
+  void set_rules_factory(RulesFactory factory);
   const ServerConfig& config() const;
 
  private:

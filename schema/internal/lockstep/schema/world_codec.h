@@ -1,0 +1,46 @@
+// sim::WorldDef ⇄ wire::WorldDef and sim::Command ⇄ wire::WorldCommand (world.fbs): the one
+// codec of a world's definition and of the tick's commands, used by the wire protocol (Welcome,
+// TickFrame) and by replay files (Header, Tick), so both mean the same bytes.
+//
+// Internal to the FlatBuffers side of schema and replays (beside player_input_codec.h); not
+// installed.
+#pragma once
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lockstep/schema/world_generated.h"
+#include "lockstep/sim/types.h"
+
+namespace lockstep::schema {
+
+static_assert(sizeof(wire::WorldCommand) == 80 && alignof(wire::WorldCommand) == 4);
+
+/// Every field of `def`, templates included (at most sim::kMaxBodyTemplates).
+flatbuffers::Offset<wire::WorldDef> encode_world_def(flatbuffers::FlatBufferBuilder& builder,
+                                                     const sim::WorldDef& def);
+
+/// Reads a verified WorldDef table. Absent fields read as 0 (what an older writer meant), except
+/// max_commands_per_tick (0 is no capacity: the default). False with *error (one line, e.g.
+/// "WorldDef template 2 has a bad name, body type or shape type") for too many templates or a
+/// bad template; the def is not validated further (sim::validate_world_def does that).
+bool decode_world_def(const wire::WorldDef& in, sim::WorldDef* out, std::string* error);
+
+wire::WorldCommand to_world_command(const sim::Command& command);
+/// False with *error for an unknown type or a non-finite float.
+bool from_world_command(const wire::WorldCommand& in, sim::Command* out, std::string* error);
+
+/// The commands as a vector of structs, or a null offset (field left out) when there are none,
+/// so frames and replay ticks without commands keep their bytes.
+flatbuffers::Offset<flatbuffers::Vector<const wire::WorldCommand*>> create_world_commands(
+    flatbuffers::FlatBufferBuilder& builder, std::span<const sim::Command> commands);
+
+/// Replaces *out with the commands of a verified vector (nullptr: none). False with *error
+/// naming the first bad command ("command 3: ...").
+bool read_world_commands(const flatbuffers::Vector<const wire::WorldCommand*>* commands,
+                         std::vector<sim::Command>* out, std::string* error);
+
+}  // namespace lockstep::schema

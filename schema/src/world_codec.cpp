@@ -1,0 +1,221 @@
+// The world codec (world_codec.h): WorldDef and commands to and from world.fbs, shared by the
+// wire protocol and replay files.
+#include "lockstep/schema/world_codec.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "lockstep/sim/world.h"
+
+namespace lockstep::schema {
+namespace fb = flatbuffers;
+
+fb::Offset<wire::WorldDef> encode_world_def(fb::FlatBufferBuilder& b, const sim::WorldDef& d) {
+  fb::Offset<fb::Vector<fb::Offset<wire::BodyTemplate>>> templates;
+  const uint32_t template_count =
+      d.template_count <= sim::kMaxBodyTemplates ? d.template_count : sim::kMaxBodyTemplates;
+  if (template_count > 0) {
+    std::vector<fb::Offset<wire::BodyTemplate>> list;
+    for (uint32_t i = 0; i < template_count; ++i) {
+      const sim::BodyTemplate& t = d.templates[i];
+      const auto name = b.CreateString(t.name, strnlen(t.name, sizeof(t.name)));
+      const sim::ShapeDef& s = t.shape;
+      list.push_back(wire::CreateBodyTemplate(
+          b, name, static_cast<uint8_t>(t.type), static_cast<uint8_t>(s.type), s.radius,
+          s.half_extents.x, s.half_extents.y, s.half_extents.z, s.half_height, s.plane_normal.x,
+          s.plane_normal.y, s.plane_normal.z, s.plane_offset, s.density, s.friction, s.restitution,
+          s.category, s.mask, s.sensor, t.linear_damping, t.angular_damping, t.allow_sleep,
+          t.bullet));
+    }
+    templates = b.CreateVector(list);
+  }
+  wire::WorldDefBuilder w(b);
+  w.add_max_commands_per_tick(d.max_commands_per_tick);
+  if (template_count > 0) w.add_templates(templates);
+  w.add_dt_s(d.dt_s);
+  w.add_gravity_x(d.gravity.x);
+  w.add_gravity_y(d.gravity.y);
+  w.add_gravity_z(d.gravity.z);
+  w.add_velocity_iterations(d.velocity_iterations);
+  w.add_relax_iterations(d.relax_iterations);
+  w.add_substeps(d.substeps);
+  w.add_contact_hertz(d.contact_hertz);
+  w.add_contact_damping_ratio(d.contact_damping_ratio);
+  w.add_linear_slop_m(d.linear_slop_m);
+  w.add_max_bias_velocity(d.max_bias_velocity);
+  w.add_restitution_threshold(d.restitution_threshold);
+  w.add_contact_margin_m(d.contact_margin_m);
+  w.add_max_speculative_margin_m(d.max_speculative_margin_m);
+  w.add_max_angular_speed(d.max_angular_speed);
+  w.add_max_linear_speed(d.max_linear_speed);
+  w.add_max_input_linear_impulse(d.max_input_linear_impulse);
+  w.add_max_input_angular_impulse(d.max_input_angular_impulse);
+  w.add_max_bodies(d.max_bodies);
+  w.add_max_contact_pairs(d.max_contact_pairs);
+  w.add_max_contact_points(d.max_contact_points);
+  w.add_max_candidate_pairs(d.max_candidate_pairs);
+  w.add_max_events(d.max_events);
+  w.add_max_inputs_per_tick(d.max_inputs_per_tick);
+  w.add_measure_stage_times(d.measure_stage_times);
+  w.add_enable_sleep(d.enable_sleep);
+  w.add_sleep_speed_threshold_mps(d.sleep_speed_threshold_mps);
+  w.add_time_to_sleep_s(d.time_to_sleep_s);
+  w.add_contact_reuse_distance_m(d.contact_reuse_distance_m);
+  w.add_contact_reuse_angle_rad(d.contact_reuse_angle_rad);
+  w.add_max_input_linear_velocity(d.max_input_linear_velocity);
+  w.add_max_input_angular_velocity(d.max_input_angular_velocity);
+  return w.Finish();
+}
+
+// Absent fields read as the schema default (0), which is what was written: the builder leaves
+// out fields equal to their default, and every default here is 0.
+// Templates beyond the capacity, bad names or enum values: false with *error set.
+bool decode_world_def(const wire::WorldDef& w, sim::WorldDef* out, std::string* error) {
+  sim::WorldDef& d = *out;
+  d = sim::WorldDef{};
+  d.dt_s = w.dt_s();
+  d.gravity = {w.gravity_x(), w.gravity_y(), w.gravity_z()};
+  d.velocity_iterations = w.velocity_iterations();
+  d.relax_iterations = w.relax_iterations();
+  d.substeps = w.substeps();
+  d.contact_hertz = w.contact_hertz();
+  d.contact_damping_ratio = w.contact_damping_ratio();
+  d.linear_slop_m = w.linear_slop_m();
+  d.max_bias_velocity = w.max_bias_velocity();
+  d.restitution_threshold = w.restitution_threshold();
+  d.contact_margin_m = w.contact_margin_m();
+  d.max_speculative_margin_m = w.max_speculative_margin_m();
+  d.max_angular_speed = w.max_angular_speed();
+  d.max_linear_speed = w.max_linear_speed();
+  d.max_input_linear_impulse = w.max_input_linear_impulse();
+  d.max_input_angular_impulse = w.max_input_angular_impulse();
+  d.max_bodies = w.max_bodies();
+  d.max_contact_pairs = w.max_contact_pairs();
+  d.max_contact_points = w.max_contact_points();
+  d.max_candidate_pairs = w.max_candidate_pairs();
+  d.max_events = w.max_events();
+  d.max_inputs_per_tick = w.max_inputs_per_tick();
+  d.measure_stage_times = w.measure_stage_times();
+  d.enable_sleep = w.enable_sleep();
+  d.sleep_speed_threshold_mps = w.sleep_speed_threshold_mps();
+  d.time_to_sleep_s = w.time_to_sleep_s();
+  d.contact_reuse_distance_m = w.contact_reuse_distance_m();
+  d.contact_reuse_angle_rad = w.contact_reuse_angle_rad();
+  d.max_input_linear_velocity = w.max_input_linear_velocity();
+  d.max_input_angular_velocity = w.max_input_angular_velocity();
+  // 0 is no valid capacity: a file written before the field carries the default.
+  d.max_commands_per_tick = w.max_commands_per_tick() != 0 ? w.max_commands_per_tick()
+                                                           : sim::WorldDef{}.max_commands_per_tick;
+  d.template_count = 0;
+  if (const auto* templates = w.templates()) {
+    if (templates->size() > sim::kMaxBodyTemplates) {
+      *error = "WorldDef with " + std::to_string(templates->size()) +
+               " templates (at most " + std::to_string(sim::kMaxBodyTemplates) + ")";
+      return false;
+    }
+    for (const wire::BodyTemplate* t : *templates) {
+      sim::BodyTemplate& o = d.templates[d.template_count];
+      const std::string_view name = t->name() ? t->name()->string_view() : std::string_view();
+      if (!sim::set_template_name(&o, name) ||
+          t->type() > static_cast<uint8_t>(sim::BodyType::dynamic) ||
+          t->shape_type() > static_cast<uint8_t>(sim::ShapeType::plane)) {
+        *error = "WorldDef template " + std::to_string(d.template_count) +
+                 " has a bad name, body type or shape type";
+        return false;
+      }
+      o.type = static_cast<sim::BodyType>(t->type());
+      sim::ShapeDef& s = o.shape;
+      s.type = static_cast<sim::ShapeType>(t->shape_type());
+      s.radius = t->radius();
+      s.half_extents = {t->half_x(), t->half_y(), t->half_z()};
+      s.half_height = t->half_height();
+      s.plane_normal = {t->plane_normal_x(), t->plane_normal_y(), t->plane_normal_z()};
+      s.plane_offset = t->plane_offset();
+      s.density = t->density();
+      s.friction = t->friction();
+      s.restitution = t->restitution();
+      s.category = t->category();
+      s.mask = t->mask();
+      s.sensor = t->sensor();
+      o.linear_damping = t->linear_damping();
+      o.angular_damping = t->angular_damping();
+      o.allow_sleep = t->allow_sleep();
+      o.bullet = t->bullet();
+      ++d.template_count;
+    }
+  }
+  return true;
+}
+
+wire::WorldCommand to_world_command(const sim::Command& c) {
+  return wire::WorldCommand(
+      static_cast<uint32_t>(c.type), c.sequence, c.template_index, c.position.x, c.position.y,
+      c.position.z, c.orientation.x, c.orientation.y, c.orientation.z, c.orientation.w,
+      c.linear_velocity.x, c.linear_velocity.y, c.linear_velocity.z, c.angular_velocity.x,
+      c.angular_velocity.y, c.angular_velocity.z, c.owner_player, c.body.index1,
+      c.body.generation, c.score_delta);
+}
+
+bool from_world_command(const wire::WorldCommand& in, sim::Command* out, std::string* error) {
+  if (in.type() > static_cast<uint32_t>(sim::CommandType::add_score)) {
+    *error = "type " + std::to_string(in.type()) + " is not a command type";
+    return false;
+  }
+  const float floats[] = {in.position_x(),         in.position_y(),         in.position_z(),
+                          in.orientation_x(),      in.orientation_y(),      in.orientation_z(),
+                          in.orientation_w(),      in.linear_velocity_x(),  in.linear_velocity_y(),
+                          in.linear_velocity_z(),  in.angular_velocity_x(), in.angular_velocity_y(),
+                          in.angular_velocity_z()};
+  for (float f : floats) {
+    if (!std::isfinite(f)) {
+      *error = "a pose or velocity is not finite";
+      return false;
+    }
+  }
+  sim::Command c;
+  c.type = static_cast<sim::CommandType>(in.type());
+  c.sequence = in.sequence();
+  c.template_index = in.template_index();
+  c.position = {in.position_x(), in.position_y(), in.position_z()};
+  c.orientation = {in.orientation_x(), in.orientation_y(), in.orientation_z(), in.orientation_w()};
+  c.linear_velocity = {in.linear_velocity_x(), in.linear_velocity_y(), in.linear_velocity_z()};
+  c.angular_velocity = {in.angular_velocity_x(), in.angular_velocity_y(), in.angular_velocity_z()};
+  c.owner_player = in.owner_player();
+  c.body = sim::BodyId{in.body_index1(), in.body_generation()};
+  c.score_delta = in.score_delta();
+  *out = c;
+  return true;
+}
+
+// As create_player_inputs: the structs pushed one by one (80 bytes, aligned to 4).
+fb::Offset<fb::Vector<const wire::WorldCommand*>> create_world_commands(
+    fb::FlatBufferBuilder& builder, std::span<const sim::Command> commands) {
+  if (commands.empty()) return 0;
+  constexpr size_t kAlign = alignof(wire::WorldCommand);
+  builder.StartVector(commands.size() * sizeof(wire::WorldCommand) / kAlign, kAlign);
+  for (size_t i = commands.size(); i-- > 0;) {
+    const wire::WorldCommand packed = to_world_command(commands[i]);
+    builder.PushBytes(reinterpret_cast<const uint8_t*>(&packed), sizeof(packed));
+  }
+  return fb::Offset<fb::Vector<const wire::WorldCommand*>>(
+      builder.EndVector(static_cast<fb::uoffset_t>(commands.size())));
+}
+
+bool read_world_commands(const fb::Vector<const wire::WorldCommand*>* commands,
+                         std::vector<sim::Command>* out, std::string* error) {
+  out->clear();
+  if (commands == nullptr) return true;
+  out->reserve(commands->size());
+  for (fb::uoffset_t i = 0; i < commands->size(); ++i) {
+    sim::Command c;
+    std::string why;
+    if (!from_world_command(*commands->Get(i), &c, &why)) {
+      *error = "command " + std::to_string(i) + ": " + why;
+      return false;
+    }
+    out->push_back(c);
+  }
+  return true;
+}
+
+}  // namespace lockstep::schema
