@@ -188,6 +188,61 @@ TEST(NetScenes, TwoRoomsRunTwoSceneFilesAndEveryTickVerifies) {
   EXPECT_EQ(stats.input_errors, 0u);
 }
 
+TEST(NetScenes, ClientsWithoutASceneBuildEachWorldFromTheWelcome) {
+  net_test::InProcessServer server(scene_config());
+  ASSERT_TRUE(server.started());
+  // Two rooms with two different scene files at once; the clients only name the scene (so the
+  // rooms they create run it) and bring no file: the Welcome's WorldDef and the join Snapshot
+  // make their worlds.
+  SceneClient arena("arena"), ramp("ramp");
+  arena.push = ramp.push = true;
+  client_sdk::ClientOptions arena_options, ramp_options;
+  arena_options.scene_name = "arena";
+  ramp_options.scene_name = "ramp";
+  ASSERT_TRUE(arena.connect(server.port(), "east", arena_options)) << arena.client.last_error();
+  ASSERT_TRUE(ramp.connect(server.port(), "west", ramp_options)) << ramp.client.last_error();
+  constexpr size_t kTicks = 120;
+  ASSERT_TRUE(pump_until({&arena, &ramp}, [&] {
+    return arena.hashes.size() >= kTicks && ramp.hashes.size() >= kTicks;
+  })) << arena.describe()
+      << "\n"
+      << ramp.describe();
+  for (const SceneClient* c : {&arena, &ramp}) {
+    SCOPED_TRACE(c->name);
+    EXPECT_TRUE(c->errors.empty()) << c->describe();
+    EXPECT_TRUE(c->desyncs.empty());
+    const client_sdk::ClientStats stats = c->client.stats();
+    EXPECT_EQ(stats.ticks_verified, stats.ticks_applied);
+    EXPECT_GT(stats.inputs_sent, 0u);
+  }
+  EXPECT_EQ(arena.joined->scene, "arena");
+  EXPECT_EQ(ramp.joined->scene, "ramp");
+  // The worlds are the files' worlds, bit for bit: the same WorldDef fingerprint and bodies.
+  std::string error;
+  sim::Scene arena_file, ramp_file;
+  ASSERT_TRUE(schema::load_scene_file(kServedDir + "/arena.scene", &arena_file, &error)) << error;
+  ASSERT_TRUE(schema::load_scene_file(kServedDir + "/ramp.scene", &ramp_file, &error)) << error;
+  ASSERT_NE(arena.client.world(), nullptr);
+  EXPECT_EQ(sim::world_def_fingerprint(arena.client.world()->def()),
+            sim::world_def_fingerprint(arena_file.def));
+  EXPECT_EQ(sim::world_def_fingerprint(ramp.client.world()->def()),
+            sim::world_def_fingerprint(ramp_file.def));
+  EXPECT_EQ(arena.client.world()->body_count(), arena_file.bodies.size());
+
+  // A scene given as a check that is not the room's: a fatal error naming both.
+  SceneClient wrong("wrong");
+  client_sdk::ClientOptions wrong_options;
+  wrong_options.scene = ramp_file;  // but the room runs the arena
+  ASSERT_TRUE(wrong.connect(server.port(), "east", wrong_options));
+  ASSERT_TRUE(pump_until({&arena, &wrong}, [&] { return !wrong.errors.empty(); }))
+      << wrong.describe();
+  EXPECT_TRUE(wrong.errors.front().fatal);
+  EXPECT_NE(wrong.errors.front().message.find("WorldDef fingerprint of our scene 'ramp' differs "
+                                              "from the server's 'arena'"),
+            std::string::npos)
+      << wrong.errors.front().message;
+}
+
 TEST(NetScenes, UnknownSceneNameIsAClearErrorAndOtherRoomsKeepTicking) {
   net_test::InProcessServer server(scene_config());
   ASSERT_TRUE(server.started());

@@ -66,9 +66,11 @@ inline server::ServerConfig loopback_config() {
 /// A started server and the thread running it; stopped gracefully on destruction.
 class InProcessServer final {
  public:
-  explicit InProcessServer(const server::ServerConfig& config, server::DesyncHook hook = nullptr)
+  explicit InProcessServer(const server::ServerConfig& config, server::DesyncHook hook = nullptr,
+                           server::RulesFactory rules = nullptr)
       : server_(config) {
     if (hook) server_.set_desync_hook(std::move(hook));
+    if (rules) server_.set_rules_factory(std::move(rules));
     std::string error;
     started_ = server_.start(&error);
     EXPECT_TRUE(started_) << error;

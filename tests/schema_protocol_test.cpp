@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -16,6 +18,7 @@
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
+#include "lockstep/sim/world.h"
 
 namespace {
 
@@ -91,11 +94,65 @@ bool same_inputs(const std::vector<sim::Input>& a, const std::vector<sim::Input>
   return true;
 }
 
+// A WorldDef with every kind of field away from its default, and a template.
+sim::WorldDef sample_world_def() {
+  sim::WorldDef def = sim::default_world_def();
+  def.dt_s = 1.0f / 120.0f;
+  def.gravity = {0.5f, -3.0f, 0};
+  def.max_bodies = 77;
+  def.max_commands_per_tick = 9;
+  def.enable_sleep = false;
+  sim::BodyTemplate& t = def.templates[0];
+  EXPECT_TRUE(sim::set_template_name(&t, "player"));
+  t.type = sim::BodyType::dynamic;
+  t.shape.type = sim::ShapeType::sphere;
+  t.shape.radius = 0.25f;
+  t.shape.category = 0x2;
+  t.allow_sleep = false;
+  def.template_count = 1;
+  return def;
+}
+
+std::vector<sim::Command> sample_commands() {
+  sim::Command spawn;
+  spawn.type = sim::CommandType::spawn;
+  spawn.sequence = 4;
+  spawn.template_index = 0;
+  spawn.position = {1.5f, 0.5f, -2};
+  spawn.orientation = {0, 0.6f, 0, 0.8f};
+  spawn.linear_velocity = {0, 0, 3};
+  spawn.angular_velocity = {0.25f, 0, 0};
+  spawn.owner_player = 2;
+  sim::Command destroy;
+  destroy.type = sim::CommandType::destroy;
+  destroy.sequence = 5;
+  destroy.body = sim::BodyId{7, 3};
+  sim::Command score;
+  score.type = sim::CommandType::add_score;
+  score.sequence = 6;
+  score.owner_player = 2;
+  score.score_delta = -3;
+  return {spawn, destroy, score};
+}
+
+bool same_commands(const std::vector<sim::Command>& a, const std::vector<sim::Command>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    // command_less is a total order over every field: neither less means equal.
+    if (sim::command_less(a[i], b[i]) || sim::command_less(b[i], a[i])) return false;
+  }
+  return true;
+}
+
+uint64_t fingerprint_or_zero(const std::optional<sim::WorldDef>& def) {
+  return def ? sim::world_def_fingerprint(*def) : 0;
+}
+
 // The messages docs/protocol.md lists, in its order, with the fields of each.
 std::vector<Documented> documented() {
   std::vector<Documented> list;
   {
-    Hello m{3, 1, "lobby", "ada", "token", ClientMode::thin, 7, "arena"};
+    Hello m{5, 1, "lobby", "ada", "token", ClientMode::thin, 7, "arena"};
     list.push_back(
         {"Hello",
          m,
@@ -110,7 +167,7 @@ std::vector<Documented> documented() {
   }
   {
     Welcome m;
-    m.protocol_version = 3;
+    m.protocol_version = 4;
     m.player_id = 3;
     m.tick_rate_hz = 120;
     m.input_delay_ticks = 5;
@@ -121,6 +178,8 @@ std::vector<Documented> documented() {
     m.owned_bodies = {sim::BodyId{2, 1}, sim::BodyId{9, 4}};
     m.snapshot_rate_hz = 6;
     m.snapshot_interval_ticks = 9;
+    m.world_def = sample_world_def();
+    m.world_def_fingerprint = sim::world_def_fingerprint(*m.world_def);  // checked on decode
     const auto owned = [](auto& x) { return x.owned_bodies; };
     list.push_back(
         {"Welcome",
@@ -137,7 +196,8 @@ std::vector<Documented> documented() {
           field<Welcome>("owned_generations", owned),
           field<Welcome>("snapshot_rate_hz", [](auto& x) { return x.snapshot_rate_hz; }),
           field<Welcome>("snapshot_interval_ticks",
-                         [](auto& x) { return x.snapshot_interval_ticks; })}});
+                         [](auto& x) { return x.snapshot_interval_ticks; }),
+          field<Welcome>("world_def", [](auto& x) { return fingerprint_or_zero(x.world_def); })}});
   }
   list.push_back({"Snapshot",
                   Snapshot{41, {1, 2, 3, 250, 0, 7}, 0xFEEDull},
@@ -158,7 +218,7 @@ std::vector<Documented> documented() {
                                                   std::get<InputFrame>(b).inputs);
                          }}}});
   list.push_back({"TickFrame",
-                  TickFrame{90, {sample_input(2)}, 0xABCDull},
+                  TickFrame{90, {sample_input(2)}, 0xABCDull, sample_commands()},
                   {field<TickFrame>("tick", [](auto& x) { return x.tick; }),
                    Field{"inputs",
                          [](const Message& a, const Message& b) {
@@ -166,9 +226,14 @@ std::vector<Documented> documented() {
                                               std::get<TickFrame>(b).inputs);
                          }},
                    field<TickFrame>("state_hash", [](auto& x) { return x.state_hash; }),
-                   Field{"input_velocities", [](const Message& a, const Message& b) {
+                   Field{"input_velocities",
+                         [](const Message& a, const Message& b) {
                            return same_velocities(std::get<TickFrame>(a).inputs,
                                                   std::get<TickFrame>(b).inputs);
+                         }},
+                   Field{"commands", [](const Message& a, const Message& b) {
+                           return same_commands(std::get<TickFrame>(a).commands,
+                                                std::get<TickFrame>(b).commands);
                          }}}});
   list.push_back({"DesyncReport",
                   DesyncReport{77, 0x1111ull, 0x2222ull},
@@ -188,7 +253,7 @@ std::vector<Documented> documented() {
                    field<Pong>("ns_into_tick", [](auto& x) { return x.ns_into_tick; })}});
   list.push_back(
       {"Error",
-       ErrorMessage{ErrorCode::unknown_scene, "scene 'x' is not served here", true, 4, 3},
+       ErrorMessage{ErrorCode::unknown_scene, "scene 'x' is not served here", true, 5, 4},
        {field<ErrorMessage>("code", [](auto& x) { return x.code; }),
         field<ErrorMessage>("reason", [](auto& x) { return x.reason; }),
         field<ErrorMessage>("fatal", [](auto& x) { return x.fatal; }),
@@ -252,8 +317,10 @@ std::map<std::string, std::vector<std::string>> schema_tables(const std::string&
   std::string current;
   for (std::string line : lines_of(fbs)) {
     line = line.substr(0, line.find("//"));
-    if (line.rfind("table ", 0) == 0) {
-      current = line.substr(6, line.find_first_of(" {", 6) - 6);
+    const bool table = line.rfind("table ", 0) == 0;
+    if (table || line.rfind("struct ", 0) == 0) {
+      const size_t at = table ? 6 : 7;
+      current = line.substr(at, line.find_first_of(" {", at) - at);
       tables[current];
       continue;
     }
@@ -262,10 +329,16 @@ std::map<std::string, std::vector<std::string>> schema_tables(const std::string&
       current.clear();
       continue;
     }
-    const size_t colon = line.find(':');
-    const size_t start = line.find_first_not_of(' ');
-    if (colon != std::string::npos && start < colon) {
-      tables[current].push_back(line.substr(start, colon - start));
+    // Fields, several to a line in structs ("linear_x: int; linear_y: int;").
+    std::stringstream fields(line);
+    for (std::string part; std::getline(fields, part, ';');) {
+      const size_t colon = part.find(':');
+      const size_t start = part.find_first_not_of(' ');
+      if (colon != std::string::npos && start < colon) {
+        std::string name = part.substr(start, colon - start);
+        name.erase(name.find_last_not_of(' ') + 1);
+        tables[current].push_back(name);
+      }
     }
   }
   return tables;
@@ -299,6 +372,78 @@ TEST(SchemaProtocol, TestListsEveryMessageOfTheCodecAndTheSchema) {
       names.push_back(f.name);
     EXPECT_EQ(table->second, names) << "protocol.fbs's fields";
   }
+}
+
+// A "### Name (…)" section of the doc (the structs and tables inside messages): the first
+// column of its field table.
+std::vector<std::string> doc_section_fields(const std::string& md, const std::string& title) {
+  std::vector<std::string> out;
+  bool inside = false;
+  for (const std::string& line : lines_of(md)) {
+    if (line.rfind("#", 0) == 0) {
+      inside = line.rfind("### " + title + " (", 0) == 0;
+      continue;
+    }
+    if (inside && line.rfind("| `", 0) == 0) {
+      const size_t end = line.find('`', 3);
+      out.push_back(line.substr(3, end - 3));
+    }
+  }
+  return out;
+}
+
+TEST(SchemaProtocol, DocListsTheWorldTablesFieldForField) {
+  const std::string md = read_text(LOCKSTEP_PROTOCOL_DOC);
+  const auto tables = schema_tables(read_text(LOCKSTEP_WORLD_FBS));
+  for (const char* name : {"WorldCommand", "WorldDef", "BodyTemplate"}) {
+    SCOPED_TRACE(name);
+    const auto table = tables.find(name);
+    ASSERT_NE(table, tables.end()) << "not in world.fbs";
+    EXPECT_EQ(doc_section_fields(md, name), table->second);
+  }
+}
+
+TEST(SchemaProtocol, MalformedCommandsAndWorldDefsAreBadValues) {
+  const auto decode = [](const Message& message) {
+    const std::vector<uint8_t> frame = encode_frame(message);
+    Message out;
+    return decode_body(std::span<const uint8_t>(frame).subspan(kFrameHeaderBytes), &out);
+  };
+  TickFrame frame{5, {}, 1, sample_commands()};
+  frame.commands[0].position.y = std::numeric_limits<float>::quiet_NaN();
+  DecodeResult r = decode(frame);
+  EXPECT_EQ(r.error, DecodeError::bad_value);
+  EXPECT_NE(r.detail.find("TickFrame.commands: command 0: a pose or velocity is not finite"),
+            std::string::npos)
+      << r.detail;
+  frame.commands = sample_commands();
+  frame.commands[2].type = static_cast<sim::CommandType>(9);
+  r = decode(frame);
+  EXPECT_EQ(r.error, DecodeError::bad_value);
+  EXPECT_NE(r.detail.find("command 2: type 9 is not a command type"), std::string::npos)
+      << r.detail;
+
+  Welcome welcome;
+  welcome.world_def = sample_world_def();
+  welcome.world_def_fingerprint = sim::world_def_fingerprint(*welcome.world_def) + 1;
+  r = decode(welcome);
+  EXPECT_EQ(r.error, DecodeError::bad_value);
+  EXPECT_NE(r.detail.find("does not hash to Welcome.world_def_fingerprint"), std::string::npos)
+      << r.detail;
+  welcome.world_def->dt_s = 0;  // no world can be made from it
+  welcome.world_def_fingerprint = sim::world_def_fingerprint(*welcome.world_def);
+  r = decode(welcome);
+  EXPECT_EQ(r.error, DecodeError::bad_value);
+  EXPECT_NE(r.detail.find("Welcome.world_def is not valid"), std::string::npos) << r.detail;
+  welcome.world_def = sample_world_def();
+  welcome.world_def->templates[0].name[0] = '/';  // not a template name
+  welcome.world_def_fingerprint = sim::world_def_fingerprint(*welcome.world_def);
+  r = decode(welcome);
+  EXPECT_EQ(r.error, DecodeError::bad_value);
+  EXPECT_NE(r.detail.find("template 0 has a bad name"), std::string::npos) << r.detail;
+  // A Welcome without one (an older server) still decodes: the SDK refuses it itself.
+  welcome.world_def.reset();
+  EXPECT_TRUE(decode(welcome).ok());
 }
 
 TEST(SchemaProtocol, EveryDocumentedMessageRoundTripsThroughAFrame) {

@@ -173,28 +173,34 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
   tick_rate_hz = welcome.tick_rate_hz;
   input_delay_ticks = welcome.input_delay_ticks;
 
-  // The local world: the same scene the room runs, proven by the WorldDef fingerprint.
-  sim::Scene scene;
+  // The local world. Since protocol 3 the Welcome carries the room's WorldDef (checked against
+  // its fingerprint by the decoder), and the join Snapshot brings every body: no file needed.
+  // A scene the client was given (scene_name, scene_file, scene) is a check: a different one is
+  // an error naming both.
   std::string problem;
   if (!options.scene_name.empty() && welcome.scene != options.scene_name) {
     problem = "the server welcomed us into scene '" + welcome.scene + "', not the '" +
               options.scene_name + "' we asked for";
-  } else if (options.scene) {
-    scene = *options.scene;  // a custom world: replay files name no built-in scene
-  } else if (!sim::make_builtin_scene(welcome.scene, &scene)) {
-    problem = "the room's scene '" + welcome.scene +
-              "' is not built in (give its file as ClientOptions::scene_file, or the scene as "
-              "ClientOptions::scene)";
+  } else if (options.scene &&
+             sim::world_def_fingerprint(options.scene->def) != welcome.world_def_fingerprint) {
+    problem = "WorldDef fingerprint of our scene '" + options.scene->name +
+              "' differs from the server's '" + welcome.scene +
+              "': a different scene file or library version";
   }
-  if (problem.empty() && sim::world_def_fingerprint(scene.def) != welcome.world_def_fingerprint) {
-    problem = "WorldDef fingerprint of scene '" + scene.name +
-              "' differs from the server's: a different scene or library version";
-  }
-  if (problem.empty()) {
-    scene_name = options.scene ? std::string() : scene.name;
+  if (problem.empty() && welcome.world_def) {
     sim::Error error = sim::Error::none;
-    world = sim::build_world(scene, &error);
-    if (!world) problem = "cannot build scene '" + scene.name + "'";
+    world = sim::World::create(*welcome.world_def, &error);
+    if (!world) {
+      problem = std::string("cannot make the Welcome's world: ") + sim::error_message(error);
+    }
+    // Replay files name built-in scenes only (the tool checks them); others carry the WorldDef.
+    sim::Scene builtin;
+    scene_name = sim::make_builtin_scene(welcome.scene, &builtin) &&
+                         sim::world_def_fingerprint(builtin.def) == welcome.world_def_fingerprint
+                     ? welcome.scene
+                     : std::string();
+  } else if (problem.empty()) {
+    problem = "the Welcome carries no WorldDef (a server older than protocol 3?)";
   }
   JoinedEvent joined_event;
   joined_event.player_id = welcome.player_id;
@@ -241,6 +247,19 @@ void Client::Impl::on_snapshot(const schema::Snapshot& snapshot) {
       return;
     }
     event.world_view = world.get();
+    // Owned bodies as the restored state has them: gone ones dropped, ours (by owner) added.
+    std::erase_if(owned_bodies, [this](sim::BodyId id) { return !world->is_alive(id); });
+    if (player_id != 0) {
+      std::vector<sim::BodyId> ids(world->body_count());
+      ids.resize(world->list_bodies(ids));
+      for (const sim::BodyId id : ids) {
+        sim::BodyView view;
+        if (world->get_body(id, &view) == sim::Error::none && view.owner_player == player_id &&
+            std::find(owned_bodies.begin(), owned_bodies.end(), id) == owned_bodies.end()) {
+          owned_bodies.push_back(id);
+        }
+      }
+    }
   } else if (options.mode == ClientMode::lockstep) {
     return;  // fail() has already closed the connection
   }
@@ -271,8 +290,11 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
     }
     return;
   }
-  // The frame's inputs in the order the server applied them; a refusal here that the server
-  // accepted shows up as a hash mismatch below, which is the check that matters.
+  // The frame's commands and inputs as the server applied them (commands first, as the step
+  // does); a refusal here that the server accepted shows up as a hash mismatch below, which is
+  // the check that matters.
+  for (const sim::Command& command : frame.commands)
+    world->queue_command(command);
   for (const sim::Input& input : frame.inputs)
     world->queue_input(input);
   if (perturb_next_tick) {
@@ -281,8 +303,24 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
   }
   world->step();
   ticks_applied.fetch_add(1, std::memory_order_relaxed);
+  // Our bodies follow the spawns (owned by us) and destroys the commands made.
+  for (const sim::CommandResult& result : world->command_results()) {
+    if (result.error != sim::Error::none || result.body.is_null()) continue;
+    if (result.type == sim::CommandType::destroy) {
+      std::erase(owned_bodies, result.body);
+    } else if (result.type == sim::CommandType::spawn) {
+      sim::BodyView view;
+      if (world->get_body(result.body, &view) == sim::Error::none &&
+          view.owner_player == player_id && player_id != 0) {
+        owned_bodies.push_back(result.body);
+      }
+    }
+  }
   const uint64_t local_hash = world->state_hash();
-  if (replay_window) replay_window->record_step(*world, frame.inputs, frame.state_hash, local_hash);
+  if (replay_window) {
+    replay_window->record_step(*world, frame.inputs, frame.state_hash, local_hash,
+                               frame.commands);
+  }
   if (local_hash != frame.state_hash) {
     desyncs.fetch_add(1, std::memory_order_relaxed);
     schema::DesyncReport report;

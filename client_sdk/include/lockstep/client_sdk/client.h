@@ -14,10 +14,11 @@
 // hash check, every event — happens on the caller's thread inside poll(), so an event's world
 // view is safe to read while the handler runs and the game never needs a lock.
 //
-// Lockstep mode: the client builds the room's scene — the built-in one the Welcome names, or the
-// game's own (ClientOptions::scene_file / scene, asked for by name with scene_name) — whose
-// WorldDef fingerprint must equal the Welcome's, restores the join Snapshot, then for every
-// TickFrame queues its inputs, steps and compares the state hash with the server's. A mismatch
+// Lockstep mode: the client makes its world from the WorldDef the Welcome carries (no scene file
+// needed; a scene given in ClientOptions is only checked against it), restores the join
+// Snapshot (every body, those of earlier players included), then for every TickFrame queues its
+// commands (players' spawns and destroys, game rules' scores) and inputs, steps and compares the
+// state hash with the server's. A mismatch
 // raises a DesyncEvent, sends a DesyncReport and (with auto_resync) a ResyncRequest, and the next
 // Snapshot is restored. With ClientOptions::replay_dir the client also records a replay window and
 // writes it (with its own hashes beside the server's, and its own state at the bad tick) on a
@@ -76,8 +77,9 @@ struct ClientOptions {
   /// `scene`, and `scene_name` to the file's stem unless given: the server serves
   /// --scene-dir files under their stems, so the same file gives the same name on both sides.
   std::string scene_file;
-  /// The scene to build instead of the built-in one the Welcome names (a game with its own
-  /// scene); its WorldDef fingerprint is still checked against the Welcome's.
+  /// A scene the room must run: its WorldDef fingerprint is checked against the Welcome's (a
+  /// mismatch is a fatal error naming both scenes). The world itself is always made from the
+  /// Welcome's WorldDef and the join Snapshot.
   std::optional<sim::Scene> scene;
   /// Lockstep mode: keep a replay window (the last replay_window_seconds of ticks, inputs, the
   /// server's hashes and our own, keyframes; memory fixed at the join snapshot) and write it to
@@ -217,6 +219,8 @@ class Client final {
   ClientState state() const;
   /// Joined data (0 / empty before the Welcome). Caller's thread.
   uint32_t player_id() const;
+  /// The bodies we may push: the Welcome's, then following the TickFrames' spawns (owner = our
+  /// player id) and destroys, so a body the server spawns for us on join appears here.
   const std::vector<sim::BodyId>& owned_bodies() const;
   uint16_t tick_rate_hz() const;
   uint16_t input_delay_ticks() const;

@@ -1,0 +1,409 @@
+// Players' bodies and game rules through the tick: a room running scenes/sumo.scene spawns a
+// ball for each player who joins and destroys it after the leave grace, the sumo rules respawn a
+// ball that falls into the `fall` sensor and score the last player who touched it, rules that
+// ask for more commands than a tick holds are refused and counted while every room keeps
+// ticking, and the whole-match recording replays joins, leaves and respawns bit for bit. Clients
+// are the SDK with no scene of their own: each world is made from the Welcome and the Snapshot.
+// Tests wait for conditions, never for a span of time.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lockstep/client_sdk/client.h"
+#include "lockstep/replays/replay_reader.h"
+#include "lockstep/schema/scene_file.h"
+#include "lockstep/server/room_rules.h"
+#include "lockstep/server/server.h"
+#include "net_test_harness.h"
+
+namespace {
+
+using namespace lockstep;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+const std::string kSumoScene = LOCKSTEP_SCENES_DIR "/sumo.scene";
+const std::string kServedDir = LOCKSTEP_TEST_SCENES "/served";
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("lockstep_net_joins_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(counter()++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+
+ private:
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  fs::path path_;
+};
+
+// Bodies of a world owned by `player`.
+std::vector<sim::BodyId> bodies_of(const sim::World& world, uint32_t player) {
+  std::vector<sim::BodyId> ids(world.body_count());
+  ids.resize(world.list_bodies(ids));
+  std::vector<sim::BodyId> out;
+  for (const sim::BodyId id : ids) {
+    sim::BodyView view;
+    if (world.get_body(id, &view) == sim::Error::none && view.owner_player == player) {
+      out.push_back(id);
+    }
+  }
+  return out;
+}
+
+// An SDK client with no scene of its own; steers its ball along +x while `steer` is set.
+struct Player {
+  explicit Player(std::string client_name) : name(std::move(client_name)) {}
+
+  bool connect(uint16_t port, const std::string& room, client_sdk::ClientOptions options = {}) {
+    const bool ok = client.connect("127.0.0.1", port, room, name, "", options);
+    if (ok) client.run_thread();
+    return ok;
+  }
+
+  void pump() {
+    client.poll(0ms, [this](const client_sdk::Event& event) {
+      if (const auto* j = std::get_if<client_sdk::JoinedEvent>(&event)) {
+        joined = *j;
+      } else if (const auto* s = std::get_if<client_sdk::SnapshotEvent>(&event)) {
+        if (s->world_view != nullptr && !first_snapshot_owners) {
+          first_snapshot_owners.emplace();
+          for (uint32_t p = 1; p <= 4; ++p)
+            (*first_snapshot_owners)[p] = bodies_of(s->world(), p).size();
+        }
+      } else if (const auto* t = std::get_if<client_sdk::TickAppliedEvent>(&event)) {
+        hashes[t->tick] = t->state_hash;
+        const sim::World& world = t->world();
+        for (uint32_t p = 1; p <= 4; ++p)
+          bodies[p] = bodies_of(world, p).size();
+        score1 = world.score(1);
+        score2 = world.score(2);
+        const auto owned = client.owned_bodies();
+        if (!owned.empty()) {
+          if (!first_body) first_body = owned.front();
+          body = owned.front();
+        }
+        const std::optional<uint64_t> next = client.next_input_tick();
+        if (steer && next && *next > last_target && !owned.empty()) {
+          sim::Input input;
+          input.body = owned.front();
+          input.sequence = static_cast<uint32_t>(t->tick);
+          input.flags = sim::input_sets_linear_velocity;
+          input.linear_velocity[0] = 4 << sim::kInputScaleLog2;  // 4 m/s towards the edge
+          if (const std::optional<uint64_t> target = client.send_input({&input, 1})) {
+            last_target = *target;
+          }
+        }
+      } else if (const auto* e = std::get_if<client_sdk::ErrorEvent>(&event)) {
+        errors.push_back(*e);
+      } else if (const auto* d = std::get_if<client_sdk::DesyncEvent>(&event)) {
+        desyncs.push_back(d->tick);
+      } else if (const auto* c = std::get_if<client_sdk::DisconnectedEvent>(&event)) {
+        disconnected = *c;
+      }
+    });
+  }
+
+  uint64_t last_tick() const { return hashes.empty() ? 0 : hashes.rbegin()->first; }
+
+  std::string describe() const {
+    std::string s = name + ": " + std::to_string(hashes.size()) + " ticks verified up to " +
+                    std::to_string(last_tick()) + ", " + std::to_string(desyncs.size()) +
+                    " desyncs, bodies of players 1-4: " + std::to_string(bodies.at(1)) + " " +
+                    std::to_string(bodies.at(2)) + " " + std::to_string(bodies.at(3)) + " " +
+                    std::to_string(bodies.at(4));
+    for (const auto& e : errors)
+      s += "\n  error " + std::string(schema::error_code_name(e.code)) + ": " + e.message;
+    if (disconnected) s += "\n  disconnected: " + disconnected->reason;
+    return s;
+  }
+
+  std::string name;
+  client_sdk::Client client;
+  bool steer = false;
+  uint64_t last_target = 0;
+  std::optional<client_sdk::JoinedEvent> joined;
+  std::optional<std::map<uint32_t, size_t>> first_snapshot_owners;
+  std::map<uint64_t, uint64_t> hashes;
+  std::map<uint32_t, size_t> bodies{{1, 0}, {2, 0}, {3, 0}, {4, 0}};
+  int32_t score1 = 0, score2 = 0;
+  std::optional<sim::BodyId> first_body, body;
+  std::vector<client_sdk::ErrorEvent> errors;
+  std::vector<uint64_t> desyncs;
+  std::optional<client_sdk::DisconnectedEvent> disconnected;
+};
+
+bool pump_until(const std::vector<Player*>& players, const std::function<bool()>& done) {
+  return net_test::eventually(
+      [&] {
+        for (Player* p : players)
+          p->pump();
+        return done();
+      },
+      net_test::kHangGuard, 1ms);
+}
+
+server::ServerConfig sumo_config(const std::string& replay_dir) {
+  server::ServerConfig config = net_test::loopback_config();
+  config.tick_rate_hz = 120;
+  config.input_delay_ticks = 4;
+  config.scene = kSumoScene;  // its `rules name=sumo` line makes every room play sumo
+  config.replay_dir = replay_dir;
+  config.record_matches = !replay_dir.empty();
+  config.dump_replays_on_shutdown = false;
+  config.player_leave_grace = 100ms;
+  return config;
+}
+
+TEST(NetJoins, JoinSpawnsLeaveDestroysRespawnsAndTheMatchReplaysBitForBit) {
+  TempDir dir;
+  {
+    net_test::InProcessServer server(sumo_config(dir.str()));
+    ASSERT_TRUE(server.started());
+    Player a("a"), b("b");
+    ASSERT_TRUE(a.connect(server.port(), "dojo")) << a.client.last_error();
+    ASSERT_TRUE(b.connect(server.port(), "dojo")) << b.client.last_error();
+    // Each joining player gets a ball on the next tick, owned by it, seen by both clients.
+    ASSERT_TRUE(pump_until({&a, &b}, [&] {
+      return a.body && b.body && a.bodies[1] == 1 && a.bodies[2] == 1 && b.bodies[1] == 1 &&
+             b.bodies[2] == 1;
+    })) << a.describe()
+        << "\n"
+        << b.describe();
+    ASSERT_TRUE(a.joined && b.joined);
+    EXPECT_EQ(a.joined->scene, "sumo");
+    EXPECT_TRUE(a.joined->owned_bodies.empty());  // spawned by the tick after the Welcome
+    EXPECT_NE(*a.body, *b.body);
+
+    // A late joiner sees the earlier players' balls in its join Snapshot.
+    Player c("c");
+    ASSERT_TRUE(c.connect(server.port(), "dojo"));
+    ASSERT_TRUE(pump_until({&a, &b, &c}, [&] { return c.body.has_value(); })) << c.describe();
+    ASSERT_TRUE(c.first_snapshot_owners);
+    EXPECT_EQ(c.first_snapshot_owners->at(1), 1u);
+    EXPECT_EQ(c.first_snapshot_owners->at(2), 1u);
+    EXPECT_EQ(c.first_snapshot_owners->at(3), 0u);  // its own comes with the next TickFrame
+
+    // Player a drives off the edge; the sumo rules destroy the ball in the fall sensor and
+    // spawn a new one for a (another handle), on every client alike.
+    a.steer = true;
+    ASSERT_TRUE(pump_until({&a, &b, &c}, [&] { return a.body && !(*a.body == *a.first_body); }))
+        << a.describe();
+    a.steer = false;
+    EXPECT_EQ(a.bodies[1], 1u);
+    const sim::BodyId respawned = *a.body;
+    ASSERT_TRUE(pump_until({&a, &b, &c}, [&] { return c.last_tick() >= a.last_tick(); }));
+    EXPECT_EQ(*a.body, respawned);
+
+    // Player b leaves: after the grace its ball is destroyed (a destroy in a TickFrame).
+    b.client.disconnect();
+    ASSERT_TRUE(pump_until({&a, &c}, [&] { return a.bodies[2] == 0 && c.bodies[2] == 0; }))
+        << a.describe() << "\n"
+        << c.describe();
+    EXPECT_EQ(a.bodies[1], 1u);
+    EXPECT_EQ(a.bodies[3], 1u);
+
+    for (const Player* p : {&a, &c}) {
+      SCOPED_TRACE(p->name);
+      EXPECT_TRUE(p->desyncs.empty()) << p->describe();
+      EXPECT_TRUE(p->errors.empty()) << p->describe();
+      const client_sdk::ClientStats stats = p->client.stats();
+      EXPECT_EQ(stats.ticks_verified, stats.ticks_applied);
+    }
+    const server::ServerStats stats = server.stats();
+    ASSERT_EQ(stats.rooms.size(), 1u);
+    // 3 join spawns, a destroy and a respawn, b's destroy; maybe more falls.
+    EXPECT_GE(stats.rooms[0].commands_applied, 6u);
+    EXPECT_EQ(stats.rooms[0].commands_refused, 0u);
+    EXPECT_EQ(stats.rooms[0].commands_failed, 0u);
+  }  // graceful shutdown publishes the match recording
+
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir.str())) {
+    if (entry.path().extension() == ".lsrp") files.push_back(entry.path().string());
+  }
+  ASSERT_EQ(files.size(), 1u);
+  replays::LoadedReplay replay;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay_file(files[0], &replay, &error)) << error;
+  size_t spawns = 0, destroys = 0;
+  for (const replays::ReplayTick& tick : replay.ticks) {
+    for (const sim::Command& command : tick.commands) {
+      spawns += command.type == sim::CommandType::spawn;
+      destroys += command.type == sim::CommandType::destroy;
+    }
+  }
+  EXPECT_GE(spawns, 4u);    // a, b, c, a again
+  EXPECT_GE(destroys, 2u);  // a's fall, b's leave
+  const replays::VerifyResult verified = replays::verify_replay(replay);
+  EXPECT_TRUE(verified.ok) << verified.error << " at tick "
+                           << verified.first_divergent_tick.value_or(0);
+  EXPECT_EQ(verified.ticks_verified, replay.ticks.size());
+}
+
+// Rules that ask for far more commands each tick than a tick holds.
+class FloodRules final : public server::RoomRules {
+ public:
+  void after_step(const sim::World&, std::span<const sim::SensorEvent>,
+                  server::RulesOutput& out) override {
+    for (int i = 0; i < 1000; ++i) {
+      sim::Command score;
+      score.type = sim::CommandType::add_score;
+      score.owner_player = 1;
+      score.score_delta = 1;
+      out.push(score);
+    }
+  }
+};
+
+TEST(NetJoins, RulesOverTheCommandCapacityAreRefusedAndEveryRoomKeepsTicking) {
+  server::ServerConfig config = net_test::loopback_config();
+  config.tick_rate_hz = 120;
+  config.input_delay_ticks = 4;
+  config.scene_dir = kServedDir;
+  config.rules = "flood-arena";
+  net_test::InProcessServer server(
+      config, nullptr,
+      [](const std::string& name, const sim::Scene& scene,
+         std::string* error) -> std::unique_ptr<server::RoomRules> {
+        if (name != "flood-arena") {
+          *error = "unknown rules";
+          return nullptr;
+        }
+        if (scene.name == "arena") return std::make_unique<FloodRules>();
+        struct NoRules final : server::RoomRules {
+          void after_step(const sim::World&, std::span<const sim::SensorEvent>,
+                          server::RulesOutput&) override {}
+        };
+        return std::make_unique<NoRules>();
+      });
+  ASSERT_TRUE(server.started());
+  client_sdk::ClientOptions arena, ramp;
+  arena.scene_name = "arena";
+  ramp.scene_name = "ramp";
+  Player flooded("flooded"), calm("calm");
+  ASSERT_TRUE(flooded.connect(server.port(), "north", arena));
+  ASSERT_TRUE(calm.connect(server.port(), "south", ramp));
+  ASSERT_TRUE(pump_until({&flooded, &calm}, [&] {
+    return flooded.hashes.size() >= 60 && calm.hashes.size() >= 60;
+  })) << flooded.describe()
+      << "\n"
+      << calm.describe();
+  // Each tick took the first max_commands_per_tick (64) of the flood: scores are state, hashed,
+  // and every client verified every tick.
+  EXPECT_GE(flooded.score1, 64 * 30);
+  EXPECT_EQ(flooded.score1 % 64, 0);
+  EXPECT_EQ(calm.score1, 0);
+  for (const Player* p : {&flooded, &calm}) {
+    EXPECT_TRUE(p->desyncs.empty()) << p->describe();
+    EXPECT_TRUE(p->errors.empty()) << p->describe();
+  }
+  const server::ServerStats stats = server.stats();
+  std::map<std::string, server::RoomStats> rooms;
+  for (const server::RoomStats& room : stats.rooms)
+    rooms[room.name] = room;
+  EXPECT_GT(rooms["north"].commands_refused, 900u * 30);
+  EXPECT_GT(rooms["north"].commands_applied, 64u * 30);
+  EXPECT_EQ(rooms["south"].commands_refused, 0u);
+  EXPECT_GE(rooms["south"].tick, 60u);
+}
+
+TEST(NetJoins, ServerRefusesUnknownRulesAndSumoWithoutItsSensor) {
+  server::ServerConfig config = net_test::loopback_config();
+  config.scene = kSumoScene;
+  config.rules = "chess";
+  {
+    server::Server server(config);
+    std::string error;
+    EXPECT_FALSE(server.start(&error));
+    EXPECT_NE(error.find("unknown rules 'chess'"), std::string::npos) << error;
+  }
+  config.scene = kServedDir + "/arena.scene";  // no body named fall
+  config.rules = "sumo";
+  {
+    server::Server server(config);
+    std::string error;
+    EXPECT_FALSE(server.start(&error));
+    EXPECT_NE(error.find("no body named 'fall'"), std::string::npos) << error;
+  }
+}
+
+// The sumo rules driven in-process, as a room drives them: step, rules, commands for the next
+// step. Ball 1 rests near the platform's +x edge; ball 2 rolls into it and knocks it off.
+TEST(SumoRules, AFallenBallIsRespawnedAndTheLastToucherScores) {
+  sim::Scene scene;
+  std::string error;
+  ASSERT_TRUE(schema::load_scene_file(kSumoScene, &scene, &error)) << error;
+  EXPECT_EQ(scene.rules, "sumo");
+  std::unique_ptr<server::RoomRules> rules = server::make_builtin_rules("sumo", scene, &error);
+  ASSERT_NE(rules, nullptr) << error;
+  std::unique_ptr<sim::World> world = sim::build_world(scene);
+  ASSERT_NE(world, nullptr);
+
+  struct Collect final : server::RulesOutput {
+    std::vector<sim::Command> commands;
+    bool push(const sim::Command& c) override {
+      commands.push_back(c);
+      return true;
+    }
+  } out;
+  uint32_t sequence = 1;
+  auto spawn = [&](uint32_t owner, sim::Vec3 at, sim::Vec3 velocity) {
+    sim::Command c;
+    c.type = sim::CommandType::spawn;
+    c.sequence = sequence++;
+    c.template_index = static_cast<uint32_t>(scene.player_template);
+    c.position = at;
+    c.linear_velocity = velocity;
+    c.owner_player = owner;
+    ASSERT_EQ(world->queue_command(c), sim::Error::none);
+  };
+  spawn(1, {3.3f, 0.5f, 0}, {});
+  spawn(2, {1.0f, 0.5f, 0}, {6, 0, 0});
+  std::vector<sim::Command> issued;
+  for (int t = 0; t < 600 && world->score(2) == 0; ++t) {
+    for (sim::Command c : out.commands) {
+      c.sequence = sequence++;
+      ASSERT_EQ(world->queue_command(c), sim::Error::none);
+      issued.push_back(c);
+    }
+    out.commands.clear();
+    world->step();
+    rules->after_step(*world, world->sensor_events(), out);
+  }
+  EXPECT_EQ(world->score(2), 1);
+  EXPECT_EQ(world->score(1), 0);
+  ASSERT_GE(issued.size(), 3u);
+  EXPECT_EQ(issued[0].type, sim::CommandType::destroy);
+  EXPECT_EQ(issued[1].type, sim::CommandType::spawn);
+  EXPECT_EQ(issued[1].owner_player, 1u);
+  EXPECT_EQ(issued[2].type, sim::CommandType::add_score);
+  EXPECT_EQ(issued[2].owner_player, 2u);
+  // The respawn is at the spawn point farthest from ball 2 (wherever it ended up), on the
+  // platform.
+  const std::vector<sim::BodyId> ones = bodies_of(*world, 1);
+  ASSERT_EQ(ones.size(), 1u);
+  sim::BodyView view;
+  ASSERT_EQ(world->get_body(ones[0], &view), sim::Error::none);
+  EXPECT_GT(view.position.y, 0.0f);
+  EXPECT_LT(view.position.x * view.position.x + view.position.z * view.position.z, 4.0f * 4.0f);
+}
+
+}  // namespace
