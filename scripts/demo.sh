@@ -47,19 +47,19 @@ fail() {
   exit 1
 }
 
-# The scene: a file of scenes/ (served by its stem, and the bots build their world from it) or a
-# built-in name; the sumo scene also brings its rules and the bots' sumo play.
+# The scene: a file of scenes/ (served under its stem) or a built-in name; the sumo scene also
+# brings its rules and the bots' sumo play.
 server_scene=()
 bot_scene=()
 bot_game=()
 if [ -n "$scene" ]; then
   if [ -f "scenes/$scene.scene" ]; then
     server_scene=(--scene "$root/scenes/$scene.scene")
-    bot_scene=(--scene-file "$root/scenes/$scene.scene")
   else
     server_scene=(--scene "$scene")
-    bot_scene=(--scene "$scene")
   fi
+  # The bots ask for the scene by name and build their world from the Welcome (no file needed).
+  bot_scene=(--scene "$scene")
   if [ "$scene" = sumo ]; then
     bot_game=(--game sumo)
     # Servers that pick rules by flag get them named; others read the scene's `rules` line.

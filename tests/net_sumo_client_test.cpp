@@ -112,6 +112,11 @@ class Tmux final {
                "set-option -t sumo remain-on-exit on");
   }
   std::string screen() const { return run(base() + " capture-pane -p -t sumo").text; }
+  /// The screen with the pane's history above it: once the program is dead, tmux writes a "Pane
+  /// is dead" line at the bottom, which may scroll the program's last lines into the history.
+  std::string screen_and_history() const {
+    return run(base() + " capture-pane -p -S - -t sumo").text;
+  }
   void keys(const std::string& keys) { run(base() + " send-keys -t sumo " + keys); }
 
  private:
@@ -213,8 +218,6 @@ TEST(SumoClient, PlaysInTmuxAgainstABot) {
   // Steer for 3 s of ticks (180 at 60 Hz), a different arrow every few screens.
   const uint64_t first_tick = shown_tick(screen);
   const std::array<const char*, 4> arrows{"Left", "Up", "Right", "Down"};
-  const std::array<const char*, 4> headings{"heading: left", "heading: up", "heading: right",
-                                            "heading: down"};
   size_t sent = 0;
   ASSERT_TRUE(eventually(
       [&] {
@@ -226,16 +229,17 @@ TEST(SumoClient, PlaysInTmuxAgainstABot) {
       kHangGuard, std::chrono::milliseconds(100)))
       << "the tick shown did not advance 180 ticks past " << first_tick << ":\n"
       << screen;
-  // The client read the keys: the last arrow shows as the heading (drawn at most 50 ms later).
+  // The client read the keys: the last arrow shows as the heading (drawn at most 50 ms later),
+  // and both balls are on the screen (one may be falling, or just respawned: wait for both).
   tmux.keys("Left");
   ASSERT_TRUE(eventually(
       [&] {
         screen = tmux.screen();
-        return screen.find(headings[0]) != std::string::npos;
+        return screen.find("heading: left") != std::string::npos &&
+               shows_arena_and_two_players(screen);
       },
       kHangGuard, std::chrono::milliseconds(50)))
       << screen;
-  EXPECT_TRUE(shows_arena_and_two_players(screen)) << screen;
   EXPECT_NE(screen.find("desyncs 0"), std::string::npos) << screen;
   EXPECT_NE(screen.find("scores:"), std::string::npos) << screen;
 
@@ -251,7 +255,7 @@ TEST(SumoClient, PlaysInTmuxAgainstABot) {
   tmux.keys("q");
   ASSERT_TRUE(eventually(
       [&] {
-        screen = tmux.screen();
+        screen = tmux.screen_and_history();
         return screen.find("[exited ") != std::string::npos;
       },
       kHangGuard, std::chrono::milliseconds(50)))
@@ -283,7 +287,7 @@ TEST(SumoClient, SaysSoWhenTheServerGoesAway) {
   server.stop();
   ASSERT_TRUE(eventually(
       [&] {
-        screen = tmux.screen();
+        screen = tmux.screen_and_history();
         return screen.find("[exited ") != std::string::npos;
       },
       kHangGuard, std::chrono::milliseconds(50)))

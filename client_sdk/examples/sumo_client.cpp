@@ -424,12 +424,13 @@ std::string render(const sim::World& world, const ArenaMap& map, int cols, int t
     if (v.owner_player != 0) {
       if (std::find(players.begin(), players.end(), v.owner_player) == players.end())
         players.push_back(v.owner_player);
+      // The id in the middle; a ball beyond the view (falling far out) keeps its id on the edge.
       const std::string label = std::to_string(v.owner_player);
-      const int start = cc - static_cast<int>(label.size() - 1) / 2;
-      for (size_t i = 0; i < label.size(); ++i) {
-        const int c = start + static_cast<int>(i);
-        if (c >= 0 && cr >= 0 && c < map.cols && cr < map.rows) at(c, cr) = Cell{label[i], style};
-      }
+      const int width = static_cast<int>(label.size());
+      const int row = std::clamp(cr, 0, map.rows - 1);
+      const int start = std::clamp(cc - (width - 1) / 2, 0, std::max(map.cols - width, 0));
+      for (int i = 0; i < width && start + i < map.cols; ++i)
+        at(start + i, row) = Cell{label[static_cast<size_t>(i)], style};
     }
   }
   // Players who left keep their score in the world: list them too.
