@@ -9,9 +9,11 @@
 // file's stem, the local world built from the same file), `--scene NAME` asks for one by name.
 //
 // `--game sumo` plays the sumo example game instead of the scene's input script: every tick it
-// steers its sphere (a target velocity input) towards the nearest opponent still on the
-// platform, or back to the platform's centre when there is none, and adds `score=` (its own)
-// and `scores=` (every player in its world view) to the summary line.
+// steers its ball (a target velocity input) towards the nearest opponent still on the platform,
+// charging at a speed between 4 and 7 m/s drawn from the seed with a seeded 1 s rest at 0.5 m/s
+// every 2.5 s (the faster ball pushes the slower one back), or back to the platform's centre when
+// there is no opponent, and never over the edge itself. It adds `score=` (its own) and `scores=`
+// (every player in its world view) to the summary line.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -86,7 +88,9 @@ bool ground_below(const sim::World& world, sim::Vec3 from, float depth, sim::Bod
 class SumoPlayer final {
  public:
   explicit SumoPlayer(uint64_t seed)
-      : seed_(seed), speed_mps_(unit_range(split_mix64(seed), 3.0f, 5.0f)) {}
+      : seed_(seed),
+        speed_mps_(unit_range(split_mix64(seed), 3.0f, 8.0f)),
+        phase_ticks_(split_mix64(seed + 1) % 150) {}
 
   /// Inputs for `player`'s balls after the tick `world` shows: the dynamic bodies it owns (the
   /// rules spawn them after the Welcome, so the world lists them, not the Welcome).
@@ -124,18 +128,49 @@ class SumoPlayer final {
       }
       float dx = target.x - me.position.x, dz = target.z - me.position.z;
       float length = std::sqrt(dx * dx + dz * dz);
-      float speed = speed_mps_;
-      if (!found) speed = std::min(speed_mps_, 2.0f * length);  // settle at the centre
+      // Touching it from the centre's side: push it straight out, away from the centre.
+      if (found && length < 2.2f * me.shape.radius) {
+        const float ox = target.x - centre_.x, oz = target.z - centre_.z;
+        const float mx = me.position.x - centre_.x, mz = me.position.z - centre_.z;
+        const float out_len = std::sqrt(ox * ox + oz * oz);
+        if (out_len > 1e-3f && mx * mx + mz * mz < ox * ox + oz * oz) {
+          dx = ox;
+          dz = oz;
+          length = out_len;
+        }
+      }
+      // Charge, then back off: 0.5 s of every 2.5 s (its phase drawn from the seed) spent
+      // retreating from the opponent, so a clump of balls breaks up and the next charge meets an
+      // opponent at another speed (the faster ball pushes the slower one back).
+      const bool backing_off = found && (world.tick() + phase_ticks_) % 150 < 30;
+      float speed = backing_off ? 2.0f : speed_mps_;
+      if (!found) speed = std::min(speed, 2.0f * length);  // settle at the centre
       if (length > 1e-4f) {
         dx /= length;
         dz /= length;
         if (found) {
           // A seeded sideways lean, changed every half second, so bots do not all meet head on.
-          const float lean = unit_range(split_mix64(seed_ ^ (world.tick() / 30)), -0.35f, 0.35f);
+          const float lean = unit_range(split_mix64(seed_ ^ (world.tick() / 30)), -0.2f, 0.2f);
           const float lx = dx - lean * dz, lz = dz + lean * dx;
           length = std::sqrt(lx * lx + lz * lz);
           dx = lx / length;
           dz = lz / length;
+        }
+        if (backing_off) {
+          dx = -dx;
+          dz = -dz;
+        }
+        // Never drive ourselves over the edge: with no ground a little ahead, head for the centre.
+        const sim::Vec3 ahead{me.position.x + dx * 2.0f * me.shape.radius, me.position.y,
+                              me.position.z + dz * 2.0f * me.shape.radius};
+        if (!ground_below(world, ahead, me.shape.radius + 0.25f, mine)) {
+          dx = centre_.x - me.position.x;
+          dz = centre_.z - me.position.z;
+          length = std::sqrt(dx * dx + dz * dz);
+          if (length > 1e-4f) {
+            dx /= length;
+            dz /= length;
+          }
         }
       } else {
         dx = dz = 0;
@@ -203,6 +238,7 @@ class SumoPlayer final {
 
   uint64_t seed_;
   float speed_mps_;
+  uint64_t phase_ticks_;
   uint32_t sequence_ = 0;
   bool have_centre_ = false;
   sim::Vec3 centre_{};
