@@ -201,8 +201,9 @@ TEST(SumoClient, PlaysInTmuxAgainstABot) {
 
   // Player 2: the terminal client.
   Tmux tmux;
-  const Output started = tmux.start(quote(LOCKSTEP_SUMO_CLIENT) + " --port " + port +
-                                    " --name human --scene-file " + quote(LOCKSTEP_SUMO_SCENE));
+  // No scene file: the client builds its world from the Welcome.
+  const Output started =
+      tmux.start(quote(LOCKSTEP_SUMO_CLIENT) + " --port " + port + " --name human");
   ASSERT_EQ(started.status, 0) << started.text;
   std::string screen;
   ASSERT_TRUE(eventually(
