@@ -94,6 +94,11 @@ struct Player {
         for (uint32_t p = 1; p <= 4; ++p)
           bodies[p] = bodies_of(world, p).size();
         score1 = world.score(1);
+        const uint32_t me = client.player_id();
+        if (const auto ones = bodies_of(world, me); !ones.empty()) {
+          sim::BodyView view;
+          if (world.get_body(ones[0], &view) == sim::Error::none) position1 = view.position;
+        }
         score2 = world.score(2);
         const auto owned = client.owned_bodies();
         if (!owned.empty()) {
@@ -101,7 +106,10 @@ struct Player {
           body = owned.front();
         }
         const std::optional<uint64_t> next = client.next_input_tick();
-        if (steer && next && *next > last_target && !owned.empty()) {
+        // A target velocity replaces the whole velocity, y included: steer only while the ball is
+        // on the platform, or it would hover beside it instead of falling.
+        const bool on_platform = position1.y > 0.4f && position1.x < 4.0f;
+        if (steer && on_platform && next && *next > last_target && !owned.empty()) {
           sim::Input input;
           input.body = owned.front();
           input.sequence = static_cast<uint32_t>(t->tick);
@@ -128,7 +136,13 @@ struct Player {
                     std::to_string(last_tick()) + ", " + std::to_string(desyncs.size()) +
                     " desyncs, bodies of players 1-4: " + std::to_string(bodies.at(1)) + " " +
                     std::to_string(bodies.at(2)) + " " + std::to_string(bodies.at(3)) + " " +
-                    std::to_string(bodies.at(4));
+                    std::to_string(bodies.at(4)) + ", player 1's ball at " +
+                    std::to_string(position1.x) + "," + std::to_string(position1.y) + "," +
+                    std::to_string(position1.z) + ", player " + std::to_string(client.player_id()) +
+                    " body " +
+                    (body ? std::to_string(body->index1) + ":" + std::to_string(body->generation)
+                          : std::string("none")) +
+                    ", inputs sent " + std::to_string(client.stats().inputs_sent);
     for (const auto& e : errors)
       s += "\n  error " + std::string(schema::error_code_name(e.code)) + ": " + e.message;
     if (disconnected) s += "\n  disconnected: " + disconnected->reason;
@@ -144,6 +158,7 @@ struct Player {
   std::map<uint64_t, uint64_t> hashes;
   std::map<uint32_t, size_t> bodies{{1, 0}, {2, 0}, {3, 0}, {4, 0}};
   int32_t score1 = 0, score2 = 0;
+  sim::Vec3 position1{};  // player 1's ball
   std::optional<sim::BodyId> first_body, body;
   std::vector<client_sdk::ErrorEvent> errors;
   std::vector<uint64_t> desyncs;
@@ -181,11 +196,12 @@ TEST(NetJoins, JoinSpawnsLeaveDestroysRespawnsAndTheMatchReplaysBitForBit) {
     ASSERT_TRUE(a.connect(server.port(), "dojo")) << a.client.last_error();
     ASSERT_TRUE(b.connect(server.port(), "dojo")) << b.client.last_error();
     // Each joining player gets a ball on the next tick, owned by it, seen by both clients.
-    ASSERT_TRUE(pump_until({&a, &b}, [&] {
-      return a.body && b.body && a.bodies[1] == 1 && a.bodies[2] == 1 && b.bodies[1] == 1 &&
-             b.bodies[2] == 1;
-    })) << a.describe()
-        << "\n"
+    ASSERT_TRUE(pump_until({&a, &b},
+                           [&] {
+                             return a.body && b.body && a.bodies[1] == 1 && a.bodies[2] == 1 &&
+                                    b.bodies[1] == 1 && b.bodies[2] == 1;
+                           }))
+        << a.describe() << "\n"
         << b.describe();
     ASSERT_TRUE(a.joined && b.joined);
     EXPECT_EQ(a.joined->scene, "sumo");
@@ -213,7 +229,7 @@ TEST(NetJoins, JoinSpawnsLeaveDestroysRespawnsAndTheMatchReplaysBitForBit) {
     EXPECT_EQ(*a.body, respawned);
 
     // Player b leaves: after the grace its ball is destroyed (a destroy in a TickFrame).
-    b.client.disconnect();
+    b.client.close();
     ASSERT_TRUE(pump_until({&a, &c}, [&] { return a.bodies[2] == 0 && c.bodies[2] == 0; }))
         << a.describe() << "\n"
         << c.describe();
@@ -279,21 +295,22 @@ TEST(NetJoins, RulesOverTheCommandCapacityAreRefusedAndEveryRoomKeepsTicking) {
   config.input_delay_ticks = 4;
   config.scene_dir = kServedDir;
   config.rules = "flood-arena";
-  net_test::InProcessServer server(
-      config, nullptr,
-      [](const std::string& name, const sim::Scene& scene,
-         std::string* error) -> std::unique_ptr<server::RoomRules> {
-        if (name != "flood-arena") {
-          *error = "unknown rules";
-          return nullptr;
-        }
-        if (scene.name == "arena") return std::make_unique<FloodRules>();
-        struct NoRules final : server::RoomRules {
-          void after_step(const sim::World&, std::span<const sim::SensorEvent>,
-                          server::RulesOutput&) override {}
-        };
-        return std::make_unique<NoRules>();
-      });
+  net_test::InProcessServer server(config, nullptr,
+                                   [](const std::string& name, const sim::Scene& scene,
+                                      std::string* error) -> std::unique_ptr<server::RoomRules> {
+                                     if (name != "flood-arena") {
+                                       *error = "unknown rules";
+                                       return nullptr;
+                                     }
+                                     if (scene.name == "arena")
+                                       return std::make_unique<FloodRules>();
+                                     struct NoRules final : server::RoomRules {
+                                       void after_step(const sim::World&,
+                                                       std::span<const sim::SensorEvent>,
+                                                       server::RulesOutput&) override {}
+                                     };
+                                     return std::make_unique<NoRules>();
+                                   });
   ASSERT_TRUE(server.started());
   client_sdk::ClientOptions arena, ramp;
   arena.scene_name = "arena";
@@ -301,10 +318,9 @@ TEST(NetJoins, RulesOverTheCommandCapacityAreRefusedAndEveryRoomKeepsTicking) {
   Player flooded("flooded"), calm("calm");
   ASSERT_TRUE(flooded.connect(server.port(), "north", arena));
   ASSERT_TRUE(calm.connect(server.port(), "south", ramp));
-  ASSERT_TRUE(pump_until({&flooded, &calm}, [&] {
-    return flooded.hashes.size() >= 60 && calm.hashes.size() >= 60;
-  })) << flooded.describe()
-      << "\n"
+  ASSERT_TRUE(pump_until({&flooded, &calm},
+                         [&] { return flooded.hashes.size() >= 60 && calm.hashes.size() >= 60; }))
+      << flooded.describe() << "\n"
       << calm.describe();
   // Each tick took the first max_commands_per_tick (64) of the flood: scores are state, hashed,
   // and every client verified every tick.

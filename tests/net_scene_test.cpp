@@ -202,10 +202,10 @@ TEST(NetScenes, ClientsWithoutASceneBuildEachWorldFromTheWelcome) {
   ASSERT_TRUE(arena.connect(server.port(), "east", arena_options)) << arena.client.last_error();
   ASSERT_TRUE(ramp.connect(server.port(), "west", ramp_options)) << ramp.client.last_error();
   constexpr size_t kTicks = 120;
-  ASSERT_TRUE(pump_until({&arena, &ramp}, [&] {
-    return arena.hashes.size() >= kTicks && ramp.hashes.size() >= kTicks;
-  })) << arena.describe()
-      << "\n"
+  ASSERT_TRUE(
+      pump_until({&arena, &ramp},
+                 [&] { return arena.hashes.size() >= kTicks && ramp.hashes.size() >= kTicks; }))
+      << arena.describe() << "\n"
       << ramp.describe();
   for (const SceneClient* c : {&arena, &ramp}) {
     SCOPED_TRACE(c->name);

@@ -318,8 +318,7 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
   }
   const uint64_t local_hash = world->state_hash();
   if (replay_window) {
-    replay_window->record_step(*world, frame.inputs, frame.state_hash, local_hash,
-                               frame.commands);
+    replay_window->record_step(*world, frame.inputs, frame.state_hash, local_hash, frame.commands);
   }
   if (local_hash != frame.state_hash) {
     desyncs.fetch_add(1, std::memory_order_relaxed);

@@ -58,7 +58,7 @@ struct ReplayWindow::State {
   uint32_t tick_capacity = 0;
   uint32_t keyframe_capacity = 0;
   std::unique_ptr<TickSlot[]> ticks;
-  std::unique_ptr<sim::Input[]> inputs;  // tick_capacity × max_inputs_per_tick
+  std::unique_ptr<sim::Input[]> inputs;      // tick_capacity × max_inputs_per_tick
   std::unique_ptr<sim::Command[]> commands;  // tick_capacity × max_commands_per_tick
   std::unique_ptr<KeyframeSlot[]> keyframes;
   std::unique_ptr<uint8_t[]> snapshots;  // keyframe_capacity × snapshot_capacity

@@ -146,8 +146,7 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const TickFrame&
   auto commands = create_world_commands(builder, m.commands);
   auto velocities = create_player_input_velocities(builder, m.inputs);
   auto inputs = create_player_inputs(builder, m.inputs);
-  return wire::CreateTickFrame(builder, m.tick, inputs, m.state_hash, velocities, commands)
-      .Union();
+  return wire::CreateTickFrame(builder, m.tick, inputs, m.state_hash, velocities, commands).Union();
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const DesyncReport& m) {

@@ -109,8 +109,8 @@ bool decode_world_def(const wire::WorldDef& w, sim::WorldDef* out, std::string* 
   d.template_count = 0;
   if (const auto* templates = w.templates()) {
     if (templates->size() > sim::kMaxBodyTemplates) {
-      *error = "WorldDef with " + std::to_string(templates->size()) +
-               " templates (at most " + std::to_string(sim::kMaxBodyTemplates) + ")";
+      *error = "WorldDef with " + std::to_string(templates->size()) + " templates (at most " +
+               std::to_string(sim::kMaxBodyTemplates) + ")";
       return false;
     }
     for (const wire::BodyTemplate* t : *templates) {
@@ -148,12 +148,12 @@ bool decode_world_def(const wire::WorldDef& w, sim::WorldDef* out, std::string* 
 }
 
 wire::WorldCommand to_world_command(const sim::Command& c) {
-  return wire::WorldCommand(
-      static_cast<uint32_t>(c.type), c.sequence, c.template_index, c.position.x, c.position.y,
-      c.position.z, c.orientation.x, c.orientation.y, c.orientation.z, c.orientation.w,
-      c.linear_velocity.x, c.linear_velocity.y, c.linear_velocity.z, c.angular_velocity.x,
-      c.angular_velocity.y, c.angular_velocity.z, c.owner_player, c.body.index1,
-      c.body.generation, c.score_delta);
+  return wire::WorldCommand(static_cast<uint32_t>(c.type), c.sequence, c.template_index,
+                            c.position.x, c.position.y, c.position.z, c.orientation.x,
+                            c.orientation.y, c.orientation.z, c.orientation.w, c.linear_velocity.x,
+                            c.linear_velocity.y, c.linear_velocity.z, c.angular_velocity.x,
+                            c.angular_velocity.y, c.angular_velocity.z, c.owner_player,
+                            c.body.index1, c.body.generation, c.score_delta);
 }
 
 bool from_world_command(const wire::WorldCommand& in, sim::Command* out, std::string* error) {
@@ -161,10 +161,10 @@ bool from_world_command(const wire::WorldCommand& in, sim::Command* out, std::st
     *error = "type " + std::to_string(in.type()) + " is not a command type";
     return false;
   }
-  const float floats[] = {in.position_x(),         in.position_y(),         in.position_z(),
-                          in.orientation_x(),      in.orientation_y(),      in.orientation_z(),
-                          in.orientation_w(),      in.linear_velocity_x(),  in.linear_velocity_y(),
-                          in.linear_velocity_z(),  in.angular_velocity_x(), in.angular_velocity_y(),
+  const float floats[] = {in.position_x(),        in.position_y(),         in.position_z(),
+                          in.orientation_x(),     in.orientation_y(),      in.orientation_z(),
+                          in.orientation_w(),     in.linear_velocity_x(),  in.linear_velocity_y(),
+                          in.linear_velocity_z(), in.angular_velocity_x(), in.angular_velocity_y(),
                           in.angular_velocity_z()};
   for (float f : floats) {
     if (!std::isfinite(f)) {

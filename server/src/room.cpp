@@ -396,9 +396,10 @@ void Room::queue_pending_commands(uint64_t tick) {
     ++commands_refused_;
     if (!command_refusal_logged_) {
       command_refusal_logged_ = true;
-      spdlog::error("room {}: a command for tick {} was refused by the world: {} (counted in "
-                    "commands_refused; logged once per room)",
-                    name_, tick, sim::error_message(e));
+      spdlog::error(
+          "room {}: a command for tick {} was refused by the world: {} (counted in "
+          "commands_refused; logged once per room)",
+          name_, tick, sim::error_message(e));
     }
   }
   pending_commands_.clear();
@@ -412,10 +413,11 @@ void Room::apply_command_results() {
       ++commands_failed_;
       if (!command_failure_logged_) {
         command_failure_logged_ = true;
-        spdlog::error("room {}: a {} command failed at tick {}: {} (counted in commands_failed; "
-                      "logged once per room)",
-                      name_, result.type == sim::CommandType::spawn ? "spawn" : "destroy",
-                      world_->tick(), sim::error_message(result.error));
+        spdlog::error(
+            "room {}: a {} command failed at tick {}: {} (counted in commands_failed; "
+            "logged once per room)",
+            name_, result.type == sim::CommandType::spawn ? "spawn" : "destroy", world_->tick(),
+            sim::error_message(result.error));
       }
       continue;
     }

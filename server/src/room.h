@@ -163,7 +163,7 @@ class Room final : public std::enable_shared_from_this<Room> {
   std::vector<sim::Command> pending_commands_;  // for the next step
   std::vector<sim::Command> applied_commands_;  // this step's, in command_less order
   uint32_t next_command_sequence_ = 1;
-  bool spawns_players_ = false;                 // the scene has a player template
+  bool spawns_players_ = false;  // the scene has a player template
   uint64_t leave_grace_ticks_ = 0;
   std::vector<uint64_t> leave_destroy_tick_;  // [player − 1]: destroy its bodies then (0: no)
   std::vector<uint8_t> spawn_pending_;        // [player − 1]: its body's spawn is pending
