@@ -10,10 +10,11 @@
 //
 // `--game sumo` plays the sumo example game instead of the scene's input script: every tick it
 // steers its ball (a target velocity input) towards the nearest opponent still on the platform,
-// charging at a speed between 4 and 7 m/s drawn from the seed with a seeded 1 s rest at 0.5 m/s
-// every 2.5 s (the faster ball pushes the slower one back), or back to the platform's centre when
-// there is no opponent, and never over the edge itself. It adds `score=` (its own) and `scores=`
-// (every player in its world view) to the summary line.
+// charging at a speed between 3 and 8 m/s drawn from the seed and backing off for 2/3 s of every
+// 2 s (the phase drawn from the seed), so clumps break up and the faster ball pushes the slower
+// one back; touching it from the centre's side it pushes straight outwards, or back to the
+// platform's centre when there is no opponent, and never over the edge itself. It adds `score=`
+// (its own) and `scores=` (every player in its world view) to the summary line.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -90,7 +91,7 @@ class SumoPlayer final {
   explicit SumoPlayer(uint64_t seed)
       : seed_(seed),
         speed_mps_(unit_range(split_mix64(seed), 3.0f, 8.0f)),
-        phase_ticks_(split_mix64(seed + 1) % 150) {}
+        phase_ticks_(split_mix64(seed + 1) % 120) {}
 
   /// Inputs for `player`'s balls after the tick `world` shows: the dynamic bodies it owns (the
   /// rules spawn them after the Welcome, so the world lists them, not the Welcome).
@@ -139,11 +140,11 @@ class SumoPlayer final {
           length = out_len;
         }
       }
-      // Charge, then back off: 0.5 s of every 2.5 s (its phase drawn from the seed) spent
-      // retreating from the opponent, so a clump of balls breaks up and the next charge meets an
-      // opponent at another speed (the faster ball pushes the slower one back).
-      const bool backing_off = found && (world.tick() + phase_ticks_) % 150 < 30;
-      float speed = backing_off ? 2.0f : speed_mps_;
+      // Charge, then back off: 40 ticks of every 120 (2 s; the phase drawn from the seed) spent
+      // retreating from the opponent at 3 m/s, so a clump of balls breaks up and the next charge
+      // meets an opponent at another speed (the faster ball pushes the slower one back).
+      const bool backing_off = found && (world.tick() + phase_ticks_) % 120 < 40;
+      float speed = backing_off ? 3.0f : speed_mps_;
       if (!found) speed = std::min(speed, 2.0f * length);  // settle at the centre
       if (length > 1e-4f) {
         dx /= length;
@@ -161,8 +162,8 @@ class SumoPlayer final {
           dz = -dz;
         }
         // Never drive ourselves over the edge: with no ground a little ahead, head for the centre.
-        const sim::Vec3 ahead{me.position.x + dx * 2.0f * me.shape.radius, me.position.y,
-                              me.position.z + dz * 2.0f * me.shape.radius};
+        const sim::Vec3 ahead{me.position.x + dx * 1.2f * me.shape.radius, me.position.y,
+                              me.position.z + dz * 1.2f * me.shape.radius};
         if (!ground_below(world, ahead, me.shape.radius + 0.25f, mine)) {
           dx = centre_.x - me.position.x;
           dz = centre_.z - me.position.z;
