@@ -8,13 +8,13 @@
 // `--scene-file arena.scene` plays a scene the server serves from --scene-dir (asked for by the
 // file's stem, the local world built from the same file), `--scene NAME` asks for one by name.
 //
-// `--game sumo` plays the sumo example game instead of the scene's input script: every tick it
+// `--game sumo` plays the sumo example game instead of the scene's input script. Every tick it
 // steers its ball (a target velocity input) towards the nearest opponent still on the platform,
-// charging at a speed between 3 and 8 m/s drawn from the seed and backing off for 2/3 s of every
-// 2 s (the phase drawn from the seed), so clumps break up and the faster ball pushes the slower
-// one back; touching it from the centre's side it pushes straight outwards, or back to the
-// platform's centre when there is no opponent, and never over the edge itself. It adds `score=`
-// (its own) and `scores=` (every player in its world view) to the summary line.
+// or to the platform's centre when there is none, and never over the edge itself. It charges at a
+// speed between 3 and 8 m/s drawn from the seed and backs off for 2/3 s of every 2 s (the phase
+// drawn from the seed too), so clumps break up and the faster ball pushes the slower one back;
+// touching an opponent from the centre's side, it pushes straight outwards. The summary line
+// gains `score=` (its own) and `scores=` (every player in its world view).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
