@@ -265,6 +265,20 @@ TEST(SumoClient, PlaysInTmuxAgainstABot) {
   EXPECT_NE(screen.find("[exited 0]"), std::string::npos) << screen;
   EXPECT_NE(screen.find("sumo_client: player 2,"), std::string::npos) << screen;
   EXPECT_NE(screen.find(" 0 desyncs"), std::string::npos) << screen;
+  // The arrows became inputs (one per tick while steering on the platform), none refused.
+  static const std::regex inputs_sent(R"(, (\d+) inputs sent,)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(screen, m, inputs_sent)) << screen;
+  EXPECT_GT(std::stoull(m[1].str()), 0u) << screen;
+  stats = server.stats();
+  ASSERT_FALSE(stats.rooms.empty());
+  bool saw_human = false;
+  for (const server::ClientSummary& c : stats.rooms[0].client_list) {
+    if (c.name != "human") continue;
+    saw_human = true;
+    EXPECT_EQ(c.errors, 0u) << "the server sent the client Error frames";
+  }
+  EXPECT_TRUE(saw_human);
   EXPECT_TRUE(bot.running()) << run("cat " + quote(bot_log)).text;
 }
 

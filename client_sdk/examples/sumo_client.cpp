@@ -649,9 +649,11 @@ int main(int argc, char** argv) {
   }
   terminal.leave();
 
-  std::printf("sumo_client: player %u, %llu ticks verified, %llu desyncs, score %s\n", player,
-              static_cast<unsigned long long>(stats.ticks_verified),
-              static_cast<unsigned long long>(stats.desyncs), score.c_str());
+  std::printf(
+      "sumo_client: player %u, %llu ticks verified, %llu desyncs, %llu inputs sent, score %s\n",
+      player, static_cast<unsigned long long>(stats.ticks_verified),
+      static_cast<unsigned long long>(stats.desyncs),
+      static_cast<unsigned long long>(stats.inputs_sent), score.c_str());
   if (gone) {
     std::string code;
     if (gone->code != sdk::ErrorCode::none)
