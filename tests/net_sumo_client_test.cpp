@@ -312,5 +312,27 @@ TEST(SumoClient, SaysSoWhenTheServerGoesAway) {
   EXPECT_NE(screen.find("server_shutdown"), std::string::npos) << screen;
 }
 
+TEST(SumoClient, SaysWhyTheServerRefusedIt) {
+  if (!have_tmux()) GTEST_SKIP() << "tmux is not installed (scripts/setup.sh installs it)";
+  net_test::InProcessServer server(sumo_config());
+  ASSERT_TRUE(server.started());
+  Tmux tmux;
+  const Output started =
+      tmux.start(quote(LOCKSTEP_SUMO_CLIENT) + " --port " + std::to_string(server.port()) +
+                 " --room elsewhere --scene no-such-scene");
+  ASSERT_EQ(started.status, 0) << started.text;
+  std::string screen;
+  ASSERT_TRUE(eventually(
+      [&] {
+        screen = tmux.screen_and_history();
+        return screen.find("[exited ") != std::string::npos;
+      },
+      kHangGuard, std::chrono::milliseconds(50)))
+      << screen;
+  EXPECT_NE(screen.find("[exited 1]"), std::string::npos) << screen;
+  // The server's own reason, not just "closed" (tmux may wrap it: look for its start).
+  EXPECT_NE(screen.find("unknown_scene"), std::string::npos) << screen;
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -530,6 +530,7 @@ int main(int argc, char** argv) {
   uint32_t sequence = 0;
   bool joined = false;
   std::optional<sdk::DisconnectedEvent> gone;
+  std::string fatal_error;  // the server's reason for ending the connection, if it gave one
   ArenaMap map;
   Clock::time_point last_frame{};
   const Clock::time_point started = Clock::now();
@@ -579,6 +580,7 @@ int main(int argc, char** argv) {
       status.message = "DESYNC at tick " + std::to_string(d->tick) + " (resyncing)";
     } else if (const auto* e = std::get_if<sdk::ErrorEvent>(&event)) {
       status.message = std::string("server: ") + (e->fatal ? "fatal: " : "") + e->message;
+      if (e->fatal) fatal_error = e->message;  // the SDK's message names the code
     } else if (const auto* c = std::get_if<sdk::DisconnectedEvent>(&event)) {
       gone = *c;
     }
@@ -649,18 +651,25 @@ int main(int argc, char** argv) {
   }
   terminal.leave();
 
-  std::printf(
-      "sumo_client: player %u, %llu ticks verified, %llu desyncs, %llu inputs sent, score %s\n",
-      player, static_cast<unsigned long long>(stats.ticks_verified),
-      static_cast<unsigned long long>(stats.desyncs),
-      static_cast<unsigned long long>(stats.inputs_sent), score.c_str());
+  if (joined) {
+    std::printf(
+        "sumo_client: player %u, %llu ticks verified, %llu desyncs, %llu inputs sent, score %s\n",
+        player, static_cast<unsigned long long>(stats.ticks_verified),
+        static_cast<unsigned long long>(stats.desyncs),
+        static_cast<unsigned long long>(stats.inputs_sent), score.c_str());
+  }
   if (gone) {
     std::string code;
     if (gone->code != sdk::ErrorCode::none)
       code = std::string(lockstep::schema::error_code_name(gone->code)) + ": ";
-    std::fprintf(stderr, "sumo_client: disconnected from %s:%u: %s%s\n", options.host.c_str(),
-                 options.port, code.c_str(),
-                 gone->reason.empty() ? "the server closed the connection" : gone->reason.c_str());
+    std::string why = code + gone->reason;
+    if (!fatal_error.empty()) {
+      why = fatal_error;
+    } else if (gone->reason.empty()) {
+      why = code + "the server closed the connection";
+    }
+    std::fprintf(stderr, "sumo_client: disconnected from %s:%u: %s\n", options.host.c_str(),
+                 options.port, why.c_str());
     return 1;
   }
   return 0;
