@@ -53,8 +53,11 @@ int cmd_info(const std::string& path) {
   const replays::ReplayHeader& h = r.header;
   std::set<uint32_t> players;
   uint64_t inputs = 0;
+  uint64_t commands[3] = {0, 0, 0};  // spawn, destroy, add_score
   for (const replays::ReplayTick& t : r.ticks) {
     inputs += t.inputs.size();
+    for (const sim::Command& c : t.commands)
+      ++commands[static_cast<size_t>(c.type) % 3];
     for (const sim::Input& in : t.inputs)
       players.insert(in.player);
   }
@@ -77,8 +80,9 @@ int cmd_info(const std::string& path) {
   for (uint32_t p : players)
     std::printf(" %u", p);
   if (players.empty()) std::printf(" (no inputs)");
-  std::printf("\ninputs: %" PRIu64 "\nrecords: %" PRIu64 "\nintegrity: %s\n", inputs, r.records,
-              r.integrity.c_str());
+  std::printf("\ninputs: %" PRIu64 "\ncommands: %" PRIu64 " spawn, %" PRIu64 " destroy, %" PRIu64
+              " add_score\nrecords: %" PRIu64 "\nintegrity: %s\n",
+              inputs, commands[0], commands[1], commands[2], r.records, r.integrity.c_str());
   return 0;
 }
 

@@ -756,7 +756,7 @@ std::vector<MalformedCase> malformed_cases() {
        false, ErrorCode::unknown_message});
   cases.push_back({"server_message_from_a_client", true,
                    [] {
-                     return schema::encode_frame(schema::TickFrame{5, {}, 7});
+                     return schema::encode_frame(schema::TickFrame{5, {}, 7, {}});
                    },
                    false, ErrorCode::unknown_message});
   cases.push_back({"random_bytes_after_join", true,
@@ -828,8 +828,8 @@ TEST(NetServer, VersionMismatchNamesBothRanges) {
   ServerRunner runner(test_config());
   RawClient client(runner.port());
   schema::Hello h = hello("alpha", "future");
-  h.protocol_version = 4;
-  h.min_protocol_version = 3;
+  h.protocol_version = 5;
+  h.min_protocol_version = 4;
   client.send(h);
   std::vector<Message> received;
   ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received));
@@ -838,8 +838,8 @@ TEST(NetServer, VersionMismatchNamesBothRanges) {
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->code, ErrorCode::version_mismatch);
   EXPECT_TRUE(error->fatal);
-  EXPECT_NE(error->reason.find("server speaks 2..2"), std::string::npos) << error->reason;
-  EXPECT_NE(error->reason.find("client 3..4"), std::string::npos) << error->reason;
+  EXPECT_NE(error->reason.find("server speaks 3..3"), std::string::npos) << error->reason;
+  EXPECT_NE(error->reason.find("client 4..5"), std::string::npos) << error->reason;
   EXPECT_EQ(error->server_protocol_version, schema::kProtocolVersion);
   EXPECT_EQ(error->server_min_protocol_version, schema::kMinProtocolVersion);
 }
@@ -848,20 +848,21 @@ TEST(NetServer, OverlappingVersionsNegotiateTheHighestCommonOne) {
   ServerRunner runner(test_config());
   RawClient client(runner.port());
   schema::Hello h = hello("alpha", "newer");
-  h.protocol_version = 7;  // speaks 1..7; we speak 2..2
+  h.protocol_version = 7;  // speaks 1..7; we speak 3..3
   h.min_protocol_version = 1;
   client.send(h);
   std::optional<schema::Welcome> welcome = client.receive_of<schema::Welcome>(kReplyTimeout);
   ASSERT_TRUE(welcome);
-  EXPECT_EQ(welcome->protocol_version, 2);
+  EXPECT_EQ(welcome->protocol_version, 3);
 }
 
-TEST(NetServer, VersionOneClientGetsAClearVersionMismatch) {
-  // Version 1 lacked Hello.scene and Welcome.snapshot_interval_ticks: it is no longer spoken.
+TEST(NetServer, VersionTwoClientGetsAClearVersionMismatch) {
+  // Version 2 lacked Welcome.world_def and TickFrame.commands (it would desync at the first
+  // join): it is no longer spoken, and version 1 neither.
   ServerRunner runner(test_config());
   RawClient client(runner.port());
   schema::Hello h = hello("alpha", "old");
-  h.protocol_version = 1;
+  h.protocol_version = 2;
   h.min_protocol_version = 1;
   client.send(h);
   std::vector<Message> received;
@@ -871,7 +872,7 @@ TEST(NetServer, VersionOneClientGetsAClearVersionMismatch) {
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->code, ErrorCode::version_mismatch);
   EXPECT_TRUE(error->fatal);
-  EXPECT_NE(error->reason.find("server speaks 2..2, client 1..1"), std::string::npos)
+  EXPECT_NE(error->reason.find("server speaks 3..3, client 1..2"), std::string::npos)
       << error->reason;
 }
 

@@ -332,7 +332,7 @@ TEST(ReplayFile, AnInputIsTheSame44LittleEndianBytesInAFileAndOnTheWire) {
   EXPECT_EQ(r.ticks[0].inputs[0].sequence, input.sequence);
   EXPECT_EQ(r.ticks[0].inputs[0].buttons, input.buttons);
 
-  const std::vector<uint8_t> frame = schema::encode_frame(schema::TickFrame{1, {input}, 0});
+  const std::vector<uint8_t> frame = schema::encode_frame(schema::TickFrame{1, {input}, 0, {}});
   EXPECT_EQ(occurrences(frame), 1u);
 }
 
@@ -688,6 +688,116 @@ TEST(ReplayDump, JsonNamesEveryBody) {
        at = json.find("\"index1\"", at + 1))
     ++bodies;
   EXPECT_EQ(bodies, m.world->body_count());
+}
+
+}  // namespace
+
+namespace {
+
+// A world with one template, where commands spawn, destroy and score on known ticks.
+struct CommandMatch {
+  std::unique_ptr<sim::World> world;
+  std::vector<sim::Command> applied;
+
+  CommandMatch() {
+    sim::WorldDef def = sim::default_world_def();
+    def.max_bodies = 16;
+    sim::BodyTemplate& ball = def.templates[0];
+    EXPECT_TRUE(sim::set_template_name(&ball, "ball"));
+    ball.shape.radius = 0.25f;
+    def.template_count = 1;
+    world = sim::World::create(def);
+    sim::BodyDef ground = sim::default_body_def();
+    ground.type = sim::BodyType::static_body;
+    ground.shape.type = sim::ShapeType::plane;
+    sim::BodyId id;
+    EXPECT_EQ(world->create_body(ground, &id), sim::Error::none);
+  }
+
+  void step() {
+    const uint64_t tick = world->tick() + 1;
+    applied.clear();
+    sim::Command c;
+    c.sequence = static_cast<uint32_t>(tick);
+    if (tick % 10 == 3) {
+      c.type = sim::CommandType::spawn;
+      c.position = {static_cast<float>(tick % 7), 1.0f, 0};
+      c.owner_player = 1 + static_cast<uint32_t>(tick % 3);
+      applied.push_back(c);
+    } else if (tick % 10 == 8) {
+      c.type = sim::CommandType::destroy;
+      c.body = sim::BodyId{2, static_cast<uint32_t>(tick / 10)};  // the ball spawned at ...3
+      applied.push_back(c);
+    } else if (tick % 10 == 5) {
+      c.type = sim::CommandType::add_score;
+      c.owner_player = 2;
+      c.score_delta = 3;
+      applied.push_back(c);
+    }
+    for (const sim::Command& command : applied)
+      EXPECT_EQ(world->queue_command(command), sim::Error::none) << "tick " << tick;
+    world->step();
+  }
+};
+
+TEST(ReplayCommands, CommandsAreRecordedAndReplayedBitForBit) {
+  CommandMatch match;
+  replays::ReplayWindowConfig config;
+  config.window_ticks = 200;
+  config.keyframe_interval_ticks = 50;
+  replays::ReplayWindow window(*match.world, config);
+  size_t recorded = 0;
+  for (int t = 0; t < 120; ++t) {
+    match.step();
+    recorded += match.applied.size();
+    EXPECT_TRUE(window.record_step(*match.world, {}, match.world->state_hash(), std::nullopt,
+                                   match.applied));
+  }
+  EXPECT_EQ(match.world->score(2), 36);
+  EXPECT_EQ(window.dropped_commands(), 0u);
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(window.write_bytes(&bytes, replays::make_replay_header(*match.world, "", 60)).ok);
+  LoadedReplay replay;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay(bytes, &replay, &error)) << error;
+  EXPECT_EQ(replay.header.format_version, 5u);
+  size_t loaded = 0;
+  for (const replays::ReplayTick& tick : replay.ticks)
+    loaded += tick.commands.size();
+  EXPECT_EQ(loaded, recorded);
+  const replays::VerifyResult verified = replays::verify_replay(replay);
+  EXPECT_TRUE(verified.ok) << verified.error;
+  EXPECT_EQ(verified.ticks_verified, 120u);
+  // Without its commands the file no longer replays: they are what made the ticks.
+  for (replays::ReplayTick& tick : replay.ticks)
+    tick.commands.clear();
+  EXPECT_FALSE(replays::verify_replay(replay).ok);
+}
+
+TEST(ReplayCommands, ABadCommandInATickRecordIsAClearError) {
+  CommandMatch match;
+  replays::ReplayWindow window(*match.world, {});
+  match.step();
+  sim::Command bad;
+  bad.type = static_cast<sim::CommandType>(7);
+  ASSERT_TRUE(window.record_step(*match.world, {}, match.world->state_hash(), std::nullopt,
+                                 std::span<const sim::Command>(&bad, 1)));
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(window.write_bytes(&bytes, replays::make_replay_header(*match.world, "", 60)).ok);
+  LoadedReplay replay;
+  std::string error;
+  EXPECT_FALSE(replays::load_replay(bytes, &replay, &error));
+  EXPECT_NE(error.find("replay tick 1: command 0: type 7 is not a command type"),
+            std::string::npos)
+      << error;
+  // A window smaller than the tick's commands drops and counts the rest.
+  replays::ReplayWindowConfig small;
+  small.max_commands_per_tick = 1;
+  replays::ReplayWindow narrow(*match.world, small);
+  match.step();
+  const sim::Command two[2] = {sim::Command{}, sim::Command{}};
+  EXPECT_FALSE(narrow.record_step(*match.world, {}, match.world->state_hash(), std::nullopt, two));
+  EXPECT_EQ(narrow.dropped_commands(), 1u);
 }
 
 }  // namespace

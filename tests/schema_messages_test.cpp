@@ -145,7 +145,7 @@ std::vector<Message> sample_messages() {
   snapshot.state_hash = 0x0123'4567'89AB'CDEFull;
   messages.push_back(snapshot);
   messages.push_back(InputFrame{1ull << 33, 42, make_inputs(5, true)});
-  messages.push_back(TickFrame{~0ull, make_inputs(4, true), 0x8000'0000'0000'0001ull});
+  messages.push_back(TickFrame{~0ull, make_inputs(4, true), 0x8000'0000'0000'0001ull, {}});
   messages.push_back(DesyncReport{1234, 0x1111ull, 0x2222'0000'0000ull});
   messages.push_back(ResyncRequest{"hash mismatch at tick 1234"});
   messages.push_back(Ping{987'654'321'000ull});
@@ -417,7 +417,7 @@ TEST(SchemaMessages, CutsIntoReferencedBytesAreErrors) {
   // Messages whose last bytes are referenced data (a fixed-size table, or inputs whose 44-byte
   // structs fill 4-aligned vectors exactly) reject every truncation.
   for (const Message& message :
-       {Message{Ping{0x0102'0304'0506'0708ull}}, Message{TickFrame{9, make_inputs(4), 10}},
+       {Message{Ping{0x0102'0304'0506'0708ull}}, Message{TickFrame{9, make_inputs(4), 10, {}}},
         Message{DesyncReport{1, 2, 3}}}) {
     SCOPED_TRACE(message_name(message));
     const std::vector<uint8_t> frame = encode_frame(message);
@@ -639,7 +639,7 @@ TEST(SchemaMessages, EncodedSizes) {
   // Not a cap check, a record: the figures quoted in the issue report. Bounds are the
   // hand-counted layout: 4 (length) + 4 (root) + 4 (identifier) + envelope and TickFrame tables
   // with their vtables + 4 (vector length) + 4 × 44 (inputs).
-  const size_t tick_frame_bytes = encode_frame(TickFrame{1000, make_inputs(4), 1}).size();
+  const size_t tick_frame_bytes = encode_frame(TickFrame{1000, make_inputs(4), 1, {}}).size();
   EXPECT_GE(tick_frame_bytes, 4u + 8u + 4u + 4u * 44u);
   EXPECT_LE(tick_frame_bytes, 4u + 8u + 4u + 4u * 44u + 80u);
 

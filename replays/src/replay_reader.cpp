@@ -367,6 +367,13 @@ std::vector<FieldDiff> diff_worlds(const sim::World& a, const sim::World& b, siz
     ++i;
     ++j;
   }
+  // Players' scores (state too), as fields of the null body: "score[P]".
+  for (uint32_t p = 1; p <= sim::kMaxPlayers; ++p) {
+    if (a.score(p) != b.score(p)) {
+      add({sim::BodyId{}, "score[" + std::to_string(p) + "]", static_cast<double>(a.score(p)),
+           static_cast<double>(b.score(p)), 0});
+    }
+  }
   return diffs;
 }
 
@@ -567,7 +574,15 @@ std::string dump_state_json(const sim::World& world) {
     append_float(&out, v.shape.half_height);
     out += "}}";
   }
-  out += "\n]}\n";
+  out += "\n],\"scores\":{";
+  bool first_score = true;
+  for (uint32_t p = 1; p <= sim::kMaxPlayers; ++p) {
+    if (world.score(p) == 0) continue;
+    if (!first_score) out += ',';
+    first_score = false;
+    out += "\"" + std::to_string(p) + "\":" + std::to_string(world.score(p));
+  }
+  out += "}}\n";
   return out;
 }
 
