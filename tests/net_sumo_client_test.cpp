@@ -3,13 +3,12 @@
 // detached tmux session of 80×40, steered with `tmux send-keys` and read back with
 // `tmux capture-pane -p`. Every wait is for something to appear on the screen (or a process to
 // end), bounded only by the hang guard.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <array>
 #include <chrono>
