@@ -11,7 +11,7 @@
 // `--game sumo` plays the sumo example game instead of the scene's input script. Every tick it
 // steers its ball (a target velocity input) towards the nearest opponent still on the platform,
 // or to the platform's centre when there is none, and never over the edge itself. It charges at a
-// speed between 3 and 8 m/s drawn from the seed and backs off for 2/3 s of every 2 s (the phase
+// speed between 3 and 10 m/s drawn from the seed and backs off for 2/3 s of every 2 s (the phase
 // drawn from the seed too), so clumps break up and the faster ball pushes the slower one back;
 // touching an opponent from the centre's side, it pushes straight outwards. The summary line
 // gains `score=` (its own) and `scores=` (every player in its world view).
@@ -90,7 +90,7 @@ class SumoPlayer final {
  public:
   explicit SumoPlayer(uint64_t seed)
       : seed_(seed),
-        speed_mps_(unit_range(split_mix64(seed), 3.0f, 8.0f)),
+        speed_mps_(unit_range(split_mix64(seed), 3.0f, 10.0f)),
         phase_ticks_(split_mix64(seed + 1) % 120) {}
 
   /// Inputs for `player`'s balls after the tick `world` shows: the dynamic bodies it owns (the
