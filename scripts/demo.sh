@@ -179,7 +179,7 @@ if [ "${#bot_game[@]}" -gt 0 ]; then
   echo
   echo "sumo scores at tick $best_tick, from the world of $best_bot:"
   tr ',' '\n' <<<"$best_scores" | while IFS=: read -r player points; do
-    [ -n "$points" ] && printf '  player %-3s %s\n' "$player" "$points"
+    if [ -n "$points" ]; then printf '  player %-3s %s\n' "$player" "$points"; fi
   done
 fi
 
