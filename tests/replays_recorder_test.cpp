@@ -787,8 +787,7 @@ TEST(ReplayCommands, ABadCommandInATickRecordIsAClearError) {
   LoadedReplay replay;
   std::string error;
   EXPECT_FALSE(replays::load_replay(bytes, &replay, &error));
-  EXPECT_NE(error.find("replay tick 1: command 0: type 7 is not a command type"),
-            std::string::npos)
+  EXPECT_NE(error.find("replay tick 1: command 0: type 7 is not a command type"), std::string::npos)
       << error;
   // A window smaller than the tick's commands drops and counts the rest.
   replays::ReplayWindowConfig small;

@@ -475,7 +475,7 @@ TEST(SimState, HeaderErrorsAreNamed) {
     expect_refused(*target.world, bad, Error::snapshot_bad_magic, "magic", i);
   }
   std::vector<uint8_t> future = bytes;
-  put_u32(future, 4, 5);  // a version from the future, even with a valid checksum
+  put_u32(future, 4, 6);  // a version from the future, even with a valid checksum
   reseal(future);
   expect_refused(*target.world, future, Error::snapshot_version, "future version");
   // The state encoding's own version, inside the checksummed payload.
@@ -625,9 +625,10 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
   ASSERT_EQ(bytes[inputs], 1);  // the one input queued above
   // Per input: 44 bytes of ids, impulses and buttons, u32 flags, 24 bytes of target velocities.
   constexpr size_t kInputBytes = 44 + 4 + 24;
-  // Then the queued commands (u32 count, none here).
+  // Then the queued commands (u32 count, none here) and the scores (u32 count, none here).
   const size_t commands = inputs + 4 + kInputBytes;
-  ASSERT_EQ(commands + 4 + kTrailerBytes, bytes.size());
+  const size_t scores = commands + 4;
+  ASSERT_EQ(scores + 4 + kTrailerBytes, bytes.size());
   const Edit tail_edits[] = {
       {"manifold with no point", points0, 0, true},
       {"manifold with 5 points", points0, 5, true},
@@ -651,6 +652,8 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
       {"input velocity beyond the limit", inputs + 4 + 48, 0x7fffffffu, false},
       {"command count beyond what follows", commands, 1, false},
       {"command count beyond capacity", commands, 100000, false},
+      {"score count beyond what follows", scores, 1, false},
+      {"score count beyond the players", scores, 100000, false},
   };
   for (const Edit& e : tail_edits) {
     std::vector<uint8_t> bad = bytes;

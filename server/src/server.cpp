@@ -548,14 +548,16 @@ std::string summary_json(const ServerStats& stats) {
         "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},\"bytes_in\":{},"
         "\"bytes_out\":{},\"clients\":{},\"clients_peak\":{},\"clients_joined\":{},"
         "\"snapshots_sent\":{},\"desync_reports\":{},\"protocol_errors\":{},\"input_errors\":{},"
-        "\"slow_consumers\":{},\"client_list\":[",
+        "\"slow_consumers\":{},\"commands_applied\":{},\"commands_refused\":{},"
+        "\"commands_failed\":{},\"client_list\":[",
         r == 0 ? "" : ",", json_string(room.name), json_string(room.scene),
         room.open ? "true" : "false", room.tick, room.late_ticks, room.capped_wakes,
         us(room.lateness_p50), us(room.lateness_p99), us(room.lateness_max), step_mean_us,
         us(room.step_time_max), room.inputs_accepted, room.inputs_rejected, room.inputs_late,
         room.inputs_late_dropped, room.bytes_in, room.bytes_out, room.clients, room.clients_peak,
         room.clients_joined, room.snapshots_sent, room.desync_reports, room.protocol_errors,
-        room.input_errors, room.slow_consumers);
+        room.input_errors, room.slow_consumers, room.commands_applied, room.commands_refused,
+        room.commands_failed);
     for (size_t c = 0; c < room.client_list.size(); ++c) {
       const ClientSummary& client = room.client_list[c];
       const double per_s =
@@ -581,12 +583,14 @@ std::string room_summary_line(const RoomStats& room) {
       "room {} (scene {}): tick {}, late ticks {}, lateness p50 {:.3f} ms p99 {:.3f} ms max {:.3f} "
       "ms, "
       "inputs {} accepted {} rejected {} late ({} dropped), bytes in {} out {}, clients {} "
-      "(peak {}, joined {}), desync reports {}, errors {} fatal {} input, slow consumers {}",
+      "(peak {}, joined {}), desync reports {}, errors {} fatal {} input, slow consumers {}, "
+      "commands {} applied {} refused {} failed",
       room.name, room.scene, room.tick, room.late_ticks, us(room.lateness_p50) / 1000.0,
       us(room.lateness_p99) / 1000.0, us(room.lateness_max) / 1000.0, room.inputs_accepted,
       room.inputs_rejected, room.inputs_late, room.inputs_late_dropped, room.bytes_in,
       room.bytes_out, room.clients, room.clients_peak, room.clients_joined, room.desync_reports,
-      room.protocol_errors, room.input_errors, room.slow_consumers);
+      room.protocol_errors, room.input_errors, room.slow_consumers, room.commands_applied,
+      room.commands_refused, room.commands_failed);
 }
 
 }  // namespace lockstep::server
