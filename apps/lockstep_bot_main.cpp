@@ -7,9 +7,20 @@
 // disconnect. `lockstep-bot --port 7777 --seconds 10` joins room "default" on 127.0.0.1;
 // `--scene-file arena.scene` plays a scene the server serves from --scene-dir (asked for by the
 // file's stem, the local world built from the same file), `--scene NAME` asks for one by name.
+//
+// `--game sumo` plays the sumo example game instead of the scene's input script. Every tick it
+// steers its ball (a target velocity input) towards the nearest opponent still on the platform,
+// or to the platform's centre when there is none, and never over the edge itself. It charges at a
+// speed between 3 and 10 m/s drawn from the seed and backs off for 2/3 s of every 2 s (the phase
+// drawn from the seed too), so clumps break up and the faster ball pushes the slower one back;
+// touching an opponent from the centre's side, it pushes straight outwards. The summary line
+// gains `score=` (its own) and `scores=` (every player in its world view).
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +29,7 @@
 #include <vector>
 
 #include "lockstep/client_sdk/client.h"
+#include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
 
 namespace {
@@ -39,6 +51,201 @@ double to_ms(std::chrono::nanoseconds d) {
   return static_cast<double>(d.count()) / 1e6;
 }
 
+// ---- sumo ---------------------------------------------------------------------------------------
+
+uint64_t split_mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// A value in [lo, hi) drawn from `bits`.
+float unit_range(uint64_t bits, float lo, float hi) {
+  return lo + (hi - lo) * static_cast<float>(bits >> 40) / static_cast<float>(1ull << 24);
+}
+
+bool is_ground(const sim::BodyView& v) {
+  return v.type == sim::BodyType::static_body && !v.shape.sensor &&
+         v.shape.type != sim::ShapeType::plane;
+}
+
+/// True when solid static ground (not a sensor) lies within `depth` m straight below `from`.
+bool ground_below(const sim::World& world, sim::Vec3 from, float depth, sim::BodyId exclude) {
+  std::array<sim::RayHit, 8> hits{};
+  sim::QueryFilter filter;
+  filter.category_bits = 0xffffffffu;
+  filter.exclude = exclude;
+  const sim::QueryResult r = sim::ray_cast_all(world, from, sim::Vec3{0, -depth, 0}, filter, hits);
+  if (!r.ok()) return false;
+  for (uint32_t i = 0; i < r.count; ++i) {
+    sim::BodyView v;
+    if (world.get_body(hits[i].body, &v) == sim::Error::none && is_ground(v)) return true;
+  }
+  return false;
+}
+
+/// The sumo player: deterministic given its seed and the verified world it reads.
+class SumoPlayer final {
+ public:
+  explicit SumoPlayer(uint64_t seed)
+      : seed_(seed),
+        speed_mps_(unit_range(split_mix64(seed), 3.0f, 10.0f)),
+        phase_ticks_(split_mix64(seed + 1) % 120) {}
+
+  /// Inputs for `player`'s balls after the tick `world` shows: the dynamic bodies it owns (the
+  /// rules spawn them after the Welcome, so the world lists them, not the Welcome).
+  void steer(const sim::World& world, uint32_t player, std::vector<sim::Input>* out) {
+    out->clear();
+    if (!have_centre_) find_centre(world);
+    bodies_.resize(world.body_count());
+    bodies_.resize(world.list_bodies(bodies_));
+    const float limit = world.def().max_input_linear_velocity;
+    for (sim::BodyId mine : bodies_) {
+      sim::BodyView me;
+      if (world.get_body(mine, &me) != sim::Error::none || me.type != sim::BodyType::dynamic ||
+          me.owner_player != player || player == 0)
+        continue;
+      // Off the platform (falling): no input, gravity decides; the rules respawn us.
+      if (!ground_below(world, me.position, me.shape.radius + 0.25f, mine)) continue;
+      // The nearest opponent that still stands on the platform (ties: the lower body slot).
+      float best = 0;
+      bool found = false;
+      sim::Vec3 target = centre_;
+      for (sim::BodyId id : bodies_) {
+        sim::BodyView other;
+        if (world.get_body(id, &other) != sim::Error::none) continue;
+        if (other.type != sim::BodyType::dynamic || other.owner_player == 0 ||
+            other.owner_player == player)
+          continue;
+        if (!ground_below(world, other.position, other.shape.radius + 0.25f, id)) continue;
+        const float dx = other.position.x - me.position.x, dz = other.position.z - me.position.z;
+        const float d2 = dx * dx + dz * dz;
+        if (!found || d2 < best) {
+          best = d2;
+          target = other.position;
+          found = true;
+        }
+      }
+      float dx = target.x - me.position.x, dz = target.z - me.position.z;
+      float length = std::sqrt(dx * dx + dz * dz);
+      // Touching it from the centre's side: push it straight out, away from the centre.
+      if (found && length < 2.2f * me.shape.radius) {
+        const float ox = target.x - centre_.x, oz = target.z - centre_.z;
+        const float mx = me.position.x - centre_.x, mz = me.position.z - centre_.z;
+        const float out_len = std::sqrt(ox * ox + oz * oz);
+        if (out_len > 1e-3f && mx * mx + mz * mz < ox * ox + oz * oz) {
+          dx = ox;
+          dz = oz;
+          length = out_len;
+        }
+      }
+      // Charge, then back off: 40 ticks of every 120 (2 s; the phase drawn from the seed) spent
+      // retreating from the opponent at 3 m/s, so a clump of balls breaks up and the next charge
+      // meets an opponent at another speed (the faster ball pushes the slower one back).
+      const bool backing_off = found && (world.tick() + phase_ticks_) % 120 < 40;
+      float speed = backing_off ? 3.0f : speed_mps_;
+      if (!found) speed = std::min(speed, 2.0f * length);  // settle at the centre
+      if (length > 1e-4f) {
+        dx /= length;
+        dz /= length;
+        if (found) {
+          // A seeded sideways lean, changed every half second, so bots do not all meet head on.
+          const float lean = unit_range(split_mix64(seed_ ^ (world.tick() / 30)), -0.2f, 0.2f);
+          const float lx = dx - lean * dz, lz = dz + lean * dx;
+          length = std::sqrt(lx * lx + lz * lz);
+          dx = lx / length;
+          dz = lz / length;
+        }
+        if (backing_off) {
+          dx = -dx;
+          dz = -dz;
+        }
+        // Never drive ourselves over the edge: with no ground a little ahead, head for the centre.
+        const sim::Vec3 ahead{me.position.x + dx * 1.2f * me.shape.radius, me.position.y,
+                              me.position.z + dz * 1.2f * me.shape.radius};
+        if (!ground_below(world, ahead, me.shape.radius + 0.25f, mine)) {
+          dx = centre_.x - me.position.x;
+          dz = centre_.z - me.position.z;
+          length = std::sqrt(dx * dx + dz * dz);
+          if (length > 1e-4f) {
+            dx /= length;
+            dz /= length;
+          }
+        }
+      } else {
+        dx = dz = 0;
+      }
+      sim::Input in;
+      in.body = mine;
+      in.sequence = sequence_++;
+      in.flags = sim::input_sets_linear_velocity;
+      in.linear_velocity[0] = to_fixed(dx * speed, limit);
+      in.linear_velocity[1] = to_fixed(me.linear_velocity.y, limit);  // gravity keeps acting
+      in.linear_velocity[2] = to_fixed(dz * speed, limit);
+      out->push_back(in);
+    }
+  }
+
+  /// "1:3,2:0": every player who has a body in the world or a score, with the score.
+  static std::string scores(const sim::World& world) {
+    std::vector<sim::BodyId> ids(world.body_count());
+    ids.resize(world.list_bodies(ids));
+    std::vector<uint32_t> players;
+    for (sim::BodyId id : ids) {
+      sim::BodyView v;
+      if (world.get_body(id, &v) == sim::Error::none && v.owner_player != 0 &&
+          std::find(players.begin(), players.end(), v.owner_player) == players.end())
+        players.push_back(v.owner_player);
+    }
+    for (uint32_t p = 1; p <= sim::kMaxPlayers; ++p) {
+      if (world.score(p) != 0 && std::find(players.begin(), players.end(), p) == players.end())
+        players.push_back(p);
+    }
+    std::sort(players.begin(), players.end());
+    std::string out;
+    for (uint32_t p : players) {
+      if (!out.empty()) out += ',';
+      out += std::to_string(p) + ":" + std::to_string(world.score(p));
+    }
+    return out.empty() ? "-" : out;
+  }
+
+ private:
+  static int32_t to_fixed(float value, float limit) {
+    const float clamped = std::clamp(value, -limit, limit);
+    return static_cast<int32_t>(std::lround(clamped * (1 << sim::kInputScaleLog2)));
+  }
+
+  /// The middle of the solid static bodies' bounds: where to wait when nobody is left to push.
+  void find_centre(const sim::World& world) {
+    std::vector<sim::BodyId> ids(world.body_count());
+    ids.resize(world.list_bodies(ids));
+    float lo_x = 1e30f, hi_x = -1e30f, lo_z = 1e30f, hi_z = -1e30f;
+    for (sim::BodyId id : ids) {
+      sim::BodyView v;
+      if (world.get_body(id, &v) != sim::Error::none || !is_ground(v)) continue;
+      const float r = v.shape.type == sim::ShapeType::box
+                          ? std::max(v.shape.half_extents.x, v.shape.half_extents.z)
+                          : v.shape.radius;
+      lo_x = std::min(lo_x, v.position.x - r);
+      hi_x = std::max(hi_x, v.position.x + r);
+      lo_z = std::min(lo_z, v.position.z - r);
+      hi_z = std::max(hi_z, v.position.z + r);
+    }
+    if (lo_x <= hi_x) centre_ = sim::Vec3{0.5f * (lo_x + hi_x), 0, 0.5f * (lo_z + hi_z)};
+    have_centre_ = true;
+  }
+
+  uint64_t seed_;
+  float speed_mps_;
+  uint64_t phase_ticks_;
+  uint32_t sequence_ = 0;
+  bool have_centre_ = false;
+  sim::Vec3 centre_{};
+  std::vector<sim::BodyId> bodies_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,6 +260,7 @@ int main(int argc, char** argv) {
   bool quiet = false;
   std::string scene_name;
   std::string scene_file;
+  std::string game = "script";
   app.add_option("--host", host, "server address")->capture_default_str();
   app.add_option("--port", port, "server port")->capture_default_str();
   app.add_option("--room", room, "room to join")->capture_default_str();
@@ -66,6 +274,11 @@ int main(int argc, char** argv) {
   app.add_option("--scene", scene_name, "scene to ask for (a new room runs it)");
   app.add_option("--scene-file", scene_file,
                  "scene file to build the world from; asks for its stem unless --scene is given");
+  app.add_option("--game", game,
+                 "script: the scene's seeded input script; sumo: push the nearest opponent off "
+                 "the platform with velocity inputs")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"script", "sumo"}));
   CLI11_PARSE(app, argc, argv);
 
   std::signal(SIGINT, on_signal);
@@ -88,6 +301,11 @@ int main(int argc, char** argv) {
   bool have_script = false;
   std::vector<sim::Input> scripted(256);
   std::vector<sim::Input> mine;
+  const bool sumo = game == "sumo";
+  SumoPlayer sumo_player(seed);
+  std::string final_scores = "-";
+  std::string final_score = "-";
+  uint64_t last_tick = 0;
   uint64_t disconnects = 0;
   uint64_t send_failures = 0;
   std::optional<uint64_t> last_sent_tick;
@@ -117,14 +335,19 @@ int main(int argc, char** argv) {
       if (s->resync) log("resynced at tick " + std::to_string(s->tick));
     } else if (const auto* t = std::get_if<client_sdk::TickAppliedEvent>(&event)) {
       if (!have_script || finished) return;
+      last_tick = t->tick;
       // One input frame per server tick: after a poll that applied several ticks at once, the
       // next stamp is still the one we sent for.
       const std::optional<uint64_t> next_tick = client.next_input_tick();
       if (!next_tick || (last_sent_tick && *next_tick <= *last_sent_tick)) return;
-      const uint32_t n = sim::scripted_inputs(seed, t->tick, script, t->world(), scripted);
-      mine.clear();
-      for (uint32_t i = 0; i < n; ++i) {
-        if (scripted[i].player == client.player_id()) mine.push_back(scripted[i]);
+      if (sumo) {
+        sumo_player.steer(t->world(), client.player_id(), &mine);
+      } else {
+        const uint32_t n = sim::scripted_inputs(seed, t->tick, script, t->world(), scripted);
+        mine.clear();
+        for (uint32_t i = 0; i < n; ++i) {
+          if (scripted[i].player == client.player_id()) mine.push_back(scripted[i]);
+        }
       }
       if (mine.empty()) return;
       last_sent_tick = client.send_input(mine);
@@ -163,6 +386,11 @@ int main(int argc, char** argv) {
   const client_sdk::ClientStats stats = client.stats();
   const std::chrono::nanoseconds rtt_p50 = client.rtt_quantile(0.50);
   const std::chrono::nanoseconds rtt_p99 = client.rtt_quantile(0.99);
+  if (sumo && client.world() != nullptr) {
+    final_scores = SumoPlayer::scores(*client.world());
+    if (client.player_id() != 0)
+      final_score = std::to_string(client.world()->score(client.player_id()));
+  }
   finished = true;
   client.close();
   client.poll(std::chrono::milliseconds(100), handler);
@@ -171,14 +399,19 @@ int main(int argc, char** argv) {
   std::printf(
       "ticks_verified=%llu desyncs=%llu rtt_ms_p50=%.3f bytes_in_per_s=%.0f bytes_out_per_s=%.0f "
       "errors=%llu player=%u ticks_applied=%llu resyncs=%llu rtt_ms_p99=%.3f inputs_sent=%llu "
-      "seconds=%.2f\n",
+      "seconds=%.2f tick=%llu",
       static_cast<unsigned long long>(stats.ticks_verified),
       static_cast<unsigned long long>(stats.desyncs), to_ms(rtt_p50),
       per_second(stats.bytes_in, played_s), per_second(stats.bytes_out, played_s),
       static_cast<unsigned long long>(errors), client.player_id(),
       static_cast<unsigned long long>(stats.ticks_applied),
       static_cast<unsigned long long>(stats.resyncs), to_ms(rtt_p99),
-      static_cast<unsigned long long>(stats.inputs_sent), played_s);
+      static_cast<unsigned long long>(stats.inputs_sent), played_s,
+      static_cast<unsigned long long>(last_tick));
+  if (sumo) {
+    std::printf(" score=%s scores=%s", final_score.c_str(), final_scores.c_str());
+  }
+  std::printf("\n");
   std::fflush(stdout);
   const bool ok = stats.desyncs == 0 && errors == 0 && stats.ticks_verified > 0;
   return ok ? 0 : 1;

@@ -9,13 +9,17 @@
 # Exit 0 only when every bot verified its ticks with no desync and no error. Every process it
 # starts is stopped on any failure or interrupt.
 # Environment: DEMO_SECONDS (10), DEMO_BOTS (4), DEMO_PRESET (default); DEMO_BUILD_DIR=DIR uses
-# an already configured build tree instead of the preset's.
+# an already configured build tree instead of the preset's. DEMO_SCENE=NAME runs scenes/NAME.scene
+# (or the built-in scene NAME) instead of `inputs`; DEMO_SCENE=sumo plays the sumo example game:
+# the server runs its rules (a fallen ball respawns, its pusher scores), the bots play
+# `--game sumo` (each steers towards its nearest opponent) and the scores are printed at the end.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 seconds=${DEMO_SECONDS:-10}
 bots=${DEMO_BOTS:-4}
 preset=${DEMO_PRESET:-default}
+scene=${DEMO_SCENE:-}
 
 bash scripts/setup.sh
 if [ -n "${DEMO_BUILD_DIR:-}" ]; then
@@ -43,18 +47,42 @@ fail() {
   exit 1
 }
 
+# The scene: a file of scenes/ (served under its stem) or a built-in name; the sumo scene also
+# brings its rules and the bots' sumo play.
+server_scene=()
+bot_scene=()
+bot_game=()
+if [ -n "$scene" ]; then
+  if [ -f "scenes/$scene.scene" ]; then
+    server_scene=(--scene "$root/scenes/$scene.scene")
+  else
+    server_scene=(--scene "$scene")
+  fi
+  # The bots ask for the scene by name and build their world from the Welcome (no file needed).
+  bot_scene=(--scene "$scene")
+  if [ "$scene" = sumo ]; then
+    bot_game=(--game sumo)
+    # Servers that pick rules by flag get them named; others read the scene's `rules` line.
+    if "$bin/lockstep-server" --help 2>/dev/null | grep -q -- '--rules'; then
+      server_scene+=(--rules sumo)
+    fi
+  fi
+fi
+
 # Port 0: the kernel picks a free port and the server prints `listening port=N`.
 "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "$work/replays" \
-  >"$work/server.out" 2>"$work/server.log" &
+  "${server_scene[@]}" >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 wait_for_server_port "$work/server.out"
-echo "== lockstep-server on 127.0.0.1:$port; $bots lockstep-bots in room \"default\" for ${seconds} s =="
+echo "== lockstep-server on 127.0.0.1:$port (scene ${scene:-inputs});" \
+  "$bots lockstep-bots in room \"default\" for ${seconds} s =="
 
 for b in $(seq 1 "$bots"); do
   # timeout: a bot that never finishes is a failure, not a hang (15 s join limit + margin).
   timeout --signal=INT --kill-after=5 $((seconds + 30)) \
     "$bin/lockstep-bot" --host 127.0.0.1 --port "$port" --room default --name "bot$b" \
-    --seed "$b" --seconds "$seconds" >"$work/bot$b.out" 2>"$work/bot$b.log" &
+    --seed "$b" --seconds "$seconds" "${bot_scene[@]}" "${bot_game[@]}" \
+    >"$work/bot$b.out" 2>"$work/bot$b.log" &
   bot_pids+=($!)
 done
 
@@ -131,6 +159,29 @@ grep -o '"player":[0-9]*,"name":"[^"]*","mode":"[a-z]*","connected":[a-z]*,"seco
   echo "server → $name: $(json_number bytes_out_per_s "$client") B/s" \
     "($(json_number bytes_out "$client") B in $(json_number seconds "$client") s)"
 done
+
+# Sumo: the scores as the bot that saw the latest tick had them in its verified world (every
+# bot's world holds every player's score; they differ only by the ticks they stopped at).
+if [ "${#bot_game[@]}" -gt 0 ]; then
+  best_tick=-1
+  best_scores=""
+  best_bot=""
+  for b in $(seq 1 "$bots"); do
+    line=$(grep '^ticks_verified=' "$work/bot$b.out" || true)
+    [ -n "$line" ] || continue
+    tick=$(field tick "$line")
+    if [ "${tick:-0}" -gt "$best_tick" ]; then
+      best_tick=$tick
+      best_scores=$(field scores "$line")
+      best_bot="bot$b (player $(field player "$line"))"
+    fi
+  done
+  echo
+  echo "sumo scores at tick $best_tick, from the world of $best_bot:"
+  tr ',' '\n' <<<"$best_scores" | while IFS=: read -r player points; do
+    if [ -n "$points" ]; then printf '  player %-3s %s\n' "$player" "$points"; fi
+  done
+fi
 
 server_desyncs=$(json_number desync_reports "$summary")
 echo

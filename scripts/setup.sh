@@ -15,6 +15,7 @@ packages=(
   libcli11-dev                                # command-line parsing of the service tools
   libspdlog-dev                               # levelled, timestamped logs of the service
   clang-format                                # the project's formatting (.clang-format)
+  tmux                                        # the sumo terminal client's net test drives it in tmux
 )
 packages+=("$@")
 

@@ -2,7 +2,8 @@
 # game and a game backend use them.
 #   1. cmake --install the build tree into a fresh prefix;
 #   2. configure client_sdk/examples against that prefix only (find_package(lockstep));
-#   3. build the example; it links lockstep::client_sdk and its dependencies from the prefix;
+#   3. build the examples (example_game, sumo_client); they link lockstep::client_sdk and its
+#      dependencies from the prefix;
 #   4. the same for server/examples (find_package(lockstep COMPONENTS server), lockstep::server),
 #      and run it: it binds, serves, shuts down and prints its summary.
 # Run by ctest as: cmake -DBUILD_DIR=… -DSOURCE_DIR=… -DWORK_DIR=… -DCXX=… [-DBUILD_TYPE=…]
@@ -67,6 +68,9 @@ endfunction()
 
 build_against_prefix("the game example" ${SOURCE_DIR}/client_sdk/examples ${example_build}
                      example_game)
+if(NOT EXISTS ${example_build}/sumo_client)
+  message(FATAL_ERROR "sdk_install_test: building the examples made no sumo_client")
+endif()
 build_against_prefix("the embedded server" ${SOURCE_DIR}/server/examples ${backend_build}
                      embedded_server)
 # A game that links only the client SDK needs none of the server's dependencies.
