@@ -554,17 +554,22 @@ bool report_sync_test(const std::string& scene, uint64_t k, const SyncTester& te
                  scene.c_str(), k, f.tick, f.hash, f.resimulated_hash);
   }
   constexpr size_t kShown = 8;
-  const std::vector<BodyFieldDiff> diffs =
-      diff_bodies(tester.recorded_at_failure(), tester.resimulated_at_failure(), kShown + 1);
+  const std::vector<StateFieldDiff> diffs =
+      diff_state(tester.recorded_at_failure(), tester.resimulated_at_failure(), kShown + 1);
   if (diffs.empty()) {
     std::fprintf(stderr,
                  "  no body field differs: the difference is in state bodies do not "
                  "show (contacts, queued inputs, sleep, counters of the step)\n");
   }
   for (size_t i = 0; i < diffs.size() && i < kShown; ++i) {
-    const BodyFieldDiff& d = diffs[i];
-    std::fprintf(stderr, "  body %u:%u %s: %.9g, re-simulated %.9g\n", d.body.index1,
-                 d.body.generation, d.field, d.value_a, d.value_b);
+    const StateFieldDiff& d = diffs[i];
+    if (d.player != 0) {
+      std::fprintf(stderr, "  player %u score: %.9g, re-simulated %.9g\n", d.player, d.value_a,
+                   d.value_b);
+    } else {
+      std::fprintf(stderr, "  body %u:%u %s: %.9g, re-simulated %.9g\n", d.body.index1,
+                   d.body.generation, d.field, d.value_a, d.value_b);
+    }
   }
   if (diffs.size() > kShown) std::fprintf(stderr, "  ... more fields differ\n");
   return false;

@@ -16,13 +16,13 @@
 
 namespace {
 
-using lockstep::sim::BodyFieldDiff;
 using lockstep::sim::BodyId;
 using lockstep::sim::Command;
 using lockstep::sim::CommandType;
 using lockstep::sim::Error;
 using lockstep::sim::Input;
 using lockstep::sim::Scene;
+using lockstep::sim::StateFieldDiff;
 using lockstep::sim::SyncTester;
 using lockstep::sim::World;
 
@@ -78,6 +78,14 @@ TEST(SimSyncTest, CommandsAreRecordedAndReplayed) {
       c.position = {0, 3, 0};
       ASSERT_EQ(tester->queue_command(*world, c), Error::none);
     }
+    if (t == 20) {
+      Command c;
+      c.type = CommandType::add_score;
+      c.sequence = 3;
+      c.owner_player = 2;
+      c.score_delta = 5;
+      ASSERT_EQ(tester->queue_command(*world, c), Error::none);
+    }
     if (t == 40) {
       Command c;
       c.type = CommandType::destroy;
@@ -90,6 +98,7 @@ TEST(SimSyncTest, CommandsAreRecordedAndReplayed) {
   }
   EXPECT_FALSE(tester->failed()) << "tick " << tester->failure().tick;
   EXPECT_EQ(world->body_count(), 0u);
+  EXPECT_EQ(world->score(2), 5);
 }
 
 TEST(SimSyncTest, AChangeTheTesterDidNotSeeIsNamedAtTheNextTick) {
@@ -119,8 +128,8 @@ TEST(SimSyncTest, AChangeTheTesterDidNotSeeIsNamedAtTheNextTick) {
     EXPECT_EQ(tester->failure().tick, 31u);
     EXPECT_NE(tester->failure().hash, tester->failure().resimulated_hash);
     EXPECT_FALSE(tester->failure().hash_misses_state);
-    const std::vector<BodyFieldDiff> diffs =
-        lockstep::sim::diff_bodies(tester->recorded_at_failure(), tester->resimulated_at_failure());
+    const std::vector<StateFieldDiff> diffs =
+        lockstep::sim::diff_state(tester->recorded_at_failure(), tester->resimulated_at_failure());
     ASSERT_FALSE(diffs.empty());
     EXPECT_EQ(diffs[0].body, moved);
     EXPECT_STREQ(diffs[0].field, "position.x");

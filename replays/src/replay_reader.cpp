@@ -289,18 +289,13 @@ std::vector<sim::BodyId> bodies_of(const sim::World& world) {
 
 std::vector<FieldDiff> diff_worlds(const sim::World& a, const sim::World& b, size_t max_fields) {
   std::vector<FieldDiff> diffs;
-  for (const sim::BodyFieldDiff& d : sim::diff_bodies(a, b, max_fields)) {
+  for (const sim::StateFieldDiff& d : sim::diff_state(a, b, max_fields)) {
     const uint64_t ulps = d.is_float ? float_ulp_distance(static_cast<float>(d.value_a),
                                                           static_cast<float>(d.value_b))
                                      : 0;
-    diffs.push_back({d.body, d.field, d.value_a, d.value_b, ulps});
-  }
-  // Players' scores (state too), as fields of the null body: "score[P]".
-  for (uint32_t p = 1; p <= sim::kMaxPlayers; ++p) {
-    if (a.score(p) != b.score(p)) {
-      add({sim::BodyId{}, "score[" + std::to_string(p) + "]", static_cast<double>(a.score(p)),
-           static_cast<double>(b.score(p)), 0});
-    }
+    // A player's score is a field of the null body: "score[P]".
+    std::string field = d.player != 0 ? "score[" + std::to_string(d.player) + "]" : d.field;
+    diffs.push_back({d.body, std::move(field), d.value_a, d.value_b, ulps});
   }
   return diffs;
 }

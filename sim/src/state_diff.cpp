@@ -46,10 +46,10 @@ std::vector<BodyId> bodies_of(const World& world) {
 
 }  // namespace
 
-std::vector<BodyFieldDiff> diff_bodies(const World& a, const World& b, size_t max_fields) {
-  std::vector<BodyFieldDiff> diffs;
+std::vector<StateFieldDiff> diff_state(const World& a, const World& b, size_t max_fields) {
+  std::vector<StateFieldDiff> diffs;
   const auto add = [&](BodyId id, const char* field, double va, double vb, bool is_float) {
-    if (diffs.size() < max_fields) diffs.push_back({id, field, va, vb, is_float});
+    if (diffs.size() < max_fields) diffs.push_back({id, 0, field, va, vb, is_float});
   };
   const std::vector<BodyId> ids_a = bodies_of(a), ids_b = bodies_of(b);
   // Both lists are in slot order (index1 ascending): merge them.
@@ -85,6 +85,11 @@ std::vector<BodyFieldDiff> diff_bodies(const World& a, const World& b, size_t ma
     }
     ++i;
     ++j;
+  }
+  for (uint32_t p = 1; p <= kMaxPlayers && diffs.size() < max_fields; ++p) {
+    if (a.score(p) != b.score(p))
+      diffs.push_back({BodyId{}, p, "score", static_cast<double>(a.score(p)),
+                       static_cast<double>(b.score(p)), false});
   }
   return diffs;
 }

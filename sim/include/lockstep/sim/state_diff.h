@@ -1,5 +1,6 @@
-// Body-by-body, field-by-field comparison of two worlds: what a desync or a failed sync test
-// names. Not for the tick path (it allocates its result).
+// Field-by-field comparison of two worlds' states (every body's fields, then the players'
+// scores): what a desync or a failed sync test names. Not for the tick path (it allocates its
+// result).
 #pragma once
 
 #include <cstddef>
@@ -11,17 +12,18 @@ namespace lockstep::sim {
 
 class World;
 
-/// One field of one body that differs between two worlds.
-struct BodyFieldDiff {
-  BodyId body{};
-  const char* field = "";  // "position.x", "orientation.w", "linear_velocity.y", "alive", ...
+/// One field that differs between two worlds: a body's, or a player's score.
+struct StateFieldDiff {
+  BodyId body{};           // null for a score
+  uint32_t player = 0;     // the player, for a score
+  const char* field = "";  // "position.x", "orientation.w", "linear_velocity.y", "alive", "score"
   double value_a = 0;
   double value_b = 0;
   bool is_float = false;  // value_a and value_b are floats (their bits differ)
 };
 
 /// Compares two worlds body by body (matched by slot, in slot order) and field by field, in a
-/// fixed field order; at most `max_fields` results.
-std::vector<BodyFieldDiff> diff_bodies(const World& a, const World& b, size_t max_fields = 1000);
+/// fixed field order, then the scores of players 1 … kMaxPlayers; at most `max_fields` results.
+std::vector<StateFieldDiff> diff_state(const World& a, const World& b, size_t max_fields = 1000);
 
 }  // namespace lockstep::sim

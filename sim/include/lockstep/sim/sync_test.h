@@ -54,7 +54,7 @@ class SyncTester final {
   bool failed() const;
   const SyncTestFailure& failure() const;
   /// The world as it was after the failing tick, and the re-simulated copy at that tick (both
-  /// valid once failed(); for diff_bodies).
+  /// valid once failed(); for diff_state).
   const World& recorded_at_failure() const;
   const World& resimulated_at_failure() const;
   /// Ticks re-simulated and compared so far (a step rolled back K ticks counts K).
