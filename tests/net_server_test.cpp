@@ -46,6 +46,7 @@
 #include "lockstep/schema/messages.h"
 #include "lockstep/schema/protocol_generated.h"
 #include "lockstep/server/config.h"
+#include "lockstep/server/room_rules.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
@@ -554,6 +555,81 @@ TEST(NetServer, LateInputIsAppliedAtTheNextTick) {
   ASSERT_EQ(stats.rooms.size(), 1u);
   EXPECT_EQ(stats.rooms[0].inputs_late, 1u);
   EXPECT_EQ(stats.rooms[0].inputs_late_dropped, 0u);
+  EXPECT_EQ(stats.rooms[0].inputs_accepted, 1u);
+}
+
+// Rules that make every step slow while `slow` is set: the room falls behind its schedule, as on
+// an overloaded machine.
+class SlowStepRules final : public server::RoomRules {
+ public:
+  explicit SlowStepRules(const std::atomic<bool>* slow) : slow_(slow) {}
+  void after_step(const sim::World&, std::span<const sim::SensorEvent>,
+                  server::RulesOutput&) override {
+    if (slow_->load()) std::this_thread::sleep_for(40ms);
+  }
+
+ private:
+  const std::atomic<bool>* slow_;
+};
+
+TEST(NetServer, RoomBehindItsScheduleAppliesInputsStampedByTheSchedule) {
+  server::ServerConfig config = test_config();
+  config.input_window_ticks = 8;
+  config.rules = "slow-steps";
+  std::atomic<bool> slow{false};
+  ServerRunner runner(config, nullptr,
+                      [&slow](const std::string& name, const sim::Scene&,
+                              std::string* error) -> std::unique_ptr<server::RoomRules> {
+                        if (name != "slow-steps") {
+                          *error = "unknown rules";
+                          return nullptr;
+                        }
+                        return std::make_unique<SlowStepRules>(&slow);
+                      });
+  ASSERT_TRUE(runner.started());
+  Player p = join(runner.port(), "alpha", "p1");
+  const std::vector<sim::BodyId> owned = bodies_owned_by(1);
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 2));
+  // Slow steps until the schedule (a Pong names its position) is well past the window counted
+  // from the room's last stepped tick.
+  slow = true;
+  constexpr uint64_t kBehind = 8 + 20;
+  std::optional<schema::Pong> pong;
+  size_t pongs_seen = 0;
+  const Clock::time_point deadline = Clock::now() + 4 * kReplyTimeout;
+  while (!pong || pong->server_tick < p.last_tick + kBehind) {
+    ASSERT_LT(Clock::now(), deadline) << "the room never fell behind";
+    p.client->send(schema::Ping{1});
+    while (p.others_of<schema::Pong>().size() == pongs_seen) {
+      ASSERT_LT(Clock::now(), deadline) << "no Pong";
+      ASSERT_TRUE(p.pump_until(p.last_tick + 1));  // TickFrames keep coming, one per slow step
+    }
+    pong = p.others_of<schema::Pong>()[pongs_seen++];
+  }
+  // What a client whose clock follows the schedule sends: the schedule's tick + its delay.
+  schema::InputFrame frame;
+  frame.target_tick = pong->server_tick + 2;
+  frame.sequence = 1;
+  frame.inputs = {push(1, 1, owned[0], 5 << 10)};
+  p.client->send(frame);
+  slow = false;
+  uint64_t found_at = 0;
+  const Clock::time_point found_deadline = Clock::now() + kReplyTimeout;
+  while (found_at == 0) {
+    ASSERT_LT(Clock::now(), found_deadline) << "the input never appeared in a TickFrame";
+    ASSERT_TRUE(p.pump_until(p.last_tick + 1));
+    const schema::TickFrame& last = p.frames.rbegin()->second;
+    if (last.inputs.size() == 1 && same_input(last.inputs[0], frame.inputs[0])) {
+      found_at = last.tick;
+    }
+  }
+  EXPECT_LE(found_at, frame.target_tick);  // the window's last tick, before its stamped one
+  EXPECT_TRUE(p.others_of<schema::ErrorMessage>().empty());
+  EXPECT_EQ(p.mismatches, 0u);
+  const server::ServerStats stats = runner.stats();
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].inputs_behind_schedule, 1u);
+  EXPECT_EQ(stats.rooms[0].inputs_rejected, 0u);
   EXPECT_EQ(stats.rooms[0].inputs_accepted, 1u);
 }
 

@@ -189,6 +189,7 @@ class Room final : public std::enable_shared_from_this<Room> {
 
   // Counters.
   uint64_t inputs_accepted_ = 0, inputs_rejected_ = 0, inputs_late_ = 0, inputs_late_dropped_ = 0;
+  uint64_t inputs_behind_schedule_ = 0;
   uint64_t snapshots_sent_ = 0, desync_reports_ = 0;
   uint64_t protocol_errors_ = 0, input_errors_ = 0, slow_consumers_ = 0;
   uint64_t clients_joined_ = 0;

@@ -545,7 +545,8 @@ std::string summary_json(const ServerStats& stats) {
         "},"
         "\"lateness_p50_us\":{:.1f},\"lateness_p99_us\":{:.1f},\"lateness_max_us\":{:.1f},"
         "\"step_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_accepted\":{},"
-        "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},\"bytes_in\":{},"
+        "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},"
+        "\"inputs_behind_schedule\":{},\"bytes_in\":{},"
         "\"bytes_out\":{},\"clients\":{},\"clients_peak\":{},\"clients_joined\":{},"
         "\"snapshots_sent\":{},\"desync_reports\":{},\"protocol_errors\":{},\"input_errors\":{},"
         "\"slow_consumers\":{},\"commands_applied\":{},\"commands_refused\":{},"
@@ -554,7 +555,7 @@ std::string summary_json(const ServerStats& stats) {
         room.open ? "true" : "false", room.tick, room.late_ticks, room.capped_wakes,
         us(room.lateness_p50), us(room.lateness_p99), us(room.lateness_max), step_mean_us,
         us(room.step_time_max), room.inputs_accepted, room.inputs_rejected, room.inputs_late,
-        room.inputs_late_dropped, room.bytes_in, room.bytes_out, room.clients, room.clients_peak,
+        room.inputs_late_dropped, room.inputs_behind_schedule, room.bytes_in, room.bytes_out, room.clients, room.clients_peak,
         room.clients_joined, room.snapshots_sent, room.desync_reports, room.protocol_errors,
         room.input_errors, room.slow_consumers, room.commands_applied, room.commands_refused,
         room.commands_failed);

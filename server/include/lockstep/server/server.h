@@ -61,6 +61,10 @@ struct RoomStats {
   uint64_t inputs_rejected = 0;  // refused at arrival or by the world
   uint64_t inputs_late = 0;      // arrived after their target tick (applied or dropped)
   uint64_t inputs_late_dropped = 0;
+  // Stamped beyond the input window counted from the room's next tick, but within it counted
+  // from where the schedule is: the room was behind (an overloaded machine), not the client
+  // early. Applied at the window's last tick instead of refused.
+  uint64_t inputs_behind_schedule = 0;
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
   uint32_t clients = 0;  // connected now
