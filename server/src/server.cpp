@@ -555,10 +555,10 @@ std::string summary_json(const ServerStats& stats) {
         room.open ? "true" : "false", room.tick, room.late_ticks, room.capped_wakes,
         us(room.lateness_p50), us(room.lateness_p99), us(room.lateness_max), step_mean_us,
         us(room.step_time_max), room.inputs_accepted, room.inputs_rejected, room.inputs_late,
-        room.inputs_late_dropped, room.inputs_behind_schedule, room.bytes_in, room.bytes_out, room.clients, room.clients_peak,
-        room.clients_joined, room.snapshots_sent, room.desync_reports, room.protocol_errors,
-        room.input_errors, room.slow_consumers, room.commands_applied, room.commands_refused,
-        room.commands_failed);
+        room.inputs_late_dropped, room.inputs_behind_schedule, room.bytes_in, room.bytes_out,
+        room.clients, room.clients_peak, room.clients_joined, room.snapshots_sent,
+        room.desync_reports, room.protocol_errors, room.input_errors, room.slow_consumers,
+        room.commands_applied, room.commands_refused, room.commands_failed);
     for (size_t c = 0; c < room.client_list.size(); ++c) {
       const ClientSummary& client = room.client_list[c];
       const double per_s =
