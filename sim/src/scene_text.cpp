@@ -810,6 +810,140 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
   return true;
 }
 
+namespace {
+
+// The `world` line: every WorldDef field, always (so a file says what it runs).
+void append_world_line(std::string* out, const WorldDef& def) {
+  *out += "world";
+  append_key_float(out, "dt", def.dt_s);
+  append_key_vec3(out, "gravity", def.gravity);
+  append_key_u32(out, "iterations", def.velocity_iterations);
+  append_key_u32(out, "relax_iterations", def.relax_iterations);
+  append_key_u32(out, "substeps", def.substeps);
+  append_key_float(out, "contact_hertz", def.contact_hertz);
+  append_key_float(out, "contact_damping_ratio", def.contact_damping_ratio);
+  append_key_float(out, "linear_slop", def.linear_slop_m);
+  append_key_float(out, "max_bias_velocity", def.max_bias_velocity);
+  append_key_float(out, "restitution_threshold", def.restitution_threshold);
+  append_key_float(out, "contact_margin", def.contact_margin_m);
+  append_key_float(out, "max_speculative_margin", def.max_speculative_margin_m);
+  append_key_float(out, "contact_reuse_distance", def.contact_reuse_distance_m);
+  append_key_float(out, "contact_reuse_angle", def.contact_reuse_angle_rad);
+  append_key_float(out, "max_angular_speed", def.max_angular_speed);
+  append_key_float(out, "max_linear_speed", def.max_linear_speed);
+  append_key_float(out, "max_input_linear_impulse", def.max_input_linear_impulse);
+  append_key_float(out, "max_input_angular_impulse", def.max_input_angular_impulse);
+  append_key_float(out, "max_input_linear_velocity", def.max_input_linear_velocity);
+  append_key_float(out, "max_input_angular_velocity", def.max_input_angular_velocity);
+  append_key_u32(out, "max_bodies", def.max_bodies);
+  append_key_u32(out, "max_contact_pairs", def.max_contact_pairs);
+  append_key_u32(out, "max_contact_points", def.max_contact_points);
+  append_key_u32(out, "max_candidate_pairs", def.max_candidate_pairs);
+  append_key_u32(out, "max_events", def.max_events);
+  append_key_u32(out, "max_inputs_per_tick", def.max_inputs_per_tick);
+  append_key_u32(out, "max_commands_per_tick", def.max_commands_per_tick);
+  *out += def.enable_sleep ? " enable_sleep=1" : " enable_sleep=0";
+  append_key_float(out, "sleep_speed_threshold", def.sleep_speed_threshold_mps);
+  append_key_float(out, "time_to_sleep", def.time_to_sleep_s);
+  *out += def.measure_stage_times ? " measure_stage_times=1\n" : " measure_stage_times=0\n";
+}
+
+// One body (with pose, velocity and owner: `pose`) or template (without) line's keys after its
+// name. Optional keys equal (bit for bit) to default_body_def() are left out; parsing starts from
+// the same defaults, so the round trip stays exact.
+void append_body_keys(std::string* out, const BodyDef& body, bool pose) {
+  const BodyDef defaults = default_body_def();
+  const ShapeDef& shape = body.shape;
+  *out += " type=";
+  for (size_t i = 0; i < std::size(kBodyTypeValues); ++i) {
+    if (kBodyTypeValues[i] == body.type) out->append(kBodyTypes[i]);
+  }
+  *out += " shape=";
+  switch (shape.type) {
+    case ShapeType::sphere:
+      *out += "sphere";
+      append_key_float(out, "radius", shape.radius);
+      break;
+    case ShapeType::box:
+      *out += "box";
+      append_key_vec3(out, "half", shape.half_extents);
+      break;
+    case ShapeType::capsule:
+      *out += "capsule";
+      append_key_float(out, "radius", shape.radius);
+      append_key_float(out, "half_height", shape.half_height);
+      break;
+    case ShapeType::plane:
+      *out += "plane";
+      append_key_vec3(out, "normal", shape.plane_normal);
+      append_key_float(out, "offset", shape.plane_offset);
+      break;
+  }
+  if (pose) {
+    append_key_vec3(out, "pos", body.position);
+    float rot[4] = {body.orientation.x, body.orientation.y, body.orientation.z, body.orientation.w};
+    append_key_floats(out, "rot", rot, 4);
+    if (!same_bits(body.linear_velocity, defaults.linear_velocity)) {
+      append_key_vec3(out, "vel", body.linear_velocity);
+    }
+    if (!same_bits(body.angular_velocity, defaults.angular_velocity)) {
+      append_key_vec3(out, "angvel", body.angular_velocity);
+    }
+  }
+  if (!same_bits(body.linear_damping, defaults.linear_damping)) {
+    append_key_float(out, "linear_damping", body.linear_damping);
+  }
+  if (!same_bits(body.angular_damping, defaults.angular_damping)) {
+    append_key_float(out, "angular_damping", body.angular_damping);
+  }
+  append_key_float(out, "density", shape.density);
+  append_key_float(out, "friction", shape.friction);
+  append_key_float(out, "restitution", shape.restitution);
+  if (shape.category != defaults.shape.category) append_key_bits(out, "category", shape.category);
+  if (shape.mask != defaults.shape.mask) append_key_bits(out, "mask", shape.mask);
+  if (pose && body.owner_player != defaults.owner_player)
+    append_key_u32(out, "owner", body.owner_player);
+  if (body.allow_sleep != defaults.allow_sleep) {
+    *out += body.allow_sleep ? " allow_sleep=1" : " allow_sleep=0";
+  }
+  if (body.bullet != defaults.bullet) *out += body.bullet ? " bullet=1" : " bullet=0";
+  if (shape.sensor != defaults.shape.sensor) *out += shape.sensor ? " sensor=1" : " sensor=0";
+  *out += '\n';
+}
+
+// A template as the body it makes, for its line's keys.
+BodyDef template_body(const BodyTemplate& t) {
+  BodyDef body = default_body_def();
+  body.type = t.type;
+  body.shape = t.shape;
+  body.linear_damping = t.linear_damping;
+  body.angular_damping = t.angular_damping;
+  body.allow_sleep = t.allow_sleep;
+  body.bullet = t.bullet;
+  return body;
+}
+
+// The `player` and `spawn` lines: what a server spawns for each joining player, and where.
+void append_player_lines(std::string* out, const Scene& scene) {
+  if (scene.player_template >= 0 &&
+      static_cast<uint32_t>(scene.player_template) < scene.def.template_count) {
+    const BodyTemplate& t = scene.def.templates[scene.player_template];
+    *out += "player template=";
+    out->append(t.name, strnlen(t.name, sizeof(t.name)));
+    *out += '\n';
+  }
+  for (const SpawnPoint& point : scene.spawn_points) {
+    *out += "spawn";
+    append_key_vec3(out, "pos", point.position);
+    float rot[4] = {point.orientation.x, point.orientation.y, point.orientation.z,
+                    point.orientation.w};
+    append_key_floats(out, "rot", rot, 4);
+    *out += '\n';
+  }
+}
+
+}  // namespace
+
 std::string format_scene_text(const Scene& scene) {
   std::string out = "# lockstep scene (format: docs/scene-format.md)\n";
   out += "scene version=" + std::to_string(kFormatVersion);
@@ -821,139 +955,21 @@ std::string format_scene_text(const Scene& scene) {
   if (!name.empty()) out += " name=" + name;
   out += '\n';
 
-  const WorldDef& def = scene.def;
-  out += "world";
-  append_key_float(&out, "dt", def.dt_s);
-  append_key_vec3(&out, "gravity", def.gravity);
-  append_key_u32(&out, "iterations", def.velocity_iterations);
-  append_key_u32(&out, "relax_iterations", def.relax_iterations);
-  append_key_u32(&out, "substeps", def.substeps);
-  append_key_float(&out, "contact_hertz", def.contact_hertz);
-  append_key_float(&out, "contact_damping_ratio", def.contact_damping_ratio);
-  append_key_float(&out, "linear_slop", def.linear_slop_m);
-  append_key_float(&out, "max_bias_velocity", def.max_bias_velocity);
-  append_key_float(&out, "restitution_threshold", def.restitution_threshold);
-  append_key_float(&out, "contact_margin", def.contact_margin_m);
-  append_key_float(&out, "max_speculative_margin", def.max_speculative_margin_m);
-  append_key_float(&out, "contact_reuse_distance", def.contact_reuse_distance_m);
-  append_key_float(&out, "contact_reuse_angle", def.contact_reuse_angle_rad);
-  append_key_float(&out, "max_angular_speed", def.max_angular_speed);
-  append_key_float(&out, "max_linear_speed", def.max_linear_speed);
-  append_key_float(&out, "max_input_linear_impulse", def.max_input_linear_impulse);
-  append_key_float(&out, "max_input_angular_impulse", def.max_input_angular_impulse);
-  append_key_float(&out, "max_input_linear_velocity", def.max_input_linear_velocity);
-  append_key_float(&out, "max_input_angular_velocity", def.max_input_angular_velocity);
-  append_key_u32(&out, "max_bodies", def.max_bodies);
-  append_key_u32(&out, "max_contact_pairs", def.max_contact_pairs);
-  append_key_u32(&out, "max_contact_points", def.max_contact_points);
-  append_key_u32(&out, "max_candidate_pairs", def.max_candidate_pairs);
-  append_key_u32(&out, "max_events", def.max_events);
-  append_key_u32(&out, "max_inputs_per_tick", def.max_inputs_per_tick);
-  append_key_u32(&out, "max_commands_per_tick", def.max_commands_per_tick);
-  out += def.enable_sleep ? " enable_sleep=1" : " enable_sleep=0";
-  append_key_float(&out, "sleep_speed_threshold", def.sleep_speed_threshold_mps);
-  append_key_float(&out, "time_to_sleep", def.time_to_sleep_s);
-  out += def.measure_stage_times ? " measure_stage_times=1\n" : " measure_stage_times=0\n";
-
-  // Optional keys equal (bit for bit) to default_body_def() are left out; parsing starts from
-  // the same defaults, so the round trip stays exact.
-  const BodyDef defaults = default_body_def();
-  // One body (with pose, velocity and owner) or template (without) line's keys after its name.
-  auto append_body = [&out, &defaults](const BodyDef& body, bool pose) {
-    const ShapeDef& shape = body.shape;
-    out += " type=";
-    for (size_t i = 0; i < std::size(kBodyTypeValues); ++i) {
-      if (kBodyTypeValues[i] == body.type) out.append(kBodyTypes[i]);
-    }
-    out += " shape=";
-    switch (shape.type) {
-      case ShapeType::sphere:
-        out += "sphere";
-        append_key_float(&out, "radius", shape.radius);
-        break;
-      case ShapeType::box:
-        out += "box";
-        append_key_vec3(&out, "half", shape.half_extents);
-        break;
-      case ShapeType::capsule:
-        out += "capsule";
-        append_key_float(&out, "radius", shape.radius);
-        append_key_float(&out, "half_height", shape.half_height);
-        break;
-      case ShapeType::plane:
-        out += "plane";
-        append_key_vec3(&out, "normal", shape.plane_normal);
-        append_key_float(&out, "offset", shape.plane_offset);
-        break;
-    }
-    if (pose) {
-      append_key_vec3(&out, "pos", body.position);
-      float rot[4] = {body.orientation.x, body.orientation.y, body.orientation.z,
-                      body.orientation.w};
-      append_key_floats(&out, "rot", rot, 4);
-      if (!same_bits(body.linear_velocity, defaults.linear_velocity)) {
-        append_key_vec3(&out, "vel", body.linear_velocity);
-      }
-      if (!same_bits(body.angular_velocity, defaults.angular_velocity)) {
-        append_key_vec3(&out, "angvel", body.angular_velocity);
-      }
-    }
-    if (!same_bits(body.linear_damping, defaults.linear_damping)) {
-      append_key_float(&out, "linear_damping", body.linear_damping);
-    }
-    if (!same_bits(body.angular_damping, defaults.angular_damping)) {
-      append_key_float(&out, "angular_damping", body.angular_damping);
-    }
-    append_key_float(&out, "density", shape.density);
-    append_key_float(&out, "friction", shape.friction);
-    append_key_float(&out, "restitution", shape.restitution);
-    if (shape.category != defaults.shape.category)
-      append_key_bits(&out, "category", shape.category);
-    if (shape.mask != defaults.shape.mask) append_key_bits(&out, "mask", shape.mask);
-    if (pose && body.owner_player != defaults.owner_player)
-      append_key_u32(&out, "owner", body.owner_player);
-    if (body.allow_sleep != defaults.allow_sleep) {
-      out += body.allow_sleep ? " allow_sleep=1" : " allow_sleep=0";
-    }
-    if (body.bullet != defaults.bullet) out += body.bullet ? " bullet=1" : " bullet=0";
-    if (shape.sensor != defaults.shape.sensor) out += shape.sensor ? " sensor=1" : " sensor=0";
-    out += '\n';
-  };
+  append_world_line(&out, scene.def);
   for (uint32_t i = 0; i < scene.def.template_count && i < kMaxBodyTemplates; ++i) {
     const BodyTemplate& t = scene.def.templates[i];
-    BodyDef body = defaults;
-    body.type = t.type;
-    body.shape = t.shape;
-    body.linear_damping = t.linear_damping;
-    body.angular_damping = t.angular_damping;
-    body.allow_sleep = t.allow_sleep;
-    body.bullet = t.bullet;
     out += "template name=";
     out.append(t.name, strnlen(t.name, sizeof(t.name)));
-    append_body(body, false);
+    append_body_keys(&out, template_body(t), false);
   }
   for (size_t i = 0; i < scene.bodies.size(); ++i) {
     out += "body";
     for (const NamedBody& named : scene.named_bodies) {
       if (named.index == i) out += " name=" + named.name;
     }
-    append_body(scene.bodies[i], true);
+    append_body_keys(&out, scene.bodies[i], true);
   }
-  if (scene.player_template >= 0 &&
-      static_cast<uint32_t>(scene.player_template) < scene.def.template_count) {
-    const BodyTemplate& t = scene.def.templates[scene.player_template];
-    out += "player template=";
-    out.append(t.name, strnlen(t.name, sizeof(t.name)));
-    out += '\n';
-  }
-  for (const SpawnPoint& point : scene.spawn_points) {
-    out += "spawn";
-    append_key_vec3(&out, "pos", point.position);
-    float rot[4] = {point.orientation.x, point.orientation.y, point.orientation.z,
-                    point.orientation.w};
-    append_key_floats(&out, "rot", rot, 4);
-    out += '\n';
-  }
+  append_player_lines(&out, scene);
   if (!scene.rules.empty()) out += "rules name=" + scene.rules + "\n";
   return out;
 }
