@@ -395,6 +395,50 @@ LOCKSTEP_LANES_INLINE SoftRow<T> soft_row(const ManifoldLanes* const (&m)[B], T 
           wide::select(speculative, zero, ld(m, &ManifoldLanes::impulse_scale))};
 }
 
+// Centroid row: total impulse Λ = (target − vn)/K at the centroid, δ = Λ/cnt per point, clamped
+// so that no point's λ_n drops below 0; applies Λ to the bodies and returns δ, which joins each
+// λ_n just before its normal row (zero in lanes without a centroid row: *centroid_row).
+template <int B, class T = typename Pack<B>::W, class Mask = typename Pack<B>::M>
+LOCKSTEP_LANES_INLINE T solve_centroid_row(const ManifoldLanes* const (&m)[B],
+                                           PointLanes* const (&points)[B], Mask lanes,
+                                           uint32_t point_rows, const BodyLanes<T>& d,
+                                           const V3T<T>& n, T ima, T imb, bool use_bias,
+                                           const ContactLanes& constants, BodyLanes<T>* b,
+                                           Mask* centroid_row) {
+  const T zero = Pack<B>::splat(0.0f);
+  const T centroid_mass = ld(m, &ManifoldLanes::centroid_mass);
+  *centroid_row = lanes & (centroid_mass > zero);
+  T centroid_delta = zero;
+  if (wide::any(*centroid_row)) {
+    T min_impulse = zero, sum_impulse = zero;
+    Mask first = lanes;
+    for (uint32_t k = 0; k < point_rows; ++k) {
+      PointLanes* p[B];
+      rows_at(points, k, p);
+      const Mask active = ld(p, &PointLanes::normal_mass) != zero;
+      const T impulse = ld(p, &PointLanes::normal_impulse);
+      min_impulse = wide::select(active & (first | (impulse < min_impulse)), impulse, min_impulse);
+      sum_impulse = wide::select(active, sum_impulse + impulse, sum_impulse);
+      first = wide::and_not(first, active);
+    }
+    const T active_count = ld(m, &ManifoldLanes::active_count);
+    const V3T<T> rn_a = ld3(m, &ManifoldLanes::centroid_rn_a);
+    const V3T<T> rn_b = ld3(m, &ManifoldLanes::centroid_rn_b);
+    const T vn = row_velocity(*b, n, rn_a, rn_b);
+    // The mean separation moves with the centroid: n·(Δθ×c) = Δθ·(c×n).
+    const T sep = ld(m, &ManifoldLanes::centroid_separation) + row_velocity(d, n, rn_a, rn_b);
+    const SoftRow<T> row = soft_row<B>(m, sep, use_bias, constants);
+    const T total =
+        -(centroid_mass * row.mass_scale) * (vn + row.bias) - row.impulse_scale * sum_impulse;
+    T delta = total / active_count;
+    delta = wide::select(delta < -min_impulse, -min_impulse, delta);
+    centroid_delta = wide::select(*centroid_row, delta, zero);
+    apply_normal(b, centroid_delta * active_count, ima, imb, n,
+                 ld3(m, &ManifoldLanes::centroid_in_a), ld3(m, &ManifoldLanes::centroid_in_b));
+  }
+  return centroid_delta;
+}
+
 template <int B>
 void solve_batch(const ManifoldLanes* const (&m)[B], PointLanes* const (&points)[B],
                  const EigenLanes* const (&eigens)[B], int lane_bits, bool use_bias,
@@ -411,38 +455,9 @@ void solve_batch(const ManifoldLanes* const (&m)[B], PointLanes* const (&points)
   const V3T<T> n = ld3(m, &ManifoldLanes::normal);
   const uint32_t point_rows = m[0]->point_rows;  // the same in every batch of a Pack
 
-  // Centroid row: total impulse Λ = (target − vn)/K at the centroid, δ = Λ/cnt per point,
-  // clamped so that no point's λ_n drops below 0; δ joins each λ_n just before its normal row.
-  const T centroid_mass = ld(m, &ManifoldLanes::centroid_mass);
-  const Mask centroid_row = lanes & (centroid_mass > zero);
-  T centroid_delta = zero;
-  if (wide::any(centroid_row)) {
-    T min_impulse = zero, sum_impulse = zero;
-    Mask first = lanes;
-    for (uint32_t k = 0; k < point_rows; ++k) {
-      PointLanes* p[B];
-      rows_at(points, k, p);
-      const Mask active = ld(p, &PointLanes::normal_mass) != zero;
-      const T impulse = ld(p, &PointLanes::normal_impulse);
-      min_impulse = wide::select(active & (first | (impulse < min_impulse)), impulse, min_impulse);
-      sum_impulse = wide::select(active, sum_impulse + impulse, sum_impulse);
-      first = wide::and_not(first, active);
-    }
-    const T active_count = ld(m, &ManifoldLanes::active_count);
-    const V3T<T> rn_a = ld3(m, &ManifoldLanes::centroid_rn_a);
-    const V3T<T> rn_b = ld3(m, &ManifoldLanes::centroid_rn_b);
-    const T vn = row_velocity(b, n, rn_a, rn_b);
-    // The mean separation moves with the centroid: n·(Δθ×c) = Δθ·(c×n).
-    const T sep = ld(m, &ManifoldLanes::centroid_separation) + row_velocity(d, n, rn_a, rn_b);
-    const SoftRow<T> row = soft_row<B>(m, sep, use_bias, constants);
-    const T total =
-        -(centroid_mass * row.mass_scale) * (vn + row.bias) - row.impulse_scale * sum_impulse;
-    T delta = total / active_count;
-    delta = wide::select(delta < -min_impulse, -min_impulse, delta);
-    centroid_delta = wide::select(centroid_row, delta, zero);
-    apply_normal(&b, centroid_delta * active_count, ima, imb, n,
-                 ld3(m, &ManifoldLanes::centroid_in_a), ld3(m, &ManifoldLanes::centroid_in_b));
-  }
+  Mask centroid_row;
+  const T centroid_delta = solve_centroid_row<B>(m, points, lanes, point_rows, d, n, ima, imb,
+                                                 use_bias, constants, &b, &centroid_row);
 
   const T friction = ld(m, &ManifoldLanes::friction);
   const V3T<T> t1 = ld3(m, &ManifoldLanes::tangent1), t2 = ld3(m, &ManifoldLanes::tangent2);
