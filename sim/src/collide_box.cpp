@@ -584,78 +584,51 @@ void collide_capsule_box(const ShapeDef& capsule, const Transform& xa, const Sha
   capsule_region_point(point_box(s, h), radius, margin, rot, xb.p, out);
 }
 
-void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
-                     float margin, Manifold* out) {
-  Mat3 ra = to_mat3(xa.q), rb = to_mat3(xb.q);
-  const Vec3 axes_a[3] = {ra.c0, ra.c1, ra.c2}, axes_b[3] = {rb.c0, rb.c1, rb.c2};
-  const float ha[3] = {a.half_extents.x, a.half_extents.y, a.half_extents.z};
-  const float hb[3] = {b.half_extents.x, b.half_extents.y, b.half_extents.z};
-  Vec3 t = xb.p - xa.p;
-  BoxBoxAxes sat;
-  box_box_separations(axes_a, axes_b, ha, hb, t, &sat);
+namespace {
 
-  // Face axes of A, then of B, then the edge axes; the first one beyond the margin ends the test.
-  float sep_a = -FLT_MAX, sep_b = -FLT_MAX;
-  int axis_a = 0, axis_b = 0;
-  for (int i = 0; i < 3; ++i) {
-    float s = sat.face_a[i];
-    if (s > margin) return;
-    if (s > sep_a) sep_a = s, axis_a = i;
-  }
-  for (int j = 0; j < 3; ++j) {
-    float s = sat.face_b[j];
-    if (s > margin) return;
-    if (s > sep_b) sep_b = s, axis_b = j;
-  }
-  float sep_edge = -FLT_MAX;
-  int edge_a = -1, edge_b = -1;
-  for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 3; ++j) {
-      if (!(sat.edge_valid & (1u << (3 * i + j)))) continue;
-      float s = sat.edge[3 * i + j];
-      if (s > margin) return;
-      if (s > sep_edge) sep_edge = s, edge_a = i, edge_b = j;
+// The edge-edge contact along axis_a[edge_a] × axis_b[edge_b]: one point between the closest
+// points of A's edge farthest along the axis and B's farthest against it.
+void box_box_edge_contact(const Vec3 axes_a[3], const Vec3 axes_b[3], const float ha[3],
+                          const float hb[3], const Transform& xa, const Transform& xb, Vec3 t,
+                          int edge_a, int edge_b, float margin, Manifold* out) {
+  Vec3 l = normalize_or(cross(axes_a[edge_a], axes_b[edge_b]), Vec3{0, 1, 0});
+  if (dot(l, t) < 0.0f) l = -l;  // from A toward B
+  // A's edge farthest along l, B's edge farthest against it.
+  Vec3 ca = xa.p, cb = xb.p;
+  uint32_t bits_a = 0, bits_b = 0, bit_a = 0, bit_b = 0;
+  for (int k = 0; k < 3; ++k) {
+    if (k != edge_a) {
+      float s = sign_of(dot(l, axes_a[k]));
+      ca += axes_a[k] * (s * ha[k]);
+      if (s > 0.0f) bits_a |= 1u << bit_a;
+      bit_a += 1;
+    }
+    if (k != edge_b) {
+      float s = -sign_of(dot(l, axes_b[k]));
+      cb += axes_b[k] * (s * hb[k]);
+      if (s > 0.0f) bits_b |= 1u << bit_b;
+      bit_b += 1;
     }
   }
+  Vec3 a0 = ca - axes_a[edge_a] * ha[edge_a], da = axes_a[edge_a] * (2.0f * ha[edge_a]);
+  Vec3 b0 = cb - axes_b[edge_b] * hb[edge_b], db = axes_b[edge_b] * (2.0f * hb[edge_b]);
+  float s, u;
+  closest_segment_params(a0, da, b0, db, &s, &u);
+  Vec3 pa = a0 + da * s, pb = b0 + db * u;
+  float sep = dot(pb - pa, l);
+  if (sep > margin) return;
+  out->normal = -l;
+  uint32_t id_a = 4u * static_cast<uint32_t>(edge_a) + bits_a;
+  uint32_t id_b = 4u * static_cast<uint32_t>(edge_b) + bits_b;
+  add_point(out, (pa + pb) * 0.5f, sep, feature_id(kTagBoxBox, (1u << 26) | (id_a << 8) | id_b));
+}
 
-  bool ref_on_b = clearly_better(sep_b, sep_a);
-  float sep_face = ref_on_b ? sep_b : sep_a;
-
-  if (edge_a >= 0 && clearly_better(sep_edge, sep_face)) {
-    Vec3 l = normalize_or(cross(axes_a[edge_a], axes_b[edge_b]), Vec3{0, 1, 0});
-    if (dot(l, t) < 0.0f) l = -l;  // from A toward B
-    // A's edge farthest along l, B's edge farthest against it.
-    Vec3 ca = xa.p, cb = xb.p;
-    uint32_t bits_a = 0, bits_b = 0, bit_a = 0, bit_b = 0;
-    for (int k = 0; k < 3; ++k) {
-      if (k != edge_a) {
-        float s = sign_of(dot(l, axes_a[k]));
-        ca += axes_a[k] * (s * ha[k]);
-        if (s > 0.0f) bits_a |= 1u << bit_a;
-        bit_a += 1;
-      }
-      if (k != edge_b) {
-        float s = -sign_of(dot(l, axes_b[k]));
-        cb += axes_b[k] * (s * hb[k]);
-        if (s > 0.0f) bits_b |= 1u << bit_b;
-        bit_b += 1;
-      }
-    }
-    Vec3 a0 = ca - axes_a[edge_a] * ha[edge_a], da = axes_a[edge_a] * (2.0f * ha[edge_a]);
-    Vec3 b0 = cb - axes_b[edge_b] * hb[edge_b], db = axes_b[edge_b] * (2.0f * hb[edge_b]);
-    float s, u;
-    closest_segment_params(a0, da, b0, db, &s, &u);
-    Vec3 pa = a0 + da * s, pb = b0 + db * u;
-    float sep = dot(pb - pa, l);
-    if (sep > margin) return;
-    out->normal = -l;
-    uint32_t id_a = 4u * static_cast<uint32_t>(edge_a) + bits_a;
-    uint32_t id_b = 4u * static_cast<uint32_t>(edge_b) + bits_b;
-    add_point(out, (pa + pb) * 0.5f, sep, feature_id(kTagBoxBox, (1u << 26) | (id_a << 8) | id_b));
-    return;
-  }
-
-  // Face contact: reference box R, incident box I.
+// The face contact: the incident box's face most anti-parallel to the reference face's normal,
+// clipped against the reference face's side planes, its points kept (or reduced to four).
+void box_box_face_contact(const Vec3 axes_a[3], const Vec3 axes_b[3], const float ha[3],
+                          const float hb[3], const Transform& xa, const Transform& xb,
+                          bool ref_on_b, int axis_a, int axis_b, float margin, Manifold* out) {
+  // Reference box R, incident box I.
   const Vec3* axes_r = ref_on_b ? axes_b : axes_a;
   const Vec3* axes_i = ref_on_b ? axes_a : axes_b;
   const float* hr = ref_on_b ? hb : ha;
@@ -718,6 +691,52 @@ void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, 
     add_reduced_face_points(cur, sep, n, n_ref, margin, faces, out);
   }
   out->normal = ref_on_b ? n_ref : -n_ref;
+}
+
+}  // namespace
+
+void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+                     float margin, Manifold* out) {
+  Mat3 ra = to_mat3(xa.q), rb = to_mat3(xb.q);
+  const Vec3 axes_a[3] = {ra.c0, ra.c1, ra.c2}, axes_b[3] = {rb.c0, rb.c1, rb.c2};
+  const float ha[3] = {a.half_extents.x, a.half_extents.y, a.half_extents.z};
+  const float hb[3] = {b.half_extents.x, b.half_extents.y, b.half_extents.z};
+  Vec3 t = xb.p - xa.p;
+  BoxBoxAxes sat;
+  box_box_separations(axes_a, axes_b, ha, hb, t, &sat);
+
+  // Face axes of A, then of B, then the edge axes; the first one beyond the margin ends the test.
+  float sep_a = -FLT_MAX, sep_b = -FLT_MAX;
+  int axis_a = 0, axis_b = 0;
+  for (int i = 0; i < 3; ++i) {
+    float s = sat.face_a[i];
+    if (s > margin) return;
+    if (s > sep_a) sep_a = s, axis_a = i;
+  }
+  for (int j = 0; j < 3; ++j) {
+    float s = sat.face_b[j];
+    if (s > margin) return;
+    if (s > sep_b) sep_b = s, axis_b = j;
+  }
+  float sep_edge = -FLT_MAX;
+  int edge_a = -1, edge_b = -1;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      if (!(sat.edge_valid & (1u << (3 * i + j)))) continue;
+      float s = sat.edge[3 * i + j];
+      if (s > margin) return;
+      if (s > sep_edge) sep_edge = s, edge_a = i, edge_b = j;
+    }
+  }
+
+  bool ref_on_b = clearly_better(sep_b, sep_a);
+  float sep_face = ref_on_b ? sep_b : sep_a;
+
+  if (edge_a >= 0 && clearly_better(sep_edge, sep_face)) {
+    box_box_edge_contact(axes_a, axes_b, ha, hb, xa, xb, t, edge_a, edge_b, margin, out);
+    return;
+  }
+  box_box_face_contact(axes_a, axes_b, ha, hb, xa, xb, ref_on_b, axis_a, axis_b, margin, out);
 }
 
 }  // namespace lockstep::sim::collide_detail
