@@ -125,9 +125,8 @@ TEST(NetPredict, FourClientsWithoutInputDelayUnderLatency) {
   };
   const auto deadline = Clock::now() + 50s;
   bool perturb_done = false;
-  while (Clock::now() < deadline && !all([](const PredictingClient& c) {
-           return c.verified >= kTicks || c.disconnected;
-         })) {
+  while (Clock::now() < deadline &&
+         !all([](const PredictingClient& c) { return c.verified >= kTicks || c.disconnected; })) {
     pump();
     PredictingClient& first = *clients[0];
     if (!perturb_done && first.verified >= kTicks / 2 && !first.client.owned_bodies().empty() &&
@@ -155,13 +154,14 @@ TEST(NetPredict, FourClientsWithoutInputDelayUnderLatency) {
     EXPECT_GT(stats.ticks_predicted, 0u);
     for (const auto& e : c.errors)
       ADD_FAILURE() << "error event: " << e.message;
-    std::printf("client %u: verified %llu, predicted %llu, rollbacks %llu, re-simulated %llu "
-                "(max %u), max rollback cost %u us, waits %llu\n",
-                i, static_cast<unsigned long long>(c.verified),
-                static_cast<unsigned long long>(stats.ticks_predicted),
-                static_cast<unsigned long long>(c.rollbacks),
-                static_cast<unsigned long long>(stats.ticks_resimulated), c.max_resimulated,
-                c.max_cost_us, static_cast<unsigned long long>(stats.prediction_waits));
+    std::printf(
+        "client %u: verified %llu, predicted %llu, rollbacks %llu, re-simulated %llu "
+        "(max %u), max rollback cost %u us, waits %llu\n",
+        i, static_cast<unsigned long long>(c.verified),
+        static_cast<unsigned long long>(stats.ticks_predicted),
+        static_cast<unsigned long long>(c.rollbacks),
+        static_cast<unsigned long long>(stats.ticks_resimulated), c.max_resimulated, c.max_cost_us,
+        static_cast<unsigned long long>(stats.prediction_waits));
   }
   const PredictingClient& first = *clients[0];
   ASSERT_TRUE(first.perturbed);

@@ -434,14 +434,13 @@ void Client::Impl::check_sync_test(uint64_t tick) {
     text += "hash " + std::to_string(failure.hash) + " re-simulated as " +
             std::to_string(failure.resimulated_hash);
   }
-  const std::vector<sim::StateFieldDiff> diffs = sim::diff_state(
-      sync_tester->recorded_at_failure(), sync_tester->resimulated_at_failure(), 1);
+  const std::vector<sim::StateFieldDiff> diffs =
+      sim::diff_state(sync_tester->recorded_at_failure(), sync_tester->resimulated_at_failure(), 1);
   if (!diffs.empty()) {
     const sim::StateFieldDiff& d = diffs.front();
-    text += d.body.is_null() ? "; first difference: player " + std::to_string(d.player) + " " +
-                                   d.field
-                             : "; first difference: body " + std::to_string(d.body.index1 - 1) + " " +
-                                   d.field;
+    text += d.body.is_null()
+                ? "; first difference: player " + std::to_string(d.player) + " " + d.field
+                : "; first difference: body " + std::to_string(d.body.index1 - 1) + " " + d.field;
     text += " (" + std::to_string(d.value_a) + " vs " + std::to_string(d.value_b) + ")";
   } else {
     text += "; no body or score field differs (the difference is in other state)";
@@ -491,9 +490,8 @@ void Client::Impl::update_prediction(std::optional<uint64_t> next_input_tick) {
 Client::Impl::Clock::time_point Client::Impl::delayed_due(Clock::time_point now,
                                                           Clock::time_point* last) {
   const auto half = std::chrono::duration_cast<Clock::duration>(options.simulated_latency) / 2;
-  const auto jitter_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             options.simulated_jitter)
-                             .count();
+  const auto jitter_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options.simulated_jitter).count();
   int64_t offset_ns = 0;
   if (jitter_ns > 0) {
     offset_ns = std::uniform_int_distribution<int64_t>(-jitter_ns, jitter_ns)(latency_rng);
@@ -555,8 +553,10 @@ bool Client::connect(const std::string& host, uint16_t port, const std::string& 
   if (options.prediction &&
       (options.mode != ClientMode::lockstep || options.max_prediction_ticks == 0 ||
        options.max_prediction_ticks > Prediction::kMaxPredictionTicks)) {
-    s.last_error = "invalid ClientOptions: prediction needs lockstep mode and max_prediction_ticks "
-                   "in 1.." + std::to_string(Prediction::kMaxPredictionTicks);
+    s.last_error =
+        "invalid ClientOptions: prediction needs lockstep mode and max_prediction_ticks "
+        "in 1.." +
+        std::to_string(Prediction::kMaxPredictionTicks);
     return false;
   }
   if (options.sync_test > sim::SyncTester::kMaxRollbackTicks) {
@@ -598,14 +598,14 @@ void Client::run_thread() {
 size_t Client::poll(std::chrono::milliseconds wait, const EventHandler& handler) {
   Impl& s = *impl_;
   if (!s.connection) return 0;
-  const bool delaying = s.options.simulated_latency.count() > 0 ||
-                        s.options.simulated_jitter.count() > 0;
+  const bool delaying =
+      s.options.simulated_latency.count() > 0 || s.options.simulated_jitter.count() > 0;
   if (delaying) {
     // Wake for the next held item rather than sleeping past it.
     auto now = Impl::Clock::now();
-    for (const auto* due : {s.delayed_inbound.empty() ? nullptr : &s.delayed_inbound.front().first,
-                            s.delayed_outbound.empty() ? nullptr
-                                                       : &s.delayed_outbound.front().first}) {
+    for (const auto* due :
+         {s.delayed_inbound.empty() ? nullptr : &s.delayed_inbound.front().first,
+          s.delayed_outbound.empty() ? nullptr : &s.delayed_outbound.front().first}) {
       if (due == nullptr) continue;
       const auto until = std::chrono::ceil<std::chrono::milliseconds>(*due - now);
       wait = std::max(std::chrono::milliseconds(0), std::min(wait, until));

@@ -56,10 +56,10 @@ bool interpolate_body(const sim::World& from, const sim::World& to, sim::BodyId 
 
 struct Prediction::Data {
   struct TickRecord {
-    uint64_t tick = kNoTick;         // the tick this record is about (the ring reuses records)
-    std::vector<sim::Input> local;   // the local player's inputs for it
-    std::vector<sim::Input> applied; // what the predicted world applied (input_less order)
-    uint64_t hash = 0;               // the predicted world's hash after it
+    uint64_t tick = kNoTick;          // the tick this record is about (the ring reuses records)
+    std::vector<sim::Input> local;    // the local player's inputs for it
+    std::vector<sim::Input> applied;  // what the predicted world applied (input_less order)
+    uint64_t hash = 0;                // the predicted world's hash after it
     bool stepped = false;
     bool hash_valid = false;  // false once the predicted world was edited outside the tick
   };
@@ -69,12 +69,12 @@ struct Prediction::Data {
   std::unique_ptr<sim::World> world;
   std::vector<uint8_t> snapshot;  // max_snapshot_size bytes, the copy from confirmed to predicted
   std::vector<TickRecord> ring;   // kInputRingTicks records
-  std::vector<sim::Input> last_remote;   // other players' inputs of the last confirmed tick
+  std::vector<sim::Input> last_remote;  // other players' inputs of the last confirmed tick
   uint64_t last_remote_tick = 0;
   std::vector<sim::Input> frame_sorted;  // scratch: a confirmed tick's inputs in input_less order
   uint64_t confirmed_tick = 0;
-  bool pending = false;        // reconcile() must restore
-  bool mispredicted = false;   // … because a confirmation disagreed (a rollback, not a catch-up)
+  bool pending = false;       // reconcile() must restore
+  bool mispredicted = false;  // … because a confirmation disagreed (a rollback, not a catch-up)
   Counters counters;
 
   TickRecord& record(uint64_t tick) { return ring[tick % ring.size()]; }
@@ -177,8 +177,7 @@ sim::Error Prediction::add_local_inputs(uint64_t tick, std::span<const sim::Inpu
   return sim::Error::none;
 }
 
-sim::Error Prediction::on_confirmed(const sim::World& confirmed,
-                                    std::span<const sim::Input> inputs,
+sim::Error Prediction::on_confirmed(const sim::World& confirmed, std::span<const sim::Input> inputs,
                                     std::span<const sim::Command> commands) {
   Data& d = *data_;
   const uint64_t tick = confirmed.tick();

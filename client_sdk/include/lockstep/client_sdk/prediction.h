@@ -51,8 +51,8 @@ struct PredictionConfig {
 
 /// What one reconcile() did.
 struct RollbackReport {
-  uint64_t from_tick = 0;           // the confirmed tick the predicted world restarted from
-  uint32_t ticks_resimulated = 0;   // steps taken to get back to where the prediction was
+  uint64_t from_tick = 0;            // the confirmed tick the predicted world restarted from
+  uint32_t ticks_resimulated = 0;    // steps taken to get back to where the prediction was
   std::chrono::nanoseconds cost{0};  // restore + re-simulation, wall clock
 };
 
@@ -111,12 +111,12 @@ class Prediction final {
   const sim::World& world() const;
   uint64_t confirmed_tick() const;
   uint32_t max_prediction_ticks() const;
-  /// Test hook: moves a body of the predicted world outside the tick (World::debug_perturb_position);
-  /// the next confirmation sees the difference and rolls back.
+  /// Test hook: moves a body of the predicted world outside the tick
+  /// (World::debug_perturb_position); the next confirmation sees the difference and rolls back.
   sim::Error debug_perturb(sim::BodyId body, sim::Vec3 delta);
 
   struct Counters {
-    uint64_t ticks_predicted = 0;    // steps of the predicted world ahead of confirmation
+    uint64_t ticks_predicted = 0;  // steps of the predicted world ahead of confirmation
     uint64_t rollbacks = 0;
     uint64_t ticks_resimulated = 0;  // over all rollbacks
     uint32_t max_ticks_resimulated = 0;
