@@ -3,7 +3,8 @@
 // play 600 ticks at 60 Hz: every confirmed tick is checked against the server's hash (no
 // desync), the others' changing pushes make predictions miss (rollbacks happen), no rollback
 // re-simulates more than the bound, and a client whose predicted world is moved by hand gets it
-// corrected at the next confirmation. Waits are on conditions with hang guards only.
+// corrected at the next confirmation; one client also runs the sync test on its confirmed
+// world, which must pass. Waits are on conditions with hang guards only.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "lockstep/client_sdk/client.h"
@@ -108,6 +110,8 @@ TEST(NetPredict, FourClientsWithoutInputDelayUnderLatency) {
     options.simulated_jitter = 20ms;
     options.simulated_latency_seed = 1000 + i;
     options.ping_interval = 100ms;
+    // One of them also re-simulates its last 4 confirmed ticks after each one (sync test).
+    if (i == 1) options.sync_test = 4;
     ASSERT_TRUE(clients[i]->client.connect("127.0.0.1", server.port(), "default",
                                            "p" + std::to_string(i), "", options))
         << clients[i]->client.last_error();
@@ -163,6 +167,9 @@ TEST(NetPredict, FourClientsWithoutInputDelayUnderLatency) {
         static_cast<unsigned long long>(stats.ticks_resimulated), c.max_resimulated, c.max_cost_us,
         static_cast<unsigned long long>(stats.prediction_waits));
   }
+  const client_sdk::ClientStats tested = clients[1]->client.stats();
+  EXPECT_GT(tested.sync_test_ticks, 4 * (kTicks - 8));
+  EXPECT_EQ(tested.sync_test_failures, 0u);
   const PredictingClient& first = *clients[0];
   ASSERT_TRUE(first.perturbed);
   EXPECT_GT(first.rollbacks_after_perturb, 0u);
@@ -171,6 +178,47 @@ TEST(NetPredict, FourClientsWithoutInputDelayUnderLatency) {
   EXPECT_GE(first.gap_after_rollback, 0.0f);
   EXPECT_LT(first.gap_after_rollback, 1.0f);
   EXPECT_EQ(server.stats().desync_reports, 0u);
+}
+
+// The client's sync test names the tick and the field when the confirmed world is changed behind
+// its back (the test hook moves a body before a tick is stepped: state the re-simulation cannot
+// reproduce, as a field missing from the snapshot would be).
+TEST(NetPredict, ClientSyncTestNamesTheTickAndField) {
+  server::ServerConfig config = net_test::loopback_config();
+  config.tick_rate_hz = 240;
+  net_test::InProcessServer server(config);
+  ASSERT_TRUE(server.started());
+  client_sdk::Client client;
+  client_sdk::ClientOptions options;
+  options.sync_test = 2;
+  ASSERT_TRUE(client.connect("127.0.0.1", server.port(), "default", "s", "", options))
+      << client.last_error();
+  client.run_thread();
+  uint64_t verified = 0;
+  std::vector<std::string> errors;
+  const auto handler = [&](const client_sdk::Event& e) {
+    if (std::get_if<client_sdk::TickAppliedEvent>(&e) != nullptr) ++verified;
+    if (const auto* x = std::get_if<client_sdk::ErrorEvent>(&e)) errors.push_back(x->message);
+  };
+  ASSERT_TRUE(net_test::eventually([&] {
+    client.poll(1ms, handler);
+    return verified >= 20 && !client.owned_bodies().empty();
+  }));
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(client.stats().sync_test_failures, 0u);
+  const uint64_t perturbed_tick = client.world()->tick() + 1;
+  client.debug_perturb_next_tick(client.owned_bodies().front(), {0, 1.0f, 0});
+  ASSERT_TRUE(net_test::eventually([&] {
+    client.poll(1ms, handler);
+    return client.stats().sync_test_failures > 0;
+  }));
+  ASSERT_FALSE(errors.empty());
+  const std::string& message = errors.front();
+  EXPECT_NE(message.find("sync test failed at tick " + std::to_string(perturbed_tick)),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("first difference: body"), std::string::npos) << message;
+  EXPECT_NE(message.find("position."), std::string::npos) << message;
 }
 
 }  // namespace
