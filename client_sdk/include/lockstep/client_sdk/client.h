@@ -24,6 +24,10 @@
 // writes it (with its own hashes beside the server's, and its own state at the bad tick) on a
 // desync. Thin mode: no stepping; the server streams Snapshots at the granted rate and each one is
 // restored into a local world only to give the handler a view of it.
+//
+// Predicted mode (ClientOptions::prediction, on top of lockstep): a second world runs ahead of
+// the verified one with our inputs at once and the others' guessed, and is rolled back and
+// re-simulated inside poll() when a confirmation disagrees (prediction.h, docs/client.md).
 #pragma once
 
 #include <chrono>
