@@ -15,6 +15,13 @@
 // drawn from the seed too), so clumps break up and the faster ball pushes the slower one back;
 // touching an opponent from the centre's side, it pushes straight outwards. The summary line
 // gains `score=` (its own) and `scores=` (every player in its world view).
+//
+// `--predict` runs a predicted world ahead of the confirmed one (client_sdk prediction mode,
+// with `--input-delay` and `--max-prediction`); `--latency-ms L --jitter-ms J` holds back what
+// the bot receives and the inputs it sends (L/2 each way, ±J, seeded by --seed) inside the SDK,
+// so rollback shows up on loopback. The summary line then gains `rollbacks=`,
+// `max_resimulated=`, `ticks_predicted=` and `max_rollback_us=`. `--sync-test K` re-simulates
+// the last K ticks after every confirmed one and counts failures as errors.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -261,6 +268,12 @@ int main(int argc, char** argv) {
   std::string scene_name;
   std::string scene_file;
   std::string game = "script";
+  bool predict = false;
+  int input_delay = -1;
+  uint32_t max_prediction = 8;
+  uint32_t latency_ms = 0;
+  uint32_t jitter_ms = 0;
+  uint32_t sync_test = 0;
   app.add_option("--host", host, "server address")->capture_default_str();
   app.add_option("--port", port, "server port")->capture_default_str();
   app.add_option("--room", room, "room to join")->capture_default_str();
@@ -279,6 +292,20 @@ int main(int argc, char** argv) {
                  "the platform with velocity inputs")
       ->capture_default_str()
       ->check(CLI::IsMember({"script", "sumo"}));
+  app.add_flag("--predict", predict, "predict ahead of the server and roll back on corrections");
+  app.add_option("--input-delay", input_delay,
+                 "input delay in ticks for our inputs (default: the server's)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--max-prediction", max_prediction, "ticks the prediction may run ahead")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 60));
+  app.add_option("--latency-ms", latency_ms, "simulated round trip added in the SDK (ms)")
+      ->check(CLI::Range(0, 10000));
+  app.add_option("--jitter-ms", jitter_ms, "simulated jitter each way (± ms)")
+      ->check(CLI::Range(0, 10000));
+  app.add_option("--sync-test", sync_test,
+                 "re-simulate the last K ticks after every confirmed tick (1..64)")
+      ->check(CLI::Range(0, 64));
   CLI11_PARSE(app, argc, argv);
 
   std::signal(SIGINT, on_signal);
@@ -290,6 +317,13 @@ int main(int argc, char** argv) {
   options.auto_resync = true;
   options.scene_name = scene_name;
   options.scene_file = scene_file;
+  options.prediction = predict;
+  options.max_prediction_ticks = max_prediction;
+  if (input_delay >= 0) options.input_delay_ticks = static_cast<uint16_t>(input_delay);
+  options.simulated_latency = std::chrono::milliseconds(latency_ms);
+  options.simulated_jitter = std::chrono::milliseconds(jitter_ms);
+  options.simulated_latency_seed = seed;
+  options.sync_test = sync_test;
   if (!client.connect(host, port, room, name, token, options)) {
     std::fprintf(stderr, "lockstep-bot: %s\n", client.last_error().c_str());
     return 2;
@@ -410,6 +444,18 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(last_tick));
   if (sumo) {
     std::printf(" score=%s scores=%s", final_score.c_str(), final_scores.c_str());
+  }
+  if (predict) {
+    std::printf(" rollbacks=%llu max_resimulated=%llu ticks_predicted=%llu max_rollback_us=%llu",
+                static_cast<unsigned long long>(stats.rollbacks),
+                static_cast<unsigned long long>(stats.max_ticks_resimulated),
+                static_cast<unsigned long long>(stats.ticks_predicted),
+                static_cast<unsigned long long>(stats.max_rollback_cost_us));
+  }
+  if (sync_test > 0) {
+    std::printf(" sync_test_ticks=%llu sync_test_failures=%llu",
+                static_cast<unsigned long long>(stats.sync_test_ticks),
+                static_cast<unsigned long long>(stats.sync_test_failures));
   }
   std::printf("\n");
   std::fflush(stdout);

@@ -4,13 +4,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <filesystem>
+#include <random>
 #include <utility>
 
 #include "connection.h"
 #include "lockstep/replays/file_name.h"
 #include "lockstep/replays/recorder.h"
 #include "lockstep/schema/scene_file.h"
+#include "lockstep/sim/state_diff.h"
+#include "lockstep/sim/sync_test.h"
 
 namespace lockstep::client_sdk {
 
@@ -42,9 +46,25 @@ struct Client::Impl {
   replays::ReplayHeader replay_header;
   std::unique_ptr<replays::ReplayWindow> replay_window;
 
+  // Prediction (options.prediction): made at the join snapshot, reset at every later one.
+  std::unique_ptr<Prediction> prediction;
+  // Sync test (options.sync_test): remade at every snapshot.
+  std::unique_ptr<sim::SyncTester> sync_tester;
+  bool sync_test_reported = false;
+
+  // Simulated latency (options.simulated_latency): messages and input frames held until due.
+  using Clock = std::chrono::steady_clock;
+  std::mt19937_64 latency_rng;
+  std::deque<std::pair<Clock::time_point, detail::Inbound>> delayed_inbound;
+  std::deque<std::pair<Clock::time_point, schema::SharedFrame>> delayed_outbound;
+  Clock::time_point last_inbound_due{}, last_outbound_due{};
+
   // Session counters, readable from any thread.
   std::atomic<uint64_t> ticks_applied{0}, ticks_verified{0}, desyncs{0}, snapshots{0}, resyncs{0},
       errors{0}, input_frames_sent{0}, inputs_sent{0};
+  std::atomic<uint64_t> ticks_predicted{0}, rollbacks{0}, ticks_resimulated{0},
+      max_ticks_resimulated{0}, max_rollback_cost_us{0}, prediction_waits{0}, sync_test_ticks{0},
+      sync_test_failures{0};
 
   // Delivery of one poll() call.
   const EventHandler* current = nullptr;
@@ -64,6 +84,15 @@ struct Client::Impl {
   void on_welcome(const schema::Welcome& welcome);
   void on_snapshot(const schema::Snapshot& snapshot);
   void on_tick_frame(const schema::TickFrame& frame);
+  /// A snapshot was restored: prediction and sync test (re)start from it.
+  void restart_prediction();
+  /// Rolls back if a confirmation disagreed, then predicts up to the next input tick.
+  void update_prediction(std::optional<uint64_t> next_input_tick);
+  void publish_prediction_counters();
+  void check_sync_test(uint64_t tick);
+  /// When `due` is for the simulated latency: one way's share plus jitter, never before `last`.
+  Clock::time_point delayed_due(Clock::time_point now, Clock::time_point* last);
+  void flush_outbound(Clock::time_point now);
   /// A snapshot was restored: the window starts (join) or restarts (resync) from it.
   void replay_keyframe();
   /// Writes the window for a desync at `tick`; the path, or "" and *error.
@@ -266,6 +295,7 @@ void Client::Impl::on_snapshot(const schema::Snapshot& snapshot) {
   have_snapshot = true;
   awaiting_snapshot = false;
   replay_keyframe();
+  restart_prediction();
   if (resync_requested) resyncs.fetch_add(1, std::memory_order_relaxed);
   resync_requested = false;
   snapshots.fetch_add(1, std::memory_order_relaxed);
@@ -293,15 +323,28 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
   // The frame's commands and inputs as the server applied them (commands first, as the step
   // does); a refusal here that the server accepted shows up as a hash mismatch below, which is
   // the check that matters.
-  for (const sim::Command& command : frame.commands)
-    world->queue_command(command);
-  for (const sim::Input& input : frame.inputs)
-    world->queue_input(input);
+  if (sync_tester) {
+    // The tester forwards them to the world and records them for its re-simulations.
+    for (const sim::Command& command : frame.commands)
+      sync_tester->queue_command(*world, command);
+    for (const sim::Input& input : frame.inputs)
+      sync_tester->queue_input(*world, input);
+  } else {
+    for (const sim::Command& command : frame.commands)
+      world->queue_command(command);
+    for (const sim::Input& input : frame.inputs)
+      world->queue_input(input);
+  }
   if (perturb_next_tick) {
     world->debug_perturb_position(perturb_next_tick->first, perturb_next_tick->second);
     perturb_next_tick.reset();
   }
-  world->step();
+  if (sync_tester) {
+    sync_tester->step(*world);
+    check_sync_test(frame.tick);
+  } else {
+    world->step();
+  }
   ticks_applied.fetch_add(1, std::memory_order_relaxed);
   // Our bodies follow the spawns (owned by us) and destroys the commands made.
   for (const sim::CommandResult& result : world->command_results()) {
@@ -342,12 +385,129 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
     return;
   }
   ticks_verified.fetch_add(1, std::memory_order_relaxed);
+  if (prediction &&
+      prediction->on_confirmed(*world, frame.inputs, frame.commands) != sim::Error::none) {
+    prediction->reset(*world);  // cannot happen for consecutive ticks; start over if it does
+  }
   TickAppliedEvent event;
   event.tick = frame.tick;
   event.state_hash = local_hash;
   event.input_count = static_cast<uint32_t>(frame.inputs.size());
   event.world_view = world.get();
   deliver(event);
+}
+
+void Client::Impl::restart_prediction() {
+  if (options.mode != ClientMode::lockstep || !world) return;
+  if (options.sync_test > 0) {
+    sim::Error error = sim::Error::none;
+    sync_tester = sim::SyncTester::create(*world, options.sync_test, &error);
+    sync_test_reported = false;
+  }
+  if (!options.prediction) return;
+  if (prediction) {
+    prediction->reset(*world);
+    return;
+  }
+  PredictionConfig config;
+  config.max_prediction_ticks = options.max_prediction_ticks;
+  config.predictor = options.input_predictor;
+  sim::Error error = sim::Error::none;
+  prediction = Prediction::create(*world, player_id, config, &error);
+  if (!prediction) {
+    fail(ErrorCode::bad_request,
+         std::string("cannot start prediction: ") + sim::error_message(error), true);
+  }
+}
+
+void Client::Impl::check_sync_test(uint64_t tick) {
+  sync_test_ticks.store(sync_tester->ticks_compared(), std::memory_order_relaxed);
+  if (!sync_tester->failed() || sync_test_reported) return;
+  sync_test_reported = true;
+  sync_test_failures.fetch_add(1, std::memory_order_relaxed);
+  const sim::SyncTestFailure& failure = sync_tester->failure();
+  std::string text = "sync test failed at tick " + std::to_string(failure.tick) + " (confirmed " +
+                     std::to_string(tick) + "): ";
+  if (failure.hash_misses_state) {
+    text += "hashes agree but the re-simulated state differs (the hash misses part of it)";
+  } else {
+    text += "hash " + std::to_string(failure.hash) + " re-simulated as " +
+            std::to_string(failure.resimulated_hash);
+  }
+  const std::vector<sim::StateFieldDiff> diffs =
+      sim::diff_state(sync_tester->recorded_at_failure(), sync_tester->resimulated_at_failure(), 1);
+  if (!diffs.empty()) {
+    const sim::StateFieldDiff& d = diffs.front();
+    text += d.body.is_null()
+                ? "; first difference: player " + std::to_string(d.player) + " " + d.field
+                : "; first difference: body " + std::to_string(d.body.index1 - 1) + " " + d.field;
+    text += " (" + std::to_string(d.value_a) + " vs " + std::to_string(d.value_b) + ")";
+  } else {
+    text += "; no body or score field differs (the difference is in other state)";
+  }
+  fail(ErrorCode::desync, std::move(text), false);
+}
+
+void Client::Impl::publish_prediction_counters() {
+  const Prediction::Counters& c = prediction->counters();
+  ticks_predicted.store(c.ticks_predicted, std::memory_order_relaxed);
+  rollbacks.store(c.rollbacks, std::memory_order_relaxed);
+  ticks_resimulated.store(c.ticks_resimulated, std::memory_order_relaxed);
+  max_ticks_resimulated.store(c.max_ticks_resimulated, std::memory_order_relaxed);
+  prediction_waits.store(c.waits, std::memory_order_relaxed);
+}
+
+void Client::Impl::update_prediction(std::optional<uint64_t> next_input_tick) {
+  if (!prediction || !world || !have_snapshot || awaiting_snapshot) return;
+  RollbackReport report;
+  if (prediction->reconcile(*world, &report)) {
+    const auto cost_us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(report.cost).count());
+    if (cost_us > max_rollback_cost_us.load(std::memory_order_relaxed)) {
+      max_rollback_cost_us.store(cost_us, std::memory_order_relaxed);
+    }
+    RolledBackEvent event;
+    event.from_tick = report.from_tick;
+    event.ticks_resimulated = report.ticks_resimulated;
+    event.cost_us = static_cast<uint32_t>(std::min<uint64_t>(cost_us, UINT32_MAX));
+    deliver(event);
+  }
+  // Up to the tick before the next input's: that tick waits for the game's input for it, so our
+  // own input is in the predicted world as soon as it is sent.
+  if (next_input_tick && *next_input_tick > 0) {
+    const uint64_t confirmed = world->tick();
+    prediction->advance(*next_input_tick - 1, [&](uint64_t tick) {
+      TickPredictedEvent event;
+      event.tick = tick;
+      event.confirmed_tick = confirmed;
+      event.world_view = &prediction->world();
+      deliver(event);
+    });
+  }
+  publish_prediction_counters();
+}
+
+Client::Impl::Clock::time_point Client::Impl::delayed_due(Clock::time_point now,
+                                                          Clock::time_point* last) {
+  const auto half = std::chrono::duration_cast<Clock::duration>(options.simulated_latency) / 2;
+  const auto jitter_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options.simulated_jitter).count();
+  int64_t offset_ns = 0;
+  if (jitter_ns > 0) {
+    offset_ns = std::uniform_int_distribution<int64_t>(-jitter_ns, jitter_ns)(latency_rng);
+  }
+  Clock::time_point due = now + half + std::chrono::nanoseconds(offset_ns);
+  if (due < now) due = now;
+  if (due < *last) due = *last;  // a stream never overtakes itself
+  *last = due;
+  return due;
+}
+
+void Client::Impl::flush_outbound(Clock::time_point now) {
+  while (!delayed_outbound.empty() && delayed_outbound.front().first <= now) {
+    if (connection) connection->send(std::move(delayed_outbound.front().second));
+    delayed_outbound.pop_front();
+  }
 }
 
 // ---- Client ---------------------------------------------------------------------------------
@@ -390,6 +550,25 @@ bool Client::connect(const std::string& host, uint16_t port, const std::string& 
     if (s.options.scene_name.empty()) s.options.scene_name = scene.name;
     s.options.scene = std::move(scene);
   }
+  if (options.prediction &&
+      (options.mode != ClientMode::lockstep || options.max_prediction_ticks == 0 ||
+       options.max_prediction_ticks > Prediction::kMaxPredictionTicks)) {
+    s.last_error =
+        "invalid ClientOptions: prediction needs lockstep mode and max_prediction_ticks "
+        "in 1.." +
+        std::to_string(Prediction::kMaxPredictionTicks);
+    return false;
+  }
+  if (options.sync_test > sim::SyncTester::kMaxRollbackTicks) {
+    s.last_error = "invalid ClientOptions: sync_test is at most " +
+                   std::to_string(sim::SyncTester::kMaxRollbackTicks) + " ticks";
+    return false;
+  }
+  if (options.simulated_latency.count() < 0 || options.simulated_jitter.count() < 0) {
+    s.last_error = "invalid ClientOptions: simulated latency and jitter cannot be negative";
+    return false;
+  }
+  s.latency_rng.seed(options.simulated_latency_seed);
   s.room = room;
   detail::ConnectionConfig config;
   config.ping_interval = options.ping_interval;
@@ -419,6 +598,19 @@ void Client::run_thread() {
 size_t Client::poll(std::chrono::milliseconds wait, const EventHandler& handler) {
   Impl& s = *impl_;
   if (!s.connection) return 0;
+  const bool delaying =
+      s.options.simulated_latency.count() > 0 || s.options.simulated_jitter.count() > 0;
+  if (delaying) {
+    // Wake for the next held item rather than sleeping past it.
+    auto now = Impl::Clock::now();
+    for (const auto* due :
+         {s.delayed_inbound.empty() ? nullptr : &s.delayed_inbound.front().first,
+          s.delayed_outbound.empty() ? nullptr : &s.delayed_outbound.front().first}) {
+      if (due == nullptr) continue;
+      const auto until = std::chrono::ceil<std::chrono::milliseconds>(*due - now);
+      wait = std::max(std::chrono::milliseconds(0), std::min(wait, until));
+    }
+  }
   if (s.connection->threaded()) {
     s.connection->wait_inbound(wait);
   } else {
@@ -426,16 +618,35 @@ size_t Client::poll(std::chrono::milliseconds wait, const EventHandler& handler)
   }
   s.current = handler ? &handler : &s.handler;
   s.delivered = 0;
-  // Bounded, so a server that sends faster than we step cannot keep poll() from returning.
-  detail::Inbound item;
-  for (size_t taken = 0; taken < s.options.max_pending_messages && s.connection->pop(&item);
-       ++taken) {
+  auto process = [&s](detail::Inbound& item) {
     if (auto* message = std::get_if<schema::Message>(&item)) {
       if (s.state != ClientState::disconnected) s.handle(*message);
     } else {
       s.handle_end(std::get<detail::ConnectionEnd>(item));
     }
+  };
+  // Bounded, so a server that sends faster than we step cannot keep poll() from returning.
+  detail::Inbound item;
+  if (delaying) {
+    const auto now = Impl::Clock::now();
+    s.flush_outbound(now);
+    while (s.delayed_inbound.size() < s.options.max_pending_messages && s.connection->pop(&item)) {
+      s.delayed_inbound.emplace_back(s.delayed_due(now, &s.last_inbound_due), std::move(item));
+    }
+    for (size_t taken = 0; taken < s.options.max_pending_messages && !s.delayed_inbound.empty() &&
+                           s.delayed_inbound.front().first <= now;
+         ++taken) {
+      detail::Inbound held = std::move(s.delayed_inbound.front().second);
+      s.delayed_inbound.pop_front();
+      process(held);
+    }
+  } else {
+    for (size_t taken = 0; taken < s.options.max_pending_messages && s.connection->pop(&item);
+         ++taken) {
+      process(item);
+    }
   }
+  if (s.prediction && s.state != ClientState::disconnected) s.update_prediction(next_input_tick());
   s.current = nullptr;
   return s.delivered;
 }
@@ -453,11 +664,12 @@ void Client::set_event_handler(EventHandler handler) {
 std::optional<uint64_t> Client::next_input_tick() const {
   const Impl& s = *impl_;
   if (!s.connection || !s.joined || s.state == ClientState::disconnected) return std::nullopt;
+  const uint16_t delay = s.options.input_delay_ticks.value_or(s.input_delay_ticks);
   // Time sync puts the input where the server will be input_delay ticks from now; never
   // earlier than an input already sent, so a player's inputs reach the sim in order.
   std::optional<uint64_t> target =
-      s.connection->target_tick(std::chrono::steady_clock::now(), s.input_delay_ticks);
-  if (!target && s.world) target = s.world->tick() + s.input_delay_ticks;
+      s.connection->target_tick(std::chrono::steady_clock::now(), delay);
+  if (!target && s.world) target = s.world->tick() + delay;
   if (!target) return std::nullopt;
   return std::max(s.last_stamped_tick, *target);
 }
@@ -481,7 +693,20 @@ std::optional<uint64_t> Client::send_input(std::span<const sim::Input> inputs) {
     return std::nullopt;
   }
   s.last_stamped_tick = stamped;
-  s.connection->send(std::move(encoded));
+  if (s.prediction) {
+    const sim::Error error = s.prediction->add_local_inputs(stamped, frame.inputs);
+    // Not predicted (too far ahead of the confirmed tick): the confirmation corrects it.
+    if (error != sim::Error::none) {
+      s.last_error = std::string("send_input: not predicted: ") + sim::error_message(error);
+    }
+  }
+  if (s.options.simulated_latency.count() > 0 || s.options.simulated_jitter.count() > 0) {
+    const auto now = Impl::Clock::now();
+    s.delayed_outbound.emplace_back(s.delayed_due(now, &s.last_outbound_due), std::move(encoded));
+    s.flush_outbound(now);
+  } else {
+    s.connection->send(std::move(encoded));
+  }
   s.input_frames_sent.fetch_add(1, std::memory_order_relaxed);
   s.inputs_sent.fetch_add(inputs.size(), std::memory_order_relaxed);
   return stamped;
@@ -501,6 +726,17 @@ void Client::debug_perturb_next_tick(sim::BodyId body, sim::Vec3 delta) {
   impl_->perturb_next_tick = std::make_pair(body, delta);
 }
 
+void Client::debug_perturb_predicted(sim::BodyId body, sim::Vec3 delta) {
+  if (impl_->prediction) impl_->prediction->debug_perturb(body, delta);
+}
+
+const sim::World* Client::confirmed_world() const {
+  return impl_->world.get();
+}
+const sim::World* Client::predicted_world() const {
+  return impl_->prediction ? &impl_->prediction->world() : nullptr;
+}
+
 ClientState Client::state() const {
   return impl_->state;
 }
@@ -514,7 +750,7 @@ uint16_t Client::tick_rate_hz() const {
   return impl_->tick_rate_hz;
 }
 uint16_t Client::input_delay_ticks() const {
-  return impl_->input_delay_ticks;
+  return impl_->options.input_delay_ticks.value_or(impl_->input_delay_ticks);
 }
 const sim::World* Client::world() const {
   return impl_->world.get();
@@ -540,6 +776,14 @@ ClientStats Client::stats() const {
   out.errors = load(s.errors);
   out.input_frames_sent = load(s.input_frames_sent);
   out.inputs_sent = load(s.inputs_sent);
+  out.ticks_predicted = load(s.ticks_predicted);
+  out.rollbacks = load(s.rollbacks);
+  out.ticks_resimulated = load(s.ticks_resimulated);
+  out.max_ticks_resimulated = load(s.max_ticks_resimulated);
+  out.max_rollback_cost_us = load(s.max_rollback_cost_us);
+  out.prediction_waits = load(s.prediction_waits);
+  out.sync_test_ticks = load(s.sync_test_ticks);
+  out.sync_test_failures = load(s.sync_test_failures);
   if (s.connection) {
     const detail::TransportCounters& t = s.connection->counters();
     out.bytes_in = load(t.bytes_in);

@@ -24,6 +24,10 @@
 // writes it (with its own hashes beside the server's, and its own state at the bad tick) on a
 // desync. Thin mode: no stepping; the server streams Snapshots at the granted rate and each one is
 // restored into a local world only to give the handler a view of it.
+//
+// Predicted mode (ClientOptions::prediction, on top of lockstep): a second world runs ahead of
+// the verified one with our inputs at once and the others' guessed, and is rolled back and
+// re-simulated inside poll() when a confirmation disagrees (prediction.h, docs/client.md).
 #pragma once
 
 #include <chrono>
@@ -36,6 +40,7 @@
 #include <variant>
 #include <vector>
 
+#include "lockstep/client_sdk/prediction.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/scene.h"
@@ -88,6 +93,34 @@ struct ClientOptions {
   uint32_t replay_window_seconds = 10;
   /// A keyframe (world snapshot) every N ticks in the replay window.
   uint32_t replay_keyframe_interval_ticks = 120;
+
+  /// Lockstep mode only: also run a predicted world ahead of the confirmed one (prediction.h).
+  /// The confirmed world (world(), confirmed_world()) still steps only TickFrames and is checked
+  /// against every server hash; predicted_world() runs up to the tick the next input would be
+  /// stamped for, with our inputs applied as soon as send_input() is called and the other
+  /// players' inputs predicted, and is rolled back and re-simulated inside poll() when a
+  /// confirmation disagrees. Set input_delay_ticks (0 is fine) to see our own inputs sooner.
+  bool prediction = false;
+  /// How far the predicted world may run ahead of the confirmed one (1 … 60); beyond it the
+  /// prediction waits for the server.
+  uint32_t max_prediction_ticks = 8;
+  /// Other players' inputs for unconfirmed ticks; null = repeat their last confirmed inputs.
+  InputPredictor input_predictor;
+  /// The input delay our inputs are stamped with; unset = the server's (Welcome). Below the
+  /// server's, inputs may reach it after their tick: it applies them at the next one (its late
+  /// policy), which a predicting client corrects by rolling back.
+  std::optional<uint16_t> input_delay_ticks;
+  /// Lockstep mode: after every confirmed tick, also restore the state from this many ticks back
+  /// (1 … 64) and simulate again, requiring the same hashes (sim::SyncTester). A failure is a
+  /// non-fatal ErrorEvent naming the tick and the first differing field; 0 = off.
+  uint32_t sync_test = 0;
+  /// Testing and demos: hold every received message and every sent input frame for this long
+  /// (half of it each way, so it is the added round trip) plus a uniform random amount in
+  /// ±simulated_jitter each way, drawn from simulated_latency_seed. Order is kept, as TCP keeps
+  /// it. Pings are not delayed, so time sync still sees the real link. 0 = off.
+  std::chrono::milliseconds simulated_latency{0};
+  std::chrono::milliseconds simulated_jitter{0};
+  uint64_t simulated_latency_seed = 1;
 };
 
 /// The room accepted us (lockstep mode: the join snapshot follows as a SnapshotEvent).
@@ -133,6 +166,22 @@ struct DesyncEvent {
   std::string replay_error;
 };
 
+/// The predicted world stepped `tick` ahead of confirmation (prediction mode).
+struct TickPredictedEvent {
+  uint64_t tick = 0;
+  uint64_t confirmed_tick = 0;
+  const sim::World* world_view = nullptr;
+  const sim::World& world() const { return *world_view; }
+};
+
+/// A confirmation disagreed with the prediction: the predicted world was restored to the
+/// confirmed tick `from_tick` and `ticks_resimulated` ticks were simulated again.
+struct RolledBackEvent {
+  uint64_t from_tick = 0;
+  uint32_t ticks_resimulated = 0;
+  uint32_t cost_us = 0;  // restore + re-simulation, wall clock
+};
+
 /// The connection is over (always the last event).
 struct DisconnectedEvent {
   ErrorCode code = ErrorCode::none;  // none: closed by us or an orderly end of stream
@@ -147,7 +196,7 @@ struct ErrorEvent {
 };
 
 using Event = std::variant<JoinedEvent, TickAppliedEvent, SnapshotEvent, DesyncEvent,
-                           DisconnectedEvent, ErrorEvent>;
+                           DisconnectedEvent, ErrorEvent, TickPredictedEvent, RolledBackEvent>;
 using EventHandler = std::function<void(const Event&)>;
 
 enum class ClientState : uint8_t { idle, connecting, joined, disconnected };
@@ -169,6 +218,16 @@ struct ClientStats {
   std::chrono::nanoseconds rtt_last{0};
   std::chrono::nanoseconds rtt_min{0};       // the time-sync window's least rtt
   std::chrono::nanoseconds rtt_smoothed{0};  // SRTT, gain 1/8
+  // Prediction mode.
+  uint64_t ticks_predicted = 0;
+  uint64_t rollbacks = 0;
+  uint64_t ticks_resimulated = 0;  // over all rollbacks
+  uint64_t max_ticks_resimulated = 0;
+  uint64_t max_rollback_cost_us = 0;
+  uint64_t prediction_waits = 0;  // polls where the bound held the prediction back
+  // Sync test (ClientOptions::sync_test).
+  uint64_t sync_test_ticks = 0;  // ticks re-simulated and compared
+  uint64_t sync_test_failures = 0;
 };
 
 class Client final {
@@ -216,6 +275,10 @@ class Client final {
   /// (World::debug_perturb_position), so that tick's hash differs from the server's.
   void debug_perturb_next_tick(sim::BodyId body, sim::Vec3 delta);
 
+  /// Test hook (prediction mode): moves `body` in the predicted world now, outside the tick;
+  /// the next confirmation notices and rolls back.
+  void debug_perturb_predicted(sim::BodyId body, sim::Vec3 delta);
+
   ClientState state() const;
   /// Joined data (0 / empty before the Welcome). Caller's thread.
   uint32_t player_id() const;
@@ -223,10 +286,16 @@ class Client final {
   /// player id) and destroys, so a body the server spawns for us on join appears here.
   const std::vector<sim::BodyId>& owned_bodies() const;
   uint16_t tick_rate_hz() const;
+  /// The delay our inputs are stamped with: ClientOptions::input_delay_ticks, else the server's.
   uint16_t input_delay_ticks() const;
   /// The local world (lockstep: after the last applied tick; thin: the last snapshot); null
   /// before the join snapshot. Caller's thread only.
   const sim::World* world() const;
+  /// The world as of the last confirmed (server-verified) tick: the same as world().
+  const sim::World* confirmed_world() const;
+  /// Prediction mode: the world ahead of confirmation (null otherwise, or before the join
+  /// snapshot). Caller's thread only.
+  const sim::World* predicted_world() const;
   /// The server's current tick as estimated by time sync, if there is an estimate.
   std::optional<uint64_t> estimated_server_tick() const;
   /// Counters; safe to call from any thread.
