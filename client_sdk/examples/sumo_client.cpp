@@ -487,6 +487,94 @@ int32_t to_fixed(float value, float limit) {
   return static_cast<int32_t>(std::lround(clamped * (1 << sim::kInputScaleLog2)));
 }
 
+// One velocity input per ball of `player` standing on the platform, towards the heading (x, z in
+// −1, 0, 1) at `speed` m/s. Our balls are the dynamic bodies we own: the rules spawn them after
+// the Welcome (and again after a fall), so the world knows them, not the Welcome's list.
+std::vector<sim::Input> steering_inputs(const sim::World& world, uint32_t player, int heading_x,
+                                        int heading_z, float speed, uint32_t* sequence) {
+  const float limit = world.def().max_input_linear_velocity;
+  std::vector<sim::Input> inputs;
+  std::vector<sim::BodyId> ids(world.body_count());
+  ids.resize(world.list_bodies(ids));
+  for (sim::BodyId body : ids) {
+    sim::BodyView v;
+    if (world.get_body(body, &v) != sim::Error::none || v.type != sim::BodyType::dynamic ||
+        v.owner_player != player)
+      continue;
+    // Steer only while standing on the platform: a sphere that went over the edge falls.
+    if (!ground_below(world, v.position, v.shape.radius + 0.25f, body)) continue;
+    const float norm = (heading_x != 0 && heading_z != 0) ? 0.70710678f : 1.0f;
+    sim::Input in;
+    in.body = body;
+    in.sequence = (*sequence)++;
+    in.flags = sim::input_sets_linear_velocity;
+    in.linear_velocity[0] = to_fixed(static_cast<float>(heading_x) * norm * speed, limit);
+    in.linear_velocity[1] = to_fixed(v.linear_velocity.y, limit);  // gravity keeps acting
+    in.linear_velocity[2] = to_fixed(static_cast<float>(heading_z) * norm * speed, limit);
+    inputs.push_back(in);
+  }
+  return inputs;
+}
+
+// ---- keys ---------------------------------------------------------------------------------------
+
+// Arrow keys set the heading, space clears it, q quits.
+void apply_key(Key key, int* heading_x, int* heading_z, const char** heading, bool* quit) {
+  switch (key) {
+    case Key::up:
+      *heading_x = 0, *heading_z = -1, *heading = "up";
+      break;
+    case Key::down:
+      *heading_x = 0, *heading_z = 1, *heading = "down";
+      break;
+    case Key::left:
+      *heading_x = -1, *heading_z = 0, *heading = "left";
+      break;
+    case Key::right:
+      *heading_x = 1, *heading_z = 0, *heading = "right";
+      break;
+    case Key::space:
+      *heading_x = 0, *heading_z = 0, *heading = "none";
+      break;
+    case Key::quit:
+      *quit = true;
+      break;
+    case Key::none:
+      break;
+  }
+}
+
+// Why the connection ended, in one line: the server's fatal error if it sent one, else the
+// disconnect's code and reason.
+std::string disconnect_reason(const sdk::DisconnectedEvent& gone, const std::string& fatal_error) {
+  if (!fatal_error.empty()) return fatal_error;
+  std::string code;
+  if (gone.code != sdk::ErrorCode::none)
+    code = std::string(lockstep::schema::error_code_name(gone.code)) + ": ";
+  return gone.reason.empty() ? code + "the server closed the connection" : code + gone.reason;
+}
+
+// One screen: the arena and the status lines, or "connecting" before the join snapshot.
+void draw(sdk::Client& client, const Options& options, ArenaMap* map, Status* status) {
+  const sim::World* world = client.world();
+  if (world == nullptr) {
+    Terminal::write_all("\x1b[H\x1b[2Jconnecting to " + options.host + ":" +
+                        std::to_string(options.port) + ", room '" + options.room +
+                        "'...  (q: quit)");
+    return;
+  }
+  const auto [cols, rows] = Terminal::size();
+  const int arena_rows = std::max(rows - 4, 4);
+  const uint32_t statics = count_static_bodies(*world);
+  if (map->cols != cols || map->rows != arena_rows || map->static_bodies != statics)
+    build_arena_map(*world, cols, arena_rows, statics, map);
+  const sdk::ClientStats stats = client.stats();
+  status->desyncs = stats.desyncs;
+  status->ticks_verified = stats.ticks_verified;
+  status->rtt_ms = static_cast<double>(stats.rtt_smoothed.count()) / 1e6;
+  Terminal::write_all(render(*world, *map, cols, rows, *status));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -548,30 +636,8 @@ int main(int argc, char** argv) {
       // One input frame per server tick (a poll may apply several ticks at once).
       const std::optional<uint64_t> next = client.next_input_tick();
       if (!next || (last_sent_tick && *next <= *last_sent_tick)) return;
-      const sim::World& world = t->world();
-      const float limit = world.def().max_input_linear_velocity;
-      std::vector<sim::Input> inputs;
-      // Our balls are the dynamic bodies we own: the rules spawn them after the Welcome (and
-      // again after a fall), so the world knows them, not the Welcome's list.
-      std::vector<sim::BodyId> ids(world.body_count());
-      ids.resize(world.list_bodies(ids));
-      for (sim::BodyId body : ids) {
-        sim::BodyView v;
-        if (world.get_body(body, &v) != sim::Error::none || v.type != sim::BodyType::dynamic ||
-            v.owner_player != client.player_id())
-          continue;
-        // Steer only while standing on the platform: a sphere that went over the edge falls.
-        if (!ground_below(world, v.position, v.shape.radius + 0.25f, body)) continue;
-        const float norm = (heading_x != 0 && heading_z != 0) ? 0.70710678f : 1.0f;
-        sim::Input in;
-        in.body = body;
-        in.sequence = sequence++;
-        in.flags = sim::input_sets_linear_velocity;
-        in.linear_velocity[0] = to_fixed(heading_x * norm * options.speed_mps, limit);
-        in.linear_velocity[1] = to_fixed(v.linear_velocity.y, limit);  // gravity keeps acting
-        in.linear_velocity[2] = to_fixed(heading_z * norm * options.speed_mps, limit);
-        inputs.push_back(in);
-      }
+      const std::vector<sim::Input> inputs = steering_inputs(
+          t->world(), client.player_id(), heading_x, heading_z, options.speed_mps, &sequence);
       if (!inputs.empty()) last_sent_tick = client.send_input(inputs);
     } else if (const auto* s = std::get_if<sdk::SnapshotEvent>(&event)) {
       status.tick = s->tick;
@@ -589,55 +655,17 @@ int main(int argc, char** argv) {
   bool quit = false;
   while (!quit && !g_stop && !gone) {
     client.poll(std::chrono::milliseconds(10), handler);
-    for (Key key : keys.read()) {
-      switch (key) {
-        case Key::up:
-          heading_x = 0, heading_z = -1, status.heading = "up";
-          break;
-        case Key::down:
-          heading_x = 0, heading_z = 1, status.heading = "down";
-          break;
-        case Key::left:
-          heading_x = -1, heading_z = 0, status.heading = "left";
-          break;
-        case Key::right:
-          heading_x = 1, heading_z = 0, status.heading = "right";
-          break;
-        case Key::space:
-          heading_x = 0, heading_z = 0, status.heading = "none";
-          break;
-        case Key::quit:
-          quit = true;
-          break;
-        case Key::none:
-          break;
-      }
-    }
+    for (Key key : keys.read())
+      apply_key(key, &heading_x, &heading_z, &status.heading, &quit);
     if (!joined && Clock::now() - started > join_timeout) {
       gone =
           sdk::DisconnectedEvent{sdk::ErrorCode::timeout, "no Welcome from the server within 15 s"};
       break;
     }
     const Clock::time_point now = Clock::now();
-    const sim::World* world = client.world();
     if (now - last_frame < std::chrono::milliseconds(50)) continue;
     last_frame = now;
-    if (world == nullptr) {
-      Terminal::write_all("\x1b[H\x1b[2Jconnecting to " + options.host + ":" +
-                          std::to_string(options.port) + ", room '" + options.room +
-                          "'...  (q: quit)");
-      continue;
-    }
-    const auto [cols, rows] = Terminal::size();
-    const int arena_rows = std::max(rows - 4, 4);
-    const uint32_t statics = count_static_bodies(*world);
-    if (map.cols != cols || map.rows != arena_rows || map.static_bodies != statics)
-      build_arena_map(*world, cols, arena_rows, statics, &map);
-    const sdk::ClientStats stats = client.stats();
-    status.desyncs = stats.desyncs;
-    status.ticks_verified = stats.ticks_verified;
-    status.rtt_ms = static_cast<double>(stats.rtt_smoothed.count()) / 1e6;
-    Terminal::write_all(render(*world, map, cols, rows, status));
+    draw(client, options, &map, &status);
   }
 
   const sdk::ClientStats stats = client.stats();
@@ -659,17 +687,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(stats.inputs_sent), score.c_str());
   }
   if (gone) {
-    std::string code;
-    if (gone->code != sdk::ErrorCode::none)
-      code = std::string(lockstep::schema::error_code_name(gone->code)) + ": ";
-    std::string why = code + gone->reason;
-    if (!fatal_error.empty()) {
-      why = fatal_error;
-    } else if (gone->reason.empty()) {
-      why = code + "the server closed the connection";
-    }
     std::fprintf(stderr, "sumo_client: disconnected from %s:%u: %s\n", options.host.c_str(),
-                 options.port, why.c_str());
+                 options.port, disconnect_reason(*gone, fatal_error).c_str());
     return 1;
   }
   return 0;
