@@ -911,18 +911,6 @@ void append_body_keys(std::string* out, const BodyDef& body, bool pose) {
   *out += '\n';
 }
 
-// A template as the body it makes, for its line's keys.
-BodyDef template_body(const BodyTemplate& t) {
-  BodyDef body = default_body_def();
-  body.type = t.type;
-  body.shape = t.shape;
-  body.linear_damping = t.linear_damping;
-  body.angular_damping = t.angular_damping;
-  body.allow_sleep = t.allow_sleep;
-  body.bullet = t.bullet;
-  return body;
-}
-
 // The `player` and `spawn` lines: what a server spawns for each joining player, and where.
 void append_player_lines(std::string* out, const Scene& scene) {
   if (scene.player_template >= 0 &&
@@ -960,7 +948,7 @@ std::string format_scene_text(const Scene& scene) {
     const BodyTemplate& t = scene.def.templates[i];
     out += "template name=";
     out.append(t.name, strnlen(t.name, sizeof(t.name)));
-    append_body_keys(&out, template_body(t), false);
+    append_body_keys(&out, template_body_def(t), false);
   }
   for (size_t i = 0; i < scene.bodies.size(); ++i) {
     out += "body";

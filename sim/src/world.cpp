@@ -252,14 +252,7 @@ Error check_command_fields(const WorldDef& def, const Command& c) {
 }
 
 BodyDef spawn_body_def(const WorldDef& def, const Command& c) {
-  const BodyTemplate& t = def.templates[c.template_index];
-  BodyDef b;
-  b.type = t.type;
-  b.shape = t.shape;
-  b.linear_damping = t.linear_damping;
-  b.angular_damping = t.angular_damping;
-  b.allow_sleep = t.allow_sleep;
-  b.bullet = t.bullet;
+  BodyDef b = template_body_def(def.templates[c.template_index]);
   b.position = c.position;
   b.orientation = c.orientation;
   b.linear_velocity = c.linear_velocity;

@@ -17,6 +17,17 @@ BodyDef default_body_def() {
   return BodyDef{};
 }
 
+BodyDef template_body_def(const BodyTemplate& tmpl) {
+  BodyDef body;
+  body.type = tmpl.type;
+  body.shape = tmpl.shape;
+  body.linear_damping = tmpl.linear_damping;
+  body.angular_damping = tmpl.angular_damping;
+  body.allow_sleep = tmpl.allow_sleep;
+  body.bullet = tmpl.bullet;
+  return body;
+}
+
 namespace {
 
 bool template_name_byte(char c) {

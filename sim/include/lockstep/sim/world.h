@@ -124,6 +124,9 @@ class World final {
 
 /// Index of the template named `name` in def.templates, or -1.
 int find_template(const WorldDef& def, std::string_view name);
+/// The body a template makes (its type, shape, damping and flags), at the origin, at rest,
+/// without an owner: what a spawn command starts from.
+BodyDef template_body_def(const BodyTemplate& tmpl);
 /// Writes `name` into a template (NUL-padded); false when it is empty, too long or has a byte
 /// outside [A-Za-z0-9_.-].
 bool set_template_name(BodyTemplate* tmpl, std::string_view name);
