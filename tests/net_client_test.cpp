@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -296,6 +297,66 @@ TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
   EXPECT_EQ(room.inputs_rejected, 0u);
   EXPECT_EQ(room.inputs_accepted, inputs_sent);
   EXPECT_EQ(room.inputs_late_dropped, 0u);  // the default policy applies late inputs
+  EXPECT_EQ(room.desync_reports, 0u);
+}
+
+// A room whose steps take twice its tick period cannot keep its 240 Hz: it runs at most at 120,
+// on a machine made busy on purpose (two spinning processes on two cores). The room must stay
+// playable at the speed it can: it moves its schedule later instead of falling ever further
+// behind, the clients hear of it in their Pongs and keep stamping inputs the room accepts.
+// Nothing may be refused as beyond the window and nobody may desync.
+TEST(NetClient, RoomAtTwiceItsCapacityMovesItsScheduleAndRefusesNoInput) {
+  const net_test::BusyProcesses busy(2);
+  server::ServerConfig config = room_config();
+  config.rules = "slow-steps";
+  std::atomic<bool> slow{true};
+  // 2 × 1/240 s per step, on top of the step itself.
+  TestServer server(config, nullptr, net_test::slow_steps_factory(&slow, 8334us));
+  ASSERT_TRUE(server.started());
+  TestClient a("a");
+  TestClient b("b");
+  a.send_inputs = true;
+  b.send_inputs = true;
+  b.seed = sim::kDefaultInputSeed + 1;
+  ASSERT_TRUE(a.connect(server.port()));
+  ASSERT_TRUE(b.connect(server.port()));
+  std::vector<TestClient*> clients = {&a, &b};
+  // Long enough for the schedule to move many times (the lag bound is a quarter of the 64-tick
+  // window: 16 ticks, reached in about 16 steps at half speed).
+  auto done = [&] {
+    return std::all_of(clients.begin(), clients.end(), [](const TestClient* c) {
+      return c->hashes.size() >= 300 && c->input_frames_sent >= 60 &&
+             c->client.stats().schedule_moves + 1 >= 1;
+    });
+  };
+  const bool finished = pump_until(clients, done);
+  ASSERT_TRUE(finished) << describe(a) << "\n" << describe(b);
+  slow = false;
+  for (TestClient* c : clients)
+    c->send_inputs = false;
+  uint64_t inputs_sent = 0;
+  for (const TestClient* c : clients) {
+    EXPECT_TRUE(c->desyncs.empty()) << describe(*c);
+    EXPECT_TRUE(c->errors.empty()) << describe(*c);  // an input refused would be an ErrorEvent
+    EXPECT_FALSE(c->disconnected.has_value()) << describe(*c);
+    inputs_sent += c->client.stats().inputs_sent;
+  }
+  EXPECT_GE(expect_same_hashes(a, b), 200u);
+  server::ServerStats stats;
+  const bool all_counted = server.stats_eventually(
+      [&](const server::ServerStats& s) {
+        return !s.rooms.empty() &&
+               s.rooms.front().inputs_accepted + s.rooms.front().inputs_rejected >= inputs_sent;
+      },
+      &stats);
+  ASSERT_FALSE(stats.rooms.empty());
+  const server::RoomStats& room = stats.rooms.front();
+  EXPECT_TRUE(all_counted) << room.inputs_accepted << " accepted, " << room.inputs_rejected
+                           << " rejected of " << inputs_sent << " sent";
+  EXPECT_EQ(room.inputs_rejected, 0u);
+  EXPECT_EQ(room.inputs_accepted, inputs_sent);
+  EXPECT_GE(room.schedule_slips, 2u);
+  EXPECT_GT(room.schedule_slipped.count(), 0);
   EXPECT_EQ(room.desync_reports, 0u);
 }
 

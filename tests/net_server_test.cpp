@@ -358,6 +358,7 @@ TEST(NetServer, JoinGetsWelcomeSnapshotThenConsecutiveTickFrames) {
   EXPECT_EQ(p.welcome.player_id, 1u);
   EXPECT_EQ(p.welcome.tick_rate_hz, 60);
   EXPECT_EQ(p.welcome.input_delay_ticks, 2);
+  EXPECT_EQ(p.welcome.input_window_ticks, 64u);  // the default window
   EXPECT_EQ(p.welcome.scene, "inputs");
   EXPECT_EQ(p.welcome.world_def_fingerprint, sim::world_def_fingerprint(scene.def));
   const std::vector<sim::BodyId> owned = bodies_owned_by(1);
@@ -558,34 +559,14 @@ TEST(NetServer, LateInputIsAppliedAtTheNextTick) {
   EXPECT_EQ(stats.rooms[0].inputs_accepted, 1u);
 }
 
-// Rules that make every step slow while `slow` is set: the room falls behind its schedule, as on
-// an overloaded machine.
-class SlowStepRules final : public server::RoomRules {
- public:
-  explicit SlowStepRules(const std::atomic<bool>* slow) : slow_(slow) {}
-  void after_step(const sim::World&, std::span<const sim::SensorEvent>,
-                  server::RulesOutput&) override {
-    if (slow_->load()) std::this_thread::sleep_for(40ms);
-  }
-
- private:
-  const std::atomic<bool>* slow_;
-};
-
 TEST(NetServer, RoomBehindItsScheduleAppliesInputsStampedByTheSchedule) {
   server::ServerConfig config = test_config();
   config.input_window_ticks = 8;
+  // The schedule must not move here: this is the room still catching up, within its bound.
+  config.max_schedule_lag_ticks = 1000;
   config.rules = "slow-steps";
   std::atomic<bool> slow{false};
-  ServerRunner runner(config, nullptr,
-                      [&slow](const std::string& name, const sim::Scene&,
-                              std::string* error) -> std::unique_ptr<server::RoomRules> {
-                        if (name != "slow-steps") {
-                          *error = "unknown rules";
-                          return nullptr;
-                        }
-                        return std::make_unique<SlowStepRules>(&slow);
-                      });
+  ServerRunner runner(config, nullptr, net_test::slow_steps_factory(&slow, 40ms));
   ASSERT_TRUE(runner.started());
   Player p = join(runner.port(), "alpha", "p1");
   const std::vector<sim::BodyId> owned = bodies_owned_by(1);
@@ -629,6 +610,8 @@ TEST(NetServer, RoomBehindItsScheduleAppliesInputsStampedByTheSchedule) {
   const server::ServerStats stats = runner.stats();
   ASSERT_EQ(stats.rooms.size(), 1u);
   EXPECT_EQ(stats.rooms[0].inputs_behind_schedule, 1u);
+  EXPECT_EQ(stats.rooms[0].schedule_slips, 0u);  // within its (raised) lag bound
+  EXPECT_EQ(pong->schedule_epoch, 0u);
   EXPECT_EQ(stats.rooms[0].inputs_rejected, 0u);
   EXPECT_EQ(stats.rooms[0].inputs_accepted, 1u);
 }

@@ -9,18 +9,28 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "lockstep/schema/tick_schedule.h"
 #include "lockstep/server/config.h"
+#include "lockstep/server/room_rules.h"
 #include "lockstep/server/server.h"
 
 namespace lockstep::net_test {
@@ -62,6 +72,65 @@ inline server::ServerConfig loopback_config() {
   config.handle_signals = false;
   return config;
 }
+
+/// Rules that make every step of a room take `step_time` longer while `*slow` is set: the room
+/// falls behind its schedule, as on an overloaded machine.
+class SlowStepRules final : public server::RoomRules {
+ public:
+  SlowStepRules(const std::atomic<bool>* slow, std::chrono::microseconds step_time)
+      : slow_(slow), step_time_(step_time) {}
+  void after_step(const sim::World&, std::span<const sim::SensorEvent>,
+                  server::RulesOutput&) override {
+    if (slow_->load()) std::this_thread::sleep_for(step_time_);
+  }
+
+ private:
+  const std::atomic<bool>* slow_;
+  std::chrono::microseconds step_time_;
+};
+
+/// A RulesFactory for ServerConfig::rules = "slow-steps" (SlowStepRules); `slow` must outlive
+/// the server.
+inline server::RulesFactory slow_steps_factory(const std::atomic<bool>* slow,
+                                               std::chrono::microseconds step_time) {
+  return [slow, step_time](const std::string& name, const sim::Scene&,
+                           std::string* error) -> std::unique_ptr<server::RoomRules> {
+    if (name != "slow-steps") {
+      *error = "unknown rules";
+      return nullptr;
+    }
+    return std::make_unique<SlowStepRules>(slow, step_time);
+  };
+}
+
+/// `count` child processes that spin on a core each until this object is destroyed: the busy
+/// machine a test must still pass on, made on purpose.
+class BusyProcesses final {
+ public:
+  explicit BusyProcesses(int count) {
+    for (int i = 0; i < count; ++i) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        volatile uint64_t spin = 0;
+        for (;;)
+          spin = spin + 1;  // until SIGKILL
+      }
+      if (pid > 0) children_.push_back(pid);
+    }
+  }
+  ~BusyProcesses() {
+    for (pid_t pid : children_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  BusyProcesses(const BusyProcesses&) = delete;
+  BusyProcesses& operator=(const BusyProcesses&) = delete;
+  size_t running() const { return children_.size(); }
+
+ private:
+  std::vector<pid_t> children_;
+};
 
 /// A started server and the thread running it; stopped gracefully on destruction.
 class InProcessServer final {

@@ -178,6 +178,7 @@ std::vector<Documented> documented() {
     m.owned_bodies = {sim::BodyId{2, 1}, sim::BodyId{9, 4}};
     m.snapshot_rate_hz = 6;
     m.snapshot_interval_ticks = 9;
+    m.input_window_ticks = 64;
     m.world_def = sample_world_def();
     m.world_def_fingerprint = sim::world_def_fingerprint(*m.world_def);  // checked on decode
     const auto owned = [](auto& x) { return x.owned_bodies; };
@@ -197,7 +198,8 @@ std::vector<Documented> documented() {
           field<Welcome>("snapshot_rate_hz", [](auto& x) { return x.snapshot_rate_hz; }),
           field<Welcome>("snapshot_interval_ticks",
                          [](auto& x) { return x.snapshot_interval_ticks; }),
-          field<Welcome>("world_def", [](auto& x) { return fingerprint_or_zero(x.world_def); })}});
+          field<Welcome>("world_def", [](auto& x) { return fingerprint_or_zero(x.world_def); }),
+          field<Welcome>("input_window_ticks", [](auto& x) { return x.input_window_ticks; })}});
   }
   list.push_back({"Snapshot",
                   Snapshot{41, {1, 2, 3, 250, 0, 7}, 0xFEEDull},
@@ -247,10 +249,11 @@ std::vector<Documented> documented() {
                     return x.client_time_ns;
                   })}});
   list.push_back({"Pong",
-                  Pong{123'456'789, 88, 4'000},
+                  Pong{123'456'789, 88, 4'000, 3},
                   {field<Pong>("client_time_ns", [](auto& x) { return x.client_time_ns; }),
                    field<Pong>("server_tick", [](auto& x) { return x.server_tick; }),
-                   field<Pong>("ns_into_tick", [](auto& x) { return x.ns_into_tick; })}});
+                   field<Pong>("ns_into_tick", [](auto& x) { return x.ns_into_tick; }),
+                   field<Pong>("schedule_epoch", [](auto& x) { return x.schedule_epoch; })}});
   list.push_back(
       {"Error",
        ErrorMessage{ErrorCode::unknown_scene, "scene 'x' is not served here", true, 5, 4},

@@ -132,6 +132,65 @@ TEST(TickClock, CatchUpIsCappedPerWakeAndTheRestIsPostponedNotSkipped) {
   EXPECT_EQ(clock.counters().late_ticks, 10u);  // tick 10 itself was on time
 }
 
+TEST(TickClock, ABacklogOverTheBoundMovesTheScheduleLaterOnce) {
+  TickClockConfig config = config_60hz(4);
+  config.max_backlog_ticks = 10;
+  TickClock clock(config, kStart);
+  EXPECT_EQ(clock.advance(kStart), 1u);  // tick 0
+  // 10 ticks due and not started: at the bound, not over it. No slip.
+  const Time at_bound = clock.due_time(10);
+  EXPECT_EQ(clock.backlog_ticks(at_bound), 10u);
+  EXPECT_EQ(clock.advance(at_bound), 4u);
+  EXPECT_EQ(clock.epoch(), 0u);
+  EXPECT_EQ(clock.start(), kStart);
+  // The machine stalls: 100 ticks are due. The schedule moves so that the next tick (5) is due
+  // at this instant, and the slip is exactly how far tick 5 was behind.
+  const Time stalled = clock.due_time(105) + 3ms;
+  const nanoseconds behind = stalled - clock.due_time(5);
+  EXPECT_EQ(clock.advance(stalled), 1u);  // tick 5, now on time; tick 6 is a period away
+  EXPECT_EQ(clock.epoch(), 1u);
+  EXPECT_EQ(clock.counters().slips, 1u);
+  EXPECT_EQ(clock.counters().slipped, behind);
+  EXPECT_EQ(clock.due_time(5), stalled);
+  EXPECT_EQ(clock.next_tick(), 6u);
+  // Ticks are still due at whole-schedule offsets from the new start: no hole, no drift.
+  EXPECT_EQ(clock.due_time(65) - clock.due_time(5), 1s);
+  EXPECT_EQ(clock.backlog_ticks(stalled), 0u);
+  EXPECT_EQ(clock.position(stalled).tick, 5u);
+  // Back on the new schedule, nothing slips again.
+  for (uint64_t tick = 6; tick < 200; ++tick)
+    ASSERT_EQ(clock.advance(clock.due_time(tick)), 1u) << tick;
+  EXPECT_EQ(clock.epoch(), 1u);
+}
+
+TEST(TickClock, ARoomAtTwiceItsCapacityStaysWithinTheBoundOfItsSchedule) {
+  // Every step takes two periods: the room runs at half rate. Each wake it measures its
+  // backlog; with slipping it never exceeds the bound by more than the ticks one wake runs.
+  TickClockConfig config = config_60hz(4);
+  config.max_backlog_ticks = 16;
+  TickClock clock(config, kStart);
+  Time now = kStart;
+  const nanoseconds step = 2 * nanoseconds(16'666'667);
+  uint64_t max_backlog = 0;
+  for (int wake = 0; wake < 2000; ++wake) {
+    const uint32_t due = clock.advance(now);
+    now += step * due;
+    max_backlog = std::max(max_backlog, clock.backlog_ticks(now));
+    if (due == 0) now = clock.next_deadline();
+  }
+  EXPECT_GT(clock.epoch(), 10u);
+  EXPECT_LE(max_backlog, 16u + 2 * 4u);
+  EXPECT_GT(clock.next_tick(), 2000u);  // it kept stepping all along
+}
+
+TEST(TickClock, ZeroBacklogBoundNeverSlips) {
+  TickClock clock(config_60hz(4), kStart);
+  clock.advance(kStart);
+  clock.advance(clock.due_time(100'000));
+  EXPECT_EQ(clock.epoch(), 0u);
+  EXPECT_EQ(clock.start(), kStart);
+}
+
 TEST(TickClock, LateTicksAreCountedAboveTheThreshold) {
   TickClock clock(config_60hz(), kStart);
   const nanoseconds lateness[] = {0ns, 1ms, 2ms, 2ms + 1ns, 15ms};  // threshold 2 ms

@@ -39,6 +39,7 @@ struct Client::Impl {
   std::optional<std::pair<sim::BodyId, sim::Vec3>> perturb_next_tick;
   uint64_t last_stamped_tick = 0;
   uint32_t input_frame_sequence = 0;
+  std::atomic<uint64_t> stamps_capped{0};
 
   // Replay window (options.replay_dir): made at the join snapshot, fed every stepped tick.
   std::string room;
@@ -88,6 +89,9 @@ struct Client::Impl {
   void restart_prediction();
   /// Rolls back if a confirmation disagreed, then predicts up to the next input tick.
   void update_prediction(std::optional<uint64_t> next_input_tick);
+  /// The tick the next input will be stamped for (Client::next_input_tick); *capped (optional)
+  /// says whether the room's input window lowered it.
+  std::optional<uint64_t> next_input_tick(bool* capped) const;
   void publish_prediction_counters();
   void check_sync_test(uint64_t tick);
   /// When `due` is for the simulated latency: one way's share plus jitter, never before `last`.
@@ -661,22 +665,27 @@ void Client::set_event_handler(EventHandler handler) {
   impl_->handler = std::move(handler);
 }
 
-std::optional<uint64_t> Client::next_input_tick() const {
-  const Impl& s = *impl_;
-  if (!s.connection || !s.joined || s.state == ClientState::disconnected) return std::nullopt;
-  const uint16_t delay = s.options.input_delay_ticks.value_or(s.input_delay_ticks);
-  // Time sync puts the input where the server will be input_delay ticks from now; never
-  // earlier than an input already sent, so a player's inputs reach the sim in order.
+std::optional<uint64_t> Client::Impl::next_input_tick(bool* capped) const {
+  if (!connection || !joined || state == ClientState::disconnected) return std::nullopt;
+  const uint16_t delay = options.input_delay_ticks.value_or(input_delay_ticks);
+  // Time sync puts the input where the server will be input_delay ticks from now, but never
+  // past what the room is sure to accept (Connection::target_tick); never earlier than an input
+  // already sent, so a player's inputs reach the sim in order.
   std::optional<uint64_t> target =
-      s.connection->target_tick(std::chrono::steady_clock::now(), delay);
-  if (!target && s.world) target = s.world->tick() + delay;
+      connection->target_tick(std::chrono::steady_clock::now(), delay, capped);
+  if (!target && world) target = world->tick() + delay;
   if (!target) return std::nullopt;
-  return std::max(s.last_stamped_tick, *target);
+  return std::max(last_stamped_tick, *target);
+}
+
+std::optional<uint64_t> Client::next_input_tick() const {
+  return impl_->next_input_tick(nullptr);
 }
 
 std::optional<uint64_t> Client::send_input(std::span<const sim::Input> inputs) {
   Impl& s = *impl_;
-  const std::optional<uint64_t> next = next_input_tick();
+  bool capped = false;
+  const std::optional<uint64_t> next = s.next_input_tick(&capped);
   if (!next) return std::nullopt;
   const uint64_t stamped = *next;
 
@@ -693,6 +702,7 @@ std::optional<uint64_t> Client::send_input(std::span<const sim::Input> inputs) {
     return std::nullopt;
   }
   s.last_stamped_tick = stamped;
+  if (capped) s.stamps_capped.fetch_add(1, std::memory_order_relaxed);
   if (s.prediction) {
     const sim::Error error = s.prediction->add_local_inputs(stamped, frame.inputs);
     // Not predicted (too far ahead of the confirmed tick): the confirmation corrects it.
@@ -791,6 +801,8 @@ ClientStats Client::stats() const {
     out.frames_in = load(t.frames_in);
     out.frames_out = load(t.frames_out);
     out.pongs = load(t.pongs);
+    out.schedule_moves = load(t.schedule_moves);
+    out.stamps_capped = load(s.stamps_capped);
     const detail::RttFigures rtt = s.connection->rtt();
     out.rtt_last = rtt.last;
     out.rtt_min = rtt.min;

@@ -90,10 +90,30 @@ void Connection::close(schema::ErrorCode code, std::string reason) {
              [this, code, reason = std::move(reason)]() mutable { end(code, std::move(reason)); });
 }
 
-std::optional<uint64_t> Connection::target_tick(SteadyTime now, uint32_t input_delay_ticks) const {
+std::optional<uint64_t> Connection::target_tick(SteadyTime now, uint32_t input_delay_ticks,
+                                                bool* capped) const {
   std::lock_guard lock(time_mutex_);
+  if (capped != nullptr) *capped = false;
   if (!time_sync_) return std::nullopt;
-  return time_sync_->target_tick(now, input_delay_ticks);
+  std::optional<uint64_t> target = time_sync_->target_tick(now, input_delay_ticks);
+  if (!target || !have_room_tick_ || input_window_ticks_ == 0) return target;
+  // Where the room will be when the input arrives, seen from the TickFrames instead of the
+  // clock: the newest tick we have + the round trip (the frame's way here and the input's way
+  // there) + the delay + one tick of slack for a tick under way. On schedule this is above the
+  // clock's stamp (by a one-way trip and a tick); it binds only when the room runs behind the
+  // schedule our clock follows (an overloaded server, or its last move of the schedule not
+  // heard of yet), and keeps the input's lead bounded there. Never past the input window, which
+  // the room is sure to accept.
+  const uint64_t period_ns = 1'000'000'000u / time_sync_->config().tick_rate_hz;
+  const uint64_t rtt_ticks =
+      static_cast<uint64_t>(std::max<int64_t>(0, time_sync_->smoothed_rtt().count())) / period_ns +
+      1;
+  const uint64_t lead = std::min<uint64_t>(input_window_ticks_, input_delay_ticks + rtt_ticks + 1);
+  if (*target > newest_room_tick_ + lead) {
+    if (capped != nullptr) *capped = true;
+    target = newest_room_tick_ + lead;
+  }
+  return target;
 }
 
 std::optional<uint64_t> Connection::estimated_server_tick(SteadyTime now) const {
@@ -260,6 +280,12 @@ void Connection::handle_body(std::span<const uint8_t> body) {
   if (const auto* pong = std::get_if<schema::Pong>(&message)) {
     // Timestamps are taken here, on the io side, so that poll latency stays out of the rtt.
     std::lock_guard lock(time_mutex_);
+    if (time_sync_ && pong->schedule_epoch != schedule_epoch_) {
+      // The room moved its schedule later: every sample so far places it too early.
+      time_sync_->clear();
+      schedule_epoch_ = pong->schedule_epoch;
+      counters_.schedule_moves.fetch_add(1, std::memory_order_relaxed);
+    }
     if (time_sync_) {
       TimeSample sample;
       sample.client_send = SteadyTime(std::chrono::nanoseconds(pong->client_time_ns));
@@ -280,6 +306,7 @@ void Connection::handle_body(std::span<const uint8_t> body) {
       // Hello → Welcome is a round trip too: the estimate exists from the first moment on.
       std::lock_guard lock(time_mutex_);
       time_sync_.emplace(TimeSyncConfig{welcome->tick_rate_hz, std::chrono::seconds(10)});
+      input_window_ticks_ = welcome->input_window_ticks;
       TimeSample sample;
       sample.client_send = hello_sent_;
       sample.server_tick = welcome->current_tick;
@@ -288,6 +315,14 @@ void Connection::handle_body(std::span<const uint8_t> body) {
       time_sync_->add_sample(sample);
     }
     asio::co_spawn(io_, pinger(), asio::detached);
+  }
+  const uint64_t* room_tick = nullptr;
+  if (const auto* frame = std::get_if<schema::TickFrame>(&message)) room_tick = &frame->tick;
+  if (const auto* snapshot = std::get_if<schema::Snapshot>(&message)) room_tick = &snapshot->tick;
+  if (room_tick != nullptr) {
+    std::lock_guard lock(time_mutex_);
+    if (!have_room_tick_ || *room_tick > newest_room_tick_) newest_room_tick_ = *room_tick;
+    have_room_tick_ = true;
   }
   const bool is_disconnect = std::holds_alternative<schema::Disconnect>(message);
   schema::Disconnect disconnect;

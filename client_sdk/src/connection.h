@@ -55,6 +55,9 @@ struct TransportCounters {
   std::atomic<uint64_t> frames_in{0};
   std::atomic<uint64_t> frames_out{0};
   std::atomic<uint64_t> pongs{0};
+  // Pongs that named a newer schedule epoch: the room moved its schedule (it cannot keep up) and
+  // the clock samples taken before were dropped.
+  std::atomic<uint64_t> schedule_moves{0};
 };
 
 /// Round-trip figures from time sync (a copy, taken under its lock).
@@ -89,8 +92,12 @@ class Connection final {
   /// Ends the connection with a reason (a ConnectionEnd is queued). Any thread.
   void close(schema::ErrorCode code, std::string reason);
 
-  /// TimeSync::target_tick at `now`; nothing before the Welcome. Any thread.
-  std::optional<uint64_t> target_tick(SteadyTime now, uint32_t input_delay_ticks) const;
+  /// TimeSync::target_tick at `now`, but never further past the newest TickFrame's (or
+  /// Snapshot's) tick than the delay + the round trip + a tick, nor past the room's input window
+  /// (which the room is sure to accept); nothing before the Welcome.
+  /// *capped (optional) says whether that bound lowered it. Any thread.
+  std::optional<uint64_t> target_tick(SteadyTime now, uint32_t input_delay_ticks,
+                                      bool* capped = nullptr) const;
   std::optional<uint64_t> estimated_server_tick(SteadyTime now) const;
   RttFigures rtt() const;
   std::chrono::nanoseconds rtt_quantile(double q) const;
@@ -137,7 +144,11 @@ class Connection final {
   std::optional<TimeSync> time_sync_;
   static constexpr size_t kRttRing = 1024;
   std::array<int64_t, kRttRing> rtt_ring_ns_{};
-  size_t rtt_count_ = 0;  // samples ever recorded
+  size_t rtt_count_ = 0;             // samples ever recorded
+  uint64_t schedule_epoch_ = 0;      // the newest Pong's (io side, under time_mutex_)
+  uint64_t newest_room_tick_ = 0;    // newest TickFrame or Snapshot tick (under time_mutex_)
+  bool have_room_tick_ = false;      // (under time_mutex_)
+  uint32_t input_window_ticks_ = 0;  // from the Welcome; 0 = not said (under time_mutex_)
 
   TransportCounters counters_;
 };

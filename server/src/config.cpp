@@ -54,6 +54,12 @@ std::string server_config_error(const ServerConfig& c) {
         window_inputs);
   }
   if (c.max_catch_up_ticks < 1) return "max catch-up ticks must be at least 1";
+  if (c.max_schedule_lag_ticks != 0 && c.max_schedule_lag_ticks < c.max_catch_up_ticks) {
+    return fmt::format(
+        "max schedule lag ({} ticks) must be 0 (auto) or at least max catch-up "
+        "ticks ({})",
+        c.max_schedule_lag_ticks, c.max_catch_up_ticks);
+  }
   if (c.max_snapshot_rate_hz < 1 || c.default_snapshot_rate_hz < 1) {
     return "snapshot rates must be at least 1 Hz";
   }
@@ -133,6 +139,10 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--max-catch-up-ticks", config->max_catch_up_ticks,
                  "Ticks run per timer wake at most when behind")
       ->capture_default_str();
+  app.add_option("--max-schedule-lag-ticks", config->max_schedule_lag_ticks,
+                 "A room further behind its schedule moves the schedule later (0 = a quarter "
+                 "of the input window)")
+      ->capture_default_str();
   const std::map<std::string, LateInputPolicy> policies = {
       {"apply_next_tick", LateInputPolicy::apply_next_tick}, {"drop", LateInputPolicy::drop}};
   app.add_option("--late-inputs", config->late_input_policy,
@@ -185,6 +195,15 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
                "Write every room's replay window on a graceful shutdown (default on)");
   app.add_flag("--record-matches", config->record_matches,
                "Stream every room's whole match to the replay directory");
+}
+
+}  // namespace lockstep::server
+
+namespace lockstep::server {
+
+uint32_t effective_schedule_lag_ticks(const ServerConfig& config) {
+  if (config.max_schedule_lag_ticks != 0) return config.max_schedule_lag_ticks;
+  return std::max(config.max_catch_up_ticks, config.input_window_ticks / 4);
 }
 
 }  // namespace lockstep::server

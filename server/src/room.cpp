@@ -70,9 +70,9 @@ Room::Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene
     : core_(core),
       name_(std::move(name)),
       scene_(std::move(scene)),
-      clock_(
-          TickClockConfig{core.config.tick_rate_hz, core.config.max_catch_up_ticks, kLateThreshold},
-          Clock::now()),
+      clock_(TickClockConfig{core.config.tick_rate_hz, core.config.max_catch_up_ticks,
+                             effective_schedule_lag_ticks(core.config), kLateThreshold},
+             Clock::now()),
       tick_timer_(core.io),
       grace_timer_(core.io) {
   opened_ = clock_.start();
@@ -239,7 +239,16 @@ asio::awaitable<void> Room::tick_loop() {
     co_await tick_timer_.async_wait(use_nothrow);
     if (stopped_) co_return;
     // A deadline already past (catching up) completes at once, after other ready handlers.
-    for (uint32_t n = clock_.advance(Clock::now()); n > 0 && !stopped_; --n)
+    const uint64_t epoch = clock_.epoch();
+    const uint32_t due = clock_.advance(Clock::now());
+    if (clock_.epoch() != epoch && (epoch == 0 || clock_.epoch() % 1000 == 0)) {
+      spdlog::warn(
+          "room {}: cannot keep up with {} Hz: over {} ticks behind, its schedule moved "
+          "later ({} times, {:.1f} ms in all)",
+          name_, core_.config.tick_rate_hz, clock_.config().max_backlog_ticks, clock_.epoch(),
+          std::chrono::duration<double, std::milli>(clock_.counters().slipped).count());
+    }
+    for (uint32_t n = due; n > 0 && !stopped_; --n)
       run_tick();
   }
 }
@@ -547,6 +556,7 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   if (player_id != 0) welcome.owned_bodies = owned_bodies_[player_id - 1];
   welcome.snapshot_rate_hz = granted_rate_hz;
   welcome.snapshot_interval_ticks = member->snapshot_interval_ticks;
+  welcome.input_window_ticks = window_ticks_;
   spdlog::info("room {}: '{}' joined as {} {} from {} (tick {}, protocol {})", name_,
                session->player_name(), thin ? "thin spectator" : "player", player_id,
                session->remote(), world_->tick(), protocol_version);
@@ -722,6 +732,7 @@ schema::Pong Room::make_pong(uint64_t client_time_ns) const {
   pong.client_time_ns = client_time_ns;
   pong.server_tick = position.tick;
   pong.ns_into_tick = static_cast<uint64_t>(std::max<int64_t>(0, position.since_due.count()));
+  pong.schedule_epoch = clock_.epoch();
   return pong;
 }
 
@@ -835,6 +846,8 @@ RoomStats Room::stats() const {
   const TickClockCounters& clock = clock_.counters();
   s.late_ticks = clock.late_ticks;
   s.capped_wakes = clock.capped_wakes;
+  s.schedule_slips = clock.slips;
+  s.schedule_slipped = clock.slipped;
   s.lateness_p50 = clock_.lateness().quantile(0.50);
   s.lateness_p99 = clock_.lateness().quantile(0.99);
   s.lateness_max = clock.max_lateness;

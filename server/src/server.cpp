@@ -542,7 +542,7 @@ std::string summary_json(const ServerStats& stats) {
                                               : 0.0;
     out += fmt::format(
         "{}{{\"name\":{},\"scene\":{},\"open\":{},\"ticks\":{},\"late_ticks\":{},\"capped_wakes\":{"
-        "},"
+        "},\"schedule_slips\":{},\"schedule_slipped_ms\":{:.1f},"
         "\"lateness_p50_us\":{:.1f},\"lateness_p99_us\":{:.1f},\"lateness_max_us\":{:.1f},"
         "\"step_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_accepted\":{},"
         "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},"
@@ -553,12 +553,13 @@ std::string summary_json(const ServerStats& stats) {
         "\"commands_failed\":{},\"client_list\":[",
         r == 0 ? "" : ",", json_string(room.name), json_string(room.scene),
         room.open ? "true" : "false", room.tick, room.late_ticks, room.capped_wakes,
-        us(room.lateness_p50), us(room.lateness_p99), us(room.lateness_max), step_mean_us,
-        us(room.step_time_max), room.inputs_accepted, room.inputs_rejected, room.inputs_late,
-        room.inputs_late_dropped, room.inputs_behind_schedule, room.bytes_in, room.bytes_out,
-        room.clients, room.clients_peak, room.clients_joined, room.snapshots_sent,
-        room.desync_reports, room.protocol_errors, room.input_errors, room.slow_consumers,
-        room.commands_applied, room.commands_refused, room.commands_failed);
+        room.schedule_slips, us(room.schedule_slipped) / 1000.0, us(room.lateness_p50),
+        us(room.lateness_p99), us(room.lateness_max), step_mean_us, us(room.step_time_max),
+        room.inputs_accepted, room.inputs_rejected, room.inputs_late, room.inputs_late_dropped,
+        room.inputs_behind_schedule, room.bytes_in, room.bytes_out, room.clients, room.clients_peak,
+        room.clients_joined, room.snapshots_sent, room.desync_reports, room.protocol_errors,
+        room.input_errors, room.slow_consumers, room.commands_applied, room.commands_refused,
+        room.commands_failed);
     for (size_t c = 0; c < room.client_list.size(); ++c) {
       const ClientSummary& client = room.client_list[c];
       const double per_s =
@@ -581,12 +582,14 @@ std::string summary_json(const ServerStats& stats) {
 
 std::string room_summary_line(const RoomStats& room) {
   return fmt::format(
-      "room {} (scene {}): tick {}, late ticks {}, lateness p50 {:.3f} ms p99 {:.3f} ms max {:.3f} "
+      "room {} (scene {}): tick {}, late ticks {}, schedule slips {} ({:.1f} ms), lateness p50 "
+      "{:.3f} ms p99 {:.3f} ms max {:.3f} "
       "ms, "
       "inputs {} accepted {} rejected {} late ({} dropped), bytes in {} out {}, clients {} "
       "(peak {}, joined {}), desync reports {}, errors {} fatal {} input, slow consumers {}, "
       "commands {} applied {} refused {} failed",
-      room.name, room.scene, room.tick, room.late_ticks, us(room.lateness_p50) / 1000.0,
+      room.name, room.scene, room.tick, room.late_ticks, room.schedule_slips,
+      us(room.schedule_slipped) / 1000.0, us(room.lateness_p50) / 1000.0,
       us(room.lateness_p99) / 1000.0, us(room.lateness_max) / 1000.0, room.inputs_accepted,
       room.inputs_rejected, room.inputs_late, room.inputs_late_dropped, room.bytes_in,
       room.bytes_out, room.clients, room.clients_peak, room.clients_joined, room.desync_reports,

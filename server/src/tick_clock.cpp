@@ -101,6 +101,15 @@ TickClock::Clock::time_point TickClock::due_time(uint64_t tick) const {
 }
 
 uint32_t TickClock::advance(Clock::time_point now) {
+  if (config_.max_backlog_ticks > 0 && backlog_ticks(now) > config_.max_backlog_ticks) {
+    // Move the schedule so that next_tick_ is due now: what is already late stays counted, the
+    // ticks still ahead are measured from here.
+    const Clock::time_point new_start = now - std::chrono::nanoseconds(schema::tick_due_offset_ns(
+                                                  next_tick_, config_.tick_rate_hz));
+    counters_.slipped += new_start - start_;
+    ++counters_.slips;
+    start_ = new_start;
+  }
   uint32_t started = 0;
   for (; started < config_.max_catch_up_ticks; ++started) {
     const Clock::time_point due = due_time(next_tick_);

@@ -215,6 +215,12 @@ struct ClientStats {
   uint64_t frames_in = 0;
   uint64_t frames_out = 0;
   uint64_t pongs = 0;
+  // The room moved its schedule later (it could not keep up) and said so in a Pong; time sync
+  // started again from that Pong.
+  uint64_t schedule_moves = 0;
+  // Inputs whose clock-based stamp was past the room's last TickFrame + its input window, and
+  // were stamped at that last acceptable tick instead.
+  uint64_t stamps_capped = 0;
   std::chrono::nanoseconds rtt_last{0};
   std::chrono::nanoseconds rtt_min{0};       // the time-sync window's least rtt
   std::chrono::nanoseconds rtt_smoothed{0};  // SRTT, gain 1/8

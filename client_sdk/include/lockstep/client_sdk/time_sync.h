@@ -69,6 +69,12 @@ class TimeSync final {
 
   /// Checks a sample and, when sane, adds it to the window (evicting the oldest by send time).
   SampleVerdict add_sample(const TimeSample& sample);
+  /// Forgets every sample (the server moved its schedule: they place it where it was); the
+  /// counters and the smoothed rtt stay.
+  void clear() {
+    window_count_ = 0;
+    best_ = 0;
+  }
 
   bool has_estimate() const { return window_count_ > 0; }
   /// Estimated time since the server's tick 0 was due, at client time `now`.

@@ -92,6 +92,7 @@ struct Welcome {
   // The room's WorldDef, templates included (v3). Decoding checks that it is valid and that it
   // hashes to world_def_fingerprint.
   std::optional<sim::WorldDef> world_def;
+  uint32_t input_window_ticks = 0;  // inputs for ticks next..next + this − 1 are accepted
 };
 
 struct Snapshot {
@@ -131,6 +132,7 @@ struct Pong {
   uint64_t client_time_ns = 0;
   uint64_t server_tick = 0;
   uint64_t ns_into_tick = 0;
+  uint64_t schedule_epoch = 0;  // +1 each time the room moves its schedule later
 };
 
 struct ErrorMessage {

@@ -49,6 +49,12 @@ struct ServerConfig {
   std::chrono::milliseconds empty_room_grace{10'000};
   /// Ticks one wake of a room's timer may run when behind (TickClockConfig::max_catch_up_ticks).
   uint32_t max_catch_up_ticks = 4;
+  /// A room more than this many ticks behind its schedule (it cannot keep up: the machine is
+  /// overloaded) moves its schedule later instead of falling further behind, and tells its
+  /// clients in the Pongs (tick_clock.h, "Slipping"). 0 = auto: a quarter of the input window,
+  /// at least max_catch_up_ticks, so that a client stamping from the schedule stays within the
+  /// window the room accepts.
+  uint32_t max_schedule_lag_ticks = 0;
   /// Game rules every room runs (room_rules.h): a built-in name ("sumo"), "" = each scene's own
   /// `rules` line, "none" = no rules even where a scene names some.
   std::string rules;
@@ -105,6 +111,8 @@ struct ServerConfig {
 /// Empty when `config` is usable, else one line saying what is wrong. Does not look at the
 /// scene's sizes (Server::start does, once the scene is built).
 std::string server_config_error(const ServerConfig& config);
+/// max_schedule_lag_ticks with 0 resolved.
+uint32_t effective_schedule_lag_ticks(const ServerConfig& config);
 
 /// Adds the server's options to `app`, bound to the fields of *config (which must outlive the
 /// parse), plus `--config FILE` (TOML/INI, keys = long option names).

@@ -52,6 +52,10 @@ struct RoomStats {
   uint64_t tick = 0;          // the world's tick (steps since the room opened)
   uint64_t late_ticks = 0;    // started more than 2 ms after their due time
   uint64_t capped_wakes = 0;  // timer wakes that hit max_catch_up_ticks
+  // Times the room, more than max_schedule_lag_ticks behind, moved its schedule later (it could
+  // not keep up), and by how much in all: the room ran that much slower than its tick rate.
+  uint64_t schedule_slips = 0;
+  std::chrono::nanoseconds schedule_slipped{0};
   std::chrono::nanoseconds lateness_p50{0};
   std::chrono::nanoseconds lateness_p99{0};
   std::chrono::nanoseconds lateness_max{0};

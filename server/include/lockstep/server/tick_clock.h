@@ -12,8 +12,16 @@
 // Catch-up: when a wake finds more ticks due than max_catch_up_ticks, the extra ticks are not
 // skipped — a lockstep tick sequence has no holes — but postponed: next_deadline() is then
 // already past, so the next wake comes at once and starts the next batch. The cap only bounds
-// how long one wake holds the room's thread; a room that fell far behind runs flat out, a batch
-// per wake, until it is back on schedule, and the lateness it measured says so.
+// how long one wake holds the room's thread; a room that fell behind runs flat out, a batch per
+// wake, until it is back on schedule, and the lateness it measured says so.
+//
+// Slipping: a room that cannot keep up (a machine with more work than cores) would fall further
+// behind for ever, and the clients, whose clocks follow the schedule, would stamp their inputs
+// ever further past the room's real tick. So when more than max_backlog_ticks are due at a wake,
+// the schedule itself moves: start is pushed later so that the next tick is due now. The room
+// then runs as fast as the machine lets it, never more than max_backlog_ticks behind its own
+// schedule; every slip is counted and numbered (epoch()), and a Pong carries the number so that
+// clients drop the clock samples taken before it.
 #pragma once
 
 #include <array>
@@ -67,6 +75,8 @@ class LatenessHistogram final {
 struct TickClockConfig {
   uint32_t tick_rate_hz = 60;       // 1..schema::kMaxTickRateHz
   uint32_t max_catch_up_ticks = 4;  // ticks started per wake at most, ≥ 1
+  /// More ticks due than this at a wake slips the schedule (above); 0 = never slip.
+  uint32_t max_backlog_ticks = 0;
   /// A tick that starts more than this after its due time counts as late. 2 ms is 12% of a
   /// 60 Hz tick and far above a healthy timer's wake-up jitter (tens of µs).
   std::chrono::nanoseconds late_threshold{2'000'000};
@@ -80,6 +90,8 @@ struct TickClockCounters {
   uint64_t late_ticks = 0;    // started more than late_threshold after their due time
   uint64_t capped_wakes = 0;  // wakes that hit max_catch_up_ticks and left due ticks behind
   std::chrono::nanoseconds max_lateness{0};
+  uint64_t slips = 0;                   // times the schedule was moved later
+  std::chrono::nanoseconds slipped{0};  // by how much in all
 };
 
 /// Where the schedule stands at an instant: the last tick due and how long ago it was due.
@@ -115,7 +127,10 @@ class TickClock final {
   SchedulePosition position(Clock::time_point now) const;
 
   const TickClockConfig& config() const { return config_; }
+  /// When tick 0 is due; moved later by each slip.
   Clock::time_point start() const { return start_; }
+  /// The schedule's number: 0 until the first slip, +1 each slip.
+  uint64_t epoch() const { return counters_.slips; }
   const TickClockCounters& counters() const { return counters_; }
   const LatenessHistogram& lateness() const { return lateness_; }
 
