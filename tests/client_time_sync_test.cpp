@@ -262,3 +262,45 @@ TEST(ClientTimeSync, AbsurdAndDuplicateSamplesAreRejectedAndCounted) {
 }
 
 }  // namespace
+
+namespace {
+
+// A room that could not keep up moved its schedule 100 ms later. The sample taken before the
+// move with the least rtt must stay the best one: it is kept against the schedule as it was at
+// the opening, and the newest move is added back when estimating.
+TEST(TimeSync, AMovedScheduleIsFollowedWithoutLosingTheBestSample) {
+  const SteadyTime epoch = SteadyTime(1000s);
+  FakeServer before{epoch};
+  TimeSync sync(config_60hz());
+  // A precise sample (10 µs each way) before the move.
+  const SteadyTime t0 = epoch + 5s;
+  ASSERT_EQ(sync.add_sample(before.exchange(t0, 10us, 10us)), SampleVerdict::accepted);
+  // The schedule moves 100 ms later: the same room now answers as a server whose tick 0 was due
+  // 100 ms later, and says how far it moved. This sample is imprecise (40 ms up, 2 ms down: its
+  // midpoint guess is 19 ms off).
+  const nanoseconds moved = 100ms;
+  FakeServer after{epoch + moved};
+  const SteadyTime t1 = epoch + 6s;
+  TimeSample late = after.exchange(t1, 40ms, 2ms);
+  late.server_schedule_moved = moved;
+  ASSERT_EQ(sync.add_sample(late), SampleVerdict::accepted);
+  EXPECT_EQ(sync.schedule_moved(), moved);
+  EXPECT_EQ(sync.min_rtt(), 20us);  // the precise sample is still the best
+  // The estimate is the moved schedule's tick, to within the precise sample's error (±10 µs):
+  // checked at instants away from a tick boundary.
+  for (int i = 0; i < 50; ++i) {
+    const SteadyTime now =
+        epoch + moved + 7s + nanoseconds(naive_due_ns(i)) + nanoseconds(kHalfTickNs);
+    ASSERT_EQ(sync.estimated_server_tick(now), static_cast<uint64_t>(after.last_tick_due(now)))
+        << i;
+  }
+  // A schedule moved by more than anything real is refused.
+  TimeSample absurd = after.exchange(t1 + 1s, 10us, 10us);
+  absurd.server_schedule_moved = std::chrono::hours(24 * 365 * 100);
+  EXPECT_EQ(sync.add_sample(absurd), SampleVerdict::bad_server_time);
+  TimeSample negative = after.exchange(t1 + 2s, 10us, 10us);
+  negative.server_schedule_moved = -1ns;
+  EXPECT_EQ(sync.add_sample(negative), SampleVerdict::bad_server_time);
+}
+
+}  // namespace

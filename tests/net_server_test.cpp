@@ -611,7 +611,7 @@ TEST(NetServer, RoomBehindItsScheduleAppliesInputsStampedByTheSchedule) {
   ASSERT_EQ(stats.rooms.size(), 1u);
   EXPECT_EQ(stats.rooms[0].inputs_behind_schedule, 1u);
   EXPECT_EQ(stats.rooms[0].schedule_slips, 0u);  // within its (raised) lag bound
-  EXPECT_EQ(pong->schedule_epoch, 0u);
+  EXPECT_EQ(pong->schedule_moved_ns, 0u);
   EXPECT_EQ(stats.rooms[0].inputs_rejected, 0u);
   EXPECT_EQ(stats.rooms[0].inputs_accepted, 1u);
 }

@@ -179,6 +179,7 @@ std::vector<Documented> documented() {
     m.snapshot_rate_hz = 6;
     m.snapshot_interval_ticks = 9;
     m.input_window_ticks = 64;
+    m.schedule_moved_ns = 250'000'000;
     m.world_def = sample_world_def();
     m.world_def_fingerprint = sim::world_def_fingerprint(*m.world_def);  // checked on decode
     const auto owned = [](auto& x) { return x.owned_bodies; };
@@ -199,7 +200,8 @@ std::vector<Documented> documented() {
           field<Welcome>("snapshot_interval_ticks",
                          [](auto& x) { return x.snapshot_interval_ticks; }),
           field<Welcome>("world_def", [](auto& x) { return fingerprint_or_zero(x.world_def); }),
-          field<Welcome>("input_window_ticks", [](auto& x) { return x.input_window_ticks; })}});
+          field<Welcome>("input_window_ticks", [](auto& x) { return x.input_window_ticks; }),
+          field<Welcome>("schedule_moved_ns", [](auto& x) { return x.schedule_moved_ns; })}});
   }
   list.push_back({"Snapshot",
                   Snapshot{41, {1, 2, 3, 250, 0, 7}, 0xFEEDull},
@@ -249,11 +251,11 @@ std::vector<Documented> documented() {
                     return x.client_time_ns;
                   })}});
   list.push_back({"Pong",
-                  Pong{123'456'789, 88, 4'000, 3},
+                  Pong{123'456'789, 88, 4'000, 3'000'000},
                   {field<Pong>("client_time_ns", [](auto& x) { return x.client_time_ns; }),
                    field<Pong>("server_tick", [](auto& x) { return x.server_tick; }),
                    field<Pong>("ns_into_tick", [](auto& x) { return x.ns_into_tick; }),
-                   field<Pong>("schedule_epoch", [](auto& x) { return x.schedule_epoch; })}});
+                   field<Pong>("schedule_moved_ns", [](auto& x) { return x.schedule_moved_ns; })}});
   list.push_back(
       {"Error",
        ErrorMessage{ErrorCode::unknown_scene, "scene 'x' is not served here", true, 5, 4},

@@ -280,10 +280,9 @@ void Connection::handle_body(std::span<const uint8_t> body) {
   if (const auto* pong = std::get_if<schema::Pong>(&message)) {
     // Timestamps are taken here, on the io side, so that poll latency stays out of the rtt.
     std::lock_guard lock(time_mutex_);
-    if (time_sync_ && pong->schedule_epoch != schedule_epoch_) {
-      // The room moved its schedule later: every sample so far places it too early.
-      time_sync_->clear();
-      schedule_epoch_ = pong->schedule_epoch;
+    if (time_sync_ && pong->schedule_moved_ns > schedule_moved_ns_) {
+      // The room moved its schedule later (TimeSync takes it into account).
+      schedule_moved_ns_ = pong->schedule_moved_ns;
       counters_.schedule_moves.fetch_add(1, std::memory_order_relaxed);
     }
     if (time_sync_) {
@@ -291,6 +290,7 @@ void Connection::handle_body(std::span<const uint8_t> body) {
       sample.client_send = SteadyTime(std::chrono::nanoseconds(pong->client_time_ns));
       sample.server_tick = pong->server_tick;
       sample.server_since_due = std::chrono::nanoseconds(pong->ns_into_tick);
+      sample.server_schedule_moved = std::chrono::nanoseconds(pong->schedule_moved_ns);
       sample.client_receive = received;
       if (time_sync_->add_sample(sample) == SampleVerdict::accepted) {
         rtt_ring_ns_[rtt_count_ % kRttRing] = time_sync_->last_rtt().count();
@@ -311,6 +311,8 @@ void Connection::handle_body(std::span<const uint8_t> body) {
       sample.client_send = hello_sent_;
       sample.server_tick = welcome->current_tick;
       sample.server_since_due = std::chrono::nanoseconds(welcome->ns_into_tick);
+      sample.server_schedule_moved = std::chrono::nanoseconds(welcome->schedule_moved_ns);
+      schedule_moved_ns_ = welcome->schedule_moved_ns;
       sample.client_receive = received;
       time_sync_->add_sample(sample);
     }

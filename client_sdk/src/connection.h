@@ -55,8 +55,7 @@ struct TransportCounters {
   std::atomic<uint64_t> frames_in{0};
   std::atomic<uint64_t> frames_out{0};
   std::atomic<uint64_t> pongs{0};
-  // Pongs that named a newer schedule epoch: the room moved its schedule (it cannot keep up) and
-  // the clock samples taken before were dropped.
+  // Pongs that said the room had moved its schedule later again (it cannot keep up).
   std::atomic<uint64_t> schedule_moves{0};
 };
 
@@ -145,7 +144,7 @@ class Connection final {
   static constexpr size_t kRttRing = 1024;
   std::array<int64_t, kRttRing> rtt_ring_ns_{};
   size_t rtt_count_ = 0;             // samples ever recorded
-  uint64_t schedule_epoch_ = 0;      // the newest Pong's (io side, under time_mutex_)
+  uint64_t schedule_moved_ns_ = 0;   // the newest Pong's (under time_mutex_)
   uint64_t newest_room_tick_ = 0;    // newest TickFrame or Snapshot tick (under time_mutex_)
   bool have_room_tick_ = false;      // (under time_mutex_)
   uint32_t input_window_ticks_ = 0;  // from the Welcome; 0 = not said (under time_mutex_)

@@ -11,6 +11,9 @@ namespace {
 // A Pong's since_due is under one period for a server on schedule; a room catching up may
 // report more. A minute is far past anything real and keeps every sum inside int64.
 constexpr std::chrono::nanoseconds kMaxSinceDue = std::chrono::minutes(1);
+// A schedule moved later by more than 2^31 s (68 years) is a broken server; the bound keeps
+// epoch arithmetic inside int64 together with the schedule's own range (2^32 s).
+constexpr std::chrono::nanoseconds kMaxMoved = std::chrono::seconds(int64_t{1} << 31);
 
 }  // namespace
 
@@ -47,7 +50,8 @@ SampleVerdict TimeSync::add_sample(const TimeSample& sample) {
     return SampleVerdict::rtt_too_large;
   }
   if (sample.server_since_due.count() < 0 || sample.server_since_due > kMaxSinceDue ||
-      sample.server_tick > schema::max_schedule_tick(config_.tick_rate_hz)) {
+      sample.server_tick > schema::max_schedule_tick(config_.tick_rate_hz) ||
+      sample.server_schedule_moved.count() < 0 || sample.server_schedule_moved > kMaxMoved) {
     ++counters_.bad_server_time;
     return SampleVerdict::bad_server_time;
   }
@@ -75,8 +79,13 @@ SampleVerdict TimeSync::add_sample(const TimeSample& sample) {
       std::chrono::nanoseconds(
           schema::tick_due_offset_ns(sample.server_tick, config_.tick_rate_hz)) +
       sample.server_since_due;
-  window_[slot] = {sample.client_send, rtt, sample.client_send + rtt / 2 - server_elapsed};
+  // Every sample is kept against the schedule as it was at the room's opening, so samples from
+  // before and after a move of the schedule compare; the newest move is added back when
+  // estimating.
+  window_[slot] = {sample.client_send, rtt,
+                   sample.client_send + rtt / 2 - server_elapsed - sample.server_schedule_moved};
   choose_best();
+  schedule_moved_ = std::max(schedule_moved_, sample.server_schedule_moved);
 
   smoothed_rtt_ = counters_.accepted == 0 ? rtt : smoothed_rtt_ + (rtt - smoothed_rtt_) / 8;
   last_rtt_ = rtt;
@@ -95,7 +104,7 @@ void TimeSync::choose_best() {
 
 std::optional<std::chrono::nanoseconds> TimeSync::server_schedule_time(SteadyTime now) const {
   if (window_count_ == 0) return std::nullopt;
-  return now - window_[best_].server_epoch;
+  return now - (window_[best_].server_epoch + schedule_moved_);
 }
 
 std::optional<uint64_t> TimeSync::estimated_server_tick(SteadyTime now) const {

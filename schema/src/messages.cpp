@@ -127,7 +127,8 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Welcome& m
   return wire::CreateWelcome(builder, m.protocol_version, m.player_id, m.tick_rate_hz,
                              m.input_delay_ticks, scene, m.world_def_fingerprint, m.current_tick,
                              m.ns_into_tick, owned_bodies, owned_generations, m.snapshot_rate_hz,
-                             m.snapshot_interval_ticks, world_def, m.input_window_ticks)
+                             m.snapshot_interval_ticks, world_def, m.input_window_ticks,
+                             m.schedule_moved_ns)
       .Union();
 }
 
@@ -164,7 +165,7 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Ping& m) {
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Pong& m) {
   return wire::CreatePong(builder, m.client_time_ns, m.server_tick, m.ns_into_tick,
-                          m.schedule_epoch)
+                          m.schedule_moved_ns)
       .Union();
 }
 
@@ -281,6 +282,7 @@ DecodeResult decode_message(const wire::Welcome& in, Message* out) {
   m.snapshot_rate_hz = in.snapshot_rate_hz();
   m.snapshot_interval_ticks = in.snapshot_interval_ticks();
   m.input_window_ticks = in.input_window_ticks();
+  m.schedule_moved_ns = in.schedule_moved_ns();
   if (const wire::WorldDef* def = in.world_def()) {
     sim::WorldDef world_def;
     std::string why;
@@ -360,7 +362,7 @@ DecodeResult decode_message(const wire::Ping& in, Message* out) {
 }
 
 DecodeResult decode_message(const wire::Pong& in, Message* out) {
-  *out = Pong{in.client_time_ns(), in.server_tick(), in.ns_into_tick(), in.schedule_epoch()};
+  *out = Pong{in.client_time_ns(), in.server_tick(), in.ns_into_tick(), in.schedule_moved_ns()};
   return {};
 }
 

@@ -557,6 +557,7 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   welcome.snapshot_rate_hz = granted_rate_hz;
   welcome.snapshot_interval_ticks = member->snapshot_interval_ticks;
   welcome.input_window_ticks = window_ticks_;
+  welcome.schedule_moved_ns = static_cast<uint64_t>(clock_.counters().slipped.count());
   spdlog::info("room {}: '{}' joined as {} {} from {} (tick {}, protocol {})", name_,
                session->player_name(), thin ? "thin spectator" : "player", player_id,
                session->remote(), world_->tick(), protocol_version);
@@ -732,7 +733,7 @@ schema::Pong Room::make_pong(uint64_t client_time_ns) const {
   pong.client_time_ns = client_time_ns;
   pong.server_tick = position.tick;
   pong.ns_into_tick = static_cast<uint64_t>(std::max<int64_t>(0, position.since_due.count()));
-  pong.schedule_epoch = clock_.epoch();
+  pong.schedule_moved_ns = static_cast<uint64_t>(clock_.counters().slipped.count());
   return pong;
 }
 

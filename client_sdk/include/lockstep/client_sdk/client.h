@@ -215,8 +215,8 @@ struct ClientStats {
   uint64_t frames_in = 0;
   uint64_t frames_out = 0;
   uint64_t pongs = 0;
-  // The room moved its schedule later (it could not keep up) and said so in a Pong; time sync
-  // started again from that Pong.
+  // Pongs that said the room had moved its schedule later again (it could not keep up); time
+  // sync follows the move.
   uint64_t schedule_moves = 0;
   // Inputs whose clock-based stamp was past the room's last TickFrame + its input window, and
   // were stamped at that last acceptable tick instead.

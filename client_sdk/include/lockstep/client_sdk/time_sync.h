@@ -30,7 +30,8 @@ struct TimeSample {
   SteadyTime client_send{};                      // the Ping left (echoed back by the Pong)
   uint64_t server_tick = 0;                      // the Pong's schedule position: last tick due…
   std::chrono::nanoseconds server_since_due{0};  // …and how long after its due time it replied
-  SteadyTime client_receive{};                   // the Pong arrived
+  std::chrono::nanoseconds server_schedule_moved{0};  // the Pong's schedule_moved_ns
+  SteadyTime client_receive{};                        // the Pong arrived
 };
 
 /// What add_sample() did with a sample.
@@ -69,12 +70,6 @@ class TimeSync final {
 
   /// Checks a sample and, when sane, adds it to the window (evicting the oldest by send time).
   SampleVerdict add_sample(const TimeSample& sample);
-  /// Forgets every sample (the server moved its schedule: they place it where it was); the
-  /// counters and the smoothed rtt stay.
-  void clear() {
-    window_count_ = 0;
-    best_ = 0;
-  }
 
   bool has_estimate() const { return window_count_ > 0; }
   /// Estimated time since the server's tick 0 was due, at client time `now`.
@@ -96,12 +91,16 @@ class TimeSync final {
   const TimeSyncCounters& counters() const { return counters_; }
   size_t window_size() const { return window_count_; }
   const TimeSyncConfig& config() const { return config_; }
+  /// How far the server has moved its schedule later (the newest accepted sample says).
+  std::chrono::nanoseconds schedule_moved() const { return schedule_moved_; }
 
  private:
   struct WindowSample {
     SteadyTime client_send{};
     std::chrono::nanoseconds rtt{0};
-    SteadyTime server_epoch{};  // client time at which the server's tick 0 was due
+    // Client time at which the server's tick 0 was due on its schedule as it was when the room
+    // opened (the sample's epoch less how far the schedule had moved by then).
+    SteadyTime server_epoch{};
   };
 
   void choose_best();
@@ -112,6 +111,7 @@ class TimeSync final {
   size_t best_ = 0;  // index into window_ of the least-rtt sample
   std::chrono::nanoseconds smoothed_rtt_{0};
   std::chrono::nanoseconds last_rtt_{0};
+  std::chrono::nanoseconds schedule_moved_{0};  // the newest sample's
   TimeSyncCounters counters_;
 };
 

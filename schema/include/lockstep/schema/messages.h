@@ -93,6 +93,7 @@ struct Welcome {
   // hashes to world_def_fingerprint.
   std::optional<sim::WorldDef> world_def;
   uint32_t input_window_ticks = 0;  // inputs for ticks next..next + this − 1 are accepted
+  uint64_t schedule_moved_ns = 0;   // as in Pong
 };
 
 struct Snapshot {
@@ -132,7 +133,9 @@ struct Pong {
   uint64_t client_time_ns = 0;
   uint64_t server_tick = 0;
   uint64_t ns_into_tick = 0;
-  uint64_t schedule_epoch = 0;  // +1 each time the room moves its schedule later
+  // How much later than at its opening the room's schedule runs: it grows each time the room,
+  // unable to keep up, moves its schedule (server docs, "A room that cannot keep up").
+  uint64_t schedule_moved_ns = 0;
 };
 
 struct ErrorMessage {

@@ -20,8 +20,8 @@
 // ever further past the room's real tick. So when more than max_backlog_ticks are due at a wake,
 // the schedule itself moves: start is pushed later so that the next tick is due now. The room
 // then runs as fast as the machine lets it, never more than max_backlog_ticks behind its own
-// schedule; every slip is counted and numbered (epoch()), and a Pong carries the number so that
-// clients drop the clock samples taken before it.
+// schedule; every slip is counted (epoch() numbers them) and its time added up, and a Pong carries
+// that total so that clients' clocks follow the move.
 #pragma once
 
 #include <array>
