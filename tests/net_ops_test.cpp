@@ -94,15 +94,17 @@ std::string body_of(const std::string& response) {
   const size_t at = response.find("\r\n\r\n");
   return at == std::string::npos ? std::string() : response.substr(at + 4);
 }
-/// The value of an exposition line `name value` (the exact series name, labels included).
-std::optional<double> sample(const std::string& text, const std::string& series) {
+/// The value of an exposition line `name value` (the exact series name, labels included); -1
+/// when there is no such line (every series here is ≥ 0).
+double sample(const std::string& text, const std::string& series) {
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
-    if (line.rfind(series + " ", 0) == 0)
+    if (line.rfind(series + " ", 0) == 0) {
       return std::strtod(line.c_str() + series.size() + 1, nullptr);
+    }
   }
-  return std::nullopt;
+  return -1;
 }
 
 // ---- a server with the ops service ----------------------------------------------------------
@@ -241,7 +243,7 @@ TEST(OpsMetrics, ExpositionAddsOpenAndClosedRoomsAndBucketsTheLateness) {
   EXPECT_EQ(bucket(2097152), 6.0);
   EXPECT_EQ(bucket(4194304), 8.0);
   EXPECT_EQ(bucket(1073741824), 9.0);
-  const double sum = sample(text, "lockstep_tick_lateness_seconds_sum").value_or(-1);
+  const double sum = sample(text, "lockstep_tick_lateness_seconds_sum");
   EXPECT_NEAR(sum, 6 * 100e-6 + 2 * 3e-3 + 1.0, 1e-9);
   // Every line is a comment or `series value`, and ends the text with a newline.
   ASSERT_FALSE(text.empty());
@@ -277,7 +279,7 @@ TEST(OpsHttp, ServesMetricsHealthAndReadiness) {
   EXPECT_TRUE(eventually([&] {
     text = body_of(get(port, "/metrics"));
     return sample(text, "lockstep_rooms") == 1.0 && sample(text, "lockstep_clients") == 1.0 &&
-           sample(text, "lockstep_ticks_total").value_or(0) > 0;
+           sample(text, "lockstep_ticks_total") > 0;
   })) << text;
 
   // Shutting down: no longer ready, still healthy while its counters are fresh.
@@ -334,6 +336,26 @@ TEST(OpsHttp, ASlowClientTimesOutWithoutHoldingOthersUp) {
   const std::string slow_answer = slow.read_all();
   EXPECT_EQ(status_of(slow_answer), 408) << slow_answer;
   EXPECT_EQ(status_of(silent.read_all()), 408);
+}
+
+TEST(OpsHttp, ClosesConnectionsOverItsLimitUnanswered) {
+  server::OpsConfig ops = metrics_config();
+  ops.max_http_connections = 2;
+  OpsServer server(net_test::loopback_config(), ops);
+  const uint16_t port = server.metrics_port();
+  ASSERT_NE(port, 0);
+  auto first = std::make_unique<RawHttp>(port);  // accepted in order, idle
+  auto second = std::make_unique<RawHttp>(port);
+  RawHttp third(port);
+  third.send("GET /healthz HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(third.read_all(), "");  // closed without an answer
+  first.reset();                    // the two idle ones leave: room again
+  second.reset();
+  std::string text;
+  EXPECT_TRUE(eventually([&] {
+    text = body_of(get(port, "/metrics"));
+    return sample(text, "lockstep_http_rejected_total") >= 1;
+  })) << text;
 }
 
 // ---- Agones ----------------------------------------------------------------------------------
