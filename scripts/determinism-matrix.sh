@@ -129,7 +129,7 @@ if [ "${1:-}" = "--_build-one" ]; then
     cmp -s "/usr/include/$h" "$staged/$h" || cp "/usr/include/$h" "$staged/$h"
   done
   for d in flatbuffers CLI; do
-    rm -rf "$staged/$d"
+    rm -rf "${staged:?}/$d"
     cp -r "/usr/include/$d" "$staged/$d"
   done
   cmake_args=(-S "$root" -B "$dir" -G Ninja

@@ -16,6 +16,8 @@ packages=(
   libspdlog-dev                               # levelled, timestamped logs of the service
   clang-format                                # the project's formatting (.clang-format)
   tmux                                        # the sumo terminal client's net test drives it in tmux
+  prometheus curl                             # ops tests: a real Prometheus scrapes /metrics (promtool too)
+  yamllint shellcheck                         # ops lint: docker/ YAML and scripts/*.sh
 )
 packages+=("$@")
 

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the benchmark scripts (bench-sim.sh, bench-bullet.sh, server-load.sh).
 
 # The results folder of this machine: bench/results/<CPU model>-<cores>c, lower case, so that

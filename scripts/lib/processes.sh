@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # work, bot_pids, server_pid: set by the sourcing script
 # Sourced by scripts that run a lockstep-server and clients (demo.sh, server-load.sh).
 # They set `work` (a temporary folder), `server_pid` and `bot_pids`, and define `fail`.
 

@@ -852,6 +852,7 @@ RoomStats Room::stats() const {
   s.lateness_p50 = clock_.lateness().quantile(0.50);
   s.lateness_p99 = clock_.lateness().quantile(0.99);
   s.lateness_max = clock.max_lateness;
+  s.lateness = clock_.lateness();
   s.step_time_max = step_time_max_;
   s.step_time_total_ns = step_time_total_ns_;
   s.inputs_accepted = inputs_accepted_;

@@ -208,6 +208,15 @@ void ServerCore::admit(asio::ip::tcp::socket socket) {
   session->start();
 }
 
+asio::awaitable<void> ServerCore::publish_loop() {
+  while (!shutting_down) {
+    publish(stats());
+    publish_timer.expires_after(publish_interval);
+    auto [ec] = co_await publish_timer.async_wait(use_nothrow);
+    if (ec) co_return;
+  }
+}
+
 asio::awaitable<void> ServerCore::stats_loop() {
   while (!shutting_down) {
     stats_timer.expires_after(config.stats_log_interval);
@@ -274,6 +283,8 @@ void ServerCore::close_room(const std::string& name) {
   RoomStats summary = room->stats();
   spdlog::info("room closed (empty for {} ms): {}", config.empty_room_grace.count(),
                room_summary_line(summary));
+  add_room_counters(&closed_rooms_total, summary);
+  ++rooms_closed;
   if (closed_rooms.size() == kMaxClosedRooms) closed_rooms.pop_front();
   closed_rooms.push_back(std::move(summary));
   rooms.erase(it);
@@ -295,10 +306,12 @@ void ServerCore::begin_shutdown() {
   std::error_code ignored;
   acceptor.close(ignored);
   stats_timer.cancel();
+  publish_timer.cancel();
   for (auto& [name, room] : rooms) {
     if (config.dump_replays_on_shutdown) room->write_shutdown_replay();
     room->stop();  // also publishes its match recording
   }
+  if (publish) publish(stats());  // readiness drops at once
   // Each session flushes what it has queued, then the Disconnect; bounded by flush_timeout.
   const schema::SharedFrame bye = schema::encode_shared_frame(
       schema::Disconnect{schema::ErrorCode::server_shutdown, "the server is shutting down"});
@@ -342,6 +355,10 @@ ServerStats ServerCore::stats() const {
   s.queue_limit_bytes = queue_limit_bytes;
   s.desync_reports = desync_reports;
   s.errors_by_code = errors_by_code;
+  s.live_rooms = rooms.size();
+  s.accepting = started && !shutting_down;
+  s.rooms_closed = rooms_closed;
+  s.closed_rooms_total = closed_rooms_total;
   for (const auto& [name, room] : rooms)
     s.rooms.push_back(room->stats());
   for (const RoomStats& closed : closed_rooms)
@@ -453,6 +470,10 @@ void Server::run() {
     asio::co_spawn(
         core.io, [&core] { return core.stats_loop(); }, asio::detached);
   }
+  if (core.publish) {
+    asio::co_spawn(
+        core.io, [&core] { return core.publish_loop(); }, asio::detached);
+  }
   asio::co_spawn(
       core.io, [&core] { return core.accept_loop(); }, asio::detached);
   core.io.run();
@@ -484,6 +505,12 @@ void Server::set_desync_hook(DesyncHook hook) {
 
 void Server::set_rules_factory(RulesFactory factory) {
   core_->rules_factory = std::move(factory);
+}
+
+void Server::set_stats_publisher(std::chrono::milliseconds interval,
+                                 std::function<void(const ServerStats&)> publish) {
+  core_->publish_interval = std::max(interval, std::chrono::milliseconds(1));
+  core_->publish = std::move(publish);
 }
 
 const ServerConfig& Server::config() const {

@@ -48,6 +48,9 @@ struct ServerCore {
   asio::signal_set signals{io};
   asio::steady_timer shutdown_timer{io};
   asio::steady_timer stats_timer{io};
+  asio::steady_timer publish_timer{io};
+  std::chrono::milliseconds publish_interval{0};
+  std::function<void(const ServerStats&)> publish;  // Server::set_stats_publisher
 
   // The scenes served, by the name a Hello gives: the default one (config.scene) and every
   // file of config.scene_dir. Read, parsed and built once at start(); rooms share them.
@@ -60,6 +63,8 @@ struct ServerCore {
   std::map<std::string, std::shared_ptr<Room>> rooms;
   std::map<uint64_t, std::shared_ptr<Session>> sessions;
   std::deque<RoomStats> closed_rooms;  // at most kMaxClosedRooms
+  RoomStats closed_rooms_total;        // every closed room's counters added up
+  uint64_t rooms_closed = 0;
   uint64_t next_session_id = 1;
   bool started = false;
   bool shutting_down = false;
@@ -85,6 +90,7 @@ struct ServerCore {
   /// Starts a session for an accepted socket (or closes it over max_connections).
   void admit(asio::ip::tcp::socket socket);
   asio::awaitable<void> stats_loop();
+  asio::awaitable<void> publish_loop();
   /// Stop accepting, Disconnect every session, stop the rooms; run() returns once every
   /// session has flushed or flush_timeout has passed.
   void begin_shutdown();

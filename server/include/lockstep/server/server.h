@@ -24,6 +24,7 @@
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/config.h"
 #include "lockstep/server/room_rules.h"
+#include "lockstep/server/tick_clock.h"
 
 namespace lockstep::server {
 
@@ -59,6 +60,7 @@ struct RoomStats {
   std::chrono::nanoseconds lateness_p50{0};
   std::chrono::nanoseconds lateness_p99{0};
   std::chrono::nanoseconds lateness_max{0};
+  LatenessHistogram lateness;                 // every tick's lateness (for metrics)
   std::chrono::nanoseconds step_time_max{0};  // longest world step
   uint64_t step_time_total_ns = 0;
   uint64_t inputs_accepted = 0;  // applied by the world
@@ -101,7 +103,17 @@ struct ServerStats {
   uint64_t desync_reports = 0;
   std::array<uint64_t, kErrorCodeCount> errors_by_code{};  // Error frames sent, by code
   std::vector<RoomStats> rooms;  // open rooms, then up to 256 closed ones (oldest first)
+  size_t live_rooms = 0;         // rooms[0, live_rooms) are the server's (open or stopping)
+  bool accepting = false;        // listening and not shutting down
+  uint64_t rooms_closed = 0;     // since start
+  /// Every closed room's counters added up (add_room_counters), however many have closed: with
+  /// the open rooms, monotonic totals for metrics.
+  RoomStats closed_rooms_total;
 };
+
+/// Adds `from`'s counters (ticks, late ticks, lateness histogram, inputs, bytes, desyncs,
+/// errors, commands, step time) into *into; gauges (clients) and names are left alone.
+void add_room_counters(RoomStats* into, const RoomStats& from);
 
 /// One JSON object (one line): the rooms with ticks, late ticks, lateness p50/p99/max in µs,
 /// inputs, bytes, and per-client bytes out (total and per second).
@@ -155,6 +167,12 @@ class Server final {
   /// Replaces the built-in rules with the embedding application's own; before start() (which
   /// makes each served scene's rules once to check them).
   void set_rules_factory(RulesFactory factory);
+  /// Calls `publish` on the server's thread with fresh counters every `interval` while run()
+  /// runs, and once more when the shutdown starts; for metrics and health endpoints served from
+  /// another thread, which read the last published copy instead of reaching into the server.
+  /// Before run().
+  void set_stats_publisher(std::chrono::milliseconds interval,
+                           std::function<void(const ServerStats&)> publish);
   const ServerConfig& config() const;
 
  private:

@@ -54,6 +54,8 @@ class LatenessHistogram final {
   std::chrono::nanoseconds max() const { return std::chrono::nanoseconds(max_ns_); }
   /// Mean of the recorded durations (exact; 0 when empty).
   std::chrono::nanoseconds mean() const;
+  /// Sum of the recorded durations in ns (saturating).
+  uint64_t sum_ns() const { return sum_ns_; }
   /// An upper bound of the q-quantile (0 < q ≤ 1): the last nanosecond of the bucket that holds
   /// it, capped at max(). Within one bucket width of the true value; 0 when empty.
   std::chrono::nanoseconds quantile(double q) const;
