@@ -20,6 +20,8 @@ void add_room_counters(RoomStats* into, const RoomStats& from) {
   into->tick += from.tick;
   into->late_ticks += from.late_ticks;
   into->capped_wakes += from.capped_wakes;
+  into->schedule_slips += from.schedule_slips;
+  into->schedule_slipped += from.schedule_slipped;
   into->lateness.merge(from.lateness);
   into->lateness_max = std::max(into->lateness_max, from.lateness_max);
   into->step_time_max = std::max(into->step_time_max, from.step_time_max);
@@ -147,6 +149,12 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
   e.one("lockstep_capped_wakes_total", "counter",
         "Timer wakes that hit the catch-up cap and left due ticks for the next wake.",
         total.capped_wakes);
+  e.one("lockstep_schedule_slips_total", "counter",
+        "Times a room too far behind its schedule moved the schedule later (it cannot keep up).",
+        total.schedule_slips);
+  e.one_double("lockstep_schedule_slipped_seconds_total", "counter",
+               "How much later the rooms' schedules run than their tick rates ask, in all.",
+               static_cast<double>(total.schedule_slipped.count()) / 1e9);
   e.one_double("lockstep_step_seconds_total", "counter", "Time spent stepping worlds.",
                static_cast<double>(total.step_time_total_ns) / 1e9);
   e.one_double("lockstep_tick_lateness_max_seconds", "gauge",
