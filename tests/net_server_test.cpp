@@ -904,8 +904,8 @@ TEST(NetServer, VersionMismatchNamesBothRanges) {
   ServerRunner runner(test_config());
   RawClient client(runner.port());
   schema::Hello h = hello("alpha", "future");
-  h.protocol_version = 5;
-  h.min_protocol_version = 4;
+  h.protocol_version = 6;
+  h.min_protocol_version = 5;
   client.send(h);
   std::vector<Message> received;
   ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received));
@@ -914,8 +914,8 @@ TEST(NetServer, VersionMismatchNamesBothRanges) {
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->code, ErrorCode::version_mismatch);
   EXPECT_TRUE(error->fatal);
-  EXPECT_NE(error->reason.find("server speaks 3..3"), std::string::npos) << error->reason;
-  EXPECT_NE(error->reason.find("client 4..5"), std::string::npos) << error->reason;
+  EXPECT_NE(error->reason.find("server speaks 4..4"), std::string::npos) << error->reason;
+  EXPECT_NE(error->reason.find("client 5..6"), std::string::npos) << error->reason;
   EXPECT_EQ(error->server_protocol_version, schema::kProtocolVersion);
   EXPECT_EQ(error->server_min_protocol_version, schema::kMinProtocolVersion);
 }
@@ -924,12 +924,33 @@ TEST(NetServer, OverlappingVersionsNegotiateTheHighestCommonOne) {
   ServerRunner runner(test_config());
   RawClient client(runner.port());
   schema::Hello h = hello("alpha", "newer");
-  h.protocol_version = 7;  // speaks 1..7; we speak 3..3
+  h.protocol_version = 7;  // speaks 1..7; we speak 4..4
   h.min_protocol_version = 1;
   client.send(h);
   std::optional<schema::Welcome> welcome = client.receive_of<schema::Welcome>(kReplyTimeout);
   ASSERT_TRUE(welcome);
-  EXPECT_EQ(welcome->protocol_version, 3);
+  EXPECT_EQ(welcome->protocol_version, 4);
+}
+
+TEST(NetServer, VersionThreeClientGetsAClearVersionMismatch) {
+  // Version 3 sent TickFrame and InputFrame as FlatBuffers tables; a v3 client could not read
+  // the compact bodies of version 4. Hello and Error kept their bytes, so it reads the refusal.
+  ServerRunner runner(test_config());
+  RawClient client(runner.port());
+  schema::Hello h = hello("alpha", "v3");
+  h.protocol_version = 3;
+  h.min_protocol_version = 3;
+  client.send(h);
+  std::vector<Message> received;
+  ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received));
+  ASSERT_EQ(received.size(), 1u);
+  const auto* error = std::get_if<schema::ErrorMessage>(&received[0]);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(error->code, ErrorCode::version_mismatch);
+  EXPECT_TRUE(error->fatal);
+  EXPECT_NE(error->reason.find("server speaks 4..4, client 3..3"), std::string::npos)
+      << error->reason;
+  EXPECT_EQ(error->server_protocol_version, 4);
 }
 
 TEST(NetServer, VersionTwoClientGetsAClearVersionMismatch) {
@@ -948,7 +969,7 @@ TEST(NetServer, VersionTwoClientGetsAClearVersionMismatch) {
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->code, ErrorCode::version_mismatch);
   EXPECT_TRUE(error->fatal);
-  EXPECT_NE(error->reason.find("server speaks 3..3, client 1..2"), std::string::npos)
+  EXPECT_NE(error->reason.find("server speaks 4..4, client 1..2"), std::string::npos)
       << error->reason;
 }
 
