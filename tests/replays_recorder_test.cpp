@@ -300,13 +300,12 @@ TEST(ReplayFile, ATickRecordIsTheWiresTickFrameBody) {
                                  m.world->state_hash(), std::nullopt));
   std::vector<uint8_t> file;
   ASSERT_TRUE(window.write_bytes(&file, m.header()).ok);
-  const std::vector<uint8_t> frame = schema::encode_frame(
-      schema::TickFrame{m.world->tick(), {input}, m.world->state_hash(), {}});
+  const std::vector<uint8_t> frame =
+      schema::encode_frame(schema::TickFrame{m.world->tick(), {input}, m.world->state_hash(), {}});
   const std::vector<uint8_t> body(frame.begin() + schema::kFrameHeaderBytes, frame.end());
   size_t n = 0;
-  for (auto it = file.begin(); (it = std::search(it, file.end(), body.begin(), body.end())) !=
-                               file.end();
-       ++it)
+  for (auto it = file.begin();
+       (it = std::search(it, file.end(), body.begin(), body.end())) != file.end(); ++it)
     ++n;
   EXPECT_EQ(n, 1u);
   LoadedReplay r;

@@ -7,9 +7,9 @@
 #include <bit>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <optional>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -78,8 +78,8 @@ void expect_malformed(const std::vector<uint8_t>& body, const std::string& words
 
 TEST(SchemaCompact, VarintsRoundTripInTheirShortestForm) {
   const std::pair<uint64_t, size_t> cases[] = {
-      {0, 1},          {1, 1},           {127, 1},
-      {128, 2},        {16383, 2},       {16384, 3},
+      {0, 1},           {1, 1},           {127, 1},
+      {128, 2},         {16383, 2},       {16384, 3},
       {0xFFFFFFFFu, 5}, {1ull << 63, 10}, {std::numeric_limits<uint64_t>::max(), 10}};
   for (const auto& [value, bytes] : cases) {
     std::vector<uint8_t> out;
@@ -255,9 +255,10 @@ TEST(SchemaCompact, DemoTickWithSixteenInputsIsAFewBytesPerInput) {
   const double per_frame = static_cast<double>(total) / kTicks;
   const double per_input =
       (static_cast<double>(total) - kTicks * 16.0) / static_cast<double>(count);
-  std::printf("demo TickFrame: %.1f bytes with %.1f inputs (%.2f bytes per input), %.0f B/s at "
-              "60 Hz\n",
-              per_frame, static_cast<double>(count) / kTicks, per_input, per_frame * 60);
+  std::printf(
+      "demo TickFrame: %.1f bytes with %.1f inputs (%.2f bytes per input), %.0f B/s at "
+      "60 Hz\n",
+      per_frame, static_cast<double>(count) / kTicks, per_input, per_frame * 60);
   EXPECT_EQ(count, 16u * kTicks);
   EXPECT_LE(per_frame * 60, 16000.0);  // the downstream goal, without Pongs (a few B/s)
 }
@@ -300,8 +301,7 @@ TEST(SchemaCompact, MalformedBodiesAreRefusedWithTheirReason) {
   expect_malformed(tick_body(k, {1, 1, 1, 1, 0}), "gives sequence -1");
   expect_malformed(tick_body(k, {1, 1, 1, 0, 0x80, 0x80, 0x04}), "field mask");
   expect_malformed(tick_body(k, {1, 1, 1, 0, 0x01, 0}), "present but 0");
-  expect_malformed(tick_body(k, {1, 1, 1, 0, 0x01, 0x80, 0x80, 0x80, 0x80, 0x10}),
-                   "out of range");
+  expect_malformed(tick_body(k, {1, 1, 1, 0, 0x01, 0x80, 0x80, 0x80, 0x80, 0x10}), "out of range");
   expect_malformed(tick_body(k, {2, 1, 1, 0, 0, 1, 1, 0, 0}), "repeats player 1");
   expect_malformed(tick_body(k, {1, 1, 1, 0, 0x01}), "input 0 field 0 at byte 15: truncated");
   expect_malformed(tick_body(kc, {1, 0x01, 3}), "type 3 is not a command type");

@@ -196,9 +196,9 @@ class Reader {
     const size_t at = offset_;
     if (!varint(field, value)) return false;
     if (*value > max) {
-      return fail_at(at, field,
-                     std::to_string(*value) + " is out of range (at most " + std::to_string(max) +
-                         ")");
+      return fail_at(
+          at, field,
+          std::to_string(*value) + " is out of range (at most " + std::to_string(max) + ")");
     }
     return true;
   }
@@ -448,8 +448,8 @@ bool read_tick(std::span<const uint8_t> body, bool allow_client_hash, Tick* out,
   Reader r(body, "TickFrame", error);
   uint64_t kind = 0;
   if (!r.fixed("kind", 1, &kind)) return false;
-  const uint8_t known = kKindTickFrame | kHasInputs | kHasCommands |
-                        (allow_client_hash ? kHasClientHash : 0);
+  const uint8_t known =
+      kKindTickFrame | kHasInputs | kHasCommands | (allow_client_hash ? kHasClientHash : 0);
   if ((kind & kKindMask) != kKindTickFrame || (kind & ~uint64_t{known}) != 0) {
     return r.fail("kind byte " + std::to_string(kind) + " has unknown flag bits" +
                   (!allow_client_hash && (kind & kHasClientHash) != 0

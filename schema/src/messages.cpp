@@ -175,8 +175,8 @@ DecodeResult decode_compact(std::span<const uint8_t> body, Message* out) {
       if (!compact::read_tick(body, false, &tick, &why)) {
         return DecodeResult{DecodeError::malformed, why};
       }
-      *out = TickFrame{tick.tick, std::move(tick.inputs), tick.state_hash,
-                       std::move(tick.commands)};
+      *out =
+          TickFrame{tick.tick, std::move(tick.inputs), tick.state_hash, std::move(tick.commands)};
       return {};
     }
     case compact::kKindInputFrame: {
@@ -189,8 +189,8 @@ DecodeResult decode_compact(std::span<const uint8_t> body, Message* out) {
     }
     default:
       return DecodeResult{DecodeError::unknown_message,
-                          "compact body of unknown kind " + std::to_string(body[0] & compact::kKindMask) +
-                              " (a newer peer?)"};
+                          "compact body of unknown kind " +
+                              std::to_string(body[0] & compact::kKindMask) + " (a newer peer?)"};
   }
 }
 
