@@ -742,7 +742,7 @@ TEST(ReplayCommands, CommandsAreRecordedAndReplayedBitForBit) {
   LoadedReplay replay;
   std::string error;
   ASSERT_TRUE(replays::load_replay(bytes, &replay, &error)) << error;
-  EXPECT_EQ(replay.header.format_version, 5u);
+  EXPECT_EQ(replay.header.format_version, 6u);
   size_t loaded = 0;
   for (const replays::ReplayTick& tick : replay.ticks)
     loaded += tick.commands.size();
@@ -769,7 +769,8 @@ TEST(ReplayCommands, ABadCommandInATickRecordIsAClearError) {
   LoadedReplay replay;
   std::string error;
   EXPECT_FALSE(replays::load_replay(bytes, &replay, &error));
-  EXPECT_NE(error.find("replay tick 1: command 0: type 7 is not a command type"), std::string::npos)
+  EXPECT_NE(error.find("replay tick 1: TickFrame: command 0: type 7 is not a command type"),
+            std::string::npos)
       << error;
   // A window smaller than the tick's commands drops and counts the rest.
   replays::ReplayWindowConfig small;

@@ -263,6 +263,46 @@ TEST(SchemaCompact, DemoTickWithSixteenInputsIsAFewBytesPerInput) {
   EXPECT_LE(per_frame * 60, 16000.0);  // the downstream goal, without Pongs (a few B/s)
 }
 
+TEST(SchemaCompact, PackedSnapshotsRoundTripAndRefuseMalformedBytes) {
+  std::vector<uint8_t> bytes(200, 0);
+  bytes[0] = 1;
+  bytes[9] = 0xFF;
+  bytes[63] = 7;
+  bytes[64] = 2;
+  bytes[199] = 3;  // in the last, short chunk
+  for (size_t length : {size_t{0}, size_t{1}, size_t{64}, size_t{65}, size_t{200}}) {
+    const std::vector<uint8_t> in(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(length));
+    std::vector<uint8_t> packed;
+    compact::append_packed(in, &packed);
+    std::vector<uint8_t> out;
+    std::string error;
+    ASSERT_TRUE(compact::read_packed(packed, 1 << 20, &out, &error)) << error;
+    EXPECT_EQ(out, in) << length;
+  }
+  std::vector<uint8_t> packed;
+  compact::append_packed(bytes, &packed);
+  // 200 = c8 01; chunk 0: blocks 0, 1, 7; chunk 1: block 0; chunk 2: none; chunk 3 (8 bytes):
+  // block 0, byte 7.
+  EXPECT_EQ(packed.size(), 2u + 1 + (1 + 1) + (1 + 1) + (1 + 1) + 1 + (1 + 1) + 1 + 1 + (1 + 1));
+  const auto refused = [](std::vector<uint8_t> p, size_t max, const char* words) {
+    std::vector<uint8_t> out;
+    std::string error;
+    EXPECT_FALSE(compact::read_packed(p, max, &out, &error));
+    EXPECT_NE(error.find(words), std::string::npos) << error;
+  };
+  refused(packed, 100, "out of range");                // over the caller's cap
+  refused({0xFF, 0xFF, 0x03}, 1 << 30, "needs more");  // a size the bytes cannot describe
+  std::vector<uint8_t> cut(packed.begin(), packed.end() - 1);
+  refused(cut, 1 << 20, "truncated");
+  std::vector<uint8_t> longer = packed;
+  longer.push_back(0);
+  refused(longer, 1 << 20, "trailing");
+  refused({4, 0x02, 0x01, 0x05}, 1 << 20, "past the end");  // block 1 of a 4-byte snapshot
+  refused({4, 0x01, 0x10, 0x05}, 1 << 20, "past the end");  // byte 4 of a 4-byte snapshot
+  refused({4, 0x01, 0x00}, 1 << 20, "empty block");
+  refused({4, 0x01, 0x01, 0x00}, 1 << 20, "0 given as non-zero");
+}
+
 TEST(SchemaCompact, KindBytesAreCheckedBeforeAnythingElse) {
   // 0x?3 is no kind yet (a newer peer); unknown flag bits are refused.
   const DecodeResult unknown = decode(tick_body(0x03, {}));

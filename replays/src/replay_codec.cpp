@@ -99,7 +99,14 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
   if (schema::compact::is_compact(payload)) {  // a tick record of format 6 or later
     schema::compact::Tick tick;
     if (!schema::compact::read_tick(payload, true, &tick, error)) {
-      *error = "replay tick record: " + *error;
+      // Name the tick when at least its number is readable.
+      size_t at = 1;
+      uint64_t number = 0;
+      std::string unreadable;
+      const bool named = schema::compact::read_varint(payload, &at, &number, &unreadable);
+      *error =
+          (named ? "replay tick " + std::to_string(number) : std::string("replay tick record")) +
+          ": " + *error;
       return false;
     }
     out->kind = RecordKind::tick;

@@ -107,6 +107,17 @@ void command_words(const sim::Command& c, uint32_t (&words)[kCommandWords]) {
     words[i] = w[i];
 }
 
+// Bit i set when values[i] is not zero: the field mask of an input or a command.
+template <class T, size_t N>
+uint64_t nonzero_mask(const T (&values)[N]) {
+  static_assert(N <= 64);
+  uint64_t mask = 0;
+  for (size_t i = 0; i < N; ++i) {
+    if (values[i] != 0) mask |= uint64_t{1} << i;
+  }
+  return mask;
+}
+
 void append_inputs(std::span<const sim::Input> inputs, std::vector<uint8_t>* out) {
   size_t groups = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -126,11 +137,7 @@ void append_inputs(std::span<const sim::Input> inputs, std::vector<uint8_t>* out
       previous_sequence = in.sequence;
       uint64_t values[kInputFieldCount];
       input_fields(in, values);
-      uint64_t mask = 0;
-      for (uint32_t f = 0; f < kInputFieldCount; ++f) {
-        if (values[f] != 0) mask |= uint64_t{1} << f;
-      }
-      append_varint(mask, out);
+      append_varint(nonzero_mask(values), out);
       for (uint32_t f = 0; f < kInputFieldCount; ++f) {
         if (values[f] != 0) append_varint(values[f], out);
       }
@@ -144,11 +151,7 @@ void append_commands(std::span<const sim::Command> commands, std::vector<uint8_t
   for (const sim::Command& c : commands) {
     uint32_t words[kCommandWords];
     command_words(c, words);
-    uint64_t mask = 0;
-    for (uint32_t w = 0; w < kCommandWords; ++w) {
-      if (words[w] != 0) mask |= uint64_t{1} << w;
-    }
-    append_varint(mask, out);
+    append_varint(nonzero_mask(words), out);
     for (uint32_t w = 0; w < kCommandWords; ++w) {
       if (words[w] == 0) continue;
       switch (command_word_kind(w)) {
