@@ -824,6 +824,17 @@ std::vector<MalformedCase> malformed_cases() {
                      std::vector<uint8_t> out = header(100);
                      for (int i = 0; i < 100; ++i)
                        out.push_back(static_cast<uint8_t>(rng()));
+                     out[4] &= 0xFC;  // a FlatBuffer's first byte (a compact one is the next case)
+                     return out;
+                   },
+                   false, ErrorCode::bad_frame});
+  cases.push_back({"malformed_compact_input_frame_after_join", true,
+                   [] {
+                     // InputFrame kind with inputs, target tick 1, sequence 2, then a group count
+                     // that the bytes left cannot hold.
+                     std::vector<uint8_t> out = header(8);
+                     for (uint8_t b : {0x06, 0x01, 0x02, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F})
+                       out.push_back(b);
                      return out;
                    },
                    false, ErrorCode::bad_frame});
@@ -877,7 +888,7 @@ TEST_P(NetServerMalformed, ClosesThatConnectionWhileTheRoomKeepsTicking) {
   EXPECT_EQ(stats.rooms[0].protocol_errors, bad.join_first ? 1u : 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, NetServerMalformed, ::testing::Range(0, 10),
+INSTANTIATE_TEST_SUITE_P(Cases, NetServerMalformed, ::testing::Range(0, 11),
                          [](const ::testing::TestParamInfo<int>& param_info) {
                            return std::string(
                                malformed_cases()[static_cast<size_t>(param_info.param)].name);
@@ -887,8 +898,8 @@ TEST(NetServer, VersionMismatchNamesBothRanges) {
   ServerRunner runner(test_config());
   RawClient client(runner.port());
   schema::Hello h = hello("alpha", "future");
-  h.protocol_version = 5;
-  h.min_protocol_version = 4;
+  h.protocol_version = 6;
+  h.min_protocol_version = 5;
   client.send(h);
   std::vector<Message> received;
   ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received));
@@ -897,8 +908,8 @@ TEST(NetServer, VersionMismatchNamesBothRanges) {
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->code, ErrorCode::version_mismatch);
   EXPECT_TRUE(error->fatal);
-  EXPECT_NE(error->reason.find("server speaks 3..3"), std::string::npos) << error->reason;
-  EXPECT_NE(error->reason.find("client 4..5"), std::string::npos) << error->reason;
+  EXPECT_NE(error->reason.find("server speaks 4..4"), std::string::npos) << error->reason;
+  EXPECT_NE(error->reason.find("client 5..6"), std::string::npos) << error->reason;
   EXPECT_EQ(error->server_protocol_version, schema::kProtocolVersion);
   EXPECT_EQ(error->server_min_protocol_version, schema::kMinProtocolVersion);
 }
@@ -907,32 +918,42 @@ TEST(NetServer, OverlappingVersionsNegotiateTheHighestCommonOne) {
   ServerRunner runner(test_config());
   RawClient client(runner.port());
   schema::Hello h = hello("alpha", "newer");
-  h.protocol_version = 7;  // speaks 1..7; we speak 3..3
+  h.protocol_version = 7;  // speaks 1..7; we speak 4..4
   h.min_protocol_version = 1;
   client.send(h);
   std::optional<schema::Welcome> welcome = client.receive_of<schema::Welcome>(kReplyTimeout);
   ASSERT_TRUE(welcome);
-  EXPECT_EQ(welcome->protocol_version, 3);
+  EXPECT_EQ(welcome->protocol_version, 4);
 }
 
-TEST(NetServer, VersionTwoClientGetsAClearVersionMismatch) {
-  // Version 2 lacked Welcome.world_def and TickFrame.commands (it would desync at the first
-  // join): it is no longer spoken, and version 1 neither.
+TEST(NetServer, OlderClientsGetAClearVersionMismatch) {
+  // Version 3 sent TickFrame and InputFrame as FlatBuffers tables: it could not read the compact
+  // bodies of version 4. Version 2 lacked Welcome.world_def and TickFrame.commands (it would
+  // desync at the first join), and version 1 neither. Hello and Error kept their bytes since
+  // version 1, so every one of them reads the refusal.
+  const struct {
+    uint16_t min, max;
+    const char* reason;
+  } clients[] = {{3, 3, "server speaks 4..4, client 3..3"},
+                 {1, 2, "server speaks 4..4, client 1..2"}};
   ServerRunner runner(test_config());
-  RawClient client(runner.port());
-  schema::Hello h = hello("alpha", "old");
-  h.protocol_version = 2;
-  h.min_protocol_version = 1;
-  client.send(h);
-  std::vector<Message> received;
-  ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received));
-  ASSERT_EQ(received.size(), 1u);
-  const auto* error = std::get_if<schema::ErrorMessage>(&received[0]);
-  ASSERT_NE(error, nullptr);
-  EXPECT_EQ(error->code, ErrorCode::version_mismatch);
-  EXPECT_TRUE(error->fatal);
-  EXPECT_NE(error->reason.find("server speaks 3..3, client 1..2"), std::string::npos)
-      << error->reason;
+  for (const auto& c : clients) {
+    SCOPED_TRACE(c.reason);
+    RawClient client(runner.port());
+    schema::Hello h = hello("alpha", "old");
+    h.protocol_version = c.max;
+    h.min_protocol_version = c.min;
+    client.send(h);
+    std::vector<Message> received;
+    ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received));
+    ASSERT_EQ(received.size(), 1u);
+    const auto* error = std::get_if<schema::ErrorMessage>(&received[0]);
+    ASSERT_NE(error, nullptr);
+    EXPECT_EQ(error->code, ErrorCode::version_mismatch);
+    EXPECT_TRUE(error->fatal);
+    EXPECT_NE(error->reason.find(c.reason), std::string::npos) << error->reason;
+    EXPECT_EQ(error->server_protocol_version, 4);
+  }
 }
 
 // ---- slow consumers, deadlines, heartbeats --------------------------------------------------

@@ -10,6 +10,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "lockstep/replays/record_file.h"
+#include "lockstep/schema/compact_codec.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/player_input_codec.h"
 #include "lockstep/schema/replay_generated.h"
@@ -25,6 +26,7 @@ namespace rp = lockstep::replay;
 struct RecordEncoder::Impl {
   explicit Impl(size_t initial_bytes) : builder(initial_bytes) {}
   fb::FlatBufferBuilder builder;
+  std::vector<uint8_t> compact;  // tick records (their capacity is kept between records)
 };
 
 RecordEncoder::RecordEncoder(size_t initial_bytes) : impl_(new Impl(initial_bytes)) {}
@@ -68,31 +70,55 @@ std::span<const uint8_t> RecordEncoder::keyframe(uint64_t tick, uint64_t state_h
                                                  std::span<const uint8_t> snapshot) {
   fb::FlatBufferBuilder& b = impl_->builder;
   b.Clear();
-  const auto bytes = b.CreateVector(snapshot.data(), snapshot.size());
-  return finish(b, rp::Record::Keyframe, rp::CreateKeyframe(b, tick, state_hash, bytes).Union());
+  // Since format 6 the snapshot is packed (a keyframe is mostly zero bytes).
+  std::vector<uint8_t>& packed = impl_->compact;
+  packed.clear();
+  schema::compact::append_packed(snapshot, &packed);
+  const auto bytes = b.CreateVector(packed.data(), packed.size());
+  rp::KeyframeBuilder k(b);
+  k.add_tick(tick);
+  k.add_state_hash(state_hash);
+  k.add_snapshot_packed(bytes);
+  return finish(b, rp::Record::Keyframe, k.Finish().Union());
 }
 
 std::span<const uint8_t> RecordEncoder::tick(uint64_t tick, std::span<const sim::Input> inputs,
                                              uint64_t authoritative_hash,
                                              std::optional<uint64_t> client_hash,
                                              std::span<const sim::Command> commands) {
-  fb::FlatBufferBuilder& b = impl_->builder;
-  b.Clear();
-  const auto command_vector = schema::create_world_commands(b, commands);
-  const auto velocities = schema::create_player_input_velocities(b, inputs);
-  const auto vector = schema::create_player_inputs(b, inputs);
-  rp::TickBuilder t(b);
-  t.add_tick(tick);
-  t.add_inputs(vector);
-  if (!velocities.IsNull()) t.add_input_velocities(velocities);
-  if (!command_vector.IsNull()) t.add_commands(command_vector);
-  t.add_authoritative_hash(authoritative_hash);
-  if (client_hash) t.add_client_hash(*client_hash);
-  return finish(b, rp::Record::Tick, t.Finish().Union());
+  // Since format 6 a tick record is the compact body of its tick's TickFrame (the wire's
+  // bytes), with the client's hash flagged in client-written files; not a FlatBuffer.
+  std::vector<uint8_t>& out = impl_->compact;
+  out.clear();
+  schema::compact::append_tick(tick, authoritative_hash, client_hash, inputs, commands, &out);
+  return out;
 }
 
 bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scratch,
                    DecodedRecord* out, std::string* error) {
+  if (schema::compact::is_compact(payload)) {  // a tick record of format 6 or later
+    schema::compact::Tick tick;
+    if (!schema::compact::read_tick(payload, true, &tick, error)) {
+      // Name the tick when at least its number is readable.
+      size_t at = 1;
+      uint64_t number = 0;
+      std::string unreadable;
+      const bool named = schema::compact::read_varint(payload, &at, &number, &unreadable);
+      *error =
+          (named ? "replay tick " + std::to_string(number) : std::string("replay tick record")) +
+          ": " + *error;
+      return false;
+    }
+    out->kind = RecordKind::tick;
+    ReplayTick& o = out->tick;
+    o.tick = tick.tick;
+    o.authoritative_hash = tick.state_hash;
+    o.client_hash = tick.client_hash;
+    o.inputs = std::move(tick.inputs);
+    o.commands = std::move(tick.commands);
+    return true;
+  }
+  // Header and keyframe records, and the tick records of formats up to 5: FlatBuffers.
   if (payload.size() < 8 ||
       !fb::BufferHasIdentifier(payload.data(), rp::ReplayRecordIdentifier())) {
     std::string id;
@@ -145,14 +171,24 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
     }
     case rp::Record::Keyframe: {
       const rp::Keyframe* k = record->record_as_Keyframe();
-      if (!k->snapshot()) {
+      if (!k->snapshot() && !k->snapshot_packed()) {
         *error = "keyframe record without a snapshot";
         return false;
       }
       out->kind = RecordKind::keyframe;
       out->keyframe.tick = k->tick();
       out->keyframe.state_hash = k->state_hash();
-      out->keyframe.snapshot.assign(k->snapshot()->begin(), k->snapshot()->end());
+      if (k->snapshot()) {  // formats up to 5
+        out->keyframe.snapshot.assign(k->snapshot()->begin(), k->snapshot()->end());
+        return true;
+      }
+      const auto* packed = k->snapshot_packed();
+      if (!schema::compact::read_packed(std::span<const uint8_t>(packed->data(), packed->size()),
+                                        schema::kMaxReplayRecordBytes, &out->keyframe.snapshot,
+                                        error)) {
+        *error = "keyframe record: " + *error;
+        return false;
+      }
       return true;
     }
     case rp::Record::Tick: {

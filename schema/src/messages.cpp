@@ -19,9 +19,9 @@
 #include <string_view>
 #include <type_traits>
 
+#include "lockstep/schema/compact_codec.h"
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/limits.h"
-#include "lockstep/schema/player_input_codec.h"
 #include "lockstep/schema/protocol_generated.h"
 #include "lockstep/schema/world_codec.h"
 #include "lockstep/sim/world.h"
@@ -137,17 +137,62 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Snapshot& 
   return wire::CreateSnapshot(builder, m.tick, state, m.state_hash).Union();
 }
 
-fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const InputFrame& m) {
-  auto velocities = create_player_input_velocities(builder, m.inputs);
-  auto inputs = create_player_inputs(builder, m.inputs);
-  return wire::CreateInputFrame(builder, m.target_tick, m.sequence, inputs, velocities).Union();
+// InputFrame and TickFrame are compact bodies since protocol 4 (compact_frame below); their
+// FlatBuffers tables stay in the schema, unsent, so the union keeps its numbering.
+fb::Offset<void> encode_message(fb::FlatBufferBuilder&, const InputFrame&) {
+  return 0;
 }
 
-fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const TickFrame& m) {
-  auto commands = create_world_commands(builder, m.commands);
-  auto velocities = create_player_input_velocities(builder, m.inputs);
-  auto inputs = create_player_inputs(builder, m.inputs);
-  return wire::CreateTickFrame(builder, m.tick, inputs, m.state_hash, velocities, commands).Union();
+fb::Offset<void> encode_message(fb::FlatBufferBuilder&, const TickFrame&) {
+  return 0;
+}
+
+// The whole frame of a compact message (header and body), or an empty vector for the others.
+std::vector<uint8_t> compact_frame(const Message& message) {
+  std::vector<uint8_t> frame;
+  const auto* tick = std::get_if<TickFrame>(&message);
+  const auto* input = std::get_if<InputFrame>(&message);
+  if (tick == nullptr && input == nullptr) return frame;
+  const size_t inputs = tick != nullptr ? tick->inputs.size() : input->inputs.size();
+  frame.reserve(kFrameHeaderBytes +
+                compact::max_body_bytes(inputs, tick != nullptr ? tick->commands.size() : 0));
+  frame.resize(kFrameHeaderBytes);
+  if (tick != nullptr) {
+    compact::append_tick(tick->tick, tick->state_hash, std::nullopt, tick->inputs, tick->commands,
+                         &frame);
+  } else {
+    compact::append_input_frame(input->target_tick, input->sequence, input->inputs, &frame);
+  }
+  encode_frame_header(static_cast<uint32_t>(frame.size() - kFrameHeaderBytes),
+                      std::span<uint8_t, kFrameHeaderBytes>(frame.data(), kFrameHeaderBytes));
+  return frame;
+}
+
+DecodeResult decode_compact(std::span<const uint8_t> body, Message* out) {
+  std::string why;
+  switch (body[0] & compact::kKindMask) {
+    case compact::kKindTickFrame: {
+      compact::Tick tick;
+      if (!compact::read_tick(body, false, &tick, &why)) {
+        return DecodeResult{DecodeError::malformed, why};
+      }
+      *out =
+          TickFrame{tick.tick, std::move(tick.inputs), tick.state_hash, std::move(tick.commands)};
+      return {};
+    }
+    case compact::kKindInputFrame: {
+      compact::InputFrame frame;
+      if (!compact::read_input_frame(body, &frame, &why)) {
+        return DecodeResult{DecodeError::malformed, why};
+      }
+      *out = InputFrame{frame.target_tick, frame.sequence, std::move(frame.inputs)};
+      return {};
+    }
+    default:
+      return DecodeResult{DecodeError::unknown_message,
+                          "compact body of unknown kind " +
+                              std::to_string(body[0] & compact::kKindMask) + " (a newer peer?)"};
+  }
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const DesyncReport& m) {
@@ -187,14 +232,6 @@ size_t initial_builder_bytes(const Message& message) {
   constexpr size_t kBaseBytes = 512;
   if (const auto* snapshot = std::get_if<Snapshot>(&message)) {
     return kBaseBytes + snapshot->state.size();
-  }
-  if (const auto* frame = std::get_if<TickFrame>(&message)) {
-    return kBaseBytes +
-           frame->inputs.size() * (sizeof(wire::PlayerInput) + sizeof(wire::PlayerInputVelocity));
-  }
-  if (const auto* frame = std::get_if<InputFrame>(&message)) {
-    return kBaseBytes +
-           frame->inputs.size() * (sizeof(wire::PlayerInput) + sizeof(wire::PlayerInputVelocity));
   }
   return kBaseBytes;
 }
@@ -313,32 +350,15 @@ DecodeResult decode_message(const wire::Snapshot& in, Message* out) {
   return {};
 }
 
-DecodeResult decode_message(const wire::InputFrame& in, Message* out) {
-  InputFrame m;
-  m.target_tick = in.target_tick();
-  m.sequence = in.sequence();
-  read_player_inputs(in.inputs(), &m.inputs);
-  if (!read_player_input_velocities(in.input_velocities(), &m.inputs)) {
-    return fail(DecodeError::bad_value, "InputFrame.input_velocities is not one per input");
-  }
-  *out = std::move(m);
-  return {};
+// The v3 tables of the two compact messages: a protocol 4 peer never sends them.
+DecodeResult decode_message(const wire::InputFrame&, Message*) {
+  return fail(DecodeError::unknown_message,
+              "InputFrame as a FlatBuffers table is protocol 3; protocol 4 sends a compact body");
 }
 
-DecodeResult decode_message(const wire::TickFrame& in, Message* out) {
-  TickFrame m;
-  m.tick = in.tick();
-  read_player_inputs(in.inputs(), &m.inputs);
-  if (!read_player_input_velocities(in.input_velocities(), &m.inputs)) {
-    return fail(DecodeError::bad_value, "TickFrame.input_velocities is not one per input");
-  }
-  std::string why;
-  if (!read_world_commands(in.commands(), &m.commands, &why)) {
-    return fail(DecodeError::bad_value, "TickFrame.commands: " + why);
-  }
-  m.state_hash = in.state_hash();
-  *out = std::move(m);
-  return {};
+DecodeResult decode_message(const wire::TickFrame&, Message*) {
+  return fail(DecodeError::unknown_message,
+              "TickFrame as a FlatBuffers table is protocol 3; protocol 4 sends a compact body");
 }
 
 DecodeResult decode_message(const wire::DesyncReport& in, Message* out) {
@@ -517,11 +537,14 @@ const char* decode_error_name(DecodeError error) {
       return "unknown_message";
     case DecodeError::bad_value:
       return "bad_value";
+    case DecodeError::malformed:
+      return "malformed";
   }
   return "unknown_decode_error";
 }
 
 std::vector<uint8_t> encode_frame(const Message& message) {
+  if (std::vector<uint8_t> frame = compact_frame(message); !frame.empty()) return frame;
   fb::FlatBufferBuilder builder(initial_builder_bytes(message));
   const auto type = static_cast<wire::Message>(message.index() + 1);
   const fb::Offset<void> body =
@@ -541,6 +564,10 @@ SharedFrame encode_shared_frame(const Message& message) {
 }
 
 DecodeResult decode_body(std::span<const uint8_t> body, Message* out) {
+  if (compact::is_compact(body)) {
+    Message scratch;
+    return decode_compact(body, out != nullptr ? out : &scratch);
+  }
   if (body.size() < kMinBodyBytes) {
     return fail(DecodeError::too_short, "body of " + std::to_string(body.size()) +
                                             " bytes is shorter than a FlatBuffer with "

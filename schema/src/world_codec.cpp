@@ -147,15 +147,6 @@ bool decode_world_def(const wire::WorldDef& w, sim::WorldDef* out, std::string* 
   return true;
 }
 
-wire::WorldCommand to_world_command(const sim::Command& c) {
-  return wire::WorldCommand(static_cast<uint32_t>(c.type), c.sequence, c.template_index,
-                            c.position.x, c.position.y, c.position.z, c.orientation.x,
-                            c.orientation.y, c.orientation.z, c.orientation.w, c.linear_velocity.x,
-                            c.linear_velocity.y, c.linear_velocity.z, c.angular_velocity.x,
-                            c.angular_velocity.y, c.angular_velocity.z, c.owner_player,
-                            c.body.index1, c.body.generation, c.score_delta);
-}
-
 bool from_world_command(const wire::WorldCommand& in, sim::Command* out, std::string* error) {
   if (in.type() > static_cast<uint32_t>(sim::CommandType::add_score)) {
     *error = "type " + std::to_string(in.type()) + " is not a command type";
@@ -185,20 +176,6 @@ bool from_world_command(const wire::WorldCommand& in, sim::Command* out, std::st
   c.score_delta = in.score_delta();
   *out = c;
   return true;
-}
-
-// As create_player_inputs: the structs pushed one by one (80 bytes, aligned to 4).
-fb::Offset<fb::Vector<const wire::WorldCommand*>> create_world_commands(
-    fb::FlatBufferBuilder& builder, std::span<const sim::Command> commands) {
-  if (commands.empty()) return 0;
-  constexpr size_t kAlign = alignof(wire::WorldCommand);
-  builder.StartVector(commands.size() * sizeof(wire::WorldCommand) / kAlign, kAlign);
-  for (size_t i = commands.size(); i-- > 0;) {
-    const wire::WorldCommand packed = to_world_command(commands[i]);
-    builder.PushBytes(reinterpret_cast<const uint8_t*>(&packed), sizeof(packed));
-  }
-  return fb::Offset<fb::Vector<const wire::WorldCommand*>>(
-      builder.EndVector(static_cast<fb::uoffset_t>(commands.size())));
 }
 
 bool read_world_commands(const fb::Vector<const wire::WorldCommand*>* commands,

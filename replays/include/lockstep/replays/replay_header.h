@@ -17,7 +17,9 @@ namespace lockstep::replays {
 /// 4: inputs' target velocities (Tick.input_velocities), the WorldDef's input velocity limits.
 /// 5: the commands each step applied (Tick.commands: joins, leaves, game rules); a build that
 /// ignored them would re-simulate without them and report a false divergence.
-inline constexpr uint32_t kReplayFormatVersion = 5;
+/// 6: tick records hold the compact bytes of their tick's TickFrame (protocol 4) instead of a
+/// FlatBuffers Tick table; files of formats 1..5 stay readable.
+inline constexpr uint32_t kReplayFormatVersion = 6;
 
 /// The lockstep version string written into headers (the CMake project version).
 const char* lockstep_version_string();

@@ -11,8 +11,8 @@
 namespace lockstep::schema {
 
 /// Largest frame body a client may send (client → server: Hello, InputFrame, Ping,
-/// DesyncReport, ResyncRequest). An input is ~50 bytes, so 64 KiB holds a full tick of the
-/// default world's 256 inputs several times over; anything bigger is abuse.
+/// DesyncReport, ResyncRequest). A compact input is 2 to ~70 bytes (10 in the demo), so 64 KiB
+/// holds a full tick of the default world's 256 inputs many times over; anything bigger is abuse.
 inline constexpr uint32_t kMaxClientFrameBytes = 64u * 1024u;
 
 /// Largest frame body the server sends (server → client), snapshots included. The default

@@ -2,10 +2,11 @@
 // frames and back. FlatBuffers types never leave schema/: the server and the client SDK see
 // these structs only, and both use this codec (no second copy of encoding or verification).
 //
-// A frame is 4-byte little-endian length + FlatBuffer (see frame.h); encode_frame returns the
-// whole frame, ready to write; decode_body takes one frame body (what FrameDecoder yields),
-// runs the FlatBuffers Verifier with kVerifierMaxDepth / kVerifierMaxTables and checks the
-// file identifier before anything reads it.
+// A frame is 4-byte little-endian length + body (see frame.h): a FlatBuffer, or for TickFrame
+// and InputFrame a compact body (compact_codec.h). encode_frame returns the whole frame, ready
+// to write; decode_body takes one frame body (what FrameDecoder yields) and checks it before
+// anything reads it: the compact parser's range checks, or the file identifier and the
+// FlatBuffers Verifier with kVerifierMaxDepth / kVerifierMaxTables.
 #pragma once
 
 #include <cstddef>
@@ -26,10 +27,12 @@ namespace lockstep::schema {
 /// 3: Welcome.world_def (the room's WorldDef and templates: a client builds its world from the
 /// Welcome and the join Snapshot) and TickFrame.commands (spawns, destroys and scores the step
 /// applied before its inputs).
-/// Older versions are no longer spoken: a v2 client would ignore TickFrame.commands and desync
-/// on the first join, so it gets a clear version_mismatch instead.
-inline constexpr uint16_t kProtocolVersion = 3;
-inline constexpr uint16_t kMinProtocolVersion = 3;
+/// 4: TickFrame and InputFrame travel as compact bodies (varints, inputs grouped by player, zero
+/// fields left out; docs/protocol.md), no longer as FlatBuffers tables.
+/// Older versions are no longer spoken: a v3 peer could not read the compact bodies, so it gets
+/// a clear version_mismatch instead (Hello and Error keep their v3 bytes for that).
+inline constexpr uint16_t kProtocolVersion = 4;
+inline constexpr uint16_t kMinProtocolVersion = 4;
 
 /// Caps on strings, checked by decode_body (bad_value beyond): room, player and scene names;
 /// auth tokens; free-text reasons. encode_frame truncates a longer reason (it is only for logs)
@@ -174,6 +177,7 @@ enum class DecodeError : uint8_t {
   no_message,       // an Envelope without a message
   unknown_message,  // a union member this build does not know (a newer peer)
   bad_value,        // a field out of its documented range (e.g. an enum value)
+  malformed,        // a compact body that does not parse (truncated, overlong varint, …)
 };
 const char* decode_error_name(DecodeError error);
 

@@ -29,14 +29,8 @@ flatbuffers::Offset<wire::WorldDef> encode_world_def(flatbuffers::FlatBufferBuil
 /// bad template; the def is not validated further (sim::validate_world_def does that).
 bool decode_world_def(const wire::WorldDef& in, sim::WorldDef* out, std::string* error);
 
-wire::WorldCommand to_world_command(const sim::Command& command);
 /// False with *error for an unknown type or a non-finite float.
 bool from_world_command(const wire::WorldCommand& in, sim::Command* out, std::string* error);
-
-/// The commands as a vector of structs, or a null offset (field left out) when there are none,
-/// so frames and replay ticks without commands keep their bytes.
-flatbuffers::Offset<flatbuffers::Vector<const wire::WorldCommand*>> create_world_commands(
-    flatbuffers::FlatBufferBuilder& builder, std::span<const sim::Command> commands);
 
 /// Replaces *out with the commands of a verified vector (nullptr: none). False with *error
 /// naming the first bad command ("command 3: ...").
