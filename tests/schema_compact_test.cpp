@@ -15,6 +15,7 @@
 
 #include "lockstep/schema/compact_codec.h"
 #include "lockstep/schema/frame.h"
+#include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/schema/protocol_generated.h"
 #include "lockstep/sim/scene.h"
@@ -213,6 +214,30 @@ TEST(SchemaCompact, InputFrameRoundTripsUnsortedInputs) {
   ASSERT_TRUE(decode(body_of(encode_frame(empty)), &decoded).ok());
   EXPECT_TRUE(std::get<InputFrame>(decoded).inputs.empty());
   EXPECT_EQ(encode_frame(empty).size(), 4u + 3u);
+}
+
+TEST(SchemaCompact, AnInputFrameCarriesAtMostItsCapOfInputs) {
+  // Minimal inputs (player 0, sequence 0, nothing else: 2 bytes each) could pack ~32,000 into a
+  // 64 KiB client frame; the decoder stops at kMaxInputFrameInputs, counted across groups.
+  InputFrame at_cap{5, 1, std::vector<sim::Input>(kMaxInputFrameInputs)};
+  Message decoded;
+  ASSERT_TRUE(decode(body_of(encode_frame(at_cap)), &decoded).ok());
+  EXPECT_EQ(std::get<InputFrame>(decoded).inputs.size(), kMaxInputFrameInputs);
+  InputFrame over{5, 1, std::vector<sim::Input>(kMaxInputFrameInputs + 1)};
+  const std::vector<uint8_t> body = body_of(encode_frame(over));
+  EXPECT_LE(body.size(), kMaxClientFrameBytes);  // small enough to arrive: the cap must hold
+  const DecodeResult result = decode(body, &decoded);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.detail.find("over the 1024 a frame may carry"), std::string::npos)
+      << result.detail;
+  // Split across two players' groups, the count is the frame's total.
+  InputFrame split{5, 1, std::vector<sim::Input>(kMaxInputFrameInputs + 1)};
+  for (size_t i = 0; i < 600; ++i)
+    split.inputs[i].player = 1;
+  EXPECT_FALSE(decode(body_of(encode_frame(split)), &decoded).ok());
+  // A TickFrame (server → client) is bounded by the world's own input capacity, not this cap.
+  TickFrame tick{5, std::vector<sim::Input>(kMaxInputFrameInputs + 1), 0, {}};
+  EXPECT_TRUE(decode(body_of(encode_frame(tick)), &decoded).ok());
 }
 
 TEST(SchemaCompact, ReplayTicksCarryTheClientHashTheWireRefuses) {

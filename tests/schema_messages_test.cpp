@@ -602,17 +602,19 @@ TEST(SchemaMessages, WelcomeOwnedVectorsMustPair) {
 
 TEST(SchemaMessages, InputFrameAtTheClientCapDecodes) {
   // As many inputs as a client frame can carry: these inputs (every field set, large values)
-  // take 30 to 70 compact bytes each; start from cap / 25 and drop inputs until the body fits.
+  // take 30 to 70 compact bytes each: start from cap / 25 and drop inputs until the body fits
+  // the byte cap and the input cap (kMaxInputFrameInputs).
   uint32_t count = kMaxClientFrameBytes / 25;
   InputFrame frame{77, 3, make_inputs(count)};
   std::vector<uint8_t> encoded = encode_frame(frame);
-  while (encoded.size() - 4 > kMaxClientFrameBytes) {
+  while (encoded.size() - 4 > kMaxClientFrameBytes || count > kMaxInputFrameInputs) {
     frame.inputs.pop_back();
     --count;
     encoded = encode_frame(frame);
   }
   const size_t body_bytes = encoded.size() - 4;
-  EXPECT_GT(body_bytes, kMaxClientFrameBytes - 70);  // one more input would not fit
+  // One more input would not fit, or would be over the input cap.
+  EXPECT_TRUE(body_bytes > kMaxClientFrameBytes - 70 || count == kMaxInputFrameInputs) << count;
   EXPECT_GT(count, 900u);
   AlignedBody body(body_of(encoded));
   Message decoded;

@@ -13,6 +13,7 @@
 #include <bit>
 #include <limits>
 
+#include "lockstep/schema/limits.h"
 #include "lockstep/schema/world_codec.h"
 
 namespace lockstep::schema::compact {
@@ -270,7 +271,8 @@ constexpr size_t kMinGroupBytes = 2 + kMinInputBytes;
 // Smallest command: its mask alone (a command whose every word is 0 is the one byte 0x00).
 constexpr size_t kMinCommandBytes = 1;
 
-bool read_inputs(Reader& r, std::vector<sim::Input>* out) {
+bool read_inputs(Reader& r, std::vector<sim::Input>* out,
+                 uint64_t max_inputs = std::numeric_limits<uint64_t>::max()) {
   uint64_t groups = 0;
   if (!r.count("input group count", kMinGroupBytes, &groups)) return false;
   uint32_t previous_sequence = 0;
@@ -281,6 +283,10 @@ bool read_inputs(Reader& r, std::vector<sim::Input>* out) {
     if (!r.u32(group + " player", &player) ||
         !r.count(group + " input count", kMinInputBytes, &count)) {
       return false;
+    }
+    if (count > max_inputs - out->size()) {
+      return r.fail(group + " brings the inputs to " + std::to_string(out->size() + count) +
+                    ", over the " + std::to_string(max_inputs) + " a frame may carry");
     }
     if (g > 0 && !out->empty() && out->back().player == player) {
       return r.fail(group + " repeats player " + std::to_string(player) +
@@ -482,7 +488,9 @@ bool read_input_frame(std::span<const uint8_t> body, InputFrame* out, std::strin
   if (!r.varint("target_tick", &out->target_tick) || !r.u32("sequence", &out->sequence)) {
     return false;
   }
-  if ((kind & kHasInputs) != 0 && !read_inputs(r, &out->inputs)) return false;
+  if ((kind & kHasInputs) != 0 && !read_inputs(r, &out->inputs, kMaxInputFrameInputs)) {
+    return false;
+  }
   return r.at_end();
 }
 

@@ -15,6 +15,11 @@ namespace lockstep::schema {
 /// holds a full tick of the default world's 256 inputs many times over; anything bigger is abuse.
 inline constexpr uint32_t kMaxClientFrameBytes = 64u * 1024u;
 
+/// Most inputs one InputFrame may carry. A compact input can be 2 bytes, so a full client frame
+/// could otherwise decode to ~32,000 of them (2 MB of decoded inputs from 64 KiB); a player is
+/// allowed 16 per tick by default and at most a few hundred by any sane configuration.
+inline constexpr uint32_t kMaxInputFrameInputs = 1024;
+
 /// Largest frame body the server sends (server → client), snapshots included. The default
 /// world (1024 bodies, 16384 contact points of warm-start cache) snapshots to well under 1 MiB;
 /// 8 MiB leaves room for worlds several times larger.
