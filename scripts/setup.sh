@@ -16,6 +16,8 @@ packages=(
   libspdlog-dev                               # levelled, timestamped logs of the service
   clang-format                                # the project's formatting (.clang-format)
   tmux                                        # the sumo terminal client's net test drives it in tmux
+  libsodium-dev                               # join tokens: HMAC-SHA512-256 (crypto_auth)
+  clang-14 libclang-rt-14-dev                 # libFuzzer + sanitizers of tests/fuzz (scripts/fuzz.sh)
 )
 packages+=("$@")
 

@@ -17,6 +17,7 @@
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "guard.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/config.h"
 #include "lockstep/server/server.h"
@@ -59,6 +60,7 @@ struct ServerCore {
 
   std::map<std::string, std::shared_ptr<Room>> rooms;
   std::map<uint64_t, std::shared_ptr<Session>> sessions;
+  Guard guard;  // tokens, per-address limits, refusal counters
   std::deque<RoomStats> closed_rooms;  // at most kMaxClosedRooms
   uint64_t next_session_id = 1;
   bool started = false;
