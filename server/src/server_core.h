@@ -60,7 +60,7 @@ struct ServerCore {
 
   std::map<std::string, std::shared_ptr<Room>> rooms;
   std::map<uint64_t, std::shared_ptr<Session>> sessions;
-  Guard guard;  // tokens, per-address limits, refusal counters
+  Guard guard;                         // tokens, per-address limits, refusal counters
   std::deque<RoomStats> closed_rooms;  // at most kMaxClosedRooms
   uint64_t next_session_id = 1;
   bool started = false;
