@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -71,6 +72,10 @@ int main(int argc, char** argv) {
     if (!out) return fail("cannot write " + key_file);
     out << auth::key_to_hex(key) << "\n";
     out.close();
+    std::error_code ec;  // the key is a secret: owner-only
+    std::filesystem::permissions(
+        key_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+        std::filesystem::perm_options::replace, ec);
     std::printf("wrote a new key to %s\n", key_file.c_str());
     return 0;
   }
