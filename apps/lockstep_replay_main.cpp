@@ -34,9 +34,12 @@ int fail(const std::string& message) {
   return kExitBadFile;
 }
 
+// --memory-budget-mb: the most a replay's world may take (files come from the field).
+uint64_t g_memory_budget_mb = replays::kDefaultWorldMemoryBudgetBytes >> 20;
+
 bool load(const std::string& path, replays::LoadedReplay* replay, int* exit_code) {
   std::string error;
-  if (!replays::load_replay_file(path, replay, &error)) {
+  if (!replays::load_replay_file(path, replay, &error, g_memory_budget_mb << 20)) {
     *exit_code = fail(error);
     return false;
   }
@@ -269,6 +272,11 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
 int main(int argc, char** argv) {
   CLI::App app{"lockstep-replay: inspect, verify, diff, dump and export lockstep replay files"};
   app.require_subcommand(1);
+  app.fallthrough();  // --memory-budget-mb may follow the subcommand
+  app.add_option("--memory-budget-mb", g_memory_budget_mb,
+                 "refuse a file whose world would take more memory than this (MiB)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
 
   std::string file, file_b, out_path;
   bool quiet = false;

@@ -80,6 +80,7 @@ namespace {
 using namespace lockstep::sim;
 
 constexpr int kExitUsage = 2;
+constexpr uint64_t kDefaultMemoryBudgetMb = 512;
 constexpr uint64_t kDefaultEvery = 60;
 constexpr std::streamsize kMaxSceneFileBytes = 256ll << 20;
 
@@ -105,7 +106,9 @@ void print_usage(std::FILE* out) {
       "  --query-probe T    after tick T also print `T queries HASH` (the query golden)\n"
       "  --synctest K       after every tick, roll back K ticks (1-64) and re-simulate them: the\n"
       "                     hashes and the snapshot must come out the same (exit 1 if not)\n"
-      "  --print-scene      print the scene as text (docs/scene-format.md) and exit\n",
+      "  --print-scene      print the scene as text (docs/scene-format.md) and exit\n"
+      "  --memory-budget-mb M  refuse a scene whose world would take more than M MiB\n"
+      "                     (default 512)\n",
       out);
 }
 
@@ -136,6 +139,8 @@ struct Options {
   uint64_t query_probe_tick = 0;
   std::string query_file;  // --query: query lines run against the final state
   uint64_t synctest = 0;   // --synctest K: roll back K ticks and re-simulate after every tick
+  // --memory-budget-mb: a scene file from the field may not make the world bigger than this.
+  uint64_t memory_budget_mb = kDefaultMemoryBudgetMb;
 };
 
 /// Parses argv; on failure writes why to *error.
@@ -214,6 +219,12 @@ bool parse_options(int argc, char** argv, Options* options, std::string* error) 
       if (!take_u64(&options->synctest)) return false;
       if (options->synctest < 1 || options->synctest > SyncTester::kMaxRollbackTicks) {
         *error = "--synctest: K must be 1 … " + std::to_string(SyncTester::kMaxRollbackTicks);
+        return false;
+      }
+    } else if (arg == "--memory-budget-mb") {
+      if (!take_u64(&options->memory_budget_mb)) return false;
+      if (options->memory_budget_mb < 1 || options->memory_budget_mb > (uint64_t{1} << 20)) {
+        *error = "--memory-budget-mb: must be 1 … 1048576";
         return false;
       }
     } else if (arg == "--print-scene") {
@@ -594,6 +605,17 @@ int main(int argc, char** argv) {
     std::string text = format_scene_text(scene);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : 1;
+  }
+  // Checked before the world takes its memory: a short scene file can ask for gigabytes.
+  if (const uint64_t bytes = world_memory_bytes(scene.def);
+      bytes > (options.memory_budget_mb << 20)) {
+    std::fprintf(stderr,
+                 "lockstep-sim: %s: the scene's world needs %llu MiB, over the memory budget of "
+                 "%llu MiB (--memory-budget-mb)\n",
+                 options.scene.c_str(),
+                 static_cast<unsigned long long>((bytes + (1 << 20) - 1) >> 20),
+                 static_cast<unsigned long long>(options.memory_budget_mb));
+    return kExitUsage;
   }
   Error build_error = Error::none;
   size_t failed_body = SIZE_MAX;

@@ -18,6 +18,8 @@ packages=(
   tmux                                        # the sumo terminal client's net test drives it in tmux
   prometheus curl                             # ops tests: a real Prometheus scrapes /metrics (promtool too)
   yamllint shellcheck                         # ops lint: docker/ YAML and scripts/*.sh
+  libsodium-dev                               # join tokens: HMAC-SHA512-256 (crypto_auth)
+  clang-14 libclang-rt-14-dev                 # libFuzzer + sanitizers of tests/fuzz (scripts/fuzz.sh)
 )
 packages+=("$@")
 

@@ -3,6 +3,7 @@
 #   scripts/test.sh            install what is missing, build (warnings as errors), run all tests
 #   LOCKSTEP_SKIP_ASAN=1 ...   skip the AddressSanitizer/UBSan pass
 #   LOCKSTEP_SKIP_MATRIX=1 ... skip the cross-platform determinism matrix
+#   LOCKSTEP_SKIP_FUZZ=1 ..... skip the 30-second runs of every fuzz target (scripts/fuzz.sh)
 #   (default) ................ the -O0 and emulated (qemu) matrix targets check the first 1,800
 #                              ticks of each 3,600-tick golden scene, every other target all of
 #                              them, every target both golden replays in full; the table says
@@ -27,6 +28,13 @@ if [ "${LOCKSTEP_SKIP_ASAN:-0}" != 1 ]; then
   cmake --preset asan
   cmake --build --preset asan -j "$jobs"
   ctest --preset asan -j "$jobs" -LE slow
+fi
+
+if [ "${LOCKSTEP_SKIP_FUZZ:-0}" != 1 ]; then
+  # Every libFuzzer target of tests/fuzz for 30 s from the committed seeds, in a clang build of
+  # its own (build/fuzz); a finding fails the run (docs/security.md).
+  echo "== fuzz (clang-14 libFuzzer + ASan/UBSan, 30 s per target) =="
+  bash scripts/fuzz.sh all "${LOCKSTEP_FUZZ_SECONDS:-30}"
 fi
 
 if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ] && [ -f scripts/determinism-matrix.sh ]; then

@@ -41,6 +41,7 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/write.hpp>
 
+#include "lockstep/auth/join_token.h"
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
@@ -58,6 +59,7 @@ using namespace std::chrono_literals;
 namespace schema = lockstep::schema;
 namespace server = lockstep::server;
 namespace sim = lockstep::sim;
+namespace auth = lockstep::auth;
 namespace wire = lockstep::wire;
 namespace net_test = lockstep::net_test;
 using asio::ip::tcp;
@@ -484,6 +486,84 @@ TEST(NetServer, InputAppearsInTheTickFrameOfItsTargetTickSorted) {
   EXPECT_EQ(stats.rooms[0].inputs_accepted, 3u);
   EXPECT_EQ(stats.rooms[0].inputs_rejected, 0u);
   EXPECT_EQ(stats.rooms[0].inputs_late, 0u);
+}
+
+// (player, sequence) names an input: the same sequence in a second InputFrame is a resend and is
+// dropped (counted), never applied twice, even when the resend targets another tick.
+TEST(NetServer, RepeatedInputIsAppliedOnce) {
+  server::ServerConfig config = test_config();
+  config.input_window_ticks = 128;
+  ServerRunner runner(config);
+  Player p = join(runner.port(), "alpha", "p1");
+  const std::vector<sim::BodyId> owned = bodies_owned_by(1);
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 1));
+  const uint64_t target = p.last_tick + 60;
+  const sim::Input input = push(1, 5, owned[0], 1 << 10);
+  p.client->send(schema::InputFrame{target, 1, {input}});
+  p.client->send(schema::InputFrame{target + 1, 2, {input}});  // a resend, one tick later
+  // Inputs of one frame may share a sequence: both of these are applied (sent once).
+  p.client->send(
+      schema::InputFrame{target + 2, 3, {push(1, 6, owned[1], 1 << 10), push(1, 6, owned[2], 1)}});
+  ASSERT_TRUE(p.pump_until(target + 4));
+  EXPECT_EQ(p.mismatches, 0u);
+  uint64_t applied = 0;
+  for (const auto& [tick, frame] : p.frames)
+    for (const sim::Input& in : frame.inputs)
+      applied += same_input(in, input) ? 1 : 0;
+  EXPECT_EQ(applied, 1u);
+  ASSERT_TRUE(p.frames.count(target));
+  EXPECT_EQ(p.frames[target].inputs.size(), 1u);
+  EXPECT_TRUE(p.frames[target + 1].inputs.empty());
+  EXPECT_EQ(p.frames[target + 2].inputs.size(), 2u);
+  EXPECT_TRUE(p.others_of<schema::ErrorMessage>().empty());  // a resend is not an error
+  const server::ServerStats stats = runner.stats();
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].inputs_accepted, 3u);
+  EXPECT_EQ(stats.rooms[0].inputs_duplicate, 1u);
+}
+
+// A client that reconnects (same name, same player id) and resends what it sent before the drop
+// does not get it applied twice; another client that later takes the id starts afresh.
+TEST(NetServer, RepeatedInputAcrossAReconnectIsAppliedOnce) {
+  server::ServerConfig config = test_config();
+  config.input_window_ticks = 128;
+  ServerRunner runner(config);
+  const std::vector<sim::BodyId> owned = bodies_owned_by(1);
+  const sim::Input input = push(1, 11, owned[0], 1 << 10);
+  Player keeper = join(runner.port(), "alpha", "keeper");  // keeps the room open
+  {
+    Player p = join(runner.port(), "alpha", "p2");
+    ASSERT_EQ(p.welcome.player_id, 2u);
+    ASSERT_TRUE(p.pump_until(p.snapshot.tick + 1));
+    p.client->send(
+        schema::InputFrame{p.last_tick + 20, 1, {push(2, 11, bodies_owned_by(2)[0], 1)}});
+    ASSERT_TRUE(p.pump_until(p.last_tick + 25));
+  }  // the connection drops
+  server::ServerStats stats;
+  ASSERT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) { return s.rooms.size() == 1 && s.rooms[0].clients == 1; },
+      &stats));
+  Player again = join(runner.port(), "alpha", "p2");
+  ASSERT_EQ(again.welcome.player_id, 2u);
+  ASSERT_TRUE(again.pump_until(again.snapshot.tick + 1));
+  const sim::Input resent = push(2, 11, bodies_owned_by(2)[0], 1);
+  again.client->send(schema::InputFrame{again.last_tick + 10, 1, {resent}});
+  ASSERT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) { return s.rooms[0].inputs_duplicate == 1; }, &stats));
+  EXPECT_EQ(stats.rooms[0].inputs_accepted, 1u);
+  // A different client in the same id: its sequence 11 is its own.
+  again.client.reset();
+  ASSERT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) { return s.rooms[0].clients == 1; }, &stats));
+  Player other = join(runner.port(), "alpha", "someone-else");
+  ASSERT_EQ(other.welcome.player_id, 2u);
+  ASSERT_TRUE(other.pump_until(other.snapshot.tick + 1));
+  other.client->send(schema::InputFrame{other.last_tick + 10, 1, {resent}});
+  ASSERT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) { return s.rooms[0].inputs_accepted == 2; }, &stats));
+  EXPECT_EQ(stats.rooms[0].inputs_duplicate, 1u);
+  (void)input;
+  (void)keeper;
 }
 
 TEST(NetServer, OwnerZeroBodiesArePushedByNoPlayerWhenTheSceneHasOwners) {
@@ -1312,3 +1392,218 @@ TEST(NetServerConfig, StartRefusesBadConfigurations) {
 }
 
 }  // namespace
+
+// ---- hostile clients (docs/security.md) ---------------------------------------------------
+
+namespace {
+
+// A key written to a temporary file, as an operator would give it with --token-key-file.
+struct KeyFile {
+  auth::Key key = auth::generate_key();
+  std::string path =
+      std::string(::testing::TempDir()) + "/lockstep_token_" + std::to_string(::getpid()) + ".key";
+  KeyFile() { std::ofstream(path) << auth::key_to_hex(key) << "\n"; }
+  ~KeyFile() { std::remove(path.c_str()); }
+};
+
+std::string mint(const auth::Key& key, const std::string& room, uint32_t player = 0,
+                 int64_t ttl_s = 60) {
+  auth::JoinClaims claims;
+  claims.room = room;
+  if (player != 0) claims.player = player;
+  claims.expires_unix_s = static_cast<uint64_t>(static_cast<int64_t>(auth::unix_now_s()) + ttl_s);
+  std::string error;
+  const std::string token = auth::mint_token(key, claims, &error);
+  EXPECT_FALSE(token.empty()) << error;
+  return token;
+}
+
+schema::Hello hello_with_token(const std::string& room, const std::string& name,
+                               const std::string& token) {
+  schema::Hello h = hello(room, name);
+  h.auth_token = token;
+  return h;
+}
+
+// One fatal Error of `code` whose reason holds `needle`, then the server closes the connection.
+void expect_refused(RawClient& client, ErrorCode code, const std::string& needle) {
+  std::vector<Message> messages;
+  ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &messages)) << "not closed";
+  size_t errors = 0;
+  for (const Message& m : messages) {
+    if (const auto* e = std::get_if<schema::ErrorMessage>(&m)) {
+      ++errors;
+      EXPECT_EQ(e->code, code) << e->reason;
+      EXPECT_TRUE(e->fatal);
+      EXPECT_NE(e->reason.find(needle), std::string::npos) << e->reason;
+    }
+  }
+  EXPECT_EQ(errors, 1u);
+}
+
+size_t refusals(const server::ServerStats& s, auth::TokenError e) {
+  return s.admission.token_refusals[static_cast<size_t>(e)];
+}
+
+}  // namespace
+
+TEST(NetHostile, EveryTokenFailureIsRefusedCountedAndCreatesNoRoom) {
+  KeyFile key;
+  server::ServerConfig config = test_config();
+  config.token_key_file = key.path;
+  ServerRunner runner(config);
+  const auth::Key other = auth::generate_key();
+  struct Case {
+    const char* name;
+    std::string token;
+    auth::TokenError expected;
+  };
+  const std::vector<Case> cases = {
+      {"missing", "", auth::TokenError::missing},
+      {"garbage", "not-a-token!", auth::TokenError::malformed},
+      {"bad signature", mint(other, "alpha"), auth::TokenError::bad_signature},
+      {"expired", mint(key.key, "alpha", 0, -5), auth::TokenError::expired},
+      {"wrong room", mint(key.key, "beta"), auth::TokenError::wrong_room},
+      {"too long-lived", mint(key.key, "alpha", 0, 7200), auth::TokenError::too_long_lived},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    RawClient client(runner.port());
+    client.send(hello_with_token("alpha", "mallory", c.token));
+    expect_refused(client, ErrorCode::auth_failed, auth::token_error_name(c.expected));
+  }
+  server::ServerStats stats = runner.stats();
+  EXPECT_TRUE(stats.rooms.empty());  // no Hello above made a room
+  for (const Case& c : cases)
+    EXPECT_EQ(refusals(stats, c.expected), 1u) << c.name;
+
+  // A good token joins once; the same token again is a replay.
+  const std::string token = mint(key.key, "alpha");
+  RawClient first(runner.port());
+  first.send(hello_with_token("alpha", "alice", token));
+  ASSERT_TRUE(first.receive_of<schema::Welcome>(kReplyTimeout));
+  RawClient replay(runner.port());
+  replay.send(hello_with_token("alpha", "mallory", token));
+  expect_refused(replay, ErrorCode::auth_failed, "replayed");
+  stats = runner.stats();
+  EXPECT_EQ(refusals(stats, auth::TokenError::replayed), 1u);
+  EXPECT_EQ(refusals(stats, auth::TokenError::none), 1u);
+  EXPECT_EQ(stats.errors_by_code[static_cast<size_t>(ErrorCode::auth_failed)], cases.size() + 1);
+}
+
+TEST(NetHostile, HonestClientWithATokenPlaysAsItsPlayer) {
+  KeyFile key;
+  server::ServerConfig config = test_config();
+  config.token_key_file = key.path;
+  ServerRunner runner(config);
+  RawClient client(runner.port());
+  client.send(hello_with_token("alpha", "alice", mint(key.key, "alpha", 3)));
+  const std::optional<schema::Welcome> welcome = client.receive_of<schema::Welcome>(kReplyTimeout);
+  ASSERT_TRUE(welcome);
+  EXPECT_EQ(welcome->player_id, 3u);  // the id the token names, not the lowest free one
+  const std::optional<schema::Snapshot> snapshot =
+      client.receive_of<schema::Snapshot>(kReplyTimeout);
+  ASSERT_TRUE(snapshot);
+  sim::Scene scene = make_scene();
+  std::unique_ptr<sim::World> world = sim::build_world(scene);
+  ASSERT_EQ(world->restore_snapshot(snapshot->state), sim::Error::none);
+  // Ten TickFrames, each verified against this client's own step.
+  for (int i = 0; i < 10; ++i) {
+    const std::optional<schema::TickFrame> frame =
+        client.receive_of<schema::TickFrame>(kReplyTimeout);
+    ASSERT_TRUE(frame);
+    for (const sim::Input& in : frame->inputs)
+      ASSERT_EQ(world->queue_input(in), sim::Error::none);
+    world->step();
+    ASSERT_EQ(world->tick(), frame->tick);
+    EXPECT_EQ(world->state_hash(), frame->state_hash);
+  }
+}
+
+TEST(NetHostile, FramesPerSecondOverTheBudgetCloseTheConnection) {
+  server::ServerConfig config = test_config();
+  config.max_frames_per_s = 50;
+  ServerRunner runner(config);
+  RawClient client(runner.port());
+  client.send(hello("alpha", "p1"));
+  ASSERT_TRUE(client.receive_of<schema::Welcome>(kReplyTimeout));
+  std::vector<uint8_t> pings;
+  for (int i = 0; i < 200; ++i) {
+    const std::vector<uint8_t> f = schema::encode_frame(schema::Ping{static_cast<uint64_t>(i)});
+    pings.insert(pings.end(), f.begin(), f.end());
+  }
+  client.send_bytes(pings);
+  expect_refused(client, ErrorCode::bad_request, "frames per second");
+  EXPECT_EQ(runner.stats().admission.over_frame_rate, 1u);
+}
+
+TEST(NetHostile, BytesPerSecondOverTheBudgetCloseTheConnection) {
+  server::ServerConfig config = test_config();
+  config.max_bytes_per_s = 4096;
+  ServerRunner runner(config);
+  RawClient client(runner.port());
+  client.send(hello("alpha", "p1"));
+  ASSERT_TRUE(client.receive_of<schema::Welcome>(kReplyTimeout));
+  std::vector<uint8_t> pings;  // 400 small frames (under the frame budget), > 4 KiB
+  for (int i = 0; i < 400; ++i) {
+    const std::vector<uint8_t> f = schema::encode_frame(schema::Ping{static_cast<uint64_t>(i)});
+    pings.insert(pings.end(), f.begin(), f.end());
+  }
+  ASSERT_GT(pings.size(), 8192u);
+  client.send_bytes(pings);
+  expect_refused(client, ErrorCode::bad_request, "bytes per second");
+  EXPECT_EQ(runner.stats().admission.over_byte_rate, 1u);
+}
+
+TEST(NetHostile, ConnectionsPerAddressAreCapped) {
+  server::ServerConfig config = test_config();
+  config.max_connections_per_ip = 2;
+  ServerRunner runner(config);
+  RawClient a(runner.port()), b(runner.port());
+  a.send(hello("alpha", "a"));
+  b.send(hello("alpha", "b"));
+  ASSERT_TRUE(a.receive_of<schema::Welcome>(kReplyTimeout));
+  ASSERT_TRUE(b.receive_of<schema::Welcome>(kReplyTimeout));
+  RawClient c(runner.port());  // accepted by the kernel, closed by the server at once
+  std::vector<Message> messages;
+  EXPECT_TRUE(c.read_until_closed(kReplyTimeout, &messages));
+  EXPECT_TRUE(messages.empty());
+  server::ServerStats stats;
+  EXPECT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) { return s.admission.refused_per_ip_connections == 1; },
+      &stats));
+  // A slot frees when one leaves.
+  a.close();
+  ASSERT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) { return s.sessions_open == 1; }, &stats));
+  RawClient d(runner.port());
+  d.send(hello("alpha", "d"));
+  EXPECT_TRUE(d.receive_of<schema::Welcome>(kReplyTimeout));
+}
+
+TEST(NetHostile, RoomsCreatedPerAddressPerMinuteAreCapped) {
+  server::ServerConfig config = test_config();
+  config.max_rooms_per_ip_per_minute = 2;
+  ServerRunner runner(config);
+  RawClient r1(runner.port()), r2(runner.port()), r3(runner.port()), again(runner.port());
+  r1.send(hello("one", "a"));
+  ASSERT_TRUE(r1.receive_of<schema::Welcome>(kReplyTimeout));
+  r2.send(hello("two", "a"));
+  ASSERT_TRUE(r2.receive_of<schema::Welcome>(kReplyTimeout));
+  r3.send(hello("three", "a"));
+  expect_refused(r3, ErrorCode::too_many_rooms, "rooms in the last minute");
+  again.send(hello("one", "b"));  // joining a room that exists is not creating one
+  EXPECT_TRUE(again.receive_of<schema::Welcome>(kReplyTimeout));
+  const server::ServerStats stats = runner.stats();
+  EXPECT_EQ(stats.admission.refused_room_rate, 1u);
+  EXPECT_EQ(stats.rooms.size(), 2u);
+}
+
+TEST(NetHostile, AConnectionWithoutHelloIsClosedAtTheHelloDeadline) {
+  server::ServerConfig config = test_config();
+  config.hello_timeout = 300ms;  // the read timeout stays at 120 s
+  ServerRunner runner(config);
+  RawClient silent(runner.port());
+  expect_refused(silent, ErrorCode::timeout, "no Hello within 300 ms");
+  EXPECT_EQ(runner.stats().admission.hello_timeouts, 1u);
+}

@@ -18,6 +18,7 @@
 
 #include "lockstep/replays/record_file.h"
 #include "lockstep/replays/recorder.h"
+#include "lockstep/schema/replay_generated.h"
 #include "lockstep/sim/scene.h"
 
 #ifndef LOCKSTEP_REPLAY_TOOL
@@ -280,3 +281,73 @@ TEST(ReplayTool, BadFiles) {
 }
 
 }  // namespace
+
+namespace {
+
+// A record whose union type names a kind while its table is absent: the FlatBuffers Verifier
+// accepts it, so the decoder must check the table itself.
+std::vector<uint8_t> record_without_table(lockstep::replay::Record kind) {
+  flatbuffers::FlatBufferBuilder b;
+  lockstep::replay::ReplayRecordBuilder record(b);
+  record.add_record_type(kind);
+  b.Finish(record.Finish(), lockstep::replay::ReplayRecordIdentifier());
+  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+}  // namespace
+
+// Regression: each of these files (under 60 bytes, valid checksums) used to kill info and verify
+// with SIGSEGV; now exit 2 with one line.
+TEST(ReplayTool, RecordKindWithoutItsTableIsABadFile) {
+  using lockstep::replay::Record;
+  const std::vector<uint8_t> header = record_without_table(Record::Header);
+  for (const Record kind : {Record::Header, Record::Keyframe, Record::Tick}) {
+    const std::string path = dir() + "/absent_" + std::to_string(static_cast<int>(kind)) + ".lsr";
+    {
+      replays::RecordWriter writer;
+      ASSERT_EQ(writer.open(path), replays::RecordError::none);
+      ASSERT_EQ(writer.append(record_without_table(kind)), replays::RecordError::none);
+      ASSERT_EQ(writer.finish(), replays::RecordError::none);
+    }
+    EXPECT_LT(slurp(path).size(), 60u);
+    expect_bad_file(run("info " + path), "without its table");
+    expect_bad_file(run("verify " + path), "without its table");
+  }
+  // After a good header too (the keyframe and tick decoders are reached).
+  const std::string good = write_match("good_for_absent.lsr", 2);
+  for (const Record kind : {Record::Keyframe, Record::Tick}) {
+    std::string bytes = slurp(good);
+    std::vector<uint8_t> raw(bytes.begin(), bytes.end());
+    replays::RecordReader reader(raw);
+    std::span<const uint8_t> payload;
+    ASSERT_EQ(reader.next(&payload), replays::RecordError::none);
+    const std::vector<uint8_t> first(payload.begin(), payload.end());
+    const std::string path = dir() + "/absent_after_header.lsr";
+    {
+      replays::RecordWriter writer;
+      ASSERT_EQ(writer.open(path), replays::RecordError::none);
+      ASSERT_EQ(writer.append(first), replays::RecordError::none);
+      ASSERT_EQ(writer.append(record_without_table(kind)), replays::RecordError::none);
+      ASSERT_EQ(writer.finish(), replays::RecordError::none);
+    }
+    expect_bad_file(run("verify " + path), "without its table");
+  }
+}
+
+// Regression: a header whose WorldDef asks for millions of bodies used to make verify take
+// gigabytes; the world's memory is computed from the WorldDef and checked against the budget
+// before anything is allocated.
+TEST(ReplayTool, WorldOverTheMemoryBudgetIsABadFile) {
+  const std::string huge = write_match("huge.lsr", 3, [](replays::ReplayHeader* h) {
+    h->world_def.max_bodies = 4000000;
+    h->world_def.max_candidate_pairs = 40000000;
+  });
+  expect_bad_file(run("verify " + huge), "memory budget");
+  expect_bad_file(run("info " + huge), "memory budget");
+  // A normal file is refused under a tiny budget, and accepted under the default one.
+  const std::string normal = write_match("normal_budget.lsr", 3);
+  expect_bad_file(run("verify " + normal + " --memory-budget-mb 1"), "memory budget");
+  const ToolRun ok = run("verify -q " + normal);
+  EXPECT_TRUE(ok.exited);
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}

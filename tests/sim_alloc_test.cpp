@@ -225,3 +225,39 @@ TEST(SimAlloc, SleepingAndWakingNeverAllocate) {
 }
 
 }  // namespace
+
+// world_memory_bytes is what a tool checks an untrusted WorldDef against before creating the
+// world, so it must match what create takes: within 2 % above (malloc rounding, small blocks)
+// and never below by more than that.
+TEST(SimAlloc, WorldMemoryBytesMatchesWhatCreateTakes) {
+  std::vector<lockstep::sim::WorldDef> defs;
+  defs.push_back(lockstep::sim::default_world_def());
+  lockstep::sim::WorldDef small = lockstep::sim::default_world_def();
+  small.max_bodies = 16;
+  small.max_contact_pairs = 64;
+  small.max_contact_points = 128;
+  small.max_candidate_pairs = 256;
+  small.max_events = 32;
+  defs.push_back(small);
+  lockstep::sim::WorldDef big = lockstep::sim::default_world_def();
+  big.max_bodies = 20000;
+  big.max_contact_pairs = 70000;
+  big.max_contact_points = 200000;
+  big.max_candidate_pairs = 200000;
+  defs.push_back(big);
+  for (const lockstep::sim::WorldDef& def : defs) {
+    const int64_t before = lockstep::testing::alloc_totals().live_bytes;
+    Error error = Error::none;
+    std::unique_ptr<World> world = World::create(def, &error);
+    ASSERT_NE(world, nullptr) << lockstep::sim::error_message(error);
+    const int64_t taken = lockstep::testing::alloc_totals().live_bytes - before;
+    const auto estimate = static_cast<int64_t>(lockstep::sim::world_memory_bytes(def));
+    EXPECT_NEAR(static_cast<double>(estimate), static_cast<double>(taken),
+                0.02 * static_cast<double>(taken) + 4096.0)
+        << "max_bodies " << def.max_bodies;
+  }
+  // Capacities near the 32-bit limit do not wrap: the estimate is huge, not small.
+  lockstep::sim::WorldDef hostile = lockstep::sim::default_world_def();
+  hostile.max_bodies = 0xFFFFFFF0u;
+  EXPECT_GT(lockstep::sim::world_memory_bytes(hostile), uint64_t{1} << 36);
+}

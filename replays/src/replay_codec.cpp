@@ -142,7 +142,12 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
   const rp::ReplayRecord* record = rp::GetReplayRecord(scratch->data());
   switch (record->record_type()) {
     case rp::Record::Header: {
+      // The Verifier accepts a union whose type is set while its table is absent.
       const rp::Header* h = record->record_as_Header();
+      if (!h) {
+        *error = "header record without its table";
+        return false;
+      }
       if (!h->world_def()) {
         *error = "header record without a WorldDef";
         return false;
@@ -171,6 +176,10 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
     }
     case rp::Record::Keyframe: {
       const rp::Keyframe* k = record->record_as_Keyframe();
+      if (!k) {
+        *error = "keyframe record without its table";
+        return false;
+      }
       if (!k->snapshot() && !k->snapshot_packed()) {
         *error = "keyframe record without a snapshot";
         return false;
@@ -193,6 +202,10 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
     }
     case rp::Record::Tick: {
       const rp::Tick* t = record->record_as_Tick();
+      if (!t) {
+        *error = "tick record without its table";
+        return false;
+      }
       out->kind = RecordKind::tick;
       ReplayTick& o = out->tick;
       o.tick = t->tick();

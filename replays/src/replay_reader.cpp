@@ -31,7 +31,8 @@ std::string hex64(uint64_t value) {
 
 }  // namespace
 
-bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string* error) {
+bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string* error,
+                 uint64_t max_world_bytes) {
   LoadedReplay replay;
   replay.file_bytes = bytes.size();
   RecordReader reader(bytes);
@@ -62,6 +63,14 @@ bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string*
       }
       if (record.header.format_version == 0) {
         *error = at_record(index, offset) + "replay format version 0 is invalid";
+        return false;
+      }
+      const uint64_t world_bytes = sim::world_memory_bytes(record.header.world_def);
+      if (world_bytes > max_world_bytes) {
+        *error = at_record(index, offset) + "the header's WorldDef needs " +
+                 std::to_string((world_bytes + (1 << 20) - 1) >> 20) +
+                 " MiB to simulate, over the memory budget of " +
+                 std::to_string(max_world_bytes >> 20) + " MiB (--memory-budget-mb)";
         return false;
       }
       replay.header = std::move(record.header);
@@ -125,7 +134,8 @@ bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string*
   return true;
 }
 
-bool load_replay_file(const std::string& path, LoadedReplay* out, std::string* error) {
+bool load_replay_file(const std::string& path, LoadedReplay* out, std::string* error,
+                      uint64_t max_world_bytes) {
   std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) {
     *error = "cannot open " + path + ": " + std::strerror(errno);
@@ -145,7 +155,7 @@ bool load_replay_file(const std::string& path, LoadedReplay* out, std::string* e
     *error = "cannot read " + path;
     return false;
   }
-  if (!load_replay(bytes, out, error)) {
+  if (!load_replay(bytes, out, error, max_world_bytes)) {
     *error = path + ": " + *error;
     return false;
   }

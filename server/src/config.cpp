@@ -64,6 +64,8 @@ std::string server_config_error(const ServerConfig& c) {
     return "snapshot rates must be at least 1 Hz";
   }
   if (c.max_connections < 1) return "max connections must be at least 1";
+  if (c.hello_timeout.count() < 1) return "hello timeout must be at least 1 ms";
+  if (c.used_token_capacity < 1) return "used-token capacity must be at least 1";
   if (c.read_timeout.count() < 1 || c.flush_timeout.count() < 1) {
     return "read and flush timeouts must be at least 1 ms";
   }
@@ -195,6 +197,30 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
                "Write every room's replay window on a graceful shutdown (default on)");
   app.add_flag("--record-matches", config->record_matches,
                "Stream every room's whole match to the replay directory");
+  app.add_option("--token-key-file", config->token_key_file,
+                 "Key (64 hex digits) join tokens are signed with; without it the server is open");
+  app.add_option("--max-token-ttl-s", config->max_token_ttl_s,
+                 "Refuse tokens that expire further ahead than this")
+      ->capture_default_str();
+  app.add_option("--used-token-capacity", config->used_token_capacity,
+                 "Used tokens remembered until they expire, at most")
+      ->capture_default_str();
+  app.add_option("--max-frames-per-s", config->max_frames_per_s,
+                 "Frames a connection may send per second (0 = no limit)")
+      ->capture_default_str();
+  app.add_option("--max-bytes-per-s", config->max_bytes_per_s,
+                 "Bytes a connection may send per second (0 = no limit)")
+      ->capture_default_str();
+  app.add_option("--max-connections-per-ip", config->max_connections_per_ip,
+                 "Open connections per remote address (0 = no limit)")
+      ->capture_default_str();
+  app.add_option("--max-rooms-per-ip-per-minute", config->max_rooms_per_ip_per_minute,
+                 "Rooms a remote address may create per minute (0 = no limit)")
+      ->capture_default_str();
+  app.add_option_function<int64_t>(
+         "--hello-timeout-ms", [config](int64_t v) { config->hello_timeout = milliseconds(v); },
+         "Close a connection that sends no Hello for this long")
+      ->default_str(std::to_string(config->hello_timeout.count()));
 }
 
 }  // namespace lockstep::server

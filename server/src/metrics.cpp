@@ -31,6 +31,7 @@ void add_room_counters(RoomStats* into, const RoomStats& from) {
   into->inputs_late += from.inputs_late;
   into->inputs_late_dropped += from.inputs_late_dropped;
   into->inputs_behind_schedule += from.inputs_behind_schedule;
+  into->inputs_duplicate += from.inputs_duplicate;
   into->bytes_in += from.bytes_in;
   into->bytes_out += from.bytes_out;
   into->clients_joined += from.clients_joined;
@@ -187,6 +188,7 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
   e.family("lockstep_inputs_total", "counter", "Inputs by outcome.");
   e.sample("lockstep_inputs_total{result=\"accepted\"}", total.inputs_accepted);
   e.sample("lockstep_inputs_total{result=\"rejected\"}", total.inputs_rejected);
+  e.sample("lockstep_inputs_total{result=\"duplicate\"}", total.inputs_duplicate);
   e.one("lockstep_inputs_late_total", "counter",
         "Inputs that arrived after their target tick (applied later or dropped).",
         total.inputs_late);

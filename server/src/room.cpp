@@ -22,6 +22,9 @@ namespace {
 
 constexpr auto use_nothrow = asio::experimental::as_tuple(asio::use_awaitable);
 constexpr size_t kMaxDeparted = 64;
+// Repeated inputs: how long, and how many per player, accepted sequences are remembered.
+constexpr uint32_t kInputDedupSeconds = 10;
+constexpr uint32_t kInputDedupEntries = 1024;
 // A tick that starts more than this after its due time counts as late (see TickClockConfig).
 constexpr std::chrono::nanoseconds kLateThreshold{2'000'000};
 
@@ -184,6 +187,13 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
   room->slot_inputs_.resize(size_t{room->window_ticks_} * room->slot_capacity_);
   room->slot_player_counts_.resize(size_t{room->window_ticks_} * max_players);
   room->applied_.reserve(room->slot_capacity_);
+  // Sequences are remembered for kInputDedupSeconds (a reconnect and resend fit in it) or the
+  // input window, whichever is longer, in a ring of kInputDedupEntries per player.
+  room->dedup_ = std::make_unique<InputDedup>(
+      max_players, kInputDedupEntries,
+      std::max<uint64_t>(uint64_t{kInputDedupSeconds} * config.tick_rate_hz,
+                         config.input_window_ticks));
+  room->dedup_owner_.resize(max_players);
   const uint32_t max_commands = room->world_->def().max_commands_per_tick;
   room->pending_commands_.reserve(max_commands);
   room->applied_commands_.reserve(max_commands);
@@ -471,7 +481,7 @@ schema::SharedFrame Room::snapshot_frame() {
 // ---- members -------------------------------------------------------------------------------
 
 schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const schema::Hello& hello,
-                             uint16_t protocol_version, std::string* reason) {
+                             uint16_t protocol_version, std::string* reason, uint32_t player) {
   if (stopped_) {
     *reason = fmt::format("room {} is closing", name_);
     return schema::ErrorCode::server_shutdown;
@@ -491,6 +501,14 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
       *reason = fmt::format("room {} has all {} spectator places taken", name_, spectators_.size());
       return schema::ErrorCode::room_full;
     }
+  } else if (player != 0) {
+    if (player > players_.size() || players_[player - 1].session != nullptr) {
+      *reason = fmt::format("room {}: the token's player {} place is taken or does not exist",
+                            name_, player);
+      return schema::ErrorCode::room_full;
+    }
+    member = &players_[player - 1];
+    player_id = player;
   } else {
     for (size_t i = 0; i < players_.size(); ++i) {
       if (players_[i].session == nullptr) {
@@ -503,6 +521,10 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
       *reason = fmt::format("room {} is full ({} players)", name_, players_.size());
       return schema::ErrorCode::room_full;
     }
+  }
+  if (!thin && dedup_owner_[player_id - 1] != session->player_name()) {
+    dedup_->forget(player_id);  // another client: its sequences are its own
+    dedup_owner_[player_id - 1] = session->player_name();
   }
   *member = Member{};
   member->session = session;
@@ -673,8 +695,13 @@ void Room::on_input(Session& session, const schema::InputFrame& frame) {
   sim::Input* slot_inputs = &slot_inputs_[slot_index * slot_capacity_];
   uint64_t rejected = 0;
   std::string first_reason;
+  const uint64_t frame_id = ++input_frames_seen_;
   for (sim::Input input : frame.inputs) {
     if (input.player == 0) input.player = player;  // the server knows who sent it
+    if (dedup_->is_repeat(player, input.sequence, next_tick, frame_id)) {
+      ++inputs_duplicate_;  // already accepted once: dropped without an Error (a resend)
+      continue;
+    }
     std::string why = check_input(player, input);
     if (why.empty() && player_count >= core_.config.max_inputs_per_player_per_tick) {
       why = fmt::format("more than {} inputs for tick {}",
@@ -687,6 +714,7 @@ void Room::on_input(Session& session, const schema::InputFrame& frame) {
     }
     slot_inputs[slot.count++] = input;
     ++player_count;
+    dedup_->remember(player, input.sequence, next_tick, frame_id);
   }
   if (rejected > 0) {
     inputs_rejected_ += rejected;
@@ -859,6 +887,7 @@ RoomStats Room::stats() const {
   s.inputs_rejected = inputs_rejected_;
   s.inputs_late = inputs_late_;
   s.inputs_late_dropped = inputs_late_dropped_;
+  s.inputs_duplicate = inputs_duplicate_;
   s.inputs_behind_schedule = inputs_behind_schedule_;
   s.bytes_in = departed_bytes_in_;
   s.bytes_out = departed_bytes_out_;

@@ -33,6 +33,7 @@
 #include <asio/awaitable.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "input_dedup.h"
 #include "lockstep/replays/recorder.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/room_rules.h"
@@ -68,8 +69,9 @@ class Room final : public std::enable_shared_from_this<Room> {
 
   /// Adds a member and sends Welcome + Snapshot; on refusal returns the error code (the session
   /// sends the fatal Error).
+  /// `player` ≠ 0: the player id a join token admits as (refused with room_full when taken).
   schema::ErrorCode join(const std::shared_ptr<Session>& session, const schema::Hello& hello,
-                         uint16_t protocol_version, std::string* reason);
+                         uint16_t protocol_version, std::string* reason, uint32_t player = 0);
   /// Removes a member (idempotent); records its summary.
   void leave(Session& session, const std::string& reason);
 
@@ -157,6 +159,12 @@ class Room final : public std::enable_shared_from_this<Room> {
   std::vector<sim::Input> slot_inputs_;       // window × slot_capacity_
   std::vector<uint16_t> slot_player_counts_;  // window × max_players
   std::vector<sim::Input> applied_;           // this step's accepted inputs
+  // Repeated inputs (input_dedup.h): the sequences accepted per player id, and which client
+  // (by name) last held each id, so that a reconnect keeps them and a newcomer starts afresh.
+  std::unique_ptr<InputDedup> dedup_;
+  std::vector<std::string> dedup_owner_;  // [player − 1]
+  uint64_t input_frames_seen_ = 0;        // the frame ids InputDedup tells frames apart by
+  uint64_t inputs_duplicate_ = 0;
 
   // Commands (see the top of this file) and players' bodies.
   std::unique_ptr<RoomRules> rules_;

@@ -201,6 +201,15 @@ void ServerCore::admit(asio::ip::tcp::socket socket) {
   const std::string remote =
       endpoint_error ? std::string("?")
                      : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  if (!guard.connection_opened(address_of(remote))) {
+    if (guard.stats().refused_per_ip_connections == 1) {
+      spdlog::warn("refusing connections over max_connections_per_ip = {} (logged once)",
+                   config.max_connections_per_ip);
+    }
+    std::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
   ++connections_accepted;
   const uint64_t id = next_session_id++;
   auto session = std::make_shared<Session>(*this, std::move(socket), id, remote);
@@ -291,6 +300,8 @@ void ServerCore::close_room(const std::string& name) {
 }
 
 void ServerCore::on_session_closed(uint64_t id) {
+  if (auto it = sessions.find(id); it != sessions.end())
+    guard.connection_closed(address_of(it->second->remote()));
   sessions.erase(id);
   if (shutting_down && sessions.empty()) {
     // Nothing left to flush: let io_context::run() return.
@@ -359,6 +370,7 @@ ServerStats ServerCore::stats() const {
   s.accepting = started && !shutting_down;
   s.rooms_closed = rooms_closed;
   s.closed_rooms_total = closed_rooms_total;
+  s.admission = guard.stats();
   for (const auto& [name, room] : rooms)
     s.rooms.push_back(room->stats());
   for (const RoomStats& closed : closed_rooms)
@@ -387,6 +399,7 @@ bool Server::start(std::string* error) {
     return false;
   }
   if (!load_scenes(core, error)) return false;
+  if (!core.guard.init(core.config, error)) return false;
   if (core.config.record_matches ||
       (core.config.dump_replays_on_shutdown && !core.config.replay_dir.empty())) {
     // Found out now rather than at the first room (desync dumps create it when needed).
@@ -572,7 +585,8 @@ std::string summary_json(const ServerStats& stats) {
         "},\"schedule_slips\":{},\"schedule_slipped_ms\":{:.1f},"
         "\"lateness_p50_us\":{:.1f},\"lateness_p99_us\":{:.1f},\"lateness_max_us\":{:.1f},"
         "\"step_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_accepted\":{},"
-        "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},"
+        "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},\"inputs_duplicate\":"
+        "{},"
         "\"inputs_behind_schedule\":{},\"bytes_in\":{},"
         "\"bytes_out\":{},\"clients\":{},\"clients_peak\":{},\"clients_joined\":{},"
         "\"snapshots_sent\":{},\"desync_reports\":{},\"protocol_errors\":{},\"input_errors\":{},"
@@ -583,10 +597,10 @@ std::string summary_json(const ServerStats& stats) {
         room.schedule_slips, us(room.schedule_slipped) / 1000.0, us(room.lateness_p50),
         us(room.lateness_p99), us(room.lateness_max), step_mean_us, us(room.step_time_max),
         room.inputs_accepted, room.inputs_rejected, room.inputs_late, room.inputs_late_dropped,
-        room.inputs_behind_schedule, room.bytes_in, room.bytes_out, room.clients, room.clients_peak,
-        room.clients_joined, room.snapshots_sent, room.desync_reports, room.protocol_errors,
-        room.input_errors, room.slow_consumers, room.commands_applied, room.commands_refused,
-        room.commands_failed);
+        room.inputs_duplicate, room.inputs_behind_schedule, room.bytes_in, room.bytes_out,
+        room.clients, room.clients_peak, room.clients_joined, room.snapshots_sent,
+        room.desync_reports, room.protocol_errors, room.input_errors, room.slow_consumers,
+        room.commands_applied, room.commands_refused, room.commands_failed);
     for (size_t c = 0; c < room.client_list.size(); ++c) {
       const ClientSummary& client = room.client_list[c];
       const double per_s =

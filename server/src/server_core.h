@@ -17,6 +17,7 @@
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "guard.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/config.h"
 #include "lockstep/server/server.h"
@@ -62,6 +63,7 @@ struct ServerCore {
 
   std::map<std::string, std::shared_ptr<Room>> rooms;
   std::map<uint64_t, std::shared_ptr<Session>> sessions;
+  Guard guard;                         // tokens, per-address limits, refusal counters
   std::deque<RoomStats> closed_rooms;  // at most kMaxClosedRooms
   RoomStats closed_rooms_total;        // every closed room's counters added up
   uint64_t rooms_closed = 0;

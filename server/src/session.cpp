@@ -49,7 +49,38 @@ Session::Session(ServerCore& core, asio::ip::tcp::socket socket, uint64_t id, st
       id_(id),
       remote_(std::move(remote)),
       decoder_(schema::kMaxClientFrameBytes) {
-  opened_ = last_read_ = Clock::now();
+  opened_ = last_read_ = budget_refilled_ = Clock::now();
+  frame_budget_ = static_cast<double>(core.config.max_frames_per_s);
+  byte_budget_ = static_cast<double>(core.config.max_bytes_per_s);
+}
+
+bool Session::spend_bytes(uint64_t n) {
+  const ServerConfig& c = core_.config;
+  const Clock::time_point now = Clock::now();
+  const double elapsed_s = std::chrono::duration<double>(now - budget_refilled_).count();
+  budget_refilled_ = now;
+  frame_budget_ = std::min(static_cast<double>(c.max_frames_per_s),
+                           frame_budget_ + elapsed_s * static_cast<double>(c.max_frames_per_s));
+  byte_budget_ = std::min(static_cast<double>(c.max_bytes_per_s),
+                          byte_budget_ + elapsed_s * static_cast<double>(c.max_bytes_per_s));
+  if (c.max_bytes_per_s == 0) return true;
+  byte_budget_ -= static_cast<double>(n);
+  if (byte_budget_ >= 0) return true;
+  core_.guard.count_byte_rate();
+  protocol_error(schema::ErrorCode::bad_request,
+                 fmt::format("over {} bytes per second", c.max_bytes_per_s));
+  return false;
+}
+
+bool Session::spend_frame() {
+  const ServerConfig& c = core_.config;
+  if (c.max_frames_per_s == 0) return true;
+  frame_budget_ -= 1.0;
+  if (frame_budget_ >= 0) return true;
+  core_.guard.count_frame_rate();
+  protocol_error(schema::ErrorCode::bad_request,
+                 fmt::format("over {} frames per second", c.max_frames_per_s));
+  return false;
 }
 
 Session::~Session() {
@@ -91,12 +122,13 @@ asio::awaitable<void> Session::reader() {
     }
     bytes_in_ += n;
     last_read_ = Clock::now();
+    if ((state_ == State::handshake || state_ == State::joined) && !spend_bytes(n)) continue;
     // While closing, bytes are read and dropped until the peer's FIN (a close with unread
     // data would send a reset, which may destroy our last frame before the peer reads it).
     std::span<const uint8_t> bytes(read_buffer_.data(), n);
     while (!bytes.empty() && (state_ == State::handshake || state_ == State::joined)) {
       bytes = bytes.subspan(decoder_.feed(bytes));
-      if (decoder_.has_frame()) handle_body(decoder_.frame());
+      if (decoder_.has_frame() && spend_frame()) handle_body(decoder_.frame());
       if (decoder_.error() != schema::FrameError::none) {
         protocol_error(schema::ErrorCode::bad_frame, decoder_.error_text());
       }
@@ -161,7 +193,24 @@ void Session::on_hello(const schema::Hello& hello) {
   mode_ = hello.mode;
   const std::string room_name =
       hello.room.empty() ? core_.config.default_room : sanitize_name(hello.room);
-  // auth_token is not checked yet (signed join tokens are planned).
+  // Checked before any room is looked up or made: an unauthenticated Hello creates nothing.
+  uint32_t token_player = 0;
+  const auth::TokenError token =
+      core_.guard.check_token(hello.auth_token, room_name, &token_player);
+  if (token != auth::TokenError::none) {
+    protocol_error(schema::ErrorCode::auth_failed,
+                   fmt::format("join token refused: {}", auth::token_error_name(token)));
+    return;
+  }
+  const std::string address = address_of(remote_);
+  const Clock::time_point now = Clock::now();
+  const bool creates = core_.rooms.count(room_name) == 0;
+  if (creates && !core_.guard.may_create_room(address, now)) {
+    protocol_error(schema::ErrorCode::too_many_rooms,
+                   fmt::format("this address created {} rooms in the last minute",
+                               core_.config.max_rooms_per_ip_per_minute));
+    return;
+  }
   schema::ErrorCode code = schema::ErrorCode::none;
   std::string reason;
   std::shared_ptr<Room> room = core_.find_or_create_room(room_name, hello.scene, &code, &reason);
@@ -169,7 +218,8 @@ void Session::on_hello(const schema::Hello& hello) {
     protocol_error(code, reason);
     return;
   }
-  code = room->join(shared_from_this(), hello, high, &reason);
+  if (creates) core_.guard.room_created(address, now);
+  code = room->join(shared_from_this(), hello, high, &reason, token_player);
   if (code != schema::ErrorCode::none) protocol_error(code, reason);
 }
 
@@ -338,7 +388,11 @@ asio::awaitable<void> Session::watchdog() {
       if (now >= close_deadline_) close_now(end_reason_);
       continue;
     }
-    if (now - last_read_ > core_.config.read_timeout) {
+    if (state_ == State::handshake && now - opened_ > core_.config.hello_timeout) {
+      core_.guard.count_hello_timeout();
+      protocol_error(schema::ErrorCode::timeout,
+                     fmt::format("no Hello within {} ms", core_.config.hello_timeout.count()));
+    } else if (now - last_read_ > core_.config.read_timeout) {
       ++core_.timeouts;
       protocol_error(schema::ErrorCode::timeout,
                      fmt::format("nothing received for {} ms (send Pings)",

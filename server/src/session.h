@@ -117,6 +117,13 @@ class Session final : public std::enable_shared_from_this<Session> {
   uint64_t max_queued_bytes_ = 0;
   uint64_t errors_sent_ = 0;
   uint32_t logged_kinds_ = 0;  // bit per ErrorCode already logged for this connection
+  // Rate budgets (max_frames_per_s, max_bytes_per_s): refilled continuously, one second deep.
+  double frame_budget_ = 0, byte_budget_ = 0;
+  Clock::time_point budget_refilled_{};
+  /// Takes n bytes (and a frame per completed body, by the caller) from the budgets; false
+  /// (and the session closing) when one runs out.
+  bool spend_bytes(uint64_t n);
+  bool spend_frame();
 };
 
 }  // namespace lockstep::server

@@ -402,6 +402,14 @@ void broadphase_init(Broadphase& bp, uint32_t max_bodies, uint32_t max_pairs) {
   bp.filters.assign(max_bodies, kFilterAll);
 }
 
+size_t broadphase_memory_bytes(uint64_t max_bodies, uint64_t max_pairs) {
+  const uint64_t per_body = sizeof(uint32_t) + 2 * sizeof(uint64_t) + sizeof(SweepBox) +
+                            kCellEntriesPerBody * sizeof(SweepBox) + sizeof(uint64_t) +
+                            sizeof(uint32_t) + sizeof(uint64_t);
+  return static_cast<size_t>(per_body * max_bodies + 2 * sizeof(uint64_t) * max_pairs +
+                             (kMaxCells + 1) * sizeof(uint32_t) + sizeof(uint32_t));
+}
+
 void broadphase_insert(Broadphase& bp, uint32_t slot, uint64_t filter) {
   if (slot < bp.filters.size()) bp.filters[slot] = filter;
   if (bp.order_count < bp.order.size()) bp.order[bp.order_count++] = slot;

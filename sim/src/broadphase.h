@@ -77,6 +77,8 @@ struct Broadphase {
 
 /// Takes all memory: room for `max_bodies` slots and `max_pairs` candidate pairs.
 void broadphase_init(Broadphase& bp, uint32_t max_bodies, uint32_t max_pairs);
+/// The bytes broadphase_init takes for these capacities.
+size_t broadphase_memory_bytes(uint64_t max_bodies, uint64_t max_pairs);
 /// A collision filter packed for the sweep: category << 32 | mask.
 constexpr uint64_t pack_filter(uint32_t category, uint32_t mask) {
   return (uint64_t{category} << 32) | mask;

@@ -281,6 +281,54 @@ void refresh_body_derived(WorldData& w, uint32_t slot) {
 World::World(std::unique_ptr<WorldData> data) : data_(std::move(data)) {}
 World::~World() = default;
 
+namespace {
+template <class Vector>
+constexpr uint64_t element_bytes() {
+  return sizeof(typename Vector::value_type);
+}
+}  // namespace
+
+// Mirrors World::create and the *_init functions it calls, vector by vector, in 64-bit arithmetic
+// so that capacities near UINT32_MAX cannot wrap.
+uint64_t world_memory_bytes(const WorldDef& def) {
+  const uint64_t bodies = def.max_bodies;
+  const uint64_t pairs = def.max_contact_pairs;
+  using D = WorldData;
+  uint64_t n = sizeof(WorldData);
+  n +=
+      bodies * (element_bytes<decltype(D::bodies)>() + element_bytes<decltype(D::solver_bodies)>() +
+                element_bytes<decltype(D::aabbs)>() + element_bytes<decltype(D::dynamic_flags)>() +
+                element_bytes<decltype(D::speculative_margins)>() +
+                element_bytes<decltype(D::restore_slots)>());
+  n += (bodies + 1) * 2 * element_bytes<decltype(D::solver_velocities)>();
+  n += broadphase_memory_bytes(bodies, def.max_candidate_pairs);
+  n += bodies * (sizeof(uint32_t) + 3 * sizeof(uint8_t));  // islands_init
+  n += pairs * element_bytes<decltype(D::constraints)>() +
+       uint64_t{def.max_contact_points} * element_bytes<decltype(D::points)>();
+  // contact_lanes_init (a zero point capacity means four per manifold there).
+  const uint32_t lane_points = def.max_contact_points != 0
+                                   ? def.max_contact_points
+                                   : def.max_contact_pairs * uint32_t{kMaxManifoldPoints};
+  const uint64_t batches = max_manifold_lanes(def.max_contact_pairs);
+  const uint64_t rows = max_point_lane_rows(lane_points);
+  n += batches * sizeof(ManifoldLanes) + rows * (sizeof(PointLanes) + sizeof(EigenLanes)) +
+       bodies * sizeof(uint64_t) + pairs * sizeof(uint8_t);
+  n += 2 * (pairs * element_bytes<decltype(ContactCache::manifolds)>() +
+            uint64_t{def.max_contact_points} * element_bytes<decltype(ContactCache::points)>());
+  n += uint64_t{def.max_inputs_per_tick} * element_bytes<decltype(D::inputs)>();
+  n += uint64_t{def.max_commands_per_tick} *
+       (element_bytes<decltype(D::commands)>() + element_bytes<decltype(D::command_results)>());
+  n += uint64_t{kMaxPlayers} * sizeof(int32_t);
+  n += uint64_t{def.max_events} *
+       (element_bytes<decltype(D::events)>() + element_bytes<decltype(D::sensor_events)>());
+  n += pairs * 3 * sizeof(uint64_t);  // sensor pairs, found, next
+  n += max_encoded_state_size(def);   // the hash's scratch
+  const uint64_t tree = bodies > 0 ? bodies : 1;
+  n += tree *
+       (sizeof(QueryItem) + sizeof(QueryNode) + sizeof(uint64_t) + sizeof(Aabb) + sizeof(uint32_t));
+  return n;
+}
+
 std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   const Error e = validate_world_def(def);
   if (error != nullptr) *error = e;

@@ -36,6 +36,9 @@ struct ReplayKeyframe {
 };
 
 /// A replay file read into memory. keyframes[0] is the starting point (tick header.first_tick).
+/// The tools' default budget for the world a replay needs (their --memory-budget-mb).
+inline constexpr uint64_t kDefaultWorldMemoryBudgetBytes = uint64_t{512} << 20;
+
 struct LoadedReplay {
   ReplayHeader header;
   std::vector<ReplayKeyframe> keyframes;  // in tick order
@@ -50,10 +53,14 @@ struct LoadedReplay {
 /// Parses a replay file in memory. False (and *error = one line, with byte offsets where they
 /// apply) for a wrong identifier, a corrupt record, a future format version, a missing header or
 /// keyframe, or ticks out of order. A file cut short loads up to its last complete record, with
-/// truncated set.
-bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string* error);
+/// truncated set. A header whose WorldDef would take more than `max_world_bytes` to simulate
+/// (sim::world_memory_bytes) is refused before any world is made: a file from the field cannot
+/// make a tool take gigabytes.
+bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string* error,
+                 uint64_t max_world_bytes = kDefaultWorldMemoryBudgetBytes);
 /// Reads and parses a file (a file's size is capped at 4 GiB).
-bool load_replay_file(const std::string& path, LoadedReplay* out, std::string* error);
+bool load_replay_file(const std::string& path, LoadedReplay* out, std::string* error,
+                      uint64_t max_world_bytes = kDefaultWorldMemoryBudgetBytes);
 
 /// Makes the world of a replay at its first keyframe: checks the scene is built in (when named)
 /// and the WorldDef fingerprints agree, then restores the keyframe. Null and *error on failure.

@@ -101,6 +101,25 @@ struct ServerConfig {
   /// Streams every room's whole match to replay_dir (bounded memory, flushed every tick).
   bool record_matches = false;
 
+  // ---- hostile clients (docs/security.md) ---------------------------------------------------
+  /// A file of 64 hex digits: the key join tokens are signed with. Empty = no tokens asked for
+  /// (the server is open; it says so at start-up).
+  std::string token_key_file;
+  /// A token expiring further ahead than this is refused (the used-token memory stays short).
+  uint32_t max_token_ttl_s = 3600;
+  /// Used tokens remembered (until they expire) at most; when full, new tokens are refused.
+  uint32_t used_token_capacity = 100'000;
+  /// Per connection, over any one second (a budget refilled continuously, one second deep):
+  /// frames and bytes a client may send; over either → Error and close. 0 = no limit.
+  uint32_t max_frames_per_s = 1'000;
+  uint64_t max_bytes_per_s = 1'048'576;
+  /// Open connections per remote address at most (0 = no limit); more are closed at accept.
+  uint32_t max_connections_per_ip = 256;
+  /// Rooms a remote address may create per minute at most (0 = no limit).
+  uint32_t max_rooms_per_ip_per_minute = 60;
+  /// A connection that has not sent a Hello after this long is closed (apart from read_timeout).
+  std::chrono::milliseconds hello_timeout{5'000};
+
   // ---- operations -------------------------------------------------------------------------
   /// Per-room counters are logged this often (0 = never).
   std::chrono::milliseconds stats_log_interval{10'000};

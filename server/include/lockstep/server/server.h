@@ -67,6 +67,8 @@ struct RoomStats {
   uint64_t inputs_rejected = 0;  // refused at arrival or by the world
   uint64_t inputs_late = 0;      // arrived after their target tick (applied or dropped)
   uint64_t inputs_late_dropped = 0;
+  // Repeats of an input already accepted (same player and sequence, another InputFrame): dropped.
+  uint64_t inputs_duplicate = 0;
   // Stamped beyond the input window counted from the room's next tick, but within it counted
   // from where the schedule is: the room was behind (an overloaded machine), not the client
   // early. Applied at the window's last tick instead of refused.
@@ -87,6 +89,19 @@ struct RoomStats {
   std::vector<ClientSummary> client_list;
 };
 
+/// Refusals of hostile or unauthorised clients (docs/security.md).
+inline constexpr size_t kTokenRefusalReasons = 9;
+struct AdmissionStats {
+  /// Hellos by token check result, indexed by auth::TokenError: [0] accepted, then missing,
+  /// malformed, bad_signature, expired, too_long_lived, wrong_room, replayed, store_full.
+  std::array<uint64_t, kTokenRefusalReasons> token_refusals{};
+  uint64_t refused_per_ip_connections = 0;  // over max_connections_per_ip (closed at accept)
+  uint64_t refused_room_rate = 0;           // over max_rooms_per_ip_per_minute
+  uint64_t over_frame_rate = 0;             // closed: over max_frames_per_s
+  uint64_t over_byte_rate = 0;              // closed: over max_bytes_per_s
+  uint64_t hello_timeouts = 0;              // closed: no Hello within hello_timeout
+};
+
 struct ServerStats {
   uint16_t port = 0;
   double uptime_s = 0;
@@ -102,6 +117,7 @@ struct ServerStats {
   uint64_t queue_limit_bytes = 0;  // the effective limit
   uint64_t desync_reports = 0;
   std::array<uint64_t, kErrorCodeCount> errors_by_code{};  // Error frames sent, by code
+  AdmissionStats admission;
   std::vector<RoomStats> rooms;  // open rooms, then up to 256 closed ones (oldest first)
   size_t live_rooms = 0;         // rooms[0, live_rooms) are the server's (open or stopping)
   bool accepting = false;        // listening and not shutting down

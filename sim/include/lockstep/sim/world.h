@@ -36,6 +36,11 @@ struct BodyView {
 /// Checks a WorldDef; Error::none when a world can be made from it.
 Error validate_world_def(const WorldDef& def);
 
+/// The heap bytes World::create(def) takes, computed from the capacities alone (nothing is
+/// allocated): a tool reading a WorldDef from an untrusted file checks it against a budget first.
+/// Exact up to the allocator's rounding.
+uint64_t world_memory_bytes(const WorldDef& def);
+
 class World final {
  public:
   /// Makes a world, taking all its memory now; null (and *error set) when `def` is invalid.

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# libFuzzer runs of tests/fuzz (docs/security.md).
+#   scripts/fuzz.sh [TARGET|all] [SECONDS]   default: all targets, 30 s each
+# Builds build/fuzz with Debian's clang-14 (-fsanitize=fuzzer,address,undefined), starts from the
+# committed seeds (tests/fuzz/corpus/TARGET) plus a working corpus in build/fuzz/corpus/TARGET,
+# and fails on the first finding (the crashing input is left in build/fuzz/findings/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${1:-all}
+seconds=${2:-30}
+build=${LOCKSTEP_FUZZ_BUILD:-build/fuzz}
+targets=(fuzz_frame_messages fuzz_replay_file fuzz_scene_text fuzz_snapshot fuzz_record_file)
+if [[ $target != all ]]; then targets=("$target"); fi
+
+if [[ ! -f $build/build.ninja ]]; then
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DLOCKSTEP_FUZZ=ON -DLOCKSTEP_BUILD_TESTS=OFF -DLOCKSTEP_BUILD_BENCHMARKS=OFF \
+    -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+fi
+cmake --build "$build" -j"${LOCKSTEP_FUZZ_JOBS:-2}" --target "${targets[@]}"
+
+mkdir -p "$build/findings"
+for t in "${targets[@]}"; do
+  corpus=$build/corpus/$t
+  mkdir -p "$corpus"
+  seeds=tests/fuzz/corpus/$t
+  [[ -d $seeds ]] || seeds=
+  echo "fuzz: $t for ${seconds}s"
+  # -rss_limit_mb: a run that takes more memory than this is a finding (the memory budgets).
+  "$build/tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=1024 -timeout=10 \
+    -print_final_stats=1 -artifact_prefix="$build/findings/$t-" "$corpus" $seeds \
+    2>&1 | grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)' || true
+  if ls "$build/findings/$t-"* >/dev/null 2>&1; then
+    echo "fuzz: $t found an input that fails: $(ls "$build/findings/$t-"*)" >&2
+    exit 1
+  fi
+done
+echo "fuzz: no findings"

@@ -1,0 +1,128 @@
+// Writes the fuzzers' seed corpora from real frames and files: make_seeds OUT_DIR writes
+// OUT_DIR/<target>/<name> for each harness (scripts/fuzz-seeds.sh; the result is committed).
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lockstep/replays/recorder.h"
+#include "lockstep/replays/replay_header.h"
+#include "lockstep/schema/messages.h"
+#include "lockstep/sim/scene.h"
+#include "lockstep/sim/world.h"
+
+namespace {
+
+using namespace lockstep;
+
+void write(const std::filesystem::path& path, const std::vector<uint8_t>& bytes) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<uint8_t> slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A first byte for fuzz_frame_messages: the side (bit 0) and the read size.
+std::vector<uint8_t> framed(uint8_t side_and_chunk, const std::vector<uint8_t>& frames) {
+  std::vector<uint8_t> out{side_and_chunk};
+  out.insert(out.end(), frames.begin(), frames.end());
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_make_seeds OUT_DIR\n");
+    return 2;
+  }
+  const std::filesystem::path out = argv[1];
+  sim::Scene scene;
+  sim::make_builtin_scene("inputs", &scene);
+  std::unique_ptr<sim::World> world = sim::build_world(scene);
+  const sim::InputScript script = sim::make_input_script(*world);
+  std::vector<sim::Input> buffer(world->def().max_inputs_per_tick);
+
+  // Snapshots: at the start and after a few scripted ticks.
+  std::vector<uint8_t> snapshot(world->max_snapshot_size());
+  size_t written = 0;
+  world->save_snapshot(snapshot, &written);
+  write(out / "fuzz_snapshot" / "start", {snapshot.begin(), snapshot.begin() + written});
+
+  // A replay of 8 ticks (and the record-file layer sees the same file).
+  const std::filesystem::path replay_path = out / "match.lsr";
+  {
+    replays::ReplayStreamWriter writer;
+    writer.open(replay_path.string(), replays::make_replay_header(*world, "inputs", 60), *world);
+    std::vector<sim::Input> applied;
+    for (int t = 0; t < 8; ++t) {
+      const uint32_t n = sim::scripted_inputs(1, world->tick() + 1, script, *world, buffer);
+      applied.clear();
+      for (uint32_t i = 0; i < n; ++i)
+        if (world->queue_input(buffer[i]) == sim::Error::none) applied.push_back(buffer[i]);
+      world->step();
+      writer.record_step(*world, applied, world->state_hash(), std::nullopt);
+    }
+    writer.finish();
+  }
+  const std::vector<uint8_t> replay = slurp(replay_path);
+  std::filesystem::remove(replay_path);
+  write(out / "fuzz_replay_file" / "match8", replay);
+  write(out / "fuzz_record_file" / "match8", replay);
+  world->save_snapshot(snapshot, &written);
+  write(out / "fuzz_snapshot" / "tick8", {snapshot.begin(), snapshot.begin() + written});
+
+  // Frames of every message kind a peer sends, each side, whole and split into small reads.
+  schema::Hello hello;
+  hello.room = "r1";
+  hello.player_name = "bot";
+  hello.auth_token = "token";
+  schema::InputFrame input;
+  input.target_tick = 9;
+  input.sequence = 1;
+  input.inputs.push_back(buffer[0]);
+  std::vector<uint8_t> client;
+  for (const schema::Message& m :
+       {schema::Message{hello}, schema::Message{input}, schema::Message{schema::Ping{42}},
+        schema::Message{schema::DesyncReport{3, 4, 5}},
+        schema::Message{schema::ResyncRequest{"lost"}}}) {
+    const std::vector<uint8_t> f = schema::encode_frame(m);
+    client.insert(client.end(), f.begin(), f.end());
+  }
+  write(out / "fuzz_frame_messages" / "client_whole", framed(0x01 | (127 << 1), client));
+  write(out / "fuzz_frame_messages" / "client_split", framed(0x01 | (3 << 1), client));
+  schema::Welcome welcome;
+  schema::TickFrame tick;
+  tick.tick = 8;
+  tick.inputs.push_back(buffer[0]);
+  tick.state_hash = world->state_hash();
+  schema::Snapshot snap;
+  snap.tick = 8;
+  snap.state.assign(snapshot.begin(), snapshot.begin() + written);
+  std::vector<uint8_t> server;
+  for (const schema::Message& m :
+       {schema::Message{welcome}, schema::Message{tick}, schema::Message{schema::Pong{1, 2, 3}},
+        schema::Message{schema::ErrorMessage{}}, schema::Message{snap}}) {
+    const std::vector<uint8_t> f = schema::encode_frame(m);
+    server.insert(server.end(), f.begin(), f.end());
+  }
+  write(out / "fuzz_frame_messages" / "server_whole", framed(0x00 | (127 << 1), server));
+
+  // Scene text: the built-in scenes as text.
+  for (const std::string_view name : sim::builtin_scene_names()) {
+    sim::Scene s;
+    sim::make_builtin_scene(name, &s);
+    if (s.bodies.size() > 64) continue;  // small seeds only
+    const std::string text = sim::format_scene_text(s);
+    write(out / "fuzz_scene_text" / std::string(name), {text.begin(), text.end()});
+  }
+  return 0;
+}
