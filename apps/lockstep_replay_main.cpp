@@ -5,11 +5,13 @@
 //   lockstep-replay diff A B               first divergent tick, then body/field differences
 //   lockstep-replay dump FILE --tick T     full state at tick T as JSON
 //   lockstep-replay export FILE [-o CSV]   per-tick body positions and orientations
+//   lockstep-replay view FILE [--against OTHER] [-o HTML]   the browser viewer's page
 //   lockstep-replay record-scripted --scene S --ticks N --seed X OUT   (golden replays)
 //
 // Exit codes: 0 success (verify: every hash matched; diff: no divergence), 1 a divergence was
 // found, 2 the file could not be read or used (one line on stderr), 64 bad command line.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "lockstep/replays/recorder.h"
+#include "lockstep/replays/viewer_page.h"
 #include "lockstep/sim/scene.h"
 
 namespace {
@@ -178,6 +181,40 @@ int cmd_export(const std::string& path, const std::string& out_path) {
   return ok ? 0 : fail(path + ": " + error);
 }
 
+// The viewer page of FILE (and OTHER): default output FILE with ".html" appended.
+int cmd_view(const std::string& path, const std::string& against_path, std::string out_path,
+             const std::vector<uint32_t>& contact_bodies) {
+  const auto start = std::chrono::steady_clock::now();
+  replays::LoadedReplay r, other;
+  int code = 0;
+  if (!load(path, &r, &code)) return code;
+  if (!against_path.empty() && !load(against_path, &other, &code)) return code;
+  replays::ViewerOptions options;
+  options.contact_bodies = contact_bodies;
+  const replays::ViewerPage page =
+      replays::make_viewer_page(r, against_path.empty() ? nullptr : &other, options);
+  if (!page.ok) return fail(path + ": " + page.error);
+  if (out_path.empty()) out_path = path + ".html";
+  {
+    std::ofstream out(out_path, std::ios::binary);
+    if (!out) return fail("cannot create " + out_path);
+    out.write(page.html.data(), static_cast<std::streamsize>(page.html.size()));
+    if (!out) return fail("writing " + out_path + " failed");
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("wrote %s: ticks %" PRIu64 "..%" PRIu64 ", %u bodies, %zu bytes (poses %zu",
+              out_path.c_str(), page.first_tick, page.last_tick, page.bodies, page.html.size(),
+              page.pose_bytes);
+  if (page.other_pose_bytes != 0) std::printf(" + %zu of the other run", page.other_pose_bytes);
+  std::printf(", contacts %zu, before base64) in %.2f s (re-simulation %.2f s)\n",
+              page.contact_bytes, seconds, page.simulate_seconds);
+  if (page.first_divergent_tick)
+    std::printf("desync: first divergent tick %" PRIu64 ", %zu differing fields\n",
+                *page.first_divergent_tick, page.fields);
+  return 0;
+}
+
 // Pushes for scenes without player-owned bodies (pile): each of `players` players pushes a
 // pseudo-random dynamic body sideways every 20 ticks (SplitMix64 of seed and tick).
 uint64_t mix64(uint64_t x) {
@@ -296,6 +333,15 @@ int main(int argc, char** argv) {
   exp->add_option("FILE", file, "replay file")->required();
   exp->add_option("-o,--output", out_path, "CSV file (default: stdout)");
 
+  std::vector<uint32_t> contact_bodies;
+  CLI::App* view = app.add_subcommand(
+      "view", "write one self-contained HTML page showing the replay (and a desync) in 3D");
+  view->add_option("FILE", file, "replay file")->required();
+  view->add_option("--against", file_b, "a second replay of the same match to compare with");
+  view->add_option("-o,--output", out_path, "HTML file (default: FILE.html)");
+  view->add_option("--contacts", contact_bodies,
+                   "body slots (the K of body K:G) whose contact points are also written");
+
   std::string scene = "inputs";
   uint64_t ticks = 600;
   uint64_t seed = 1;
@@ -324,6 +370,7 @@ int main(int argc, char** argv) {
   if (*diff) return cmd_diff(file, file_b, max_fields);
   if (*dump) return cmd_dump(file, tick);
   if (*exp) return cmd_export(file, out_path);
+  if (*view) return cmd_view(file, file_b, out_path, contact_bodies);
   if (*record) return cmd_record_scripted(scene, ticks, seed, players, keyframe_interval, out_path);
   return 64;
 }

@@ -15,6 +15,7 @@
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/state_diff.h"
 #include "replay_codec.h"
+#include "replay_step.h"
 
 namespace lockstep::replays {
 namespace {
@@ -196,10 +197,9 @@ std::unique_ptr<sim::World> make_replay_world(const LoadedReplay& replay, std::s
   return world;
 }
 
-namespace {
+namespace detail {
 
-// Queues a tick record's commands and inputs and steps; returns how many the world refused.
-uint32_t step_with(sim::World& world, const ReplayTick& tick) {
+uint32_t step_replay_tick(sim::World& world, const ReplayTick& tick) {
   uint32_t rejected = 0;
   for (const sim::Command& command : tick.commands)
     if (world.queue_command(command) != sim::Error::none) ++rejected;
@@ -209,7 +209,7 @@ uint32_t step_with(sim::World& world, const ReplayTick& tick) {
   return rejected;
 }
 
-}  // namespace
+}  // namespace detail
 
 std::unique_ptr<sim::World> simulate_replay_to(const LoadedReplay& replay, uint64_t tick,
                                                std::string* error) {
@@ -235,7 +235,7 @@ std::unique_ptr<sim::World> simulate_replay_to(const LoadedReplay& replay, uint6
   }
   const uint64_t first = replay.header.first_tick;
   for (uint64_t t = start->tick + 1; t <= tick; ++t)
-    step_with(*world, replay.ticks[static_cast<size_t>(t - first - 1)]);
+    detail::step_replay_tick(*world, replay.ticks[static_cast<size_t>(t - first - 1)]);
   return world;
 }
 
@@ -247,7 +247,7 @@ VerifyResult verify_replay(const LoadedReplay& replay, const VerifyOptions& opti
   const uint64_t total = replay.ticks.size();
   for (uint64_t i = 0; i < total; ++i) {
     const ReplayTick& tick = replay.ticks[static_cast<size_t>(i)];
-    result.rejected_inputs += step_with(*world, tick);
+    result.rejected_inputs += detail::step_replay_tick(*world, tick);
     if (tick.client_hash && *tick.client_hash != tick.authoritative_hash &&
         !result.first_client_mismatch_tick)
       result.first_client_mismatch_tick = tick.tick;
@@ -531,7 +531,7 @@ bool export_csv(const LoadedReplay& replay, std::ostream& out, std::string* erro
   };
   write_tick();
   for (const ReplayTick& tick : replay.ticks) {
-    step_with(*world, tick);
+    detail::step_replay_tick(*world, tick);
     write_tick();
   }
   if (!out) {
