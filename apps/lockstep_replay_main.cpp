@@ -12,6 +12,7 @@
 // found, 2 the file could not be read or used (one line on stderr), 64 bad command line.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -248,8 +249,24 @@ uint32_t scripted_pushes(uint64_t seed, uint64_t tick, uint32_t players,
   return static_cast<uint32_t>(out->size());
 }
 
+// The body --desync-at moves: player 1's first body, else the first dynamic one.
+sim::BodyId desync_victim(const sim::World& world, const std::vector<sim::BodyId>& dynamic_bodies) {
+  std::vector<sim::BodyId> ids(world.body_count());
+  ids.resize(world.list_bodies(ids));
+  for (sim::BodyId id : ids) {
+    sim::BodyView v;
+    if (world.get_body(id, &v) == sim::Error::none && v.owner_player == 1) return id;
+  }
+  return dynamic_bodies.empty() ? sim::BodyId{} : dynamic_bodies.front();
+}
+
+// With desync_at > 0 the file is a made client desync dump: the recorded world is a client's
+// whose body is moved 0.5 m along x before the step that makes tick desync_at (the SDK's test
+// hook does the same in the end-to-end test); an untouched copy gives the authoritative hashes.
+// It ends at that tick with the client's own state as a last keyframe, as a client's dump does.
 int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t seed,
-                        uint32_t players, uint32_t keyframe_interval, const std::string& out_path) {
+                        uint32_t players, uint32_t keyframe_interval, uint64_t desync_at,
+                        const std::string& out_path) {
   sim::Scene scene;
   if (!sim::make_builtin_scene(scene_name, &scene))
     return fail("unknown scene '" + scene_name + "'");
@@ -270,6 +287,17 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
   }
   replays::ReplayHeader header = replays::make_replay_header(*world, scene_name, 60);
   header.room = "record-scripted seed " + std::to_string(seed);
+  std::unique_ptr<sim::World> authority;  // the untouched world of a made desync
+  sim::BodyId victim{};
+  if (desync_at != 0) {
+    authority = sim::build_world(scene, &error);
+    victim = desync_victim(*world, dynamic_bodies);
+    if (!authority || victim.is_null()) return fail("this scene cannot make a desync");
+    header.writer = replays::ReplayWriterKind::client;
+    header.player_id = 1;
+    header.room += ", desync made at tick " + std::to_string(desync_at);
+    ticks = std::min(ticks, desync_at);
+  }
   replays::ReplayStreamWriter writer;
   replays::ReplayStreamOptions options;
   options.flush_every_ticks = 64;
@@ -289,8 +317,21 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
     applied.clear();
     for (const sim::Input& in : candidates)
       if (world->queue_input(in) == sim::Error::none) applied.push_back(in);
+    if (authority) {
+      for (const sim::Input& in : applied)
+        authority->queue_input(in);
+      authority->step();
+      if (tick == desync_at) world->debug_perturb_position(victim, {0.5f, 0, 0});
+    }
     world->step();
-    result = writer.record_step(*world, applied, world->state_hash(), std::nullopt);
+    const uint64_t authoritative = authority ? authority->state_hash() : world->state_hash();
+    const std::optional<uint64_t> own =
+        authority ? std::optional<uint64_t>(world->state_hash()) : std::nullopt;
+    result = writer.record_step(*world, applied, authoritative, own);
+    if (!result.ok) return fail(result.error);
+  }
+  if (authority) {
+    result = writer.record_keyframe(*world);
     if (!result.ok) return fail(result.error);
   }
   result = writer.finish();
@@ -356,6 +397,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   record->add_option("--keyframe-interval", keyframe_interval, "extra keyframes every N ticks")
       ->capture_default_str();
+  uint64_t desync_at = 0;
+  record->add_option("--desync-at", desync_at,
+                     "write a made client desync dump: player 1's body moved 0.5 m before this "
+                     "tick, the file ending there");
   record->add_option("OUT", out_path, "replay file to write")->required();
 
   try {
@@ -371,6 +416,7 @@ int main(int argc, char** argv) {
   if (*dump) return cmd_dump(file, tick);
   if (*exp) return cmd_export(file, out_path);
   if (*view) return cmd_view(file, file_b, out_path, contact_bodies);
-  if (*record) return cmd_record_scripted(scene, ticks, seed, players, keyframe_interval, out_path);
+  if (*record) return cmd_record_scripted(scene, ticks, seed, players, keyframe_interval, desync_at,
+                               out_path);
   return 64;
 }

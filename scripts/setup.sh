@@ -16,6 +16,7 @@ packages=(
   libspdlog-dev                               # levelled, timestamped logs of the service
   clang-format                                # the project's formatting (.clang-format)
   tmux                                        # the sumo terminal client's net test drives it in tmux
+  chromium python3                            # the replay viewer's browser test (headless)
 )
 packages+=("$@")
 
