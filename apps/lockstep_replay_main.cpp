@@ -11,8 +11,8 @@
 // Exit codes: 0 success (verify: every hash matched; diff: no divergence), 1 a divergence was
 // found, 2 the file could not be read or used (one line on stderr), 64 bad command line.
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -416,7 +416,7 @@ int main(int argc, char** argv) {
   if (*dump) return cmd_dump(file, tick);
   if (*exp) return cmd_export(file, out_path);
   if (*view) return cmd_view(file, file_b, out_path, contact_bodies);
-  if (*record) return cmd_record_scripted(scene, ticks, seed, players, keyframe_interval, desync_at,
-                               out_path);
+  if (*record)
+    return cmd_record_scripted(scene, ticks, seed, players, keyframe_interval, desync_at, out_path);
   return 64;
 }
