@@ -24,13 +24,9 @@ std::string at_record(uint64_t index, uint64_t offset) {
   return "record " + std::to_string(index) + " at byte " + std::to_string(offset) + ": ";
 }
 
-std::string hex64(uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "%016" PRIx64, value);
-  return text;
-}
-
 }  // namespace
+
+using detail::hex64;
 
 bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string* error) {
   LoadedReplay replay;
@@ -198,6 +194,38 @@ std::unique_ptr<sim::World> make_replay_world(const LoadedReplay& replay, std::s
 }
 
 namespace detail {
+
+const char* body_type_name(sim::BodyType type) {
+  switch (type) {
+    case sim::BodyType::static_body:
+      return "static";
+    case sim::BodyType::kinematic:
+      return "kinematic";
+    case sim::BodyType::dynamic:
+      return "dynamic";
+  }
+  return "unknown";
+}
+
+const char* shape_type_name(sim::ShapeType type) {
+  switch (type) {
+    case sim::ShapeType::sphere:
+      return "sphere";
+    case sim::ShapeType::box:
+      return "box";
+    case sim::ShapeType::capsule:
+      return "capsule";
+    case sim::ShapeType::plane:
+      return "plane";
+  }
+  return "unknown";
+}
+
+std::string hex64(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "%016" PRIx64, value);
+  return text;
+}
 
 uint32_t step_replay_tick(sim::World& world, const ReplayTick& tick) {
   uint32_t rejected = 0;
@@ -430,32 +458,6 @@ void append_vec(std::string* out, const float* values, int count) {
   *out += ']';
 }
 
-const char* body_type_name(sim::BodyType type) {
-  switch (type) {
-    case sim::BodyType::static_body:
-      return "static";
-    case sim::BodyType::kinematic:
-      return "kinematic";
-    case sim::BodyType::dynamic:
-      return "dynamic";
-  }
-  return "unknown";
-}
-
-const char* shape_type_name(sim::ShapeType type) {
-  switch (type) {
-    case sim::ShapeType::sphere:
-      return "sphere";
-    case sim::ShapeType::box:
-      return "box";
-    case sim::ShapeType::capsule:
-      return "capsule";
-    case sim::ShapeType::plane:
-      return "plane";
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 std::string dump_state_json(const sim::World& world) {
@@ -469,7 +471,8 @@ std::string dump_state_json(const sim::World& world) {
     first = false;
     out += "\n{\"index1\":" + std::to_string(id.index1) +
            ",\"generation\":" + std::to_string(id.generation) + ",\"type\":\"" +
-           body_type_name(v.type) + "\",\"owner_player\":" + std::to_string(v.owner_player) +
+           detail::body_type_name(v.type) +
+           "\",\"owner_player\":" + std::to_string(v.owner_player) +
            ",\"asleep\":" + (v.asleep ? "true" : "false") + ",\"mass_kg\":";
     append_float(&out, v.mass_kg);
     const float position[3] = {v.position.x, v.position.y, v.position.z};
@@ -488,7 +491,7 @@ std::string dump_state_json(const sim::World& world) {
     out += ",\"angular_velocity\":";
     append_vec(&out, angular, 3);
     out += ",\"shape\":{\"type\":\"";
-    out += shape_type_name(v.shape.type);
+    out += detail::shape_type_name(v.shape.type);
     out += "\",\"radius\":";
     append_float(&out, v.shape.radius);
     out += ",\"half_extents\":";

@@ -239,12 +239,6 @@ bool advance(const LoadedReplay& replay, uint64_t tick, bool follow_keyframes, s
   return true;
 }
 
-std::string hex64(uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "%016" PRIx64, value);
-  return text;
-}
-
 std::string number(double value) {
   if (value != value) return "\"NaN\"";
   if (value - value != 0) return value > 0 ? "\"Infinity\"" : "\"-Infinity\"";
@@ -294,36 +288,11 @@ std::string base64(const std::vector<uint8_t>& bytes) {
   return out;
 }
 
-const char* type_name(sim::BodyType type) {
-  switch (type) {
-    case sim::BodyType::static_body:
-      return "static";
-    case sim::BodyType::kinematic:
-      return "kinematic";
-    case sim::BodyType::dynamic:
-      return "dynamic";
-  }
-  return "unknown";
-}
-
-const char* shape_name(sim::ShapeType type) {
-  switch (type) {
-    case sim::ShapeType::sphere:
-      return "sphere";
-    case sim::ShapeType::box:
-      return "box";
-    case sim::ShapeType::capsule:
-      return "capsule";
-    case sim::ShapeType::plane:
-      return "plane";
-  }
-  return "unknown";
-}
-
 std::string body_json(const sim::BodyView& v) {
   const sim::ShapeDef& s = v.shape;
-  return "{\"id\":\"" + body_name(v.id) + "\",\"type\":\"" + type_name(v.type) + "\",\"shape\":\"" +
-         shape_name(s.type) + "\",\"owner\":" + std::to_string(v.owner_player) +
+  return "{\"id\":\"" + body_name(v.id) + "\",\"type\":\"" + detail::body_type_name(v.type) +
+         "\",\"shape\":\"" + detail::shape_type_name(s.type) +
+         "\",\"owner\":" + std::to_string(v.owner_player) +
          ",\"sensor\":" + (s.sensor ? "true" : "false") + ",\"r\":" + number(s.radius) +
          ",\"hx\":" + number(s.half_extents.x) + ",\"hy\":" + number(s.half_extents.y) +
          ",\"hz\":" + number(s.half_extents.z) + ",\"hh\":" + number(s.half_height) + ",\"n\":[" +
@@ -335,7 +304,7 @@ std::string hashes_json(const std::vector<std::optional<uint64_t>>& hashes) {
   std::string out = "[";
   for (size_t i = 0; i < hashes.size(); ++i) {
     if (i) out += ',';
-    out += hashes[i] ? "\"" + hex64(*hashes[i]) + "\"" : "null";
+    out += hashes[i] ? "\"" + detail::hex64(*hashes[i]) + "\"" : "null";
   }
   return out + "]";
 }
