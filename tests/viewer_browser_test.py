@@ -16,7 +16,8 @@ any case), at two ticks, and checked from the outside:
 - on a desync page the timeline has the first divergent tick in red at the position computed
   here from the layout rule (tick t of a window of n ticks starts at x = floor(t·W/n)), and a page
   without a desync has no red there;
-- the two ticks give different pictures (the bodies moved).
+- the two ticks give different pictures (the bodies moved);
+- a page whose pose data is damaged sets its title to "error: ...".
 
 Usage: viewer_browser_test.py --tool lockstep-replay --source-dir DIR --work-dir DIR
        [--save-screenshots DIR] (writes the screenshots the docs show)
@@ -243,6 +244,13 @@ def main():
         if (name, a) in pictures and (name, b) in pictures:
             check(pictures[(name, a)] != pictures[(name, b)],
                   "%s: ticks %d and %d give different pictures" % (name, a, b))
+    # A page whose data is damaged says so in its title instead of drawing nothing silently.
+    damaged = os.path.join(work, "damaged.html")
+    html = open(pages["golden"]).read()
+    start = html.index('id="poses-a" type="application/octet-stream">') + 45
+    open(damaged, "w").write(html[:start] + "!!not base64!!" + html[start:])
+    title, _ = open_page(chromium, damaged, "tick=5", os.path.join(work, "damaged.png"))
+    check(title.startswith("error: "), "damaged page: title %r starts with 'error: '" % title)
     if options.save_screenshots:
         for name, tick, target in (("golden", 400, "viewer-golden.png"),
                                    ("desync", 200, "viewer-desync.png")):
