@@ -5,11 +5,14 @@
 //   lockstep-replay diff A B               first divergent tick, then body/field differences
 //   lockstep-replay dump FILE --tick T     full state at tick T as JSON
 //   lockstep-replay export FILE [-o CSV]   per-tick body positions and orientations
+//   lockstep-replay view FILE [--against OTHER] [-o HTML]   the browser viewer's page
 //   lockstep-replay record-scripted --scene S --ticks N --seed X OUT   (golden replays)
 //
 // Exit codes: 0 success (verify: every hash matched; diff: no divergence), 1 a divergence was
 // found, 2 the file could not be read or used (one line on stderr), 64 bad command line.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "lockstep/replays/recorder.h"
+#include "lockstep/replays/viewer_page.h"
 #include "lockstep/sim/scene.h"
 
 namespace {
@@ -181,6 +185,40 @@ int cmd_export(const std::string& path, const std::string& out_path) {
   return ok ? 0 : fail(path + ": " + error);
 }
 
+// The viewer page of FILE (and OTHER): default output FILE with ".html" appended.
+int cmd_view(const std::string& path, const std::string& against_path, std::string out_path,
+             const std::vector<uint32_t>& contact_bodies) {
+  const auto start = std::chrono::steady_clock::now();
+  replays::LoadedReplay r, other;
+  int code = 0;
+  if (!load(path, &r, &code)) return code;
+  if (!against_path.empty() && !load(against_path, &other, &code)) return code;
+  replays::ViewerOptions options;
+  options.contact_bodies = contact_bodies;
+  const replays::ViewerPage page =
+      replays::make_viewer_page(r, against_path.empty() ? nullptr : &other, options);
+  if (!page.ok) return fail(path + ": " + page.error);
+  if (out_path.empty()) out_path = path + ".html";
+  {
+    std::ofstream out(out_path, std::ios::binary);
+    if (!out) return fail("cannot create " + out_path);
+    out.write(page.html.data(), static_cast<std::streamsize>(page.html.size()));
+    if (!out) return fail("writing " + out_path + " failed");
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("wrote %s: ticks %" PRIu64 "..%" PRIu64 ", %u bodies, %zu bytes (poses %zu",
+              out_path.c_str(), page.first_tick, page.last_tick, page.bodies, page.html.size(),
+              page.pose_bytes);
+  if (page.other_pose_bytes != 0) std::printf(" + %zu of the other run", page.other_pose_bytes);
+  std::printf(", contacts %zu, before base64) in %.2f s (re-simulation %.2f s)\n",
+              page.contact_bytes, seconds, page.simulate_seconds);
+  if (page.first_divergent_tick)
+    std::printf("desync: first divergent tick %" PRIu64 ", %zu differing fields\n",
+                *page.first_divergent_tick, page.fields);
+  return 0;
+}
+
 // Pushes for scenes without player-owned bodies (pile): each of `players` players pushes a
 // pseudo-random dynamic body sideways every 20 ticks (SplitMix64 of seed and tick).
 uint64_t mix64(uint64_t x) {
@@ -214,8 +252,24 @@ uint32_t scripted_pushes(uint64_t seed, uint64_t tick, uint32_t players,
   return static_cast<uint32_t>(out->size());
 }
 
+// The body --desync-at moves: player 1's first body, else the first dynamic one.
+sim::BodyId desync_victim(const sim::World& world, const std::vector<sim::BodyId>& dynamic_bodies) {
+  std::vector<sim::BodyId> ids(world.body_count());
+  ids.resize(world.list_bodies(ids));
+  for (sim::BodyId id : ids) {
+    sim::BodyView v;
+    if (world.get_body(id, &v) == sim::Error::none && v.owner_player == 1) return id;
+  }
+  return dynamic_bodies.empty() ? sim::BodyId{} : dynamic_bodies.front();
+}
+
+// With desync_at > 0 the file is a made client desync dump: the recorded world is a client's
+// whose body is moved 0.5 m along x before the step that makes tick desync_at (the SDK's test
+// hook does the same in the end-to-end test); an untouched copy gives the authoritative hashes.
+// It ends at that tick with the client's own state as a last keyframe, as a client's dump does.
 int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t seed,
-                        uint32_t players, uint32_t keyframe_interval, const std::string& out_path) {
+                        uint32_t players, uint32_t keyframe_interval, uint64_t desync_at,
+                        const std::string& out_path) {
   sim::Scene scene;
   if (!sim::make_builtin_scene(scene_name, &scene))
     return fail("unknown scene '" + scene_name + "'");
@@ -236,6 +290,17 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
   }
   replays::ReplayHeader header = replays::make_replay_header(*world, scene_name, 60);
   header.room = "record-scripted seed " + std::to_string(seed);
+  std::unique_ptr<sim::World> authority;  // the untouched world of a made desync
+  sim::BodyId victim{};
+  if (desync_at != 0) {
+    authority = sim::build_world(scene, &error);
+    victim = desync_victim(*world, dynamic_bodies);
+    if (!authority || victim.is_null()) return fail("this scene cannot make a desync");
+    header.writer = replays::ReplayWriterKind::client;
+    header.player_id = 1;
+    header.room += ", desync made at tick " + std::to_string(desync_at);
+    ticks = std::min(ticks, desync_at);
+  }
   replays::ReplayStreamWriter writer;
   replays::ReplayStreamOptions options;
   options.flush_every_ticks = 64;
@@ -255,8 +320,21 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
     applied.clear();
     for (const sim::Input& in : candidates)
       if (world->queue_input(in) == sim::Error::none) applied.push_back(in);
+    if (authority) {
+      for (const sim::Input& in : applied)
+        authority->queue_input(in);
+      authority->step();
+      if (tick == desync_at) world->debug_perturb_position(victim, {0.5f, 0, 0});
+    }
     world->step();
-    result = writer.record_step(*world, applied, world->state_hash(), std::nullopt);
+    const uint64_t authoritative = authority ? authority->state_hash() : world->state_hash();
+    const std::optional<uint64_t> own =
+        authority ? std::optional<uint64_t>(world->state_hash()) : std::nullopt;
+    result = writer.record_step(*world, applied, authoritative, own);
+    if (!result.ok) return fail(result.error);
+  }
+  if (authority) {
+    result = writer.record_keyframe(*world);
     if (!result.ok) return fail(result.error);
   }
   result = writer.finish();
@@ -304,6 +382,15 @@ int main(int argc, char** argv) {
   exp->add_option("FILE", file, "replay file")->required();
   exp->add_option("-o,--output", out_path, "CSV file (default: stdout)");
 
+  std::vector<uint32_t> contact_bodies;
+  CLI::App* view = app.add_subcommand(
+      "view", "write one self-contained HTML page showing the replay (and a desync) in 3D");
+  view->add_option("FILE", file, "replay file")->required();
+  view->add_option("--against", file_b, "a second replay of the same match to compare with");
+  view->add_option("-o,--output", out_path, "HTML file (default: FILE.html)");
+  view->add_option("--contacts", contact_bodies,
+                   "body slots (the K of body K:G) whose contact points are also written");
+
   std::string scene = "inputs";
   uint64_t ticks = 600;
   uint64_t seed = 1;
@@ -318,6 +405,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   record->add_option("--keyframe-interval", keyframe_interval, "extra keyframes every N ticks")
       ->capture_default_str();
+  uint64_t desync_at = 0;
+  record->add_option("--desync-at", desync_at,
+                     "write a made client desync dump: player 1's body moved 0.5 m before this "
+                     "tick, the file ending there");
   record->add_option("OUT", out_path, "replay file to write")->required();
 
   try {
@@ -332,6 +423,8 @@ int main(int argc, char** argv) {
   if (*diff) return cmd_diff(file, file_b, max_fields);
   if (*dump) return cmd_dump(file, tick);
   if (*exp) return cmd_export(file, out_path);
-  if (*record) return cmd_record_scripted(scene, ticks, seed, players, keyframe_interval, out_path);
+  if (*view) return cmd_view(file, file_b, out_path, contact_bodies);
+  if (*record)
+    return cmd_record_scripted(scene, ticks, seed, players, keyframe_interval, desync_at, out_path);
   return 64;
 }

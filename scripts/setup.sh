@@ -20,6 +20,7 @@ packages=(
   yamllint shellcheck                         # ops lint: docker/ YAML and scripts/*.sh
   libsodium-dev                               # join tokens: HMAC-SHA512-256 (crypto_auth)
   clang-14 libclang-rt-14-dev                 # libFuzzer + sanitizers of tests/fuzz (scripts/fuzz.sh)
+  chromium python3                            # the replay viewer's browser test (headless)
 )
 packages+=("$@")
 

@@ -39,6 +39,7 @@
 
 #include "lockstep/client_sdk/client.h"
 #include "lockstep/replays/recorder.h"
+#include "lockstep/replays/viewer_page.h"
 #include "lockstep/server/config.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
@@ -294,6 +295,19 @@ TEST(NetReplay, DesyncAtTick200IsNamedByDiffOfServerAndClientReplays) {
   for (size_t i = 1; i < diff.fields.size(); ++i) {
     EXPECT_LE(diff.fields[i - 1].body.index1, diff.fields[i].body.index1) << "field " << i;
   }
+
+  // The viewer's page marks the same tick from the client's dump alone and from the server's
+  // dump against it, and shows the server's dump alone (no desync in it: its hashes are its own).
+  const replays::ViewerPage client_page = replays::make_viewer_page(on_client, nullptr);
+  ASSERT_TRUE(client_page.ok) << client_page.error;
+  EXPECT_EQ(client_page.first_divergent_tick, std::optional<uint64_t>(kPerturbTick));
+  const replays::ViewerPage both_page = replays::make_viewer_page(on_server, &on_client);
+  ASSERT_TRUE(both_page.ok) << both_page.error;
+  EXPECT_EQ(both_page.first_divergent_tick, std::optional<uint64_t>(kPerturbTick));
+  const replays::ViewerPage server_page = replays::make_viewer_page(on_server, nullptr);
+  ASSERT_TRUE(server_page.ok) << server_page.error;
+  EXPECT_FALSE(server_page.first_divergent_tick);
+  EXPECT_EQ(server_page.last_tick, on_server.last_tick());
 }
 
 TEST(NetReplay, ServerDesyncDumpsAreRateLimitedPerRoom) {

@@ -1258,4 +1258,54 @@ TEST(SimWorld, ErrorMessagesNameEveryError) {
   }
 }
 
+// ---- contact points (tools) ---------------------------------------------------------------------
+
+// A sphere of radius 0.5 m resting on the plane y = 0 at x = 3: its contact points sit under its
+// centre on the plane (within 1 cm: soft contacts settle a few mm deep), the normal points from
+// the plane up into the sphere, and the plane sees the same point with the normal reversed.
+// A restored snapshot gives the same points (they are read from the warm-start cache, state).
+TEST(SimWorld, ContactPointsOfARestingSphereLieUnderItWithTheNormalTowardsIt) {
+  auto world = make_world();
+  const BodyId ground = add(*world, ground_def());
+  const BodyId ball = add(*world, sphere_def({3, 0.5f, 0}));
+  const BodyId far_ball = add(*world, sphere_def({10, 5, 0}));
+  for (int i = 0; i < 30; ++i)
+    world->step();
+  std::vector<lockstep::sim::ContactPointView> points(8);
+  const uint32_t n = world->contact_points(ball, points);
+  ASSERT_GE(n, 1u);
+  ASSERT_LE(n, points.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    EXPECT_EQ(points[i].other, ground);
+    EXPECT_NEAR(points[i].point.x, 3.0f, 0.01f);
+    EXPECT_NEAR(points[i].point.y, 0.0f, 0.01f);
+    EXPECT_NEAR(points[i].point.z, 0.0f, 0.01f);
+    EXPECT_NEAR(points[i].normal.y, 1.0f, 1e-4f);
+    EXPECT_LE(points[i].separation_m, 0.01f);
+    EXPECT_GT(points[i].normal_impulse, 0.0f);
+  }
+  std::vector<lockstep::sim::ContactPointView> from_ground(8);
+  ASSERT_EQ(world->contact_points(ground, from_ground), n);
+  EXPECT_EQ(from_ground[0].other, ball);
+  EXPECT_NEAR(from_ground[0].normal.y, -1.0f, 1e-4f);
+  // The ball still falling touches nothing; a dead or null handle has no points; a short span
+  // gets what fits and the full count.
+  EXPECT_EQ(world->contact_points(far_ball, points), 0u);
+  EXPECT_EQ(world->contact_points(BodyId{}, points), 0u);
+  EXPECT_EQ(world->contact_points(ball, std::span<lockstep::sim::ContactPointView>()), n);
+
+  std::vector<uint8_t> snapshot(world->snapshot_size());
+  size_t written = 0;
+  ASSERT_EQ(world->save_snapshot(snapshot, &written), Error::none);
+  auto copy = make_world();
+  ASSERT_EQ(copy->restore_snapshot(std::span<const uint8_t>(snapshot.data(), written)),
+            Error::none);
+  std::vector<lockstep::sim::ContactPointView> restored(8);
+  ASSERT_EQ(copy->contact_points(ball, restored), n);
+  EXPECT_EQ(restored[0].point.x, points[0].point.x);
+  EXPECT_EQ(restored[0].normal.y, points[0].normal.y);
+  ASSERT_EQ(world->destroy_body(ball), Error::none);
+  EXPECT_EQ(world->contact_points(ball, points), 0u);
+}
+
 }  // namespace

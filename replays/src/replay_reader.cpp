@@ -15,6 +15,7 @@
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/state_diff.h"
 #include "replay_codec.h"
+#include "replay_step.h"
 
 namespace lockstep::replays {
 namespace {
@@ -23,13 +24,9 @@ std::string at_record(uint64_t index, uint64_t offset) {
   return "record " + std::to_string(index) + " at byte " + std::to_string(offset) + ": ";
 }
 
-std::string hex64(uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "%016" PRIx64, value);
-  return text;
-}
-
 }  // namespace
+
+using detail::hex64;
 
 bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string* error,
                  uint64_t max_world_bytes) {
@@ -206,10 +203,41 @@ std::unique_ptr<sim::World> make_replay_world(const LoadedReplay& replay, std::s
   return world;
 }
 
-namespace {
+namespace detail {
 
-// Queues a tick record's commands and inputs and steps; returns how many the world refused.
-uint32_t step_with(sim::World& world, const ReplayTick& tick) {
+const char* body_type_name(sim::BodyType type) {
+  switch (type) {
+    case sim::BodyType::static_body:
+      return "static";
+    case sim::BodyType::kinematic:
+      return "kinematic";
+    case sim::BodyType::dynamic:
+      return "dynamic";
+  }
+  return "unknown";
+}
+
+const char* shape_type_name(sim::ShapeType type) {
+  switch (type) {
+    case sim::ShapeType::sphere:
+      return "sphere";
+    case sim::ShapeType::box:
+      return "box";
+    case sim::ShapeType::capsule:
+      return "capsule";
+    case sim::ShapeType::plane:
+      return "plane";
+  }
+  return "unknown";
+}
+
+std::string hex64(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "%016" PRIx64, value);
+  return text;
+}
+
+uint32_t step_replay_tick(sim::World& world, const ReplayTick& tick) {
   uint32_t rejected = 0;
   for (const sim::Command& command : tick.commands)
     if (world.queue_command(command) != sim::Error::none) ++rejected;
@@ -219,7 +247,7 @@ uint32_t step_with(sim::World& world, const ReplayTick& tick) {
   return rejected;
 }
 
-}  // namespace
+}  // namespace detail
 
 std::unique_ptr<sim::World> simulate_replay_to(const LoadedReplay& replay, uint64_t tick,
                                                std::string* error) {
@@ -245,7 +273,7 @@ std::unique_ptr<sim::World> simulate_replay_to(const LoadedReplay& replay, uint6
   }
   const uint64_t first = replay.header.first_tick;
   for (uint64_t t = start->tick + 1; t <= tick; ++t)
-    step_with(*world, replay.ticks[static_cast<size_t>(t - first - 1)]);
+    detail::step_replay_tick(*world, replay.ticks[static_cast<size_t>(t - first - 1)]);
   return world;
 }
 
@@ -257,7 +285,7 @@ VerifyResult verify_replay(const LoadedReplay& replay, const VerifyOptions& opti
   const uint64_t total = replay.ticks.size();
   for (uint64_t i = 0; i < total; ++i) {
     const ReplayTick& tick = replay.ticks[static_cast<size_t>(i)];
-    result.rejected_inputs += step_with(*world, tick);
+    result.rejected_inputs += detail::step_replay_tick(*world, tick);
     if (tick.client_hash && *tick.client_hash != tick.authoritative_hash &&
         !result.first_client_mismatch_tick)
       result.first_client_mismatch_tick = tick.tick;
@@ -440,32 +468,6 @@ void append_vec(std::string* out, const float* values, int count) {
   *out += ']';
 }
 
-const char* body_type_name(sim::BodyType type) {
-  switch (type) {
-    case sim::BodyType::static_body:
-      return "static";
-    case sim::BodyType::kinematic:
-      return "kinematic";
-    case sim::BodyType::dynamic:
-      return "dynamic";
-  }
-  return "unknown";
-}
-
-const char* shape_type_name(sim::ShapeType type) {
-  switch (type) {
-    case sim::ShapeType::sphere:
-      return "sphere";
-    case sim::ShapeType::box:
-      return "box";
-    case sim::ShapeType::capsule:
-      return "capsule";
-    case sim::ShapeType::plane:
-      return "plane";
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 std::string dump_state_json(const sim::World& world) {
@@ -479,7 +481,8 @@ std::string dump_state_json(const sim::World& world) {
     first = false;
     out += "\n{\"index1\":" + std::to_string(id.index1) +
            ",\"generation\":" + std::to_string(id.generation) + ",\"type\":\"" +
-           body_type_name(v.type) + "\",\"owner_player\":" + std::to_string(v.owner_player) +
+           detail::body_type_name(v.type) +
+           "\",\"owner_player\":" + std::to_string(v.owner_player) +
            ",\"asleep\":" + (v.asleep ? "true" : "false") + ",\"mass_kg\":";
     append_float(&out, v.mass_kg);
     const float position[3] = {v.position.x, v.position.y, v.position.z};
@@ -498,7 +501,7 @@ std::string dump_state_json(const sim::World& world) {
     out += ",\"angular_velocity\":";
     append_vec(&out, angular, 3);
     out += ",\"shape\":{\"type\":\"";
-    out += shape_type_name(v.shape.type);
+    out += detail::shape_type_name(v.shape.type);
     out += "\",\"radius\":";
     append_float(&out, v.shape.radius);
     out += ",\"half_extents\":";
@@ -541,7 +544,7 @@ bool export_csv(const LoadedReplay& replay, std::ostream& out, std::string* erro
   };
   write_tick();
   for (const ReplayTick& tick : replay.ticks) {
-    step_with(*world, tick);
+    detail::step_replay_tick(*world, tick);
     write_tick();
   }
   if (!out) {

@@ -258,6 +258,16 @@ struct SensorEvent {
   BodyId visitor{};  // the other body
 };
 
+/// One point of a contact manifold touching a body, as the last step left it
+/// (World::contact_points).
+struct ContactPointView {
+  BodyId other{};            // the other body of the pair
+  Vec3 point{};              // world (m): midway between the two surfaces where it was found
+  Vec3 normal{0, 1, 0};      // world, unit, from `other` towards the body asked about
+  float separation_m = 0;    // negative: overlap; positive: a speculative point not yet touching
+  float normal_impulse = 0;  // accumulated over the last substep (N·s)
+};
+
 /// Bits of StepStatus::overflow naming the capacity that ran out during the step.
 enum OverflowBits : uint32_t {
   overflow_none = 0,

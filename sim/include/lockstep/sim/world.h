@@ -106,6 +106,11 @@ class World final {
   /// had when it fell asleep.
   float normal_impulse_sum(BodyId id) const;
 
+  /// The contact points of the last step touching `id` (the warm-start cache, so also after a
+  /// restore): up to out.size() written, the number that exist returned. For tools and
+  /// debugging views; not on the tick path. 0 for a dead or null handle.
+  uint32_t contact_points(BodyId id, std::span<ContactPointView> out) const;
+
   // ---- snapshots ------------------------------------------------------------------------------
   /// Bytes needed by save_snapshot for the current state.
   size_t snapshot_size() const;

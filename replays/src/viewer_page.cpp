@@ -1,0 +1,526 @@
+// The replay viewer's page: re-simulation of the runs, quantised per-tick poses, contacts, the
+// hashes and the diff, written into the HTML template as JSON and base64 blobs.
+//
+// Pose stream of a run, per tick: varint(entry count), then per entry, in body-table order:
+//   varint(gap << 1 | gone)   gap = table index − (previous entry's index + 1)
+//   unless gone: position as 3 zigzag varints, the change of round(x · 1024) since the body's last
+//   entry (0 before its first), then the orientation as u32 LE "smallest three": bits 30..31 the
+//   index of the largest |component| (made positive), three 10-bit fields the others (x·√2 mapped
+//   from [−1, 1] to 0..1022), in x, y, z, w order without the largest.
+// A body appears when it spawns or its quantised pose changes, and once as gone when it dies:
+// sleeping bodies cost nothing. Contact stream, per tick: varint(point count), then per point
+// varint(body table index), varint(other table index), 3 zigzag varints round(p · 1024), the
+// normal as 3 int8 (·127), one byte 1 when touching (separation ≤ 0).
+#include "lockstep/replays/viewer_page.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "replay_step.h"
+
+namespace lockstep::replays {
+namespace {
+
+constexpr float kQuantaPerMetre = 1024.0f;
+
+class ByteWriter {
+ public:
+  void varint(uint64_t v) {
+    while (v >= 0x80) {
+      bytes_.push_back(static_cast<uint8_t>(v | 0x80));
+      v >>= 7;
+    }
+    bytes_.push_back(static_cast<uint8_t>(v));
+  }
+  void zigzag(int64_t v) {
+    varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+  }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i)
+      bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void u8(uint8_t v) { bytes_.push_back(v); }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+int32_t quantise(float metres) {
+  const float clamped = std::clamp(metres, -1.0e6f, 1.0e6f);
+  return static_cast<int32_t>(std::lround(clamped * kQuantaPerMetre));
+}
+
+uint32_t pack_orientation(const sim::Quat& q) {
+  const float c[4] = {q.x, q.y, q.z, q.w};
+  int largest = 0;
+  for (int i = 1; i < 4; ++i)
+    if (std::fabs(c[i]) > std::fabs(c[largest])) largest = i;
+  const float sign = c[largest] < 0 ? -1.0f : 1.0f;
+  uint32_t packed = static_cast<uint32_t>(largest) << 30;
+  int shift = 20;
+  for (int i = 0; i < 4; ++i) {
+    if (i == largest) continue;
+    const float v = std::clamp(sign * c[i] * 1.41421356f, -1.0f, 1.0f);
+    packed |= static_cast<uint32_t>(std::lround((v + 1.0f) * 511.0f)) << shift;
+    shift -= 10;
+  }
+  return packed;
+}
+
+uint64_t body_key(sim::BodyId id) {
+  return (static_cast<uint64_t>(id.index1) << 32) | id.generation;
+}
+
+std::string body_name(sim::BodyId id) {
+  return std::to_string(id.index1) + ":" + std::to_string(id.generation);
+}
+
+// Every body either run shows, in order of first appearance (slot order within a tick).
+struct BodyTable {
+  std::map<uint64_t, uint32_t> index_of;
+  std::vector<sim::BodyView> views;  // as first seen: type, shape, owner
+
+  uint32_t index(const sim::BodyView& v) {
+    const auto [it, added] = index_of.emplace(body_key(v.id), static_cast<uint32_t>(views.size()));
+    if (added) views.push_back(v);
+    return it->second;
+  }
+  std::optional<uint32_t> find(sim::BodyId id) const {
+    const auto it = index_of.find(body_key(id));
+    if (it == index_of.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+// One run's pose stream and re-simulated hashes, tick after tick.
+class RunWriter {
+ public:
+  void record(const sim::World& world, BodyTable* table) {
+    if (ticks_ == 0) first_tick_ = world.tick();
+    ++ticks_;
+    hashes_.push_back(world.state_hash());
+    ids_.resize(world.body_count());
+    ids_.resize(world.list_bodies(ids_));
+    struct Entry {
+      uint32_t index;
+      bool gone;
+      int32_t position[3];
+      uint32_t orientation;
+    };
+    std::vector<Entry> entries;
+    std::vector<uint8_t> seen(last_.size(), 0);
+    for (const sim::BodyId id : ids_) {
+      sim::BodyView v;
+      if (world.get_body(id, &v) != sim::Error::none) continue;
+      const uint32_t index = table->index(v);
+      if (index >= last_.size()) {
+        last_.resize(index + 1);
+        seen.resize(index + 1, 0);
+      }
+      seen[index] = 1;
+      Entry e{index,
+              false,
+              {quantise(v.position.x), quantise(v.position.y), quantise(v.position.z)},
+              pack_orientation(v.orientation)};
+      Last& l = last_[index];
+      if (l.alive && l.orientation == e.orientation && l.position[0] == e.position[0] &&
+          l.position[1] == e.position[1] && l.position[2] == e.position[2])
+        continue;
+      entries.push_back(e);
+    }
+    for (uint32_t i = 0; i < last_.size(); ++i)
+      if (last_[i].alive && !seen[i]) entries.push_back(Entry{i, true, {0, 0, 0}, 0});
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return a.index < b.index; });
+    out_.varint(entries.size());
+    int64_t previous = -1;
+    for (const Entry& e : entries) {
+      out_.varint((static_cast<uint64_t>(e.index - previous - 1) << 1) | (e.gone ? 1 : 0));
+      previous = e.index;
+      Last& l = last_[e.index];
+      if (e.gone) {
+        l.alive = false;
+        continue;
+      }
+      for (int k = 0; k < 3; ++k) {
+        out_.zigzag(static_cast<int64_t>(e.position[k]) - l.position[k]);
+        l.position[k] = e.position[k];
+      }
+      out_.u32(e.orientation);
+      l.orientation = e.orientation;
+      l.alive = true;
+    }
+  }
+
+  // The contact points of `watched` bodies (table indices) at this tick.
+  void record_contacts(const sim::World& world, const BodyTable& table,
+                       const std::vector<sim::BodyId>& watched) {
+    std::vector<sim::ContactPointView> points(64);
+    uint32_t total = 0;
+    ByteWriter tick;
+    for (const sim::BodyId id : watched) {
+      const std::optional<uint32_t> index = table.find(id);
+      if (!index) continue;
+      uint32_t n = world.contact_points(id, points);
+      if (n > points.size()) {
+        points.resize(n);
+        n = world.contact_points(id, points);
+      }
+      for (uint32_t i = 0; i < n; ++i) {
+        const sim::ContactPointView& p = points[i];
+        const std::optional<uint32_t> other = table.find(p.other);
+        tick.varint(*index);
+        tick.varint(other ? *other : *index);
+        tick.zigzag(quantise(p.point.x));
+        tick.zigzag(quantise(p.point.y));
+        tick.zigzag(quantise(p.point.z));
+        for (const float c : {p.normal.x, p.normal.y, p.normal.z})
+          tick.u8(static_cast<uint8_t>(
+              static_cast<int8_t>(std::lround(std::clamp(c, -1.0f, 1.0f) * 127.0f))));
+        tick.u8(p.separation_m <= 0.0f ? 1 : 0);
+        ++total;
+      }
+    }
+    contacts_.varint(total);
+    for (const uint8_t b : tick.bytes())
+      contacts_.u8(b);
+  }
+
+  uint64_t first_tick() const { return first_tick_; }
+  uint64_t ticks() const { return ticks_; }
+  const std::vector<uint64_t>& hashes() const { return hashes_; }
+  const std::vector<uint8_t>& poses() const { return out_.bytes(); }
+  const std::vector<uint8_t>& contacts() const { return contacts_.bytes(); }
+
+ private:
+  struct Last {
+    bool alive = false;
+    int32_t position[3] = {0, 0, 0};
+    uint32_t orientation = 0;
+  };
+  uint64_t first_tick_ = 0;
+  uint64_t ticks_ = 0;
+  std::vector<uint64_t> hashes_;
+  std::vector<Last> last_;
+  std::vector<sim::BodyId> ids_;
+  ByteWriter out_;
+  ByteWriter contacts_;
+};
+
+const ReplayKeyframe* keyframe_at(const LoadedReplay& replay, uint64_t tick) {
+  for (const ReplayKeyframe& k : replay.keyframes)
+    if (k.tick == tick) return &k;
+  return nullptr;
+}
+
+// Steps `world` over the tick record of `tick`; with `follow_keyframes`, a later keyframe whose
+// hash is not the re-simulated one replaces the state: the writer's own world left its inputs
+// there (a client's live state at a desync), and the viewer shows what the writer had.
+bool advance(const LoadedReplay& replay, uint64_t tick, bool follow_keyframes, sim::World* world,
+             std::string* error) {
+  detail::step_replay_tick(*world,
+                           replay.ticks[static_cast<size_t>(tick - replay.header.first_tick - 1)]);
+  if (!follow_keyframes) return true;
+  const ReplayKeyframe* k = keyframe_at(replay, tick);
+  if (k == nullptr || k->state_hash == world->state_hash()) return true;
+  const sim::Error e = world->restore_snapshot(k->snapshot);
+  if (e != sim::Error::none) {
+    *error = "keyframe at tick " + std::to_string(tick) +
+             " cannot be restored: " + sim::error_message(e);
+    return false;
+  }
+  return true;
+}
+
+std::string number(double value) {
+  if (value != value) return "\"NaN\"";
+  if (value - value != 0) return value > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", value);
+  return text;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '<') {
+      out += "\\u003c";  // never "</script>" inside the page's script element
+    } else if (u < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof(esc), "\\u%04x", u);
+      out += esc;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string base64(const std::vector<uint8_t>& bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    for (int s = 18; s >= 0; s -= 6)
+      out += kAlphabet[(v >> s) & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = bytes[i] << 16;
+    if (i + 1 < bytes.size()) v |= bytes[i + 1] << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string body_json(const sim::BodyView& v) {
+  const sim::ShapeDef& s = v.shape;
+  return "{\"id\":\"" + body_name(v.id) + "\",\"type\":\"" + detail::body_type_name(v.type) +
+         "\",\"shape\":\"" + detail::shape_type_name(s.type) +
+         "\",\"owner\":" + std::to_string(v.owner_player) +
+         ",\"sensor\":" + (s.sensor ? "true" : "false") + ",\"r\":" + number(s.radius) +
+         ",\"hx\":" + number(s.half_extents.x) + ",\"hy\":" + number(s.half_extents.y) +
+         ",\"hz\":" + number(s.half_extents.z) + ",\"hh\":" + number(s.half_height) + ",\"n\":[" +
+         number(s.plane_normal.x) + "," + number(s.plane_normal.y) + "," +
+         number(s.plane_normal.z) + "],\"d\":" + number(s.plane_offset) + "}";
+}
+
+std::string hashes_json(const std::vector<std::optional<uint64_t>>& hashes) {
+  std::string out = "[";
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    if (i) out += ',';
+    out += hashes[i] ? "\"" + detail::hex64(*hashes[i]) + "\"" : "null";
+  }
+  return out + "]";
+}
+
+// The hash a file records for `tick` (its writer's), or none outside it.
+std::optional<uint64_t> recorded_hash(const LoadedReplay& r, uint64_t tick, bool client) {
+  if (tick < r.header.first_tick || tick > r.last_tick()) return std::nullopt;
+  if (tick == r.header.first_tick) {
+    const ReplayKeyframe* k = keyframe_at(r, tick);
+    return k ? std::optional<uint64_t>(k->state_hash) : std::nullopt;
+  }
+  const ReplayTick& t = r.ticks[static_cast<size_t>(tick - r.header.first_tick - 1)];
+  return client ? t.client_hash : std::optional<uint64_t>(t.authoritative_hash);
+}
+
+void replace(std::string* text, const std::string& marker, const std::string& value) {
+  const size_t at = text->find(marker);
+  if (at != std::string::npos) text->replace(at, marker.size(), value);
+}
+
+std::string file_label(const LoadedReplay& r) {
+  if (r.header.writer == ReplayWriterKind::client)
+    return "client (player " + std::to_string(r.header.player_id) + ")";
+  return "server";
+}
+
+}  // namespace
+
+ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* against,
+                            const ViewerOptions& options) {
+  ViewerPage page;
+  const auto start = std::chrono::steady_clock::now();
+  const bool client_file = replay.header.writer == ReplayWriterKind::client;
+
+  // The desync, by diff_replays' rules: against the other file, or for a client file alone,
+  // between the server's view of the match (its authoritative hashes, re-simulated from the
+  // first keyframe) and the client's own (its hashes, its keyframes).
+  std::optional<DiffResult> diff;
+  std::string other_label;
+  if (against != nullptr) {
+    diff = diff_replays(replay, *against, options.max_fields);
+    other_label = file_label(*against) + " file";
+  } else if (client_file) {
+    LoadedReplay server_view;
+    server_view.header = replay.header;
+    server_view.header.writer = ReplayWriterKind::server;
+    server_view.keyframes = {replay.keyframes.front()};
+    server_view.ticks = replay.ticks;
+    for (ReplayTick& t : server_view.ticks)
+      t.client_hash.reset();
+    diff = diff_replays(server_view, replay, options.max_fields);
+    other_label = "client's own state";
+  }
+  if (diff && !diff->ok) {
+    page.error = diff->error;
+    return page;
+  }
+  const std::optional<uint64_t> divergent = diff ? diff->first_divergent_tick : std::nullopt;
+
+  // Run A: this file; a client file alone is shown as the server saw the match, its own
+  // state (run B) over it from the divergence on.
+  BodyTable table;
+  RunWriter run_a, run_b;
+  std::string error;
+  std::unique_ptr<sim::World> world = make_replay_world(replay, &error);
+  if (!world) {
+    page.error = error;
+    return page;
+  }
+  const bool a_follows_keyframes = !(client_file && against == nullptr);
+  // Contacts: every body of a small world, else owned and differing bodies and the asked ones.
+  std::set<uint64_t> watched_keys;
+  std::vector<sim::BodyId> watched;
+  {
+    std::vector<sim::BodyId> ids(world->body_count());
+    ids.resize(world->list_bodies(ids));
+    for (const sim::BodyId id : ids) {
+      sim::BodyView v;
+      if (world->get_body(id, &v) != sim::Error::none) continue;
+      if (ids.size() <= kViewerAllContactsBodies || v.owner_player != 0)
+        watched_keys.insert(body_key(id));
+      for (const uint32_t slot : options.contact_bodies)
+        if (slot == id.index1) watched_keys.insert(body_key(id));
+    }
+    if (diff)
+      for (const FieldDiff& f : diff->fields)
+        if (!f.body.is_null()) watched_keys.insert(body_key(f.body));
+    for (const uint64_t key : watched_keys)
+      watched.push_back(sim::BodyId{static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key)});
+  }
+  run_a.record(*world, &table);
+  run_a.record_contacts(*world, table, watched);
+  for (uint64_t t = replay.header.first_tick + 1; t <= replay.last_tick(); ++t) {
+    if (!advance(replay, t, a_follows_keyframes, world.get(), &error)) {
+      page.error = error;
+      return page;
+    }
+    run_a.record(*world, &table);
+    run_a.record_contacts(*world, table, watched);
+  }
+
+  // Run B: from the divergent tick, the other file's writer state (its newest keyframe at or
+  // before the tick, re-simulated, following its later keyframes).
+  const LoadedReplay* other = against != nullptr ? against : (client_file ? &replay : nullptr);
+  if (divergent && other != nullptr && *divergent >= other->header.first_tick &&
+      *divergent <= other->last_tick()) {
+    std::unique_ptr<sim::World> world_b = simulate_replay_to(*other, *divergent, &error);
+    if (!world_b) {
+      page.error = error;
+      return page;
+    }
+    const ReplayKeyframe* k = keyframe_at(*other, *divergent);
+    if (k != nullptr && k->state_hash != world_b->state_hash() &&
+        world_b->restore_snapshot(k->snapshot) != sim::Error::none) {
+      page.error = "keyframe at tick " + std::to_string(*divergent) + " cannot be restored";
+      return page;
+    }
+    const uint64_t last_b = std::min(other->last_tick(), replay.last_tick());
+    run_b.record(*world_b, &table);
+    for (uint64_t t = *divergent + 1; t <= last_b; ++t) {
+      if (!advance(*other, t, true, world_b.get(), &error)) {
+        page.error = error;
+        return page;
+      }
+      run_b.record(*world_b, &table);
+    }
+  }
+  page.simulate_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  // Hashes per tick of run A's window: re-simulated, recorded (authoritative), the client's own,
+  // and the other file's.
+  std::vector<std::optional<uint64_t>> resim, recorded, client, other_hashes;
+  for (uint64_t t = replay.header.first_tick; t <= replay.last_tick(); ++t) {
+    resim.push_back(run_a.hashes()[static_cast<size_t>(t - replay.header.first_tick)]);
+    recorded.push_back(recorded_hash(replay, t, false));
+    if (client_file) client.push_back(recorded_hash(replay, t, true));
+    if (against != nullptr)
+      other_hashes.push_back(
+          recorded_hash(*against, t, against->header.writer == ReplayWriterKind::client));
+  }
+
+  std::string meta = "{\"file_writer\":" + json_string(file_label(replay)) +
+                     ",\"scene\":" + json_string(replay.header.scene) +
+                     ",\"room\":" + json_string(replay.header.room) +
+                     ",\"tick_rate_hz\":" + std::to_string(replay.header.tick_rate_hz) +
+                     ",\"first_tick\":" + std::to_string(replay.header.first_tick) +
+                     ",\"last_tick\":" + std::to_string(replay.last_tick()) +
+                     ",\"quanta_per_metre\":" + number(kQuantaPerMetre) + ",\"bodies\":[";
+  for (size_t i = 0; i < table.views.size(); ++i) {
+    if (i) meta += ",\n";
+    meta += body_json(table.views[i]);
+  }
+  meta += "],\"hashes\":{\"resim\":" + hashes_json(resim) +
+          ",\"recorded\":" + hashes_json(recorded) +
+          ",\"client\":" + (client_file ? hashes_json(client) : "null") +
+          ",\"other\":" + (against != nullptr ? hashes_json(other_hashes) : "null") + "}";
+  meta +=
+      ",\"run_b\":" + (run_b.ticks() > 0 ? "{\"first_tick\":" + std::to_string(run_b.first_tick()) +
+                                               ",\"ticks\":" + std::to_string(run_b.ticks()) +
+                                               ",\"label\":" + json_string(other_label) + "}"
+                                         : std::string("null"));
+  meta += ",\"contact_bodies\":[";
+  bool first = true;
+  for (const sim::BodyId id : watched) {
+    const std::optional<uint32_t> index = table.find(id);
+    if (!index) continue;
+    if (!first) meta += ',';
+    first = false;
+    meta += std::to_string(*index);
+  }
+  meta += "],\"desync\":";
+  if (divergent) {
+    meta += "{\"first_tick\":" + std::to_string(*divergent) +
+            ",\"compared_tick\":" + std::to_string(diff->compared_tick.value_or(*divergent)) +
+            ",\"note\":" + json_string(diff->note) + ",\"other\":" + json_string(other_label) +
+            ",\"fields\":[";
+    std::set<uint32_t> differing;
+    for (size_t i = 0; i < diff->fields.size(); ++i) {
+      const FieldDiff& f = diff->fields[i];
+      if (i) meta += ",\n";
+      meta += "{\"body\":\"" + body_name(f.body) + "\",\"field\":" + json_string(f.field) +
+              ",\"a\":" + number(f.value_a) + ",\"b\":" + number(f.value_b) +
+              ",\"ulps\":" + std::to_string(f.ulps) + "}";
+      if (const std::optional<uint32_t> index = table.find(f.body)) differing.insert(*index);
+    }
+    meta += "],\"bodies\":[";
+    bool first_body = true;
+    for (const uint32_t index : differing) {
+      if (!first_body) meta += ',';
+      first_body = false;
+      meta += std::to_string(index);
+    }
+    meta += "]}";
+  } else {
+    meta += "null";
+  }
+  meta += "}";
+
+  // The blobs first: base64 has no '_' or '/*', so no marker can appear inside them, while the
+  // JSON carries free text (room names).
+  page.html = viewer_page_template();
+  replace(&page.html, "LOCKSTEP_POSES_A", base64(run_a.poses()));
+  replace(&page.html, "LOCKSTEP_POSES_B", base64(run_b.poses()));
+  replace(&page.html, "LOCKSTEP_CONTACTS", base64(run_a.contacts()));
+  replace(&page.html, "/*LOCKSTEP_META*/null", meta);
+  page.ok = true;
+  page.first_tick = replay.header.first_tick;
+  page.last_tick = replay.last_tick();
+  page.bodies = static_cast<uint32_t>(table.views.size());
+  page.first_divergent_tick = divergent;
+  page.fields = diff ? diff->fields.size() : 0;
+  page.pose_bytes = run_a.poses().size();
+  page.other_pose_bytes = run_b.poses().size();
+  page.contact_bytes = run_a.contacts().size();
+  return page;
+}
+
+}  // namespace lockstep::replays
