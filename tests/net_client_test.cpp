@@ -360,6 +360,45 @@ TEST(NetClient, RoomAtTwiceItsCapacityMovesItsScheduleAndRefusesNoInput) {
   EXPECT_EQ(room.desync_reports, 0u);
 }
 
+// A game that leaves Input::sequence at 0 in every frame: the room takes a (player, sequence)
+// once, so the SDK must number them itself, or every input after the first would be dropped as
+// a repeat.
+TEST(NetClient, InputsSentWithoutASequenceAreEachAppliedOnce) {
+  TestServer server(room_config());
+  ASSERT_TRUE(server.started());
+  TestClient a("a");
+  ASSERT_TRUE(a.connect(server.port()));
+  ASSERT_TRUE(pump_until({&a}, [&] { return a.joined.has_value() && !a.hashes.empty(); }));
+  ASSERT_FALSE(a.joined->owned_bodies.empty());
+  constexpr int kFrames = 20;
+  uint64_t last = 0;
+  for (int i = 0; i < kFrames; ++i) {
+    // One frame per tick: wait until the next stamp moves on.
+    ASSERT_TRUE(pump_until({&a}, [&] {
+      const std::optional<uint64_t> next = a.client.next_input_tick();
+      return next && *next > last;
+    }));
+    sim::Input in;
+    in.body = a.joined->owned_bodies[0];
+    in.linear_impulse[1] = 1 << 10;  // sequence left 0
+    const std::optional<uint64_t> target = a.client.send_input(std::span(&in, 1));
+    ASSERT_TRUE(target.has_value()) << a.client.last_error();
+    last = *target;
+  }
+  server::ServerStats stats;
+  const bool counted = server.stats_eventually(
+      [](const server::ServerStats& s) {
+        return !s.rooms.empty() && s.rooms.front().inputs_accepted +
+                                           s.rooms.front().inputs_rejected +
+                                           s.rooms.front().inputs_duplicate >=
+                                       kFrames;
+      },
+      &stats);
+  ASSERT_TRUE(counted);
+  EXPECT_EQ(stats.rooms.front().inputs_accepted, uint64_t{kFrames});
+  EXPECT_EQ(stats.rooms.front().inputs_duplicate, 0u);
+}
+
 TEST(NetClient, InducedDesyncIsDetectedAtItsTickReportedAndHealedByResync) {
   TestServer server(room_config());
   ASSERT_TRUE(server.started());

@@ -40,6 +40,10 @@ struct Client::Impl {
   uint64_t last_stamped_tick = 0;
   uint32_t input_frame_sequence = 0;
   std::atomic<uint64_t> stamps_capped{0};
+  // Input::sequence for inputs sent without one. Starts at a random value: a client that
+  // restarts and rejoins as the same player within the room's memory of sequences (10 s) would
+  // otherwise send 1, 2, 3… again and have them dropped as repeats.
+  uint32_t input_sequence = std::random_device{}();
 
   // Replay window (options.replay_dir): made at the join snapshot, fed every stepped tick.
   std::string room;
@@ -693,8 +697,14 @@ std::optional<uint64_t> Client::send_input(std::span<const sim::Input> inputs) {
   frame.target_tick = stamped;
   frame.sequence = ++s.input_frame_sequence;
   frame.inputs.assign(inputs.begin(), inputs.end());
-  for (sim::Input& input : frame.inputs)
+  for (sim::Input& input : frame.inputs) {
     input.player = s.player_id;
+    if (input.sequence == 0) {
+      // 0 is "not set": the room takes a (player, sequence) once, so each input needs its own.
+      if (++s.input_sequence == 0) ++s.input_sequence;
+      input.sequence = s.input_sequence;
+    }
+  }
   schema::SharedFrame encoded = schema::encode_shared_frame(frame);
   if (encoded->size() > schema::kFrameHeaderBytes + schema::kMaxClientFrameBytes) {
     s.last_error = "send_input: " + std::to_string(inputs.size()) +

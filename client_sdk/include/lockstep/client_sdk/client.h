@@ -263,9 +263,12 @@ class Client final {
   void set_event_handler(EventHandler handler);
 
   /// Sends inputs for this player's bodies, stamped for max(last stamped tick, estimated server
-  /// tick + input delay); fills in Input::player. Returns the target tick, or nothing when not
-  /// joined (or disconnected). Calls stamped for the same tick all apply at that tick, and the
-  /// server caps inputs per player per tick: send once per tick (see next_input_tick). Call it
+  /// tick + input delay); fills in Input::player, and Input::sequence where it is 0 (the room
+  /// applies an input of a given (player, sequence) once: see docs/protocol.md, "Repeated
+  /// inputs"; the SDK's counter starts at a random value per Client, so a restarted client's
+  /// inputs are not taken for repeats of its earlier life). Returns the target tick, or nothing
+  /// when not joined (or disconnected). Calls stamped for the same tick all apply at that tick, and
+  /// the server caps inputs per player per tick: send once per tick (see next_input_tick). Call it
   /// from the thread that polls.
   std::optional<uint64_t> send_input(std::span<const sim::Input> inputs);
   /// The tick send_input() would stamp now; nothing before the Welcome. A game that sends once
