@@ -167,6 +167,29 @@ std::string describe(const TestClient& c) {
   return s;
 }
 
+// Waits until the room has counted `inputs_sent` inputs (accepted or rejected: some may still be
+// in flight or buffered for a future tick when the clients stopped) and checks that it accepted
+// every one; returns the room's stats.
+server::RoomStats room_took_every_input(TestServer& server, uint64_t inputs_sent) {
+  server::ServerStats stats;
+  const bool all_counted = server.stats_eventually(
+      [&](const server::ServerStats& s) {
+        return !s.rooms.empty() &&
+               s.rooms.front().inputs_accepted + s.rooms.front().inputs_rejected >= inputs_sent;
+      },
+      &stats);
+  if (stats.rooms.empty()) {
+    ADD_FAILURE() << "no room in the server's stats";
+    return {};
+  }
+  const server::RoomStats& room = stats.rooms.front();
+  EXPECT_TRUE(all_counted) << room.inputs_accepted << " accepted, " << room.inputs_rejected
+                           << " rejected of " << inputs_sent << " sent";
+  EXPECT_EQ(room.inputs_rejected, 0u);
+  EXPECT_EQ(room.inputs_accepted, inputs_sent);
+  return room;
+}
+
 // Every tick both verified has the same hash; returns how many ticks they share.
 size_t expect_same_hashes(const TestClient& a, const TestClient& b, uint64_t from_tick = 0) {
   size_t shared = 0;
@@ -283,19 +306,7 @@ TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
     frames_sent += c->input_frames_sent;
   }
   EXPECT_GE(inputs_sent, frames_sent);  // every frame carries at least one input
-  server::ServerStats stats;
-  const bool all_counted = server.stats_eventually(
-      [&](const server::ServerStats& s) {
-        return !s.rooms.empty() &&
-               s.rooms.front().inputs_accepted + s.rooms.front().inputs_rejected >= inputs_sent;
-      },
-      &stats);
-  ASSERT_FALSE(stats.rooms.empty());
-  const server::RoomStats& room = stats.rooms.front();
-  EXPECT_TRUE(all_counted) << room.inputs_accepted << " accepted, " << room.inputs_rejected
-                           << " rejected of " << inputs_sent << " sent";
-  EXPECT_EQ(room.inputs_rejected, 0u);
-  EXPECT_EQ(room.inputs_accepted, inputs_sent);
+  const server::RoomStats room = room_took_every_input(server, inputs_sent);
   EXPECT_EQ(room.inputs_late_dropped, 0u);  // the default policy applies late inputs
   EXPECT_EQ(room.desync_reports, 0u);
 }
@@ -342,19 +353,7 @@ TEST(NetClient, RoomAtTwiceItsCapacityMovesItsScheduleAndRefusesNoInput) {
     inputs_sent += c->client.stats().inputs_sent;
   }
   EXPECT_GE(expect_same_hashes(a, b), 200u);
-  server::ServerStats stats;
-  const bool all_counted = server.stats_eventually(
-      [&](const server::ServerStats& s) {
-        return !s.rooms.empty() &&
-               s.rooms.front().inputs_accepted + s.rooms.front().inputs_rejected >= inputs_sent;
-      },
-      &stats);
-  ASSERT_FALSE(stats.rooms.empty());
-  const server::RoomStats& room = stats.rooms.front();
-  EXPECT_TRUE(all_counted) << room.inputs_accepted << " accepted, " << room.inputs_rejected
-                           << " rejected of " << inputs_sent << " sent";
-  EXPECT_EQ(room.inputs_rejected, 0u);
-  EXPECT_EQ(room.inputs_accepted, inputs_sent);
+  const server::RoomStats room = room_took_every_input(server, inputs_sent);
   EXPECT_GE(room.schedule_slips, 2u);
   EXPECT_GT(room.schedule_slipped.count(), 0);
   EXPECT_EQ(room.desync_reports, 0u);
