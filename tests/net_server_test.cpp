@@ -1489,6 +1489,11 @@ TEST(NetHostile, EveryTokenFailureIsRefusedCountedAndCreatesNoRoom) {
   EXPECT_EQ(refusals(stats, auth::TokenError::replayed), 1u);
   EXPECT_EQ(refusals(stats, auth::TokenError::none), 1u);
   EXPECT_EQ(stats.errors_by_code[static_cast<size_t>(ErrorCode::auth_failed)], cases.size() + 1);
+  // The summary an operator reads names every refusal by its reason.
+  const std::string summary = server::summary_json(stats);
+  EXPECT_NE(summary.find("\"token_refusals\":{\"missing\":1,"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"replayed\":1"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"tokens_accepted\":1,"), std::string::npos) << summary;
 }
 
 TEST(NetHostile, HonestClientWithATokenPlaysAsItsPlayer) {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "lockstep/auth/join_token.h"
 #include "lockstep/server/ops.h"
 
 namespace lockstep::server {
@@ -231,6 +232,24 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
                          schema::error_code_name(static_cast<schema::ErrorCode>(i))),
              stats.errors_by_code[i]);
   }
+
+  const AdmissionStats& a = stats.admission;
+  e.family("lockstep_hellos_total", "counter",
+           "Hellos by join-token check: ok, or why the connection was refused.");
+  for (size_t i = 0; i < a.token_refusals.size(); ++i) {
+    e.sample(fmt::format("lockstep_hellos_total{{token=\"{}\"}}",
+                         i == 0 ? "ok" : auth::token_error_name(static_cast<auth::TokenError>(i))),
+             a.token_refusals[i]);
+  }
+  e.family("lockstep_connections_closed_by_limit_total", "counter",
+           "Connections refused or closed by a per-address or per-connection limit.");
+  e.sample("lockstep_connections_closed_by_limit_total{limit=\"connections_per_ip\"}",
+           a.refused_per_ip_connections);
+  e.sample("lockstep_connections_closed_by_limit_total{limit=\"rooms_per_ip_per_minute\"}",
+           a.refused_room_rate);
+  e.sample("lockstep_connections_closed_by_limit_total{limit=\"frames_per_s\"}", a.over_frame_rate);
+  e.sample("lockstep_connections_closed_by_limit_total{limit=\"bytes_per_s\"}", a.over_byte_rate);
+  e.sample("lockstep_connections_closed_by_limit_total{limit=\"hello_timeout\"}", a.hello_timeouts);
 
   if (!extras.threads.empty()) {
     e.family("lockstep_thread_cpu_seconds_total", "counter",

@@ -15,6 +15,7 @@
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include "lockstep/auth/join_token.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/world.h"
@@ -574,7 +575,22 @@ std::string summary_json(const ServerStats& stats) {
                        stats.errors_by_code[i]);
     first = false;
   }
-  out += "},\"rooms\":[";
+  const AdmissionStats& a = stats.admission;
+  out += "},\"admission\":{\"token_refusals\":{";
+  first = true;
+  for (size_t i = 1; i < a.token_refusals.size(); ++i) {  // [0] counts tokens accepted
+    if (a.token_refusals[i] == 0) continue;
+    out +=
+        fmt::format("{}\"{}\":{}", first ? "" : ",",
+                    auth::token_error_name(static_cast<auth::TokenError>(i)), a.token_refusals[i]);
+    first = false;
+  }
+  out += fmt::format(
+      "}},\"tokens_accepted\":{},\"refused_per_ip_connections\":{},\"refused_room_rate\":{},"
+      "\"over_frame_rate\":{},\"over_byte_rate\":{},\"hello_timeouts\":{}}}",
+      a.token_refusals[0], a.refused_per_ip_connections, a.refused_room_rate, a.over_frame_rate,
+      a.over_byte_rate, a.hello_timeouts);
+  out += ",\"rooms\":[";
   for (size_t r = 0; r < stats.rooms.size(); ++r) {
     const RoomStats& room = stats.rooms[r];
     const double step_mean_us = room.tick > 0 ? static_cast<double>(room.step_time_total_ns) /
