@@ -37,6 +37,30 @@ std::vector<uint8_t> framed(uint8_t side_and_chunk, const std::vector<uint8_t>& 
   return out;
 }
 
+// A replay file of 8 scripted ticks of `world` (stepped), written through the real recorder.
+std::vector<uint8_t> record_replay(sim::World& world, const std::filesystem::path& out) {
+  const sim::InputScript script = sim::make_input_script(world);
+  std::vector<sim::Input> buffer(world.def().max_inputs_per_tick);
+  const std::filesystem::path path = out / "match.lsr";
+  {
+    replays::ReplayStreamWriter writer;
+    writer.open(path.string(), replays::make_replay_header(world, "inputs", 60), world);
+    std::vector<sim::Input> applied;
+    for (int t = 0; t < 8; ++t) {
+      const uint32_t n = sim::scripted_inputs(1, world.tick() + 1, script, world, buffer);
+      applied.clear();
+      for (uint32_t i = 0; i < n; ++i)
+        if (world.queue_input(buffer[i]) == sim::Error::none) applied.push_back(buffer[i]);
+      world.step();
+      writer.record_step(world, applied, world.state_hash(), std::nullopt);
+    }
+    writer.finish();
+  }
+  std::vector<uint8_t> bytes = slurp(path);
+  std::filesystem::remove(path);
+  return bytes;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,25 +82,11 @@ int main(int argc, char** argv) {
   write(out / "fuzz_snapshot" / "start", {snapshot.begin(), snapshot.begin() + written});
 
   // A replay of 8 ticks (and the record-file layer sees the same file).
-  const std::filesystem::path replay_path = out / "match.lsr";
-  {
-    replays::ReplayStreamWriter writer;
-    writer.open(replay_path.string(), replays::make_replay_header(*world, "inputs", 60), *world);
-    std::vector<sim::Input> applied;
-    for (int t = 0; t < 8; ++t) {
-      const uint32_t n = sim::scripted_inputs(1, world->tick() + 1, script, *world, buffer);
-      applied.clear();
-      for (uint32_t i = 0; i < n; ++i)
-        if (world->queue_input(buffer[i]) == sim::Error::none) applied.push_back(buffer[i]);
-      world->step();
-      writer.record_step(*world, applied, world->state_hash(), std::nullopt);
-    }
-    writer.finish();
-  }
-  const std::vector<uint8_t> replay = slurp(replay_path);
-  std::filesystem::remove(replay_path);
+  const std::vector<uint8_t> replay = record_replay(*world, out);
   write(out / "fuzz_replay_file" / "match8", replay);
   write(out / "fuzz_record_file" / "match8", replay);
+  // The inputs of the last recorded tick, for the frames below.
+  sim::scripted_inputs(1, world->tick(), script, *world, buffer);
   world->save_snapshot(snapshot, &written);
   write(out / "fuzz_snapshot" / "tick8", {snapshot.begin(), snapshot.begin() + written});
 
@@ -115,6 +125,20 @@ int main(int argc, char** argv) {
     server.insert(server.end(), f.begin(), f.end());
   }
   write(out / "fuzz_frame_messages" / "server_whole", framed(0x00 | (127 << 1), server));
+
+  // The same replay from a world with small capacities: the replay harness's budget (2 MiB)
+  // refuses the default world (its capacities take ~9 MiB; these 1.5 MiB), and a world that small is what lets
+  // the harness re-simulate thousands of files a second.
+  {
+    sim::Scene small = scene;
+    small.def.max_bodies = 128;  // the scene has 105
+    small.def.max_contact_pairs = 256;
+    small.def.max_contact_points = 512;
+    small.def.max_candidate_pairs = 1024;
+    small.def.max_events = 64;
+    std::unique_ptr<sim::World> small_world = sim::build_world(small);
+    write(out / "fuzz_replay_file" / "match8_small", record_replay(*small_world, out));
+  }
 
   // Scene text: the built-in scenes as text.
   for (const std::string_view name : sim::builtin_scene_names()) {
