@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
   write(out / "fuzz_frame_messages" / "server_whole", framed(0x00 | (127 << 1), server));
 
   // The same replay from a world with small capacities: the replay harness's budget (2 MiB)
-  // refuses the default world (its capacities take ~9 MiB; these 1.5 MiB), and a world that small is what lets
-  // the harness re-simulate thousands of files a second.
+  // refuses the default world (its capacities take ~9 MiB; these 1.5 MiB), and a world that small
+  // is what lets the harness re-simulate thousands of files a second.
   {
     sim::Scene small = scene;
     small.def.max_bodies = 128;  // the scene has 105
