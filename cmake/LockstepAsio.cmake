@@ -12,4 +12,10 @@ endif()
 function(lockstep_use_asio target)
   target_include_directories(${target} PRIVATE ${ASIO_INCLUDE_DIR})
   target_compile_definitions(${target} PRIVATE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+  # Asio 1.24 enables co_await on clang only through <experimental/coroutine>, which clang 14
+  # with libstdc++ 12 does not have; its C++20 coroutines work (the fuzz build compiles the
+  # server with clang).
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    target_compile_definitions(${target} PRIVATE ASIO_HAS_CO_AWAIT=1)
+  endif()
 endfunction()

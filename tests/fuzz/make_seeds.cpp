@@ -140,6 +140,48 @@ int main(int argc, char** argv) {
     write(out / "fuzz_replay_file" / "match8_small", record_replay(*small_world, out));
   }
 
+  // Scripts for the stateful server harness (fuzz_server_session.cpp decodes them: an operation
+  // byte, client in bits 0-1 and kind above, then its arguments). Players join room r0 with
+  // valid tokens, send inputs and Pings; in the second, one reports a desync and both leave.
+  {
+    const auto play = [](uint8_t client) {
+      return std::vector<uint8_t>{uint8_t(0x00 | client),
+                                  uint8_t(0x08 | client),
+                                  0,
+                                  0,
+                                  0,
+                                  5,  // connect; Hello r0
+                                  0x1c,
+                                  5,  // drain, wait 5 ms
+                                  uint8_t(0x0c | client),
+                                  3,
+                                  1,
+                                  0,
+                                  1,
+                                  1,
+                                  10,
+                                  0,
+                                  0,
+                                  0,
+                                  0,
+                                  0,
+                                  0,
+                                  0,
+                                  1,  // an input
+                                  uint8_t(0x10 | client),
+                                  0,  // a Ping
+                                  0x1c,
+                                  5};
+    };
+    write(out / "fuzz_server_session" / "join_and_play", play(0));
+    std::vector<uint8_t> two = play(0);
+    const std::vector<uint8_t> second = play(1);
+    const std::vector<uint8_t> leave = {0x10, 1, 0x1c, 2, 0x18, 0, 0x19, 1};  // desync, closes
+    two.insert(two.end(), second.begin(), second.end());
+    two.insert(two.end(), leave.begin(), leave.end());
+    write(out / "fuzz_server_session" / "two_players", two);
+  }
+
   // Scene text: the built-in scenes as text.
   for (const std::string_view name : sim::builtin_scene_names()) {
     sim::Scene s;
