@@ -4,6 +4,7 @@
 #   LOCKSTEP_SKIP_ASAN=1 ...   skip the AddressSanitizer/UBSan pass
 #   LOCKSTEP_SKIP_MATRIX=1 ... skip the cross-platform determinism matrix
 #   LOCKSTEP_SKIP_FUZZ=1 ..... skip the 30-second runs of every fuzz target (scripts/fuzz.sh)
+#   LOCKSTEP_SKIP_SOAK=1 ..... skip the 1-minute soak of the service (scripts/soak.sh)
 #   (default) ................ the -O0 and emulated (qemu) matrix targets check the first 1,800
 #                              ticks of each 3,600-tick golden scene, every other target all of
 #                              them, every target both golden replays in full; the table says
@@ -22,6 +23,14 @@ echo "== build and test (preset ci: RelWithDebInfo, -Werror) =="
 cmake --preset ci
 cmake --build --preset ci -j "$jobs"
 ctest --preset ci -j "$jobs"
+
+if [ "${LOCKSTEP_SKIP_SOAK:-0}" != 1 ]; then
+  # A token-protected server under honest bots and hostile connections for a minute: honest
+  # bots never desync, RSS stays flat, no room stalls, every hostile connection is counted
+  # (docs/security.md, "Soak"; the 10-minute run is `scripts/soak.sh 10`).
+  echo "== soak (1 minute) =="
+  bash scripts/soak.sh "${LOCKSTEP_SOAK_MINUTES:-1}" build/ci
+fi
 
 if [ "${LOCKSTEP_SKIP_ASAN:-0}" != 1 ]; then
   echo "== build and test (preset asan: AddressSanitizer + UndefinedBehaviorSanitizer) =="
