@@ -98,6 +98,9 @@ class Soak:
                 self.metrics_port = int(line.split("=")[1])
         if self.port is None or self.metrics_port is None:
             fail_setup(f"the server did not start (log: {self.tmp}/server.log)")
+        # Keep reading its stdout: the summary line it prints at exit lists every client of the
+        # run and outgrows the pipe's buffer, and an unread pipe would hold the exit up.
+        threading.Thread(target=self.server.stdout.read, daemon=True).start()
 
     def bot(self, room, token, seconds, quiet=True):
         self.next_name += 1
