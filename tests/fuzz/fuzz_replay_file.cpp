@@ -17,10 +17,40 @@
 
 #include "lockstep/replays/record_file.h"
 #include "lockstep/replays/replay_reader.h"
+#include "lockstep/sim/world.h"
+#include "replay_codec.h"  // replays/src: the record decoder, to find a header's fingerprint
 
 namespace {
 
-// Rewrites the checksum of each complete record of a record file in place.
+// A header record whose WorldDef was mutated gets the fingerprint of its new WorldDef, written
+// over the old one's bytes: a world is only made when the two agree, and a mutation almost never
+// changes both together (the defect of a world made before its memory is checked hides behind
+// that agreement).
+void fix_fingerprint(uint8_t* payload, uint32_t size) {
+  std::vector<uint8_t> scratch;
+  lockstep::replays::detail::DecodedRecord record;
+  std::string error;
+  if (!lockstep::replays::detail::decode_record(std::span<const uint8_t>(payload, size), &scratch,
+                                                &record, &error) ||
+      record.kind != lockstep::replays::detail::RecordKind::header) {
+    return;
+  }
+  const uint64_t stored = record.header.world_def_fingerprint;
+  const uint64_t actual = lockstep::sim::world_def_fingerprint(record.header.world_def);
+  if (stored == actual) return;
+  for (uint32_t i = 0; i + 8 <= size; ++i) {
+    uint64_t v = 0;
+    for (int k = 0; k < 8; ++k)
+      v |= uint64_t{payload[i + k]} << (8 * k);
+    if (v != stored) continue;
+    for (int k = 0; k < 8; ++k)
+      payload[i + k] = static_cast<uint8_t>(actual >> (8 * k));
+    return;
+  }
+}
+
+// Rewrites the fingerprint of a header record and the checksum of each complete record of a
+// record file in place.
 void fix_checksums(std::vector<uint8_t>* file) {
   size_t at = 8;  // magic, version, reserved
   while (at + lockstep::replays::kRecordHeaderBytes <= file->size()) {
@@ -28,6 +58,7 @@ void fix_checksums(std::vector<uint8_t>* file) {
     const uint32_t size = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
                           static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
     if (size > file->size() - at - lockstep::replays::kRecordHeaderBytes) return;
+    fix_fingerprint(p + lockstep::replays::kRecordHeaderBytes, size);
     const uint64_t sum = XXH3_64bits(p + lockstep::replays::kRecordHeaderBytes, size);
     for (int i = 0; i < 8; ++i)
       p[4 + i] = static_cast<uint8_t>(sum >> (8 * i));
