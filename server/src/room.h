@@ -86,6 +86,9 @@ class Room final : public std::enable_shared_from_this<Room> {
   bool on_own_thread() const { return io_.get_executor().running_in_this_thread(); }
   /// The last RoomStats the room published; any thread.
   RoomStats published_stats() const;
+  /// Copies stats() for published_stats(); `force` = now, else at most every kPublishInterval.
+  /// On the room's thread.
+  void publish_stats(bool force);
 
   /// Adds a member and sends Welcome + Snapshot; on refusal returns the error code (the session
   /// sends the fatal Error).
@@ -132,8 +135,6 @@ class Room final : public std::enable_shared_from_this<Room> {
 
   Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene,
        size_t worker);
-  /// Copies stats() for published_stats(); `force` = now, else at most every kPublishInterval.
-  void publish_stats(bool force);
   asio::awaitable<void> tick_loop();
   void run_tick();
   /// The Snapshot frame of the current tick (encoded once per tick, shared).

@@ -600,13 +600,66 @@ void Server::request_shutdown() {
   asio::post(core->io, [core] { core->begin_shutdown(); });
 }
 
+namespace {
+
+// Waits for `future` until `deadline`, giving up early (false) once run() has returned: work
+// posted to a finished io_context never runs.
+template <class T>
+bool wait_while_running(std::future<T>& future, const ServerCore& core,
+                        std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto step = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
+    if (future.wait_until(step) == std::future_status::ready) return true;
+    if (!core.running || std::chrono::steady_clock::now() >= deadline) return false;
+  }
+}
+
+}  // namespace
+
 std::optional<ServerStats> Server::collect_stats(std::chrono::milliseconds timeout) const {
   if (!core_->running) return core_->stats();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  ServerCore* core = core_.get();
+  if (core->workers.size() > 1) {
+    // Every room on a worker publishes its stats afresh first (posted to its thread, waited for
+    // here, on the caller's): the answer then holds everything the rooms did before this call,
+    // as it does with one thread.
+    auto listed = std::make_shared<std::promise<std::vector<std::shared_ptr<Room>>>>();
+    std::future<std::vector<std::shared_ptr<Room>>> rooms_future = listed->get_future();
+    asio::post(core->io, [core, listed] {
+      std::vector<std::shared_ptr<Room>> live;
+      for (const auto& [name, room] : core->rooms)
+        live.push_back(room);
+      listed->set_value(std::move(live));
+    });
+    if (!wait_while_running(rooms_future, *core, deadline)) {
+      if (!core->running) return core->stats();
+      return std::nullopt;
+    }
+    const std::vector<std::shared_ptr<Room>> rooms = rooms_future.get();
+    if (!rooms.empty()) {
+      auto left = std::make_shared<std::atomic<size_t>>(rooms.size());
+      auto published = std::make_shared<std::promise<void>>();
+      std::future<void> published_future = published->get_future();
+      for (const std::shared_ptr<Room>& room : rooms) {
+        asio::post(room->io(), [room, left, published] {
+          room->publish_stats(true);
+          if (left->fetch_sub(1) == 1) published->set_value();
+        });
+      }
+      if (!wait_while_running(published_future, *core, deadline)) {
+        if (!core->running) return core->stats();
+        return std::nullopt;
+      }
+    }
+  }
   auto promise = std::make_shared<std::promise<ServerStats>>();
   std::future<ServerStats> future = promise->get_future();
-  ServerCore* core = core_.get();
   asio::post(core->io, [core, promise] { promise->set_value(core->stats()); });
-  if (future.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  if (!wait_while_running(future, *core, deadline)) {
+    if (!core->running) return core->stats();
+    return std::nullopt;
+  }
   return future.get();
 }
 
