@@ -69,8 +69,8 @@ struct TestClient {
       const std::optional<uint64_t> next = client.next_input_tick();
       if (script && next && *next > last_target) {
         std::vector<sim::Input> all(64);
-        const uint32_t n = sim::scripted_inputs(sim::kDefaultInputSeed, t->tick, *script,
-                                                t->world(), all);
+        const uint32_t n =
+            sim::scripted_inputs(sim::kDefaultInputSeed, t->tick, *script, t->world(), all);
         std::vector<sim::Input> mine;
         for (uint32_t i = 0; i < n; ++i) {
           if (all[i].player == client.player_id()) mine.push_back(all[i]);

@@ -59,7 +59,7 @@ class Guard final {
   std::unique_ptr<auth::UsedTokens> used_;
   std::map<std::string, uint32_t> connections_;                     // by address
   std::map<std::string, std::deque<Clock::time_point>> creations_;  // last minute's, by address
-  AdmissionStats stats_;  // but for the three below
+  AdmissionStats stats_;                                            // but for the three below
   std::atomic<uint64_t> over_frame_rate_{0}, over_byte_rate_{0}, hello_timeouts_{0};
 };
 

@@ -846,8 +846,9 @@ void Room::maybe_dump_desync_replay(const Session& session, const schema::Desync
   last_dump_report_tick_ = report.tick;
   const std::string path = write_replay_window("desync");
   if (!path.empty()) {
-    spdlog::warn("room {}: desync at tick {} reported by player {} '{}': replay being written to {}",
-                 name_, report.tick, session.player_id(), session.player_name(), path);
+    spdlog::warn(
+        "room {}: desync at tick {} reported by player {} '{}': replay being written to {}", name_,
+        report.tick, session.player_id(), session.player_name(), path);
   }
 }
 

@@ -133,8 +133,7 @@ class Room final : public std::enable_shared_from_this<Room> {
     uint32_t count = 0;  // inputs held
   };
 
-  Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene,
-       size_t worker);
+  Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene, size_t worker);
   asio::awaitable<void> tick_loop();
   void run_tick();
   /// The Snapshot frame of the current tick (encoded once per tick, shared).

@@ -283,8 +283,8 @@ asio::awaitable<void> ServerCore::stats_loop() {
     auto [ec] = co_await stats_timer.async_wait(use_nothrow);
     if (ec || shutting_down) co_return;
     for (const auto& [name, room] : rooms) {
-      spdlog::info("{}", room_summary_line(room->on_own_thread() ? room->stats()
-                                                                 : room->published_stats()));
+      spdlog::info(
+          "{}", room_summary_line(room->on_own_thread() ? room->stats() : room->published_stats()));
     }
   }
 }
@@ -378,9 +378,8 @@ void ServerCore::begin_shutdown() {
   publish_timer.cancel();
   // Each room on its own thread (inline for those on this one).
   for (auto& [name, room] : rooms) {
-    asio::dispatch(room->io(), [room, dump = config.dump_replays_on_shutdown] {
-      room->shut_down(dump);
-    });
+    asio::dispatch(room->io(),
+                   [room, dump = config.dump_replays_on_shutdown] { room->shut_down(dump); });
   }
   if (publish) publish(stats());  // readiness drops at once
   // Each session flushes what it has queued, then the Disconnect; bounded by flush_timeout.
@@ -608,7 +607,8 @@ template <class T>
 bool wait_while_running(std::future<T>& future, const ServerCore& core,
                         std::chrono::steady_clock::time_point deadline) {
   for (;;) {
-    const auto step = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
+    const auto step =
+        std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
     if (future.wait_until(step) == std::future_status::ready) return true;
     if (!core.running || std::chrono::steady_clock::now() >= deadline) return false;
   }
@@ -750,10 +750,10 @@ std::string summary_json(const ServerStats& stats) {
       stats.file_writes, stats.file_writes_failed, stats.file_writes_dropped, stats.threads);
   for (size_t t = 0; t < stats.thread_list.size(); ++t) {
     const ThreadStats& thread = stats.thread_list[t];
-    out += fmt::format("{}{{\"thread\":{},\"rooms\":{},\"clients\":{},\"busy_s\":{:.3f},"
-                       "\"busy_ratio\":{:.4f}}}",
-                       t == 0 ? "" : ",", t, thread.rooms, thread.clients, thread.busy_s,
-                       thread.busy_ratio);
+    out += fmt::format(
+        "{}{{\"thread\":{},\"rooms\":{},\"clients\":{},\"busy_s\":{:.3f},"
+        "\"busy_ratio\":{:.4f}}}",
+        t == 0 ? "" : ",", t, thread.rooms, thread.clients, thread.busy_s, thread.busy_ratio);
   }
   out += "],\"rooms\":[";
   for (size_t r = 0; r < stats.rooms.size(); ++r) {
@@ -762,7 +762,8 @@ std::string summary_json(const ServerStats& stats) {
                                                     1000.0 / static_cast<double>(room.tick)
                                               : 0.0;
     out += fmt::format(
-        "{}{{\"name\":{},\"scene\":{},\"thread\":{},\"open\":{},\"ticks\":{},\"late_ticks\":{},\"capped_wakes\":{"
+        "{}{{\"name\":{},\"scene\":{},\"thread\":{},\"open\":{},\"ticks\":{},\"late_ticks\":{},"
+        "\"capped_wakes\":{"
         "},\"schedule_slips\":{},\"schedule_slipped_ms\":{:.1f},"
         "\"lateness_p50_us\":{:.1f},\"lateness_p99_us\":{:.1f},\"lateness_max_us\":{:.1f},"
         "\"step_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_accepted\":{},"

@@ -56,8 +56,8 @@ struct Worker {
   std::unique_ptr<asio::io_context> own_io;  // null for the control thread's worker
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::thread thread;
-  uint32_t rooms = 0;                      // control thread: live rooms placed here
-  std::atomic<uint64_t> busy_ns{0};        // any thread (its rooms): time spent ticking
+  uint32_t rooms = 0;                // control thread: live rooms placed here
+  std::atomic<uint64_t> busy_ns{0};  // any thread (its rooms): time spent ticking
 };
 
 /// Bumps a counter read by another thread; relaxed (a count, not a synchronisation).
@@ -152,8 +152,8 @@ struct ServerCore {
   /// Any thread.
   void note_queued_bytes(uint64_t bytes) {
     uint64_t seen = max_session_queued_bytes.load(std::memory_order_relaxed);
-    while (bytes > seen &&
-           !max_session_queued_bytes.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
+    while (bytes > seen && !max_session_queued_bytes.compare_exchange_weak(
+                               seen, bytes, std::memory_order_relaxed)) {
     }
   }
   ServerStats stats() const;

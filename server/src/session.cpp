@@ -281,17 +281,15 @@ void Session::hand_over(std::span<const uint8_t> unread) {
   state_ = State::closed;
   write_wakeup_.cancel();
   watchdog_timer_.cancel();
-  asio::post(next->executor_, [next, join = std::move(join)]() mutable {
-    next->start_joined(std::move(join));
-  });
+  asio::post(next->executor_,
+             [next, join = std::move(join)]() mutable { next->start_joined(std::move(join)); });
 }
 
 void Session::start_joined(PendingJoin join) {
   start();
   std::string reason;
-  const schema::ErrorCode code =
-      join.room->join(shared_from_this(), join.hello, join.protocol_version, &reason,
-                      join.token_player);
+  const schema::ErrorCode code = join.room->join(shared_from_this(), join.hello,
+                                                 join.protocol_version, &reason, join.token_player);
   if (code != schema::ErrorCode::none) protocol_error(code, reason);
 }
 

@@ -51,7 +51,7 @@ struct ClientSummary {
 
 struct RoomStats {
   std::string name;
-  std::string scene;  // the scene it runs
+  std::string scene;    // the scene it runs
   uint32_t thread = 0;  // the worker it runs on (ServerStats::thread_list)
   bool open = true;
   uint64_t tick = 0;          // the world's tick (steps since the room opened)
@@ -108,10 +108,10 @@ struct AdmissionStats {
 
 /// One worker thread's load.
 struct ThreadStats {
-  uint32_t rooms = 0;    // live rooms placed on it
-  uint32_t clients = 0;  // their connected clients
-  double busy_s = 0;     // time spent running its rooms' ticks since start
-  double busy_ratio = 0; // busy_s / uptime
+  uint32_t rooms = 0;     // live rooms placed on it
+  uint32_t clients = 0;   // their connected clients
+  double busy_s = 0;      // time spent running its rooms' ticks since start
+  double busy_ratio = 0;  // busy_s / uptime
 };
 
 struct ServerStats {
