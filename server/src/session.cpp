@@ -286,11 +286,13 @@ void Session::hand_over(std::span<const uint8_t> unread) {
 }
 
 void Session::start_joined(PendingJoin join) {
-  start();
+  // Joined before the coroutines start: co_spawn may run the reader at once on this thread, and
+  // the unread bytes it takes first (Inputs, Pings) need a member.
   std::string reason;
   const schema::ErrorCode code = join.room->join(shared_from_this(), join.hello,
                                                  join.protocol_version, &reason, join.token_player);
   if (code != schema::ErrorCode::none) protocol_error(code, reason);
+  start();
 }
 
 // ---- writing -------------------------------------------------------------------------------
