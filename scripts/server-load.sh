@@ -8,7 +8,7 @@
 #   3. one sanity row with real lockstep-bot processes ($BOT_ROOMS rooms x 4 bots, $BOT_SECONDS s);
 #   4. write the CSV ($LOAD_CSV, default bench/results/<machine>/server_load.csv) and print it.
 # Environment: BUILD_DIR (build/release), LOAD_ROOMS, LOAD_SECONDS, BOT_ROOMS (10, 0 = skip),
-# BOT_SECONDS (10), LOAD_CSV.
+# BOT_SECONDS (10), LOAD_CSV, LOAD_THREADS (the server's --threads, default 1; also --threads N).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -18,6 +18,14 @@ seconds=${LOAD_SECONDS:-20}
 bot_rooms=${BOT_ROOMS:-10}
 bot_seconds=${BOT_SECONDS:-10}
 players=4
+threads=${LOAD_THREADS:-1}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --threads) threads=$2; shift 2 ;;
+    --threads=*) threads=${1#--threads=}; shift ;;
+    *) echo "server-load: unknown argument $1 (use --threads N)" >&2; exit 2 ;;
+  esac
+done
 
 # shellcheck source=lib/bench-common.sh
 source scripts/lib/bench-common.sh
@@ -46,7 +54,7 @@ now_s() { date +%s.%N; }
 
 start_server() {  # $1 = max rooms
   "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "" \
-    --max-rooms "$1" --stats-interval-ms 0 >"$work/server.out" 2>"$work/server.log" &
+    --max-rooms "$1" --threads "$threads" --stats-interval-ms 0 >"$work/server.out" 2>"$work/server.log" &
   server_pid=$!
   wait_for_server_port "$work/server.out"
 }
@@ -87,7 +95,7 @@ step = statistics.median(r["step_mean_us"] for r in rs)
 errors = int(client["errors"]) + summary["protocol_errors"] + \
     summary["slow_consumer_disconnects"] + summary["timeouts"]
 load1 = open("/proc/loadavg").read().split()[0]
-print(f"{kind},{rooms},{rooms*4},{seconds:g},{cpu:.1f},{ticks/wall:.2f},{p50:.0f},{p99:.0f},"
+print(f"{kind},{summary.get('threads', 1)},{rooms},{rooms*4},{seconds:g},{cpu:.1f},{ticks/wall:.2f},{p50:.0f},{p99:.0f},"
       f"{worst:.0f},{client['bytes_in_per_client_per_s']:.0f},"
       f"{client['bytes_out_per_client_per_s']:.0f},{errors},"
       f"{client['tick_frames_per_client_per_s']:.2f},{late*100:.2f},"
@@ -97,7 +105,7 @@ EOF
 }
 
 mkdir -p "$(dirname "$csv")"
-header="client,rooms,clients,seconds,server_cpu_percent,ticks_per_room_per_s,p50_lateness_us"
+header="client,threads,rooms,clients,seconds,server_cpu_percent,ticks_per_room_per_s,p50_lateness_us"
 header+=",p99_lateness_us,worst_room_p99_us,bytes_out_per_client_per_s"
 header+=",bytes_in_per_client_per_s,errors,tick_frames_per_client_per_s,late_tick_percent"
 header+=",rtt_ms_p50,rtt_ms_p99,input_errors,step_mean_us,load_avg_1m,load_cpu_percent"

@@ -389,6 +389,41 @@ TEST(NetServer, JoinGetsWelcomeSnapshotThenConsecutiveTickFrames) {
       << " ms after the room opened";
 }
 
+// With two workers, a second room goes to worker 1: the connection is read on the control
+// thread until its Hello, then handed to that worker. Frames sent in the same write as the Hello
+// (read with it, before the handover) must reach the room after the join, in order.
+TEST(NetServer, FramesSentWithTheHelloFollowTheConnectionToItsRoomsThread) {
+  server::ServerConfig config = test_config();
+  config.threads = 2;
+  ServerRunner server(config);
+  ASSERT_TRUE(server.started());
+  Player first = join(server.port(), "first", "p1");  // worker 0
+  RawClient client(server.port());
+  std::vector<uint8_t> bytes = schema::encode_frame(hello("second", "p2"));
+  for (uint64_t ping = 1; ping <= 3; ++ping) {
+    const std::vector<uint8_t> frame = schema::encode_frame(schema::Ping{ping});
+    bytes.insert(bytes.end(), frame.begin(), frame.end());
+  }
+  client.send_bytes(bytes);
+  std::optional<Message> welcome = client.receive(kReplyTimeout);
+  ASSERT_TRUE(welcome && std::holds_alternative<schema::Welcome>(*welcome))
+      << (welcome ? schema::message_name(*welcome) : "nothing");
+  std::optional<Message> snapshot = client.receive(kReplyTimeout);
+  ASSERT_TRUE(snapshot && std::holds_alternative<schema::Snapshot>(*snapshot))
+      << (snapshot ? schema::message_name(*snapshot) : "nothing");
+  for (uint64_t ping = 1; ping <= 3; ++ping) {
+    const std::optional<schema::Pong> pong = client.receive_of<schema::Pong>(kReplyTimeout);
+    ASSERT_TRUE(pong.has_value()) << "Pong " << ping;
+    EXPECT_EQ(pong->client_time_ns, ping);
+  }
+  const server::ServerStats stats = server.stats();
+  ASSERT_EQ(stats.thread_list.size(), 2u);
+  EXPECT_EQ(stats.thread_list[0].rooms, 1u);
+  EXPECT_EQ(stats.thread_list[1].rooms, 1u);
+  EXPECT_EQ(stats.sessions_open, 2u);
+  EXPECT_EQ(stats.protocol_errors, 0u);
+}
+
 TEST(NetServer, LateJoinerSeesTheSameHashesAsEarlyJoiner) {
   ServerRunner runner(test_config());
   Player early = join(runner.port(), "alpha", "early");

@@ -62,9 +62,13 @@ inline bool could_be_due(uint64_t tick, uint32_t rate_hz,
 }
 
 /// A server config for tests: loopback, an ephemeral port, no periodic stats lines, no replay
-/// files (tests that want them set replay_dir), no signal handlers.
+/// files (tests that want them set replay_dir), no signal handlers. Worker threads: one per core,
+/// or LOCKSTEP_NET_THREADS (e.g. 1, to run the suite on one thread as before session 7).
 inline server::ServerConfig loopback_config() {
   server::ServerConfig config;
+  if (const char* threads = std::getenv("LOCKSTEP_NET_THREADS")) {
+    config.threads = static_cast<uint32_t>(std::strtoul(threads, nullptr, 10));
+  }
   config.bind_address = "127.0.0.1";
   config.port = 0;
   config.stats_log_interval = std::chrono::milliseconds(0);

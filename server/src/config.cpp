@@ -1,8 +1,10 @@
 // Server configuration: checks and the CLI11 options (flags and config file share the names).
 #include "lockstep/server/config.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -31,6 +33,9 @@ std::string server_config_error(const ServerConfig& c) {
   if (c.input_delay_ticks >= c.input_window_ticks || c.input_delay_ticks > 65535) {
     return fmt::format("input delay {} ticks must be below the input window ({} ticks)",
                        c.input_delay_ticks, c.input_window_ticks);
+  }
+  if (c.threads > kMaxThreads) {
+    return fmt::format("threads {} is outside 1..{} (0 = one per core)", c.threads, kMaxThreads);
   }
   if (c.max_rooms < 1) return "max rooms must be at least 1";
   if (c.max_players_per_room < 1 || c.max_players_per_room > 1024) {
@@ -107,6 +112,9 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
       ->capture_default_str();
   app.add_option("--socket-send-buffer-bytes", config->socket_send_buffer_bytes,
                  "SO_SNDBUF of client sockets (0 = OS default)")
+      ->capture_default_str();
+  app.add_option("--threads", config->threads,
+                 "Worker threads for the rooms (1..64, 0 = one per core)")
       ->capture_default_str();
   app.add_option("--scene", config->scene,
                  "Scene of rooms whose Hello names none: a built-in name or a scene file")
@@ -230,6 +238,11 @@ namespace lockstep::server {
 uint32_t effective_schedule_lag_ticks(const ServerConfig& config) {
   if (config.max_schedule_lag_ticks != 0) return config.max_schedule_lag_ticks;
   return std::max(config.max_catch_up_ticks, config.input_window_ticks / 4);
+}
+
+uint32_t effective_threads(const ServerConfig& config) {
+  if (config.threads != 0) return std::min(config.threads, kMaxThreads);
+  return std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, kMaxThreads);
 }
 
 }  // namespace lockstep::server

@@ -1,10 +1,11 @@
 // What the server does against hostile clients before and around a room (docs/security.md):
 // join tokens (with the memory of used ones), connections per address, rooms created per
-// address per minute, and the counters of every refusal. One per server, on its thread.
+// address per minute, and the counters of every refusal. One per server, on its control thread.
 // Per-connection budgets (frames/s, bytes/s, the Hello deadline) live in Session and are
-// counted here.
+// counted here from whatever thread the session runs on: those three counters are atomics.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -39,10 +40,18 @@ class Guard final {
   bool may_create_room(const std::string& address, Clock::time_point now);
   void room_created(const std::string& address, Clock::time_point now);
 
-  void count_frame_rate() { ++stats_.over_frame_rate; }
-  void count_byte_rate() { ++stats_.over_byte_rate; }
-  void count_hello_timeout() { ++stats_.hello_timeouts; }
-  const AdmissionStats& stats() const { return stats_; }
+  // Any thread.
+  void count_frame_rate() { over_frame_rate_.fetch_add(1, std::memory_order_relaxed); }
+  void count_byte_rate() { over_byte_rate_.fetch_add(1, std::memory_order_relaxed); }
+  void count_hello_timeout() { hello_timeouts_.fetch_add(1, std::memory_order_relaxed); }
+  /// On the control thread.
+  AdmissionStats stats() const {
+    AdmissionStats s = stats_;
+    s.over_frame_rate = over_frame_rate_.load(std::memory_order_relaxed);
+    s.over_byte_rate = over_byte_rate_.load(std::memory_order_relaxed);
+    s.hello_timeouts = hello_timeouts_.load(std::memory_order_relaxed);
+    return s;
+  }
 
  private:
   ServerConfig config_;
@@ -50,7 +59,8 @@ class Guard final {
   std::unique_ptr<auth::UsedTokens> used_;
   std::map<std::string, uint32_t> connections_;                     // by address
   std::map<std::string, std::deque<Clock::time_point>> creations_;  // last minute's, by address
-  AdmissionStats stats_;
+  AdmissionStats stats_;                                            // but for the three below
+  std::atomic<uint64_t> over_frame_rate_{0}, over_byte_rate_{0}, hello_timeouts_{0};
 };
 
 /// The address part of "address:port" (IPv6 too: the part before the last ':').

@@ -13,7 +13,10 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include <asio/dispatch.hpp>
+
 #include "lockstep/replays/file_name.h"
+#include "lockstep/replays/record_file.h"
 #include "server_core.h"
 #include "session.h"
 
@@ -27,6 +30,8 @@ constexpr uint32_t kInputDedupSeconds = 10;
 constexpr uint32_t kInputDedupEntries = 1024;
 // A tick that starts more than this after its due time counts as late (see TickClockConfig).
 constexpr std::chrono::nanoseconds kLateThreshold{2'000'000};
+// How often a ticking room copies its stats for other threads (published_stats()).
+constexpr std::chrono::milliseconds kPublishInterval{100};
 
 // Sorted as the world applies them (sim::input_less), so a TickFrame lists its inputs
 // canonically. Insertion sort: a tick holds at most a few hundred inputs, nearly sorted.
@@ -69,15 +74,18 @@ bool make_replay_dir(const std::string& dir, std::string* error) {
 
 }  // namespace
 
-Room::Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene)
+Room::Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene,
+           size_t worker)
     : core_(core),
+      worker_(worker),
+      io_(*core.workers[worker]->io),
       name_(std::move(name)),
       scene_(std::move(scene)),
       clock_(TickClockConfig{core.config.tick_rate_hz, core.config.max_catch_up_ticks,
                              effective_schedule_lag_ticks(core.config), kLateThreshold},
              Clock::now()),
-      tick_timer_(core.io),
-      grace_timer_(core.io) {
+      tick_timer_(io_),
+      grace_timer_(io_) {
   opened_ = clock_.start();
   // Tick 0 is the scene as built, due at creation: start it now, so the loop's first wake
   // steps tick 1.
@@ -93,7 +101,8 @@ Room::~Room() {
 }
 
 std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
-                                   std::shared_ptr<const ServedScene> scene, std::string* error) {
+                                   std::shared_ptr<const ServedScene> scene, size_t worker,
+                                   std::string* error) {
   // The world and the replay recorders are made before the room (whose constructor starts the
   // tick clock), so their cost — tens of MB zeroed for a long window — does not put the room
   // behind its own schedule before it begins.
@@ -151,7 +160,7 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
     }
   }
 
-  std::shared_ptr<Room> room(new Room(core, std::move(name), std::move(scene)));
+  std::shared_ptr<Room> room(new Room(core, std::move(name), std::move(scene), worker));
   room->world_ = std::move(world);
   room->replay_header_ = std::move(replay_header);
   room->replay_window_ = std::move(replay_window);
@@ -215,13 +224,17 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
   }
   room->snapshot_buffer_.resize(room->world_->max_snapshot_size());
   room->departed_.reserve(kMaxDeparted);
+  room->publish_stats(true);
   return room;
 }
 
 void Room::start() {
-  asio::co_spawn(
-      core_.io, [self = shared_from_this()] { return self->tick_loop(); }, asio::detached);
-  start_grace_timer();  // closes the room if its first join fails
+  // Inline when the room lives on the calling thread (one thread in all), else posted.
+  asio::dispatch(io_, [self = shared_from_this()] {
+    asio::co_spawn(
+        self->io_, [self] { return self->tick_loop(); }, asio::detached);
+    self->start_grace_timer();  // closes the room if its first join fails
+  });
   spdlog::info("room {} opened: scene {}, {} Hz, input delay {} ticks, {} players", name_,
                scene_->scene.name, core_.config.tick_rate_hz, core_.config.input_delay_ticks,
                players_.size());
@@ -241,6 +254,12 @@ void Room::stop() {
         name_, replay_dumps_, replay_dump_failures_, replay_dumps_suppressed_,
         replay_reports_outside_window_);
   }
+  publish_stats(true);
+}
+
+void Room::shut_down(bool dump) {
+  if (dump) write_shutdown_replay();
+  stop();  // also publishes its match recording
 }
 
 asio::awaitable<void> Room::tick_loop() {
@@ -258,8 +277,12 @@ asio::awaitable<void> Room::tick_loop() {
           name_, core_.config.tick_rate_hz, clock_.config().max_backlog_ticks, clock_.epoch(),
           std::chrono::duration<double, std::milli>(clock_.counters().slipped).count());
     }
+    const Clock::time_point busy_from = Clock::now();
     for (uint32_t n = due; n > 0 && !stopped_; --n)
       run_tick();
+    const Clock::time_point busy_to = Clock::now();
+    bump(core_.workers[worker_]->busy_ns, static_cast<uint64_t>((busy_to - busy_from).count()));
+    publish_stats(false);
   }
 }
 
@@ -587,6 +610,7 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   if (session->send(schema::encode_shared_frame(welcome)) && session->send(snapshot_frame())) {
     ++snapshots_sent_;
   }
+  publish_stats(true);
   return schema::ErrorCode::none;
 }
 
@@ -611,13 +635,18 @@ void Room::leave(Session& session, const std::string& reason) {
                session.player_name(), world_->tick(), reason);
   session.clear_room();
   if (client_count_ == 0 && !stopped_) start_grace_timer();
+  publish_stats(true);
 }
 
 void Room::start_grace_timer() {
   grace_timer_.expires_after(core_.config.empty_room_grace);
   grace_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
     if (ec || self->stopped_ || self->client_count_ > 0) return;
-    self->core_.close_room(self->name_);
+    self->stop();
+    // The control thread forgets it (inline when that is this thread).
+    asio::dispatch(self->core_.io, [self, summary = self->stats()]() mutable {
+      self->core_.room_closed(self.get(), std::move(summary));
+    });
   });
 }
 
@@ -733,7 +762,7 @@ void Room::on_desync_report(Session& session, const schema::DesyncReport& report
   Member* member = find_member(session);
   if (member == nullptr) return;
   ++desync_reports_;
-  ++core_.desync_reports;
+  bump(core_.desync_reports);
   if (!member->desync_logged) {
     member->desync_logged = true;
     spdlog::warn(
@@ -817,34 +846,62 @@ void Room::maybe_dump_desync_replay(const Session& session, const schema::Desync
   last_dump_report_tick_ = report.tick;
   const std::string path = write_replay_window("desync");
   if (!path.empty()) {
-    spdlog::warn("room {}: desync at tick {} reported by player {} '{}': replay written to {}",
-                 name_, report.tick, session.player_id(), session.player_name(), path);
+    spdlog::warn(
+        "room {}: desync at tick {} reported by player {} '{}': replay being written to {}", name_,
+        report.tick, session.player_id(), session.player_name(), path);
   }
 }
 
 std::string Room::write_replay_window(const char* kind) {
   if (replay_window_ == nullptr) return {};
+  // Encoded here (memory only; with the live world the file ends with a keyframe of this room's
+  // actual state), written by the file writer's thread.
   const Clock::time_point start = Clock::now();
-  std::string problem;
-  const std::string path =
-      replays::replay_file_path(core_.config.replay_dir, kind, name_, world_->tick());
-  if (make_replay_dir(core_.config.replay_dir, &problem)) {
-    // With the live world the file ends with a keyframe of this room's actual state.
-    const replays::WriteResult written =
-        replay_window_->write_file(path, replay_header_, world_.get());
-    if (written.ok) {
-      ++replay_dumps_;
-      spdlog::info("room {}: wrote replay window (ticks {}..{}) to {} in {:.1f} ms", name_,
-                   replay_window_->first_written_tick().value_or(0),
-                   replay_window_->last_tick().value_or(0), path,
-                   std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-      return path;
-    }
-    problem = written.error;
+  auto bytes = std::make_shared<std::vector<uint8_t>>();
+  const replays::WriteResult encoded =
+      replay_window_->write_bytes(bytes.get(), replay_header_, world_.get());
+  if (!encoded.ok) {
+    ++replay_dump_failures_;
+    spdlog::error("room {}: cannot encode its replay window: {}", name_, encoded.error);
+    return {};
   }
-  ++replay_dump_failures_;
-  spdlog::error("room {}: cannot write its replay window: {}", name_, problem);
-  return {};
+  std::string path =
+      replays::replay_file_path(core_.config.replay_dir, kind, name_, world_->tick());
+  const uint64_t first = replay_window_->first_written_tick().value_or(0);
+  const uint64_t last = replay_window_->last_tick().value_or(0);
+  const double encode_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  auto job = [dir = core_.config.replay_dir, path, bytes, room = name_, first, last, encode_ms] {
+    const Clock::time_point write_start = Clock::now();
+    std::string problem;
+    if (make_replay_dir(dir, &problem)) {
+      // Re-framed through RecordWriter (as ReplayWindow::write_file does): a temporary file,
+      // renamed when complete.
+      replays::RecordWriter writer;
+      replays::RecordReader reader(*bytes);
+      std::span<const uint8_t> payload;
+      bool ok = writer.open(path) == replays::RecordError::none;
+      while (ok && reader.next(&payload) == replays::RecordError::none)
+        ok = writer.append(payload) == replays::RecordError::none;
+      if (ok) ok = writer.finish() == replays::RecordError::none;
+      if (ok) {
+        spdlog::info(
+            "room {}: wrote replay window (ticks {}..{}) to {} (encoded in {:.1f} ms, written in "
+            "{:.1f} ms)",
+            room, first, last, path, encode_ms,
+            std::chrono::duration<double, std::milli>(Clock::now() - write_start).count());
+        return true;
+      }
+      problem = writer.error_text();
+    }
+    spdlog::error("room {}: cannot write its replay window to {}: {}", room, path, problem);
+    return false;
+  };
+  if (!core_.file_writer.submit(std::move(job), fmt::format("room {}'s {} replay", name_, kind))) {
+    ++replay_dump_failures_;
+    return {};
+  }
+  ++replay_dumps_;
+  return path;
 }
 
 std::string Room::write_shutdown_replay() {
@@ -866,10 +923,25 @@ void Room::finish_match_recording() {
 
 // ---- stats ---------------------------------------------------------------------------------
 
+void Room::publish_stats(bool force) {
+  const Clock::time_point now = Clock::now();
+  if (!force && now - last_published_ < kPublishInterval) return;
+  last_published_ = now;
+  RoomStats fresh = stats();
+  std::lock_guard<std::mutex> lock(published_mutex_);
+  std::swap(published_, fresh);  // the old copy is freed outside the lock
+}
+
+RoomStats Room::published_stats() const {
+  std::lock_guard<std::mutex> lock(published_mutex_);
+  return published_;
+}
+
 RoomStats Room::stats() const {
   RoomStats s;
   s.name = name_;
   s.scene = scene_->scene.name;
+  s.thread = static_cast<uint32_t>(worker_);
   s.open = !stopped_;
   s.tick = world_->tick();
   const TickClockCounters& clock = clock_.counters();

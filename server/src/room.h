@@ -22,15 +22,24 @@
 // fixed here, at creation) fed after each step with the applied inputs and the hash; a
 // DesyncReport makes the room write it to replay_dir (rate-limited per room). With
 // record_matches the whole match is also streamed to disk, flushed every tick.
+//
+// Threads: a room lives on one worker (ServerCore::workers) for its whole life: its timers,
+// its step, its members' sessions and its replay window are touched only there, with no lock.
+// The control thread reads it only through published_stats(): the room copies its RoomStats
+// under its own mutex a few times a second (and at every join, leave and stop); that mutex is
+// taken by the tick thread at most once a tick, uncontended but for a stats reader. Replay
+// dumps are encoded here and written by ServerCore::file_writer.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <asio/awaitable.hpp>
+#include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 
 #include "input_dedup.h"
@@ -52,20 +61,34 @@ class Room final : public std::enable_shared_from_this<Room> {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// Builds the world from `scene` (one the server serves); null (and *error) when the world
-  /// refuses it.
+  /// Builds the world from `scene` (one the server serves) for worker `worker`; null (and
+  /// *error) when the world refuses it. On the control thread.
   static std::shared_ptr<Room> create(ServerCore& core, std::string name,
-                                      std::shared_ptr<const ServedScene> scene, std::string* error);
+                                      std::shared_ptr<const ServedScene> scene, size_t worker,
+                                      std::string* error);
   ~Room();
 
-  /// Starts the tick loop.
+  /// Starts the tick loop (on its worker). From the control thread.
   void start();
   /// Stops ticking for good (shutdown or close) and publishes the match recording; the members
   /// are not touched.
   void stop();
-  /// Writes the replay window to the replay directory (graceful shutdown); "" when there is no
-  /// window or the write failed (logged).
+  /// Hands the replay window to the file writer (graceful shutdown); "" when there is no
+  /// window or it could not be queued (logged).
   std::string write_shutdown_replay();
+  /// Graceful shutdown, on the room's thread: the shutdown dump (when `dump`), stop, publish.
+  void shut_down(bool dump);
+
+  /// The worker it lives on, and that worker's io_context.
+  size_t worker() const { return worker_; }
+  asio::io_context& io() const { return io_; }
+  /// True on the room's own thread (then stats() may be called).
+  bool on_own_thread() const { return io_.get_executor().running_in_this_thread(); }
+  /// The last RoomStats the room published; any thread.
+  RoomStats published_stats() const;
+  /// Copies stats() for published_stats(); `force` = now, else at most every kPublishInterval.
+  /// On the room's thread.
+  void publish_stats(bool force);
 
   /// Adds a member and sends Welcome + Snapshot; on refusal returns the error code (the session
   /// sends the fatal Error).
@@ -110,7 +133,7 @@ class Room final : public std::enable_shared_from_this<Room> {
     uint32_t count = 0;  // inputs held
   };
 
-  Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene);
+  Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene, size_t worker);
   asio::awaitable<void> tick_loop();
   void run_tick();
   /// The Snapshot frame of the current tick (encoded once per tick, shared).
@@ -136,6 +159,8 @@ class Room final : public std::enable_shared_from_this<Room> {
   void apply_command_results();
 
   ServerCore& core_;
+  const size_t worker_;
+  asio::io_context& io_;
   std::string name_;
   std::shared_ptr<const ServedScene> scene_;
   std::unique_ptr<sim::World> world_;
@@ -206,6 +231,11 @@ class Room final : public std::enable_shared_from_this<Room> {
   std::chrono::nanoseconds step_time_max_{0};
   uint64_t step_time_total_ns_ = 0;
   std::vector<ClientSummary> departed_;  // the last kMaxDeparted that left
+
+  // What other threads read (see the top of this file).
+  mutable std::mutex published_mutex_;
+  RoomStats published_;  // under published_mutex_
+  Clock::time_point last_published_{};
 };
 
 }  // namespace lockstep::server

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <csignal>
+#ifdef __linux__
+#include <pthread.h>
+#endif
 #include <filesystem>
 #include <future>
 #include <utility>
@@ -11,6 +14,7 @@
 #include <spdlog/spdlog.h>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/dispatch.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
@@ -140,6 +144,52 @@ ServerCore::ServerCore(const ServerConfig& config_in)
         return make_builtin_rules(name, scene, error);
       }) {}
 
+void ServerCore::make_workers(uint32_t count) {
+  workers.clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    auto worker = std::make_unique<Worker>();
+    if (count == 1) {
+      worker->io = &io;  // one thread in all: the rooms run beside the acceptor, as before
+    } else {
+      worker->own_io = std::make_unique<asio::io_context>(1);
+      worker->io = worker->own_io.get();
+      worker->work.emplace(worker->own_io->get_executor());
+    }
+    workers.push_back(std::move(worker));
+  }
+}
+
+void ServerCore::start_workers() {
+  for (size_t i = 0; i < workers.size(); ++i) {
+    Worker& worker = *workers[i];
+    if (worker.own_io == nullptr || worker.thread.joinable()) continue;
+    worker.own_io->restart();
+    worker.thread = std::thread([&worker, i] {
+#ifdef __linux__
+      // Named for /metrics' per-thread CPU (and top -H): at most 15 characters.
+      pthread_setname_np(pthread_self(), fmt::format("ls-worker-{}", i).c_str());
+#endif
+      spdlog::debug("worker {} running", i);
+      worker.own_io->run();
+    });
+  }
+}
+
+void ServerCore::join_workers() {
+  for (auto& worker : workers) {
+    worker->work.reset();  // run() returns once the rooms and sessions there have ended
+    if (worker->thread.joinable()) worker->thread.join();
+  }
+}
+
+size_t ServerCore::pick_worker() const {
+  size_t best = 0;
+  for (size_t i = 1; i < workers.size(); ++i) {
+    if (workers[i]->rooms < workers[best]->rooms) best = i;
+  }
+  return best;
+}
+
 std::string ServerCore::served_scene_list() const {
   std::string names;
   for (const auto& [name, scene] : scenes) {
@@ -232,8 +282,10 @@ asio::awaitable<void> ServerCore::stats_loop() {
     stats_timer.expires_after(config.stats_log_interval);
     auto [ec] = co_await stats_timer.async_wait(use_nothrow);
     if (ec || shutting_down) co_return;
-    for (const auto& [name, room] : rooms)
-      spdlog::info("{}", room_summary_line(room->stats()));
+    for (const auto& [name, room] : rooms) {
+      spdlog::info(
+          "{}", room_summary_line(room->on_own_thread() ? room->stats() : room->published_stats()));
+    }
   }
 }
 
@@ -273,7 +325,8 @@ std::shared_ptr<Room> ServerCore::find_or_create_room(const std::string& name,
     return nullptr;
   }
   std::string error;
-  std::shared_ptr<Room> room = Room::create(*this, name, std::move(scene), &error);
+  const size_t worker = pick_worker();
+  std::shared_ptr<Room> room = Room::create(*this, name, std::move(scene), worker, &error);
   if (room == nullptr) {
     spdlog::error("room {}: {}", name, error);
     *code = schema::ErrorCode::bad_request;
@@ -281,16 +334,16 @@ std::shared_ptr<Room> ServerCore::find_or_create_room(const std::string& name,
     return nullptr;
   }
   rooms.emplace(name, room);
+  ++workers[worker]->rooms;
+  if (workers.size() > 1) spdlog::debug("room {} runs on worker {}", name, worker);
   room->start();
   return room;
 }
 
-void ServerCore::close_room(const std::string& name) {
-  auto it = rooms.find(name);
-  if (it == rooms.end()) return;
-  std::shared_ptr<Room> room = it->second;
-  room->stop();
-  RoomStats summary = room->stats();
+void ServerCore::room_closed(const Room* room, RoomStats summary) {
+  auto it = rooms.find(summary.name);
+  if (it == rooms.end() || it->second.get() != room) return;
+  --workers[room->worker()]->rooms;
   spdlog::info("room closed (empty for {} ms): {}", config.empty_room_grace.count(),
                room_summary_line(summary));
   add_room_counters(&closed_rooms_total, summary);
@@ -298,6 +351,10 @@ void ServerCore::close_room(const std::string& name) {
   if (closed_rooms.size() == kMaxClosedRooms) closed_rooms.pop_front();
   closed_rooms.push_back(std::move(summary));
   rooms.erase(it);
+}
+
+void ServerCore::session_closed(uint64_t id) {
+  asio::dispatch(io, [this, id] { on_session_closed(id); });
 }
 
 void ServerCore::on_session_closed(uint64_t id) {
@@ -319,9 +376,10 @@ void ServerCore::begin_shutdown() {
   acceptor.close(ignored);
   stats_timer.cancel();
   publish_timer.cancel();
+  // Each room on its own thread (inline for those on this one).
   for (auto& [name, room] : rooms) {
-    if (config.dump_replays_on_shutdown) room->write_shutdown_replay();
-    room->stop();  // also publishes its match recording
+    asio::dispatch(room->io(),
+                   [room, dump = config.dump_replays_on_shutdown] { room->shut_down(dump); });
   }
   if (publish) publish(stats());  // readiness drops at once
   // Each session flushes what it has queued, then the Disconnect; bounded by flush_timeout.
@@ -330,8 +388,10 @@ void ServerCore::begin_shutdown() {
   std::vector<std::shared_ptr<Session>> open;
   for (auto& [id, session] : sessions)
     open.push_back(session);
-  for (auto& session : open)
-    session->begin_close(bye, true, "server shutdown");
+  for (auto& session : open) {
+    asio::dispatch(session->executor(),
+                   [session, bye] { session->begin_close(bye, true, "server shutdown"); });
+  }
   if (sessions.empty()) {
     signals.cancel();
     return;
@@ -346,8 +406,10 @@ void ServerCore::begin_shutdown() {
       spdlog::warn("{} sessions did not flush within {} ms; closing them", left.size(),
                    config.flush_timeout.count());
     }
-    for (auto& session : left)
-      session->close_now("shutdown flush timed out");
+    for (auto& session : left) {
+      asio::dispatch(session->executor(),
+                     [session] { session->close_now("shutdown flush timed out"); });
+    }
     signals.cancel();
   });
 }
@@ -359,21 +421,42 @@ ServerStats ServerCore::stats() const {
   s.connections_accepted = connections_accepted;
   s.connections_refused = connections_refused;
   s.sessions_open = static_cast<uint32_t>(sessions.size());
-  s.protocol_errors = protocol_errors;
-  s.input_errors = input_errors;
-  s.slow_consumer_disconnects = slow_consumer_disconnects;
-  s.timeouts = timeouts;
-  s.max_session_queued_bytes = max_session_queued_bytes;
+  constexpr auto relaxed = std::memory_order_relaxed;
+  s.protocol_errors = protocol_errors.load(relaxed);
+  s.input_errors = input_errors.load(relaxed);
+  s.slow_consumer_disconnects = slow_consumer_disconnects.load(relaxed);
+  s.timeouts = timeouts.load(relaxed);
+  s.max_session_queued_bytes = max_session_queued_bytes.load(relaxed);
   s.queue_limit_bytes = queue_limit_bytes;
-  s.desync_reports = desync_reports;
-  s.errors_by_code = errors_by_code;
+  s.desync_reports = desync_reports.load(relaxed);
+  for (size_t i = 0; i < errors_by_code.size(); ++i)
+    s.errors_by_code[i] = errors_by_code[i].load(relaxed);
+  s.file_writes = file_writer.written();
+  s.file_writes_failed = file_writer.failed();
+  s.file_writes_dropped = file_writer.dropped();
   s.live_rooms = rooms.size();
   s.accepting = started && !shutting_down;
   s.rooms_closed = rooms_closed;
   s.closed_rooms_total = closed_rooms_total;
   s.admission = guard.stats();
-  for (const auto& [name, room] : rooms)
-    s.rooms.push_back(room->stats());
+  s.threads = static_cast<uint32_t>(workers.size());
+  s.thread_list.resize(workers.size());
+  for (size_t i = 0; i < workers.size(); ++i) {
+    ThreadStats& t = s.thread_list[i];
+    t.rooms = workers[i]->rooms;
+    t.busy_s = static_cast<double>(workers[i]->busy_ns.load(relaxed)) / 1e9;
+    t.busy_ratio = s.uptime_s > 0 ? t.busy_s / s.uptime_s : 0.0;
+  }
+  // A room on another thread is read through the copy it publishes (room.h); while run() is not
+  // running (no worker either) it is read directly.
+  const bool workers_idle = !running.load();
+  for (const auto& [name, room] : rooms) {
+    s.rooms.push_back(workers_idle || room->on_own_thread() ? room->stats()
+                                                            : room->published_stats());
+    if (room->worker() < s.thread_list.size()) {
+      s.thread_list[room->worker()].clients += s.rooms.back().clients;
+    }
+  }
   for (const RoomStats& closed : closed_rooms)
     s.rooms.push_back(closed);
   return s;
@@ -384,9 +467,13 @@ ServerStats ServerCore::stats() const {
 Server::Server(const ServerConfig& config) : core_(std::make_unique<ServerCore>(config)) {}
 
 Server::~Server() {
-  // Sessions and rooms hold references into the core: destroy them while it is intact.
+  // Sessions and rooms hold references into the core: destroy them while it is intact, then the
+  // workers' io_contexts (with whatever handlers they still hold) before the control one.
+  core_->join_workers();
   core_->sessions.clear();
   core_->rooms.clear();
+  core_->workers.clear();
+  core_->file_writer.stop();
 }
 
 bool Server::start(std::string* error) {
@@ -400,6 +487,7 @@ bool Server::start(std::string* error) {
     return false;
   }
   if (!load_scenes(core, error)) return false;
+  core.make_workers(effective_threads(core.config));
   if (!core.guard.init(core.config, error)) return false;
   if (core.config.record_matches ||
       (core.config.dump_replays_on_shutdown && !core.config.replay_dir.empty())) {
@@ -445,15 +533,16 @@ bool Server::start(std::string* error) {
     return false;
   }
   core.port = core.acceptor.local_endpoint(ec).port();
+  core.file_writer.start();
   core.started = true;
   core.start_time = ServerCore::Clock::now();
   spdlog::info(
       "listening on {}:{}: default scene {}, serving {}, {} Hz, input delay {}, late inputs {}, "
-      "queue limit {} B, up to {} rooms x {} players",
+      "queue limit {} B, up to {} rooms x {} players, {} threads",
       core.config.bind_address, core.port, core.default_scene->scene.name, core.served_scene_list(),
       core.config.tick_rate_hz, core.config.input_delay_ticks,
       late_input_policy_name(core.config.late_input_policy), core.queue_limit_bytes,
-      core.config.max_rooms, core.config.max_players_per_room);
+      core.config.max_rooms, core.config.max_players_per_room, core.workers.size());
   return true;
 }
 
@@ -476,6 +565,9 @@ void Server::run() {
         if (ec2) return;
         spdlog::warn("second signal: stopping now");
         core.io.stop();
+        for (auto& worker : core.workers) {
+          if (worker->own_io != nullptr) worker->own_io->stop();
+        }
       });
       core.begin_shutdown();
     });
@@ -490,7 +582,15 @@ void Server::run() {
   }
   asio::co_spawn(
       core.io, [&core] { return core.accept_loop(); }, asio::detached);
+  core.start_workers();
   core.io.run();
+  // The workers end once their rooms have stopped and their sessions have closed (bounded by
+  // flush_timeout); what they dispatched back here meanwhile runs after them.
+  core.join_workers();
+  core.io.restart();
+  core.io.poll();
+  // The shutdown dumps are on disk before run() returns.
+  core.file_writer.stop();
   core.running = false;
 }
 
@@ -499,13 +599,67 @@ void Server::request_shutdown() {
   asio::post(core->io, [core] { core->begin_shutdown(); });
 }
 
+namespace {
+
+// Waits for `future` until `deadline`, giving up early (false) once run() has returned: work
+// posted to a finished io_context never runs.
+template <class T>
+bool wait_while_running(std::future<T>& future, const ServerCore& core,
+                        std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto step =
+        std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
+    if (future.wait_until(step) == std::future_status::ready) return true;
+    if (!core.running || std::chrono::steady_clock::now() >= deadline) return false;
+  }
+}
+
+}  // namespace
+
 std::optional<ServerStats> Server::collect_stats(std::chrono::milliseconds timeout) const {
   if (!core_->running) return core_->stats();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  ServerCore* core = core_.get();
+  if (core->workers.size() > 1) {
+    // Every room on a worker publishes its stats afresh first (posted to its thread, waited for
+    // here, on the caller's): the answer then holds everything the rooms did before this call,
+    // as it does with one thread.
+    auto listed = std::make_shared<std::promise<std::vector<std::shared_ptr<Room>>>>();
+    std::future<std::vector<std::shared_ptr<Room>>> rooms_future = listed->get_future();
+    asio::post(core->io, [core, listed] {
+      std::vector<std::shared_ptr<Room>> live;
+      for (const auto& [name, room] : core->rooms)
+        live.push_back(room);
+      listed->set_value(std::move(live));
+    });
+    if (!wait_while_running(rooms_future, *core, deadline)) {
+      if (!core->running) return core->stats();
+      return std::nullopt;
+    }
+    const std::vector<std::shared_ptr<Room>> rooms = rooms_future.get();
+    if (!rooms.empty()) {
+      auto left = std::make_shared<std::atomic<size_t>>(rooms.size());
+      auto published = std::make_shared<std::promise<void>>();
+      std::future<void> published_future = published->get_future();
+      for (const std::shared_ptr<Room>& room : rooms) {
+        asio::post(room->io(), [room, left, published] {
+          room->publish_stats(true);
+          if (left->fetch_sub(1) == 1) published->set_value();
+        });
+      }
+      if (!wait_while_running(published_future, *core, deadline)) {
+        if (!core->running) return core->stats();
+        return std::nullopt;
+      }
+    }
+  }
   auto promise = std::make_shared<std::promise<ServerStats>>();
   std::future<ServerStats> future = promise->get_future();
-  ServerCore* core = core_.get();
   asio::post(core->io, [core, promise] { promise->set_value(core->stats()); });
-  if (future.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  if (!wait_while_running(future, *core, deadline)) {
+    if (!core->running) return core->stats();
+    return std::nullopt;
+  }
   return future.get();
 }
 
@@ -590,14 +744,26 @@ std::string summary_json(const ServerStats& stats) {
       "\"over_frame_rate\":{},\"over_byte_rate\":{},\"hello_timeouts\":{}}}",
       a.token_refusals[0], a.refused_per_ip_connections, a.refused_room_rate, a.over_frame_rate,
       a.over_byte_rate, a.hello_timeouts);
-  out += ",\"rooms\":[";
+  out += fmt::format(
+      ",\"file_writes\":{},\"file_writes_failed\":{},\"file_writes_dropped\":{},\"threads\":{},"
+      "\"thread_list\":[",
+      stats.file_writes, stats.file_writes_failed, stats.file_writes_dropped, stats.threads);
+  for (size_t t = 0; t < stats.thread_list.size(); ++t) {
+    const ThreadStats& thread = stats.thread_list[t];
+    out += fmt::format(
+        "{}{{\"thread\":{},\"rooms\":{},\"clients\":{},\"busy_s\":{:.3f},"
+        "\"busy_ratio\":{:.4f}}}",
+        t == 0 ? "" : ",", t, thread.rooms, thread.clients, thread.busy_s, thread.busy_ratio);
+  }
+  out += "],\"rooms\":[";
   for (size_t r = 0; r < stats.rooms.size(); ++r) {
     const RoomStats& room = stats.rooms[r];
     const double step_mean_us = room.tick > 0 ? static_cast<double>(room.step_time_total_ns) /
                                                     1000.0 / static_cast<double>(room.tick)
                                               : 0.0;
     out += fmt::format(
-        "{}{{\"name\":{},\"scene\":{},\"open\":{},\"ticks\":{},\"late_ticks\":{},\"capped_wakes\":{"
+        "{}{{\"name\":{},\"scene\":{},\"thread\":{},\"open\":{},\"ticks\":{},\"late_ticks\":{},"
+        "\"capped_wakes\":{"
         "},\"schedule_slips\":{},\"schedule_slipped_ms\":{:.1f},"
         "\"lateness_p50_us\":{:.1f},\"lateness_p99_us\":{:.1f},\"lateness_max_us\":{:.1f},"
         "\"step_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_accepted\":{},"
@@ -608,7 +774,7 @@ std::string summary_json(const ServerStats& stats) {
         "\"snapshots_sent\":{},\"desync_reports\":{},\"protocol_errors\":{},\"input_errors\":{},"
         "\"slow_consumers\":{},\"commands_applied\":{},\"commands_refused\":{},"
         "\"commands_failed\":{},\"client_list\":[",
-        r == 0 ? "" : ",", json_string(room.name), json_string(room.scene),
+        r == 0 ? "" : ",", json_string(room.name), json_string(room.scene), room.thread,
         room.open ? "true" : "false", room.tick, room.late_ticks, room.capped_wakes,
         room.schedule_slips, us(room.schedule_slipped) / 1000.0, us(room.lateness_p50),
         us(room.lateness_p99), us(room.lateness_max), step_mean_us, us(room.step_time_max),

@@ -1,5 +1,11 @@
-// The server's shared state, owned by Server and reached by rooms and sessions. Everything here
-// is touched only on the io_context's one thread (except `running`).
+// The server's shared state, owned by Server and reached by rooms and sessions.
+//
+// Threads (docs/design-decisions.md, "Service"): the control thread (the one in Server::run(),
+// running `io`) owns the acceptor, the signals, the Hello handling, `rooms`, `sessions`, `guard`
+// and the stats timers; every field below is touched only there unless marked otherwise. Rooms
+// and their joined sessions live on one worker each (`workers`; with one thread the worker is
+// `io` itself). Worker threads reach the control thread only by asio::dispatch/post, and bump
+// the counters marked "any thread", which are relaxed atomics.
 #pragma once
 
 #include <array>
@@ -9,14 +15,19 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <asio/awaitable.hpp>
+#include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "file_writer.h"
 #include "guard.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/config.h"
@@ -38,13 +49,29 @@ struct ServedScene {
   std::string rules;  // the rules its rooms run (config.rules, else the scene's), "" = none
 };
 
+/// A thread the rooms run on. With one thread in all, the only worker runs on the control
+/// thread's io_context and has no thread of its own.
+struct Worker {
+  asio::io_context* io = nullptr;            // own_io, or the control thread's
+  std::unique_ptr<asio::io_context> own_io;  // null for the control thread's worker
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::thread thread;
+  uint32_t rooms = 0;                // control thread: live rooms placed here
+  std::atomic<uint64_t> busy_ns{0};  // any thread (its rooms): time spent ticking
+};
+
+/// Bumps a counter read by another thread; relaxed (a count, not a synchronisation).
+inline void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+  counter.fetch_add(n, std::memory_order_relaxed);
+}
+
 struct ServerCore {
   using Clock = std::chrono::steady_clock;
 
   explicit ServerCore(const ServerConfig& config_in);
 
   ServerConfig config;
-  asio::io_context io{1};  // one thread
+  asio::io_context io{1};  // the control thread
   asio::ip::tcp::acceptor acceptor{io};
   asio::signal_set signals{io};
   asio::steady_timer shutdown_timer{io};
@@ -60,6 +87,9 @@ struct ServerCore {
   uint64_t max_snapshot_frame_bytes = 0;  // over every served scene
   uint64_t queue_limit_bytes = 0;         // effective (auto resolved)
   uint16_t port = 0;
+
+  std::vector<std::unique_ptr<Worker>> workers;  // made by Server::start()
+  FileWriter file_writer{kFileWriterQueueJobs};
 
   std::map<std::string, std::shared_ptr<Room>> rooms;
   std::map<uint64_t, std::shared_ptr<Session>> sessions;
@@ -78,16 +108,26 @@ struct ServerCore {
   // Counters.
   uint64_t connections_accepted = 0;
   uint64_t connections_refused = 0;
-  uint64_t protocol_errors = 0;
-  uint64_t input_errors = 0;
-  uint64_t slow_consumer_disconnects = 0;
-  uint64_t timeouts = 0;
-  uint64_t max_session_queued_bytes = 0;
-  uint64_t desync_reports = 0;
-  std::array<uint64_t, kErrorCodeCount> errors_by_code{};
+  // Any thread (sessions and rooms bump them where they run).
+  std::atomic<uint64_t> protocol_errors{0};
+  std::atomic<uint64_t> input_errors{0};
+  std::atomic<uint64_t> slow_consumer_disconnects{0};
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint64_t> max_session_queued_bytes{0};
+  std::atomic<uint64_t> desync_reports{0};
+  std::array<std::atomic<uint64_t>, kErrorCodeCount> errors_by_code{};
 
   static constexpr size_t kMaxClosedRooms = 256;
+  static constexpr size_t kFileWriterQueueJobs = 256;
 
+  /// Makes the workers (threads not started yet).
+  void make_workers(uint32_t count);
+  /// Starts the worker threads (none with one worker).
+  void start_workers();
+  /// Lets the workers run dry and joins them.
+  void join_workers();
+  /// The worker a new room goes to: fewest rooms, ties to the lowest index.
+  size_t pick_worker() const;
   asio::awaitable<void> accept_loop();
   /// Starts a session for an accepted socket (or closes it over max_connections).
   void admit(asio::ip::tcp::socket socket);
@@ -102,12 +142,19 @@ struct ServerCore {
                                             schema::ErrorCode* code, std::string* reason);
   /// The served scene names, comma-separated (cut short past a few hundred bytes).
   std::string served_scene_list() const;
-  /// Closes an empty room (after its grace period) and keeps its summary.
-  void close_room(const std::string& name);
-  /// A session closed its socket: forget it.
+  /// A room stopped itself (empty past its grace period): forget it and keep `summary`. On the
+  /// control thread (rooms on workers dispatch it there); `room` only identifies it.
+  void room_closed(const Room* room, RoomStats summary);
+  /// A session closed its socket: forget it. On the control thread.
   void on_session_closed(uint64_t id);
+  /// The same from any thread.
+  void session_closed(uint64_t id);
+  /// Any thread.
   void note_queued_bytes(uint64_t bytes) {
-    if (bytes > max_session_queued_bytes) max_session_queued_bytes = bytes;
+    uint64_t seen = max_session_queued_bytes.load(std::memory_order_relaxed);
+    while (bytes > seen && !max_session_queued_bytes.compare_exchange_weak(
+                               seen, bytes, std::memory_order_relaxed)) {
+    }
   }
   ServerStats stats() const;
 };

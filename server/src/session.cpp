@@ -9,6 +9,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 
@@ -44,6 +45,7 @@ size_t code_index(schema::ErrorCode code) {
 Session::Session(ServerCore& core, asio::ip::tcp::socket socket, uint64_t id, std::string remote)
     : core_(core),
       socket_(std::move(socket)),
+      executor_(socket_.get_executor()),
       write_wakeup_(socket_.get_executor()),
       watchdog_timer_(socket_.get_executor()),
       id_(id),
@@ -89,7 +91,7 @@ Session::~Session() {
 
 void Session::start() {
   spdlog::debug("session {} connected from {}", id_, remote_);
-  auto executor = socket_.get_executor();
+  const asio::any_io_executor& executor = executor_;
   asio::co_spawn(
       executor, [self = shared_from_this()] { return self->reader(); }, asio::detached);
   asio::co_spawn(
@@ -101,6 +103,13 @@ void Session::start() {
 // ---- reading -------------------------------------------------------------------------------
 
 asio::awaitable<void> Session::reader() {
+  if (!unread_.empty()) {
+    // Bytes the control thread read after the Hello (hand_over): they come first.
+    const std::vector<uint8_t> unread = std::move(unread_);
+    unread_.clear();
+    if (state_ == State::closed) co_return;
+    consume(unread);
+  }
   for (;;) {
     auto [ec, n] = co_await socket_.async_read_some(asio::buffer(read_buffer_), use_nothrow);
     if (state_ == State::closed) co_return;
@@ -125,15 +134,23 @@ asio::awaitable<void> Session::reader() {
     if ((state_ == State::handshake || state_ == State::joined) && !spend_bytes(n)) continue;
     // While closing, bytes are read and dropped until the peer's FIN (a close with unread
     // data would send a reset, which may destroy our last frame before the peer reads it).
-    std::span<const uint8_t> bytes(read_buffer_.data(), n);
-    while (!bytes.empty() && (state_ == State::handshake || state_ == State::joined)) {
-      bytes = bytes.subspan(decoder_.feed(bytes));
-      if (decoder_.has_frame() && spend_frame()) handle_body(decoder_.frame());
-      if (decoder_.error() != schema::FrameError::none) {
-        protocol_error(schema::ErrorCode::bad_frame, decoder_.error_text());
-      }
+    if (!consume(std::span<const uint8_t>(read_buffer_.data(), n))) co_return;
+  }
+}
+
+bool Session::consume(std::span<const uint8_t> bytes) {
+  while (!bytes.empty() && (state_ == State::handshake || state_ == State::joined)) {
+    bytes = bytes.subspan(decoder_.feed(bytes));
+    if (decoder_.has_frame() && spend_frame()) handle_body(decoder_.frame());
+    if (pending_join_) {
+      hand_over(bytes);
+      return false;
+    }
+    if (decoder_.error() != schema::FrameError::none) {
+      protocol_error(schema::ErrorCode::bad_frame, decoder_.error_text());
     }
   }
+  return true;
 }
 
 void Session::handle_body(std::span<const uint8_t> body) {
@@ -219,8 +236,63 @@ void Session::on_hello(const schema::Hello& hello) {
     return;
   }
   if (creates) core_.guard.room_created(address, now);
+  if (room->io().get_executor() != executor_) {
+    // The room lives on another worker: the reader hands the connection over (consume).
+    pending_join_ = PendingJoin{std::move(room), hello, high, token_player};
+    return;
+  }
   code = room->join(shared_from_this(), hello, high, &reason, token_player);
   if (code != schema::ErrorCode::none) protocol_error(code, reason);
+}
+
+void Session::hand_over(std::span<const uint8_t> unread) {
+  auto self = shared_from_this();  // the server's map holds the only other reference
+  PendingJoin join = std::move(*pending_join_);
+  pending_join_.reset();
+  std::error_code ec;
+  const asio::ip::tcp::endpoint local = socket_.local_endpoint(ec);
+  asio::ip::tcp::socket moved(join.room->io());
+  if (!ec) {
+    // Nothing is pending on the socket here (the reader is running; nothing was written before
+    // the Welcome), so the release cancels nothing.
+    const asio::ip::tcp::socket::native_handle_type fd = socket_.release(ec);
+    if (!ec) moved.assign(local.protocol(), fd, ec);
+  }
+  if (ec) {
+    spdlog::warn("session {} ({}): cannot move to its room's thread: {}", id_, remote_,
+                 ec.message());
+    close_now("handover failed: " + ec.message());
+    return;
+  }
+  auto next = std::make_shared<Session>(core_, std::move(moved), id_, remote_);
+  // What this connection has been so far carries over (summaries, budgets, the read deadline).
+  next->opened_ = opened_;
+  next->last_read_ = last_read_;
+  next->frame_budget_ = frame_budget_;
+  next->byte_budget_ = byte_budget_;
+  next->budget_refilled_ = budget_refilled_;
+  next->bytes_in_ = bytes_in_;
+  next->frames_in_ = frames_in_;
+  next->player_name_ = player_name_;
+  next->mode_ = mode_;
+  next->unread_.assign(unread.begin(), unread.end());
+  core_.sessions[id_] = next;
+  // This object is done: its writer and watchdog end at their next wake; no close, no count.
+  state_ = State::closed;
+  write_wakeup_.cancel();
+  watchdog_timer_.cancel();
+  asio::post(next->executor_,
+             [next, join = std::move(join)]() mutable { next->start_joined(std::move(join)); });
+}
+
+void Session::start_joined(PendingJoin join) {
+  // Joined before the coroutines start: co_spawn may run the reader at once on this thread, and
+  // the unread bytes it takes first (Inputs, Pings) need a member.
+  std::string reason;
+  const schema::ErrorCode code = join.room->join(shared_from_this(), join.hello,
+                                                 join.protocol_version, &reason, join.token_player);
+  if (code != schema::ErrorCode::none) protocol_error(code, reason);
+  start();
 }
 
 // ---- writing -------------------------------------------------------------------------------
@@ -285,8 +357,8 @@ asio::awaitable<void> Session::writer() {
 }
 
 void Session::slow_consumer(uint64_t frame_bytes) {
-  ++core_.slow_consumer_disconnects;
-  ++core_.errors_by_code[code_index(schema::ErrorCode::slow_consumer)];
+  bump(core_.slow_consumer_disconnects);
+  bump(core_.errors_by_code[code_index(schema::ErrorCode::slow_consumer)]);
   if (room_ != nullptr) room_->count_slow_consumer();
   const std::string detail =
       fmt::format("outgoing queue of {} B plus a {} B frame would pass the limit of {} B",
@@ -303,8 +375,8 @@ void Session::slow_consumer(uint64_t frame_bytes) {
 schema::SharedFrame Session::count_error(schema::ErrorCode code, const std::string& detail,
                                          bool fatal) {
   const size_t index = code_index(code);
-  ++core_.errors_by_code[index];
-  ++(fatal ? core_.protocol_errors : core_.input_errors);
+  bump(core_.errors_by_code[index]);
+  bump(fatal ? core_.protocol_errors : core_.input_errors);
   if (room_ != nullptr) room_->count_error(fatal);
   ++errors_sent_;
   const uint32_t bit = 1u << index;
@@ -371,7 +443,7 @@ void Session::close_now(const std::string& reason) {
   watchdog_timer_.cancel();
   spdlog::debug("session {} ({}) closed: {} (in {} B, out {} B)", id_, remote_, reason, bytes_in_,
                 bytes_out_);
-  core_.on_session_closed(id_);
+  core_.session_closed(id_);
 }
 
 asio::awaitable<void> Session::watchdog() {
@@ -393,7 +465,7 @@ asio::awaitable<void> Session::watchdog() {
       protocol_error(schema::ErrorCode::timeout,
                      fmt::format("no Hello within {} ms", core_.config.hello_timeout.count()));
     } else if (now - last_read_ > core_.config.read_timeout) {
-      ++core_.timeouts;
+      bump(core_.timeouts);
       protocol_error(schema::ErrorCode::timeout,
                      fmt::format("nothing received for {} ms (send Pings)",
                                  core_.config.read_timeout.count()));

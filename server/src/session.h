@@ -1,10 +1,17 @@
-// One client connection: a reader, a writer and a watchdog coroutine on the server's single
-// thread (so no strand is needed), a FrameDecoder with the client frame cap, and an outgoing
-// queue of shared frames bounded in bytes.
+// One client connection: a reader, a writer and a watchdog coroutine on one thread (so no strand
+// is needed), a FrameDecoder with the client frame cap, and an outgoing queue of shared frames
+// bounded in bytes.
 //
 // States: handshake (only Hello is allowed) → joined (a room member) → closing (a last frame
 // may be queued; incoming bytes are read and dropped so the close is a FIN, not a reset that
 // could destroy the frames still in flight) → closed.
+//
+// Threads: a connection starts on the control thread (ServerCore::io), which checks its Hello
+// and finds or makes its room. When that room lives on another worker, the session hands the
+// connection over (hand_over): it releases the socket's descriptor, and a new Session on the
+// room's io_context adopts it with the Hello, the bytes read past it and the counters, then
+// joins there; the old object ends without closing anything. From then on the session is
+// touched only on its room's thread; the control thread reaches it by dispatch (executor()).
 #pragma once
 
 #include <array>
@@ -12,9 +19,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
+#include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
@@ -42,6 +52,8 @@ class Session final : public std::enable_shared_from_this<Session> {
 
   /// Spawns the reader, writer and watchdog coroutines.
   void start();
+  /// The executor it runs on (fixed at construction); any thread.
+  const asio::any_io_executor& executor() const { return executor_; }
 
   /// Queues a frame; false when the session is closing or the frame would overflow the queue
   /// (the session is then closed with slow_consumer).
@@ -74,8 +86,24 @@ class Session final : public std::enable_shared_from_this<Session> {
   asio::awaitable<void> writer();
   asio::awaitable<void> watchdog();
 
+  /// A Hello accepted on the control thread for a room on another worker.
+  struct PendingJoin {
+    std::shared_ptr<Room> room;
+    schema::Hello hello;
+    uint16_t protocol_version = 0;
+    uint32_t token_player = 0;
+  };
+
+  /// Feeds read bytes to the decoder and handles whole frames; false once the connection was
+  /// handed over to another thread (this object is then done).
+  bool consume(std::span<const uint8_t> bytes);
   void handle_body(std::span<const uint8_t> body);
   void on_hello(const schema::Hello& hello);
+  /// Moves the connection to pending_join_'s room thread with `unread` (bytes read after the
+  /// Hello); on the control thread.
+  void hand_over(std::span<const uint8_t> unread);
+  /// On the room's thread: joins, then starts reading (the unread bytes first).
+  void start_joined(PendingJoin join);
   /// Counts an Error of `code` and logs it once per kind; returns the frame to send.
   schema::SharedFrame count_error(schema::ErrorCode code, const std::string& detail, bool fatal);
   void slow_consumer(uint64_t frame_bytes);
@@ -83,6 +111,7 @@ class Session final : public std::enable_shared_from_this<Session> {
 
   ServerCore& core_;
   asio::ip::tcp::socket socket_;
+  const asio::any_io_executor executor_;
   asio::steady_timer write_wakeup_;  // the writer waits on it while the queue is empty
   asio::steady_timer watchdog_timer_;
   uint64_t id_ = 0;
@@ -91,6 +120,8 @@ class Session final : public std::enable_shared_from_this<Session> {
 
   // Incoming.
   schema::FrameDecoder decoder_;
+  std::optional<PendingJoin> pending_join_;
+  std::vector<uint8_t> unread_;  // bytes read by the control thread after the Hello
   std::array<uint8_t, 8192> read_buffer_{};
   Clock::time_point last_read_;
 

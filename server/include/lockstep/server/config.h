@@ -30,6 +30,10 @@ struct ServerConfig {
   /// SO_SNDBUF of accepted sockets; 0 keeps the OS default (auto-tuned). Tests make it small so
   /// a client that stops reading fills our queue quickly.
   uint32_t socket_send_buffer_bytes = 0;
+  /// Worker threads the rooms run on (1..64; 0 = one per core). Each room lives on one worker
+  /// for its whole life; accepting, Hellos and stats stay on the thread that calls run(). With
+  /// 1 everything runs on that one thread (docs/design-decisions.md, "Service").
+  uint32_t threads = 0;
 
   // ---- rooms ------------------------------------------------------------------------------
   /// The scene of a room whose creating Hello names none: a built-in scene
@@ -132,6 +136,10 @@ struct ServerConfig {
 std::string server_config_error(const ServerConfig& config);
 /// max_schedule_lag_ticks with 0 resolved.
 uint32_t effective_schedule_lag_ticks(const ServerConfig& config);
+/// Worker threads at most (ServerConfig::threads).
+inline constexpr uint32_t kMaxThreads = 64;
+/// ServerConfig::threads with 0 resolved: one per core (at least 1, at most kMaxThreads).
+uint32_t effective_threads(const ServerConfig& config);
 
 /// Adds the server's options to `app`, bound to the fields of *config (which must outlive the
 /// parse), plus `--config FILE` (TOML/INI, keys = long option names).

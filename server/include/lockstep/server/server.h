@@ -1,4 +1,4 @@
-// lockstep-server as a library: many rooms in one process, one thread, one io_context.
+// lockstep-server as a library: many rooms in one process, on ServerConfig::threads workers.
 //
 //   Server server(config);
 //   std::string error;
@@ -6,10 +6,13 @@
 //   server.run();                            // until request_shutdown() / SIGINT / SIGTERM
 //   std::puts(("summary " + summary_json(server.stats())).c_str());
 //
-// Everything (acceptor, sessions, rooms and their tick timers) runs on the thread that calls
-// run(): no locks, and a room's step never waits for a socket. Only request_shutdown() and
-// collect_stats() may be called from other threads. The wire protocol and its tick numbering
-// are described in docs/server.md.
+// The acceptor, Hellos, the room directory and the stats run on the thread that calls run() (the
+// control thread); each room, with its tick timer and its members' sockets, runs on one worker
+// thread for its whole life (with threads = 1 the worker is the control thread itself). No lock
+// on the tick path, and a room's step never waits for a socket or a disk. Only
+// request_shutdown() and collect_stats() may be called from other threads. The wire protocol
+// and its tick numbering are described in docs/server.md; the threading model in
+// docs/design-decisions.md ("Service").
 #pragma once
 
 #include <array>
@@ -48,7 +51,8 @@ struct ClientSummary {
 
 struct RoomStats {
   std::string name;
-  std::string scene;  // the scene it runs
+  std::string scene;    // the scene it runs
+  uint32_t thread = 0;  // the worker it runs on (ServerStats::thread_list)
   bool open = true;
   uint64_t tick = 0;          // the world's tick (steps since the room opened)
   uint64_t late_ticks = 0;    // started more than 2 ms after their due time
@@ -102,6 +106,14 @@ struct AdmissionStats {
   uint64_t hello_timeouts = 0;              // closed: no Hello within hello_timeout
 };
 
+/// One worker thread's load.
+struct ThreadStats {
+  uint32_t rooms = 0;     // live rooms placed on it
+  uint32_t clients = 0;   // their connected clients
+  double busy_s = 0;      // time spent running its rooms' ticks since start
+  double busy_ratio = 0;  // busy_s / uptime
+};
+
 struct ServerStats {
   uint16_t port = 0;
   double uptime_s = 0;
@@ -125,6 +137,12 @@ struct ServerStats {
   /// Every closed room's counters added up (add_room_counters), however many have closed: with
   /// the open rooms, monotonic totals for metrics.
   RoomStats closed_rooms_total;
+  uint32_t threads = 0;                  // worker threads (ServerConfig::threads resolved)
+  std::vector<ThreadStats> thread_list;  // one per worker
+  // Replay files handed to the file-writing thread: written, failed, dropped (queue full).
+  uint64_t file_writes = 0;
+  uint64_t file_writes_failed = 0;
+  uint64_t file_writes_dropped = 0;
 };
 
 /// Adds `from`'s counters (ticks, late ticks, lateness histogram, inputs, bytes, desyncs,
@@ -145,8 +163,9 @@ struct DesyncEvent {
   schema::DesyncReport report;
   uint64_t room_tick = 0;  // the room's tick when the report arrived
 };
-/// Called on the server's thread for every DesyncReport, after the room has written (or, within
-/// its dump interval, declined to write) its replay window.
+/// Called on the room's thread (a worker: with threads > 1 several may call it at once) for
+/// every DesyncReport, after the room has handed its replay window to the file writer (or,
+/// within its dump interval, declined to).
 using DesyncHook = std::function<void(const DesyncEvent&)>;
 
 /// Makes the rules named `name` (ServerConfig::rules or a scene's `rules` line) for a room
