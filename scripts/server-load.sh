@@ -2,8 +2,8 @@
 # Server load benchmark: numbers, never a timed test.
 #   1. build lockstep-server, lockstep-load and lockstep-bot in Release;
 #   2. for N in $LOAD_ROOMS (10 50 100 200): start lockstep-server on 127.0.0.1 (free port,
-#      --max-rooms N+8, no replay windows, log level warn), run lockstep-load with N rooms x 4 raw
-#      clients for $LOAD_SECONDS (20) s, read the server's CPU (utime+stime from /proc/<pid>/stat
+#      --max-rooms N+8, no per-address limits (every client is 127.0.0.1), no replay windows,
+#      log level warn), run lockstep-load with N rooms x 4 raw clients for $LOAD_SECONDS (20) s, read the server's CPU (utime+stime from /proc/<pid>/stat
 #      before and after, as % of one core), SIGINT it and parse its `summary {json}` line;
 #   3. one sanity row with real lockstep-bot processes ($BOT_ROOMS rooms x 4 bots, $BOT_SECONDS s);
 #   4. write the CSV ($LOAD_CSV, default bench/results/<machine>/server_load.csv) and print it.
@@ -54,7 +54,9 @@ now_s() { date +%s.%N; }
 
 start_server() {  # $1 = max rooms
   "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "" \
-    --max-rooms "$1" --threads "$threads" --stats-interval-ms 0 >"$work/server.out" 2>"$work/server.log" &
+    --max-rooms "$1" --threads "$threads" \
+    --max-connections-per-ip 0 --max-rooms-per-ip-per-minute 0 --stats-interval-ms 0 \
+    >"$work/server.out" 2>"$work/server.log" &
   server_pid=$!
   wait_for_server_port "$work/server.out"
 }
