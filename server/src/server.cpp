@@ -377,7 +377,9 @@ void ServerCore::begin_shutdown() {
   stats_timer.cancel();
   publish_timer.cancel();
   // Each room on its own thread (inline for those on this one).
-  for (auto& [name, room] : rooms) {
+  for (auto& entry : rooms) {
+    // A named copy: clang 14 cannot capture a structured binding.
+    std::shared_ptr<Room> room = entry.second;
     asio::dispatch(room->io(),
                    [room, dump = config.dump_replays_on_shutdown] { room->shut_down(dump); });
   }
