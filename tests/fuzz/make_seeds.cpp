@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
   write(out / "fuzz_frame_messages" / "server_whole", framed(0x00 | (127 << 1), server));
 
   // The same replay from a world with small capacities: the replay harness's budget (2 MiB)
-  // refuses the default world (its capacities take ~9 MiB; these 1.5 MiB), and a world that small
+  // refuses the default world (its capacities take 2.9 MiB; these 1.4 MiB), and a world that small
   // is what lets the harness re-simulate thousands of files a second.
   {
     sim::Scene small = scene;
