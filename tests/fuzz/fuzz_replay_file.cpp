@@ -8,6 +8,7 @@
 // a file asking for a larger world is refused as the tools refuse it (seed `match8`).
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,9 +24,9 @@
 namespace {
 
 // A header record whose WorldDef was mutated gets the fingerprint of its new WorldDef, written
-// over the old one's bytes: a world is only made when the two agree, and a mutation almost never
-// changes both together (the defect of a world made before its memory is checked hides behind
-// that agreement).
+// over the old one's bytes, and loses its scene name: a world is only made when the WorldDef
+// agrees with both, and a mutation almost never changes them together (the defect of a world
+// made before its memory is checked hid behind that agreement).
 void fix_fingerprint(uint8_t* payload, uint32_t size) {
   std::vector<uint8_t> scratch;
   lockstep::replays::detail::DecodedRecord record;
@@ -38,6 +39,17 @@ void fix_fingerprint(uint8_t* payload, uint32_t size) {
   const uint64_t stored = record.header.world_def_fingerprint;
   const uint64_t actual = lockstep::sim::world_def_fingerprint(record.header.world_def);
   if (stored == actual) return;
+  // A built-in scene's name would also tie the WorldDef to that scene's own: empty the name
+  // (its FlatBuffers string: length 0, then the terminating zero).
+  const std::string& scene = record.header.scene;
+  for (uint32_t i = 0; !scene.empty() && i + 4 + scene.size() <= size; ++i) {
+    const uint32_t length =
+        static_cast<uint32_t>(payload[i]) | static_cast<uint32_t>(payload[i + 1]) << 8 |
+        static_cast<uint32_t>(payload[i + 2]) << 16 | static_cast<uint32_t>(payload[i + 3]) << 24;
+    if (length != scene.size() || std::memcmp(payload + i + 4, scene.data(), length) != 0) continue;
+    std::memset(payload + i, 0, 5);
+    break;
+  }
   for (uint32_t i = 0; i + 8 <= size; ++i) {
     uint64_t v = 0;
     for (int k = 0; k < 8; ++k)
