@@ -37,14 +37,16 @@ std::vector<uint8_t> framed(uint8_t side_and_chunk, const std::vector<uint8_t>& 
   return out;
 }
 
-// A replay file of 8 scripted ticks of `world` (stepped), written through the real recorder.
-std::vector<uint8_t> record_replay(sim::World& world, const std::filesystem::path& out) {
+// A replay file of 8 scripted ticks of `world` (stepped), written through the real recorder;
+// `scene` is the built-in scene it names ("" for a world of the game's own).
+std::vector<uint8_t> record_replay(sim::World& world, const char* scene,
+                                   const std::filesystem::path& out) {
   const sim::InputScript script = sim::make_input_script(world);
   std::vector<sim::Input> buffer(world.def().max_inputs_per_tick);
   const std::filesystem::path path = out / "match.lsr";
   {
     replays::ReplayStreamWriter writer;
-    writer.open(path.string(), replays::make_replay_header(world, "inputs", 60), world);
+    writer.open(path.string(), replays::make_replay_header(world, scene, 60), world);
     std::vector<sim::Input> applied;
     for (int t = 0; t < 8; ++t) {
       const uint32_t n = sim::scripted_inputs(1, world.tick() + 1, script, world, buffer);
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
   write(out / "fuzz_snapshot" / "start", {snapshot.begin(), snapshot.begin() + written});
 
   // A replay of 8 ticks (and the record-file layer sees the same file).
-  const std::vector<uint8_t> replay = record_replay(*world, out);
+  const std::vector<uint8_t> replay = record_replay(*world, "inputs", out);
   write(out / "fuzz_replay_file" / "match8", replay);
   write(out / "fuzz_record_file" / "match8", replay);
   // The inputs of the last recorded tick, for the frames below.
@@ -126,9 +128,10 @@ int main(int argc, char** argv) {
   }
   write(out / "fuzz_frame_messages" / "server_whole", framed(0x00 | (127 << 1), server));
 
-  // The same replay from a world with small capacities: the replay harness's budget (2 MiB)
-  // refuses the default world (its capacities take 2.9 MiB; these 1.4 MiB), and a world that small
-  // is what lets the harness re-simulate thousands of files a second.
+  // The same replay from a world with small capacities, as a world of the game's own (it names no
+  // built-in scene, whose WorldDef it no longer matches): the replay harness's budget (2 MiB)
+  // refuses the default world (its capacities take 2.9 MiB; these 1.4 MiB), and a world that
+  // small is what lets the harness re-simulate thousands of files a second.
   {
     sim::Scene small = scene;
     small.def.max_bodies = 128;  // the scene has 105
@@ -137,7 +140,7 @@ int main(int argc, char** argv) {
     small.def.max_candidate_pairs = 1024;
     small.def.max_events = 64;
     std::unique_ptr<sim::World> small_world = sim::build_world(small);
-    write(out / "fuzz_replay_file" / "match8_small", record_replay(*small_world, out));
+    write(out / "fuzz_replay_file" / "match8_small", record_replay(*small_world, "", out));
   }
 
   // Scripts for the stateful server harness (fuzz_server_session.cpp decodes them: an operation
