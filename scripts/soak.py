@@ -56,6 +56,7 @@ class Soak:
         self.slow_desyncs = 0  # desyncs reported by slow readers (which may also be dropped)
         self.refused_ok = {"tokenless": 0, "replayed": 0}
         self.rss = []  # (seconds since start, kB)
+        self.rooms = []  # (seconds since start, open rooms)
         self.ticks = []  # (seconds since start, lockstep_ticks_total)
         self.threads = []
         self.procs = []
@@ -233,6 +234,8 @@ class Soak:
         for line in body.splitlines():
             if line.startswith("lockstep_ticks_total "):
                 self.ticks.append((t, float(line.split()[1])))
+            elif line.startswith("lockstep_rooms "):
+                self.rooms.append((t, float(line.split()[1])))
 
     def spawn(self, fn, *args):
         thread = threading.Thread(target=fn, args=args, daemon=True)
@@ -287,8 +290,15 @@ class Soak:
                if rc != 0 or fields.get("desyncs") != "0" or fields.get("errors") != "0"]
         if bad:
             failures.append(f"{len(bad)} of {len(self.honest)} honest bots failed, first: {bad[0]}")
+        # The warm-up lasts until every room of the run exists (each takes its memory once, and
+        # the hostile rooms open when their first client comes, which in a short run can be
+        # half-way through), and at least 30 % of the run (at most a minute).
         warm_up_s = min(60.0, 0.3 * self.seconds)
-        warm = [kb for t, kb in self.rss if t >= warm_up_s]
+        rss_from_s = warm_up_s
+        if self.rooms:
+            peak = max(v for _, v in self.rooms)
+            rss_from_s = max(warm_up_s, min(t for t, v in self.rooms if v == peak))
+        warm = [kb for t, kb in self.rss if t >= rss_from_s]
         if len(warm) >= 2:
             median = sorted(warm)[len(warm) // 2]
             spread = max(abs(kb - median) for kb in warm) / median
@@ -333,8 +343,9 @@ class Soak:
               ", ".join(f"{w} {s}/{c}" for w, c, s in checks) +
               f", slow readers {self.sent['slow_reader']}")
         if self.rss:
-            print(f"soak: server RSS {self.rss[0][1]} kB at start, median after warm-up "
-                  f"{median} kB, max stray {100 * spread:.1f} %, at end {self.rss[-1][1]} kB")
+            print(f"soak: server RSS {self.rss[0][1]} kB at start, median from {rss_from_s:.0f} s "
+                  f"(every room open) {median} kB, max stray {100 * spread:.1f} % over "
+                  f"{len(warm)} samples, at end {self.rss[-1][1]} kB")
         if self.ticks:
             print(f"soak: ticks {self.ticks[-1][1]:.0f} over {len(self.ticks)} samples, "
                   f"{len(stalls)} stalls")
