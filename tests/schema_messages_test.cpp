@@ -619,7 +619,8 @@ TEST(SchemaMessages, InputFrameAtTheClientCapDecodes) {
   AlignedBody body(body_of(encoded));
   Message decoded;
   // The time a decode takes is printed as a record, not asserted: a timed bound fails on a busy
-  // machine (a 100 ms bound failed at 102 ms per decode under ASan beside a build). The benchmarks measure it.
+  // machine (a 100 ms bound failed at 102 ms per decode under ASan beside a build). The benchmarks
+  // measure it.
   const auto start = std::chrono::steady_clock::now();
   constexpr int kRepeats = 20;
   for (int i = 0; i < kRepeats; ++i)
