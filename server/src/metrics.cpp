@@ -252,27 +252,24 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
   e.sample("lockstep_connections_closed_by_limit_total{limit=\"hello_timeout\"}", a.hello_timeouts);
 
   e.one("lockstep_threads", "gauge", "Worker threads the rooms run on.", stats.threads);
-  e.family("lockstep_thread_rooms", "gauge", "Live rooms on each worker thread.");
-  for (size_t t = 0; t < stats.thread_list.size(); ++t)
-    e.sample(fmt::format("lockstep_thread_rooms{{thread=\"{}\"}}", t), stats.thread_list[t].rooms);
-  e.family("lockstep_thread_clients", "gauge", "Connected clients of the rooms on each worker.");
-  for (size_t t = 0; t < stats.thread_list.size(); ++t) {
-    e.sample(fmt::format("lockstep_thread_clients{{thread=\"{}\"}}", t),
-             stats.thread_list[t].clients);
-  }
-  e.family("lockstep_thread_busy_seconds_total", "counter",
-           "Time each worker spent running its rooms' ticks.");
-  for (size_t t = 0; t < stats.thread_list.size(); ++t) {
-    e.sample_double(fmt::format("lockstep_thread_busy_seconds_total{{thread=\"{}\"}}", t),
-                    stats.thread_list[t].busy_s);
-  }
-  e.family("lockstep_thread_busy_ratio", "gauge",
-           "Share of the uptime each worker spent running ticks (rate() of the busy seconds for "
-           "a recent window).");
-  for (size_t t = 0; t < stats.thread_list.size(); ++t) {
-    e.sample_double(fmt::format("lockstep_thread_busy_ratio{{thread=\"{}\"}}", t),
-                    stats.thread_list[t].busy_ratio);
-  }
+  // One family per worker figure, a sample per worker labelled with its index.
+  const auto per_thread = [&](const char* name, const char* type, const char* help, auto value) {
+    e.family(name, type, help);
+    for (size_t t = 0; t < stats.thread_list.size(); ++t)
+      e.sample_double(fmt::format("{}{{thread=\"{}\"}}", name, t),
+                      static_cast<double>(value(stats.thread_list[t])));
+  };
+  per_thread("lockstep_thread_rooms", "gauge", "Live rooms on each worker thread.",
+             [](const auto& w) { return w.rooms; });
+  per_thread("lockstep_thread_clients", "gauge", "Connected clients of the rooms on each worker.",
+             [](const auto& w) { return w.clients; });
+  per_thread("lockstep_thread_busy_seconds_total", "counter",
+             "Time each worker spent running its rooms' ticks.",
+             [](const auto& w) { return w.busy_s; });
+  per_thread("lockstep_thread_busy_ratio", "gauge",
+             "Share of the uptime each worker spent running ticks (rate() of the busy seconds for "
+             "a recent window).",
+             [](const auto& w) { return w.busy_ratio; });
   e.family("lockstep_file_writes_total", "counter",
            "Replay files handed to the file-writing thread, by outcome (dropped: its queue was "
            "full).");
