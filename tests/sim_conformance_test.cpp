@@ -356,11 +356,10 @@ TEST(ConformanceTurnedStack, DISABLED_Turn1DegFrictionless) {
 // 2D version of this scene) sinks 4.4 cm, since its contacts flex in proportion to the load over
 // the light body's mass, as ours do.
 
-// Not met yet: the pair stands still (horizontal drift < 1 µm) but sinks 3.7 cm. A soft contact
-// is a spring whose stiffness scales with the effective mass of the row (the light box), so
-// 100 times the load compresses it ~100 times as much (lockstep's linear slop of 1 mm per contact
-// comes on top). The earlier rigid Baumgarte solver bobbed ±5 cm here and came apart at 6 s.
-TEST(ConformanceMassRatio, DISABLED_HeavyBoxOnLightBox100To1) {
+// Met by support mass scaling (contact_lanes.cpp): the row between the boxes sees the light box
+// as heavy as the one it carries. Without it the soft rows give in proportion to the load over
+// the light box's mass: the pair stood still but sank 3.7 cm.
+TEST(ConformanceMassRatio, HeavyBoxOnLightBox100To1) {
   std::unique_ptr<World> world = make_world(awake_def());
   ASSERT_NE(world, nullptr);
   add_ground(*world);
@@ -388,9 +387,9 @@ TEST(ConformanceMassRatio, DISABLED_HeavyBoxOnLightBox100To1) {
 // share the load evenly; Jolt keeps such a scene within millimetres (Box2D v3's soft step, on
 // the 2D version: 6.5 cm).
 
-// Not met yet: the same compression as above, with the bridge's supports 0.1 m apart: the light
-// bridge sinks between them far enough to tip, and the structure spreads (~30 cm).
-TEST(ConformanceMassRatio, DISABLED_HeavyBoxOnLightPyramid) {
+// Met by support mass scaling, as above. Without it the light bridge sank between its supports
+// far enough to tip, and the structure spread (~30 cm).
+TEST(ConformanceMassRatio, HeavyBoxOnLightPyramid) {
   std::unique_ptr<World> world = make_world(awake_def());
   ASSERT_NE(world, nullptr);
   add_ground(*world);
@@ -402,6 +401,37 @@ TEST(ConformanceMassRatio, DISABLED_HeavyBoxOnLightPyramid) {
   Drift d = track_drift(*world, ids, 600);
   figure("max_displacement_m", d.max_m, "m", "< 0.02");
   EXPECT_LT(d.max_m, 0.02) << "worst at step " << d.worst_step;
+}
+
+// A light box thrown up into a heavy box that rests on two pillars above it. Support mass
+// scaling (the two tests above) must not apply to an impact: a 1 kg box meeting a 100 kg one at
+// v can give it at most the whole of its momentum, v/101 upwards for a perfectly inelastic hit
+// (restitution 0 here), and since the scaling would treat the light box as 100 kg it would
+// launch the heavy one at ~v/2. The box is thrown at 4 m/s from the ground and meets the heavy
+// box 0.6 m higher at √(16 − 2·9.81·0.6) = 2.06 m/s: bound 0.05 m/s (2.5× the inelastic 0.0204)
+// for the heavy box's largest upward speed over 2 s.
+TEST(ConformanceMassRatio, LightBoxThrownUpIntoHeavyBoxInventsNoMomentum) {
+  std::unique_ptr<World> world = make_world(awake_def());
+  ASSERT_NE(world, nullptr);
+  add_ground(*world);
+  add(*world, static_box_def(Vec3{-0.6f, 0.5f, 0}, Vec3{0.2f, 0.5f, 0.5f}, 0.5f));
+  add(*world, static_box_def(Vec3{0.6f, 0.5f, 0}, Vec3{0.2f, 0.5f, 0.5f}, 0.5f));
+  BodyId heavy = add(*world, box_def(Vec3{0, 1.25f, 0}, Vec3{0.5f, 0.25f, 0.5f}, 200.0f));
+  BodyId light = add(*world, box_def(Vec3{0, 0.2f, 0}, Vec3{0.2f, 0.2f, 0.2f}, 1.0f / 0.064f));
+  ASSERT_NEAR(view(*world, heavy).mass_kg, 100.0, 1e-2);
+  ASSERT_NEAR(view(*world, light).mass_kg, 1.0, 1e-4);
+  for (int s = 0; s < 30; ++s)  // let the heavy box settle on the pillars
+    step(*world);
+  ASSERT_EQ(world->set_linear_velocity(light, Vec3{0, 4.0f, 0}), Error::none);
+  double max_up = 0, light_top = 0;
+  for (int s = 0; s < 120; ++s) {
+    step(*world);
+    max_up = std::max(max_up, static_cast<double>(view(*world, heavy).linear_velocity.y));
+    light_top = std::max(light_top, static_cast<double>(view(*world, light).position.y));
+  }
+  figure("heavy_max_upward_speed_m_s", max_up, "m/s", "< 0.05");
+  EXPECT_GT(light_top, 0.75) << "the light box never reached the heavy one";
+  EXPECT_LT(max_up, 0.05);
 }
 
 // ================================================================================================

@@ -1130,6 +1130,8 @@ void solve_contacts(WorldData& w, float gravity_step, bool moving, StepStats& st
       make_solver_settings(def.dt_s, def.substeps, def.contact_hertz, def.contact_damping_ratio,
                            def.linear_slop_m, def.max_bias_velocity, def.restitution_threshold);
   settings.gravity_step = gravity_step;
+  settings.up = normalize_or(-def.gravity, Vec3{});
+  settings.support_speed = 2.0f * gravity_step;
   build_contact_lanes(constraints, bodies, slots, &w.lanes);
   prepare_contact_lanes(constraints, points, bodies, settings, &w.lanes, &sc);
   if (!moving) return;

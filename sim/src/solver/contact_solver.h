@@ -119,6 +119,12 @@ struct SolverSettings {
   float max_bias_velocity = 0;
   float restitution_threshold = 0;
   float gravity_step = 0;  // |g|·dt (m/s)
+  // Support mass scaling (gather_lane in contact_lanes.cpp): `up` is −g/|g| (zero without
+  // gravity); a manifold between two dynamic bodies whose normal is within 45° of `up` and whose
+  // bodies close slower than `support_speed` treats the lower body as at least as heavy as the
+  // upper one.
+  Vec3 up{};
+  float support_speed = 0;  // m/s
 };
 
 /// The soft step's settings for a world: the contact hertz is capped at a quarter of the substep
