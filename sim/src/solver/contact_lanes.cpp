@@ -219,7 +219,8 @@ void clear_point_lane(PointLanes* p, uint32_t lane) {
 // body thrown up into a heavy one above, keeps its true masses, so no momentum is invented.
 float support_scale(const ContactConstraint& c, const BodySolverState& a, const BodySolverState& b,
                     const SolverSettings& s, bool* a_above) {
-  if (a.inv_mass <= 0.0f || b.inv_mass <= 0.0f) return 1.0f;
+  // Equal masses (most stacks) and static or kinematic bodies: nothing to scale.
+  if (a.inv_mass <= 0.0f || b.inv_mass <= 0.0f || a.inv_mass == b.inv_mass) return 1.0f;
   const float up = dot(c.normal, s.up);  // the normal points from B to A
   constexpr float kCos45 = 0.70710678f;
   *a_above = up > 0.0f;
