@@ -339,9 +339,10 @@ TEST(ConformanceTurnedStack, Turn20DegFriction05) {
 // towards the low side, which tilts the support further. The growth is slow (the top box is
 // within 4 mm at 3 s, ×2 every ~0.7 s after) but the 10-box stack falls by 10 s; 3 boxes stand.
 // The seed: at 1° a manifold's four points carry impulses 0.1 % apart after the first step
-// (an aligned stack's are equal); the same stack aligned, or turned 0.1°, stands within 0.3 mm. More substeps or iterations do not cure it; what does (a stiffer
-// spring for the tilt, or supports scaled heavier) makes the 20-row pyramid sway
-// (docs/design-decisions.md); a rigid position correction (Jolt's) would.
+// (an aligned stack's are equal); the same stack aligned, or turned 0.1°, stands within 0.3 mm.
+// More substeps or iterations do not cure it; what does (a stiffer spring for the tilt, or supports
+// scaled heavier) makes the 20-row pyramid sway (docs/design-decisions.md); a rigid position
+// correction (Jolt's) would.
 TEST(ConformanceTurnedStack, DISABLED_Turn1DegFrictionless) {
   run_turned_stack(1.0, 0.0f);  // μ = 0 on every shape, the ground too
 }
