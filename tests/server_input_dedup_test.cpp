@@ -16,7 +16,9 @@ using lockstep::server::InputDedup;
 class Model {
  public:
   Model(uint32_t players, uint32_t entries, uint64_t memory)
-      : entries_(entries), memory_(memory), ring_(players, std::vector<Entry>(entries)),
+      : entries_(entries),
+        memory_(memory),
+        ring_(players, std::vector<Entry>(entries)),
         next_(players, 0) {}
   bool is_repeat(uint32_t player, uint32_t sequence, uint64_t now, uint64_t frame) const {
     for (const Entry& e : ring_[player - 1]) {
@@ -115,12 +117,12 @@ TEST(InputDedup, MatchesTheLinearModelAtTheRoomsRingSize) {
 TEST(InputDedup, RepeatsOnlyAcrossFramesAndWithinMemory) {
   InputDedup dedup(2, 8, 10);
   dedup.remember(1, 42, 100, 7);
-  EXPECT_FALSE(dedup.is_repeat(1, 42, 100, 7));   // the same frame may repeat a sequence
-  EXPECT_TRUE(dedup.is_repeat(1, 42, 105, 8));    // another frame: a resend
-  EXPECT_FALSE(dedup.is_repeat(2, 42, 105, 8));   // another player's sequence space
-  EXPECT_FALSE(dedup.is_repeat(1, 42, 110, 8));   // remembered for 10 ticks only
-  EXPECT_FALSE(dedup.is_repeat(0, 42, 105, 8));   // no player 0
-  EXPECT_FALSE(dedup.is_repeat(3, 42, 105, 8));   // nor beyond the room's players
+  EXPECT_FALSE(dedup.is_repeat(1, 42, 100, 7));  // the same frame may repeat a sequence
+  EXPECT_TRUE(dedup.is_repeat(1, 42, 105, 8));   // another frame: a resend
+  EXPECT_FALSE(dedup.is_repeat(2, 42, 105, 8));  // another player's sequence space
+  EXPECT_FALSE(dedup.is_repeat(1, 42, 110, 8));  // remembered for 10 ticks only
+  EXPECT_FALSE(dedup.is_repeat(0, 42, 105, 8));  // no player 0
+  EXPECT_FALSE(dedup.is_repeat(3, 42, 105, 8));  // nor beyond the room's players
   dedup.forget(1);
   EXPECT_FALSE(dedup.is_repeat(1, 42, 105, 8));
 }

@@ -295,7 +295,7 @@ Drift track_drift(World& world, const std::vector<BodyId>& ids, int steps) {
 // millimetres indefinitely (Box2D's stacking benchmarks and Jolt's StackTest, whose boxes are
 // turned about y, stand at rest until they sleep).
 
-void run_turned_stack(double theta_deg, float friction) {
+void run_turned_stack(double theta_deg, float friction, int steps = 600) {
   std::unique_ptr<World> world = make_world(awake_def());
   ASSERT_NE(world, nullptr);
   add_ground(*world, friction);
@@ -308,7 +308,7 @@ void run_turned_stack(double theta_deg, float friction) {
   D3 start = d3(view(*world, ids.back()).position);
   double max_h = 0, max_v = 0;
   int worst = -1;
-  for (int s = 1; s <= 600; ++s) {
+  for (int s = 1; s <= steps; ++s) {
     step(*world);
     BodyView top = view(*world, ids.back());
     ASSERT_TRUE(finite(top)) << "step " << s;
@@ -334,17 +334,24 @@ TEST(ConformanceTurnedStack, Turn2DegFriction05) {
 TEST(ConformanceTurnedStack, Turn20DegFriction05) {
   run_turned_stack(20.0, 0.5f);
 }
-// Not met yet: the frictionless stack buckles. With μ = 0 a box slides freely on a support that
-// tilts, and a soft contact lets a support tilt under an off-centre load: the upper boxes slide
-// towards the low side, which tilts the support further. The growth is slow (the top box is
-// within 4 mm at 3 s, ×2 every ~0.7 s after) but the 10-box stack falls by 10 s; 3 boxes stand.
-// The seed: at 1° a manifold's four points carry impulses 0.1 % apart after the first step
-// (an aligned stack's are equal); the same stack aligned, or turned 0.1°, stands within 0.3 mm.
-// More substeps or iterations do not cure it; what does (a stiffer spring for the tilt, or supports
-// scaled heavier) makes the 20-row pyramid sway (docs/design-decisions.md); a rigid position
-// correction (Jolt's) would.
-TEST(ConformanceTurnedStack, DISABLED_Turn1DegFrictionless) {
+// The frictionless stack meets the 10-s bound: the top box moves 2.9 mm. With μ = 0 a box slides
+// freely on a support that tilts, and a soft contact lets a support tilt under an off-centre
+// load, so the upper boxes slide towards the low side, which tilts the support further: a
+// compliant frictionless stack is unstable, and only the size of its seed decides when it
+// shows. The seed used to be the centroid row's soft fixed point differing from the points'
+// (contact_lanes_passes.inl, solve_centroid_row): the sweep handed the difference to the first
+// point of every turned manifold, and the stack fell at 7–8 s. With the two made consistent the
+// top box leans 0.001° at 7.5 s (it leaned 12°).
+TEST(ConformanceTurnedStack, Turn1DegFrictionless) {
   run_turned_stack(1.0, 0.0f);  // μ = 0 on every shape, the ground too
+}
+// Not met yet: the same stack for 30 s. The growth (×2 every ~0.6 s from rounding-sized
+// leans) shows at 10 s (the top box leans 0.3°), moves it 1 cm at ~11.5 s and topples the
+// stack by 15 s. More substeps or iterations do not cure it; what does (a stiffer spring for
+// the tilt, or supports scaled heavier) makes the 20-row pyramid sway (docs/design-decisions.md);
+// a rigid position correction (Jolt's) would.
+TEST(ConformanceTurnedStack, DISABLED_Turn1DegFrictionlessFor30s) {
+  run_turned_stack(1.0, 0.0f, 1800);
 }
 
 // ================================================================================================

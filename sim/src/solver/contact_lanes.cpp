@@ -186,6 +186,8 @@ void clear_manifold_lane(ManifoldLanes* m, uint32_t lane, uint32_t zero_slot) {
   m->inv_mass_b[lane] = 0.0f;
   m->friction[lane] = 0.0f;
   m->centroid_mass[lane] = 0.0f;
+  m->centroid_inv_mass[lane] = 0.0f;
+  m->points_mass[lane] = 0.0f;
   m->centroid_separation[lane] = 0.0f;
   m->bias_rate[lane] = 0.0f;
   m->mass_scale[lane] = 1.0f;

@@ -77,6 +77,8 @@ struct alignas(16) ManifoldLanes {
   float friction[kLaneCount];
   Vec3Lanes centroid_rn_a, centroid_rn_b, centroid_in_a, centroid_in_b;
   float centroid_mass[kLaneCount];        // 0: no centroid row in that lane
+  float centroid_inv_mass[kLaneCount];    // K(centroid) = 1/centroid_mass; 0 without the row
+  float points_mass[kLaneCount];          // Σ 1/K over the active points (the soft mode's mass)
   float centroid_separation[kLaneCount];  // mean s₀ of the active points (m)
   // Soft contact coefficients of the lane (Softness: static_contact when a body is not dynamic).
   float bias_rate[kLaneCount], mass_scale[kLaneCount], impulse_scale[kLaneCount];

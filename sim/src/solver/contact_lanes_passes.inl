@@ -406,8 +406,7 @@ LOCKSTEP_LANES_INLINE T solve_centroid_row(const ManifoldLanes* const (&m)[B],
                                            const ContactLanes& constants, BodyLanes<T>* b,
                                            Mask* centroid_row) {
   const T zero = Pack<B>::splat(0.0f);
-  const T centroid_mass = ld(m, &ManifoldLanes::centroid_mass);
-  *centroid_row = lanes & (centroid_mass > zero);
+  *centroid_row = lanes & (ld(m, &ManifoldLanes::centroid_mass) > zero);
   T centroid_delta = zero;
   if (wide::any(*centroid_row)) {
     T min_impulse = zero, sum_impulse = zero;
@@ -428,8 +427,18 @@ LOCKSTEP_LANES_INLINE T solve_centroid_row(const ManifoldLanes* const (&m)[B],
     // The mean separation moves with the centroid: n·(Δθ×c) = Δθ·(c×n).
     const T sep = ld(m, &ManifoldLanes::centroid_separation) + row_velocity(d, n, rn_a, rn_b);
     const SoftRow<T> row = soft_row<B>(m, sep, use_bias, constants);
-    const T total =
-        -(centroid_mass * row.mass_scale) * (vn + row.bias) - row.impulse_scale * sum_impulse;
+    // The uniform mode of the points' own soft rows, solved exactly: after δ on every point
+    // each of them meets −(1/K)·mass_scale·(vn + bias) − impulse_scale·λ = 0 when their
+    // masses 1/K are equal (S = Σ 1/K), so the point rows that follow have nothing left to
+    // share out in sweep order. With the centroid's own mass in the soft terms instead, the
+    // two fixed points differed whenever S ≠ centroid_mass (the points of a turned face), and
+    // the sweep handed the difference to the first point every pass: a lean (rigid rows:
+    // mass_scale 1, impulse_scale 0, give the centroid's plain Newton step either way).
+    const T points_mass = ld(m, &ManifoldLanes::points_mass);
+    const T soft_mass = points_mass * row.mass_scale;
+    const T denominator = soft_mass * ld(m, &ManifoldLanes::centroid_inv_mass) + row.impulse_scale;
+    const T total = -(soft_mass * (vn + row.bias) + row.impulse_scale * sum_impulse) /
+                    wide::select(*centroid_row, denominator, Pack<B>::splat(1.0f));
     T delta = total / active_count;
     delta = wide::select(delta < -min_impulse, -min_impulse, delta);
     centroid_delta = wide::select(*centroid_row, delta, zero);
@@ -719,7 +728,7 @@ void prepare_batch(const SolverSettings& s, const PrepareInputs& in, ManifoldLan
   M bounce_lanes = wide::lane_mask8(0);
 
   V3 sum_a{zero, zero, zero}, sum_b{zero, zero, zero};
-  W sum_separation = zero, active = zero;
+  W sum_separation = zero, active = zero, points_mass = zero;
   for (uint32_t k = 0; k < m->point_rows; ++k) {
     PointLanes& p = rows[k];
     const M has_point = wide::lane_mask8(in.has_point[k]);
@@ -773,6 +782,7 @@ void prepare_batch(const SolverSettings& s, const PrepareInputs& in, ManifoldLan
     sum_b = select3(active_row, sum_b + rb, sum_b);
     sum_separation = wide::select(active_row, sum_separation + sep, sum_separation);
     active = wide::select(active_row, active + one, active);
+    points_mass = wide::select(active_row, points_mass + one / k_n, points_mass);
   }
   m->bounce_lanes = static_cast<uint32_t>(wide::bits(bounce_lanes));
 
@@ -792,4 +802,6 @@ void prepare_batch(const SolverSettings& s, const PrepareInputs& in, ManifoldLan
   store3(&m->centroid_in_b, select3(centroid, in_b, zero3));
   wide::store(m->centroid_separation, wide::select(centroid, sum_separation * inv_active, zero));
   wide::store(m->centroid_mass, wide::select(centroid_ok, one / k_c, zero));
+  wide::store(m->centroid_inv_mass, wide::select(centroid_ok, k_c, zero));
+  wide::store(m->points_mass, wide::select(centroid_ok, points_mass, zero));
 }
