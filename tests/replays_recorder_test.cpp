@@ -817,6 +817,18 @@ struct KeyframedWindow {
   }
 };
 
+// Every keyframe of a loaded file restores to a world with the keyframe's tick and state hash.
+void expect_keyframes_restore(const LoadedReplay& r) {
+  for (const replays::ReplayKeyframe& keyframe : r.keyframes) {
+    std::unique_ptr<sim::World> world = sim::World::create(r.header.world_def);
+    ASSERT_NE(world, nullptr);
+    ASSERT_EQ(world->restore_snapshot(keyframe.snapshot), sim::Error::none)
+        << "tick " << keyframe.tick;
+    EXPECT_EQ(world->tick(), keyframe.tick);
+    EXPECT_EQ(world->state_hash(), keyframe.state_hash) << "tick " << keyframe.tick;
+  }
+}
+
 TEST(ReplayKeyframeDelta, EveryKeyframeOfAWindowIsRebuiltByteForByte) {
   const KeyframedWindow w(0);  // no budget: every keyframe is written
   const std::vector<uint8_t> bytes = w.write(replays::ReplayWriterKind::client);
@@ -835,6 +847,7 @@ TEST(ReplayKeyframeDelta, EveryKeyframeOfAWindowIsRebuiltByteForByte) {
   }
   const replays::VerifyResult verified = replays::verify_replay(r);
   EXPECT_TRUE(verified.ok) << verified.error;
+  expect_keyframes_restore(r);
   // Deltas are what make the later keyframes small: the whole file is well under seven whole
   // packed keyframes' worth of the first one.
   replays::RecordReader reader(bytes);
@@ -870,7 +883,8 @@ TEST(ReplayKeyframeDelta, TheBudgetKeepsTheFirstKeyframeTheTicksAndAClientsLiveS
 TEST(ReplayKeyframeDelta, ACorruptDeltaOrAMissingBaseIsAClearError) {
   const KeyframedWindow w(0);
   std::vector<std::vector<uint8_t>> payloads;
-  replays::RecordReader reader(w.write(replays::ReplayWriterKind::server));
+  const std::vector<uint8_t> file = w.write(replays::ReplayWriterKind::server);
+  replays::RecordReader reader(file);
   std::span<const uint8_t> payload;
   std::vector<size_t> keyframes;
   while (reader.next(&payload) == replays::RecordError::none) {
@@ -914,6 +928,36 @@ TEST(ReplayKeyframeDelta, ACorruptDeltaOrAMissingBaseIsAClearError) {
       std::vector<uint8_t>(payload.begin(), payload.end()), client_payloads.back()};
   EXPECT_FALSE(replays::load_replay(frame_records(first_is_delta), &r, &error));
   EXPECT_NE(error.find("no keyframe before it"), std::string::npos) << error;
+}
+
+TEST(ReplayKeyframeDelta, AStreamedMatchWritesLaterKeyframesAsDeltas) {
+  Match m;
+  const std::string path = temp_dir() + "/stream_deltas.lsr";
+  replays::ReplayStreamWriter writer;
+  replays::ReplayStreamOptions options;
+  options.keyframe_interval_ticks = 50;
+  ASSERT_TRUE(writer.open(path, m.header(), *m.world, options).ok);
+  std::vector<std::vector<uint8_t>> snapshots;
+  for (int i = 0; i < 200; ++i) {
+    m.step();
+    ASSERT_TRUE(writer.record_step(*m.world, m.applied, m.world->state_hash(), std::nullopt).ok);
+    if (m.world->tick() % 50 == 0) {
+      std::vector<uint8_t> bytes(m.world->snapshot_size());
+      size_t written = 0;
+      ASSERT_EQ(m.world->save_snapshot(bytes, &written), sim::Error::none);
+      bytes.resize(written);
+      snapshots.push_back(std::move(bytes));
+    }
+  }
+  ASSERT_TRUE(writer.finish().ok);
+  LoadedReplay r;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay_file(path, &r, &error)) << error;
+  ASSERT_EQ(r.keyframes.size(), 5u);  // 0, then 50, 100, 150, 200 as deltas
+  for (size_t i = 1; i < r.keyframes.size(); ++i)
+    EXPECT_EQ(r.keyframes[i].snapshot, snapshots[i - 1]) << "tick " << r.keyframes[i].tick;
+  expect_keyframes_restore(r);
+  EXPECT_TRUE(replays::verify_replay(r).ok);
 }
 
 TEST(ReplayKeyframeDelta, AGoldenReplayOfFormat6StillVerifies) {

@@ -354,6 +354,9 @@ struct ReplayStreamWriter::State {
   detail::RecordEncoder encoder{64 * 1024};
   ReplayStreamOptions options;
   std::vector<uint8_t> snapshot;  // max_snapshot_size, taken at open()
+  // The last keyframe written, the base of the next one's delta (format 7); same size.
+  std::vector<uint8_t> previous;
+  size_t previous_bytes = 0;
   uint64_t ticks_since_flush = 0;
   uint64_t ticks_since_sync = 0;
   std::string empty;
@@ -375,6 +378,8 @@ WriteResult ReplayStreamWriter::open(const std::string& path, const ReplayHeader
   s.options = options;
   if (s.options.flush_every_ticks == 0) s.options.flush_every_ticks = 1;
   s.snapshot.assign(world.max_snapshot_size(), 0);
+  s.previous.assign(world.max_snapshot_size(), 0);
+  s.previous_bytes = 0;
   s.ticks_since_flush = s.ticks_since_sync = 0;
   RecordError error = s.writer.open(path);
   if (error != RecordError::none) return record_result(s.writer, error);
@@ -414,9 +419,16 @@ WriteResult ReplayStreamWriter::record_keyframe(const sim::World& world) {
   const sim::Error error = world.save_snapshot(s.snapshot, &written);
   if (error != sim::Error::none)
     return {false, std::string("snapshot failed: ") + sim::error_message(error)};
-  return record_result(s.writer, s.writer.append(s.encoder.keyframe(
-                                     world.tick(), world.state_hash(),
-                                     std::span<const uint8_t>(s.snapshot.data(), written))));
+  // After the first, a keyframe is a delta against the one before it: its base is always
+  // earlier in the file, so a file cut short still reads up to its last complete record.
+  const RecordError appended = s.writer.append(s.encoder.keyframe(
+      world.tick(), world.state_hash(), std::span<const uint8_t>(s.snapshot.data(), written),
+      std::span<const uint8_t>(s.previous.data(), s.previous_bytes)));
+  if (appended == RecordError::none) {
+    s.snapshot.swap(s.previous);
+    s.previous_bytes = written;
+  }
+  return record_result(s.writer, appended);
 }
 
 WriteResult ReplayStreamWriter::record_step(const sim::World& world,
