@@ -28,8 +28,9 @@ namespace rp = lockstep::replay;
 struct RecordEncoder::Impl {
   explicit Impl(size_t initial_bytes) : builder(initial_bytes) {}
   fb::FlatBufferBuilder builder;
-  std::vector<uint8_t> compact;  // tick records (their capacity is kept between records)
-  std::vector<uint8_t> delta;    // a delta keyframe's XORed snapshot, before packing
+  std::vector<uint8_t> compact;       // tick records (their capacity is kept between records)
+  std::vector<uint8_t> delta;         // a delta keyframe's XORed snapshot, before packing
+  std::vector<uint8_t> packed_delta;  // and packed, to compare with the packed snapshot
 };
 
 RecordEncoder::RecordEncoder(size_t initial_bytes) : impl_(new Impl(initial_bytes)) {}
@@ -76,28 +77,36 @@ std::span<const uint8_t> RecordEncoder::keyframe(uint64_t tick, uint64_t state_h
   b.Clear();
   // Since format 6 the snapshot is packed (a keyframe is mostly zero bytes). Since format 7 a
   // later keyframe may be XORed with the one before it first: the bytes of bodies that did not
-  // move (and of every field that kept its value) become zeros, which the packing drops.
-  std::span<const uint8_t> source = snapshot;
+  // move (and of every field that kept its value) become zeros, which the packing drops. Where
+  // the layouts do not line up the delta can pack worse than the snapshot: the smaller is kept.
+  std::vector<uint8_t>& packed = impl_->compact;
+  packed.clear();
+  schema::compact::append_packed(snapshot, &packed);
+  bool is_delta = false;
   if (!base.empty()) {
     std::vector<uint8_t>& delta = impl_->delta;
     delta.assign(snapshot.begin(), snapshot.end());
     const size_t common = std::min(snapshot.size(), base.size());
     for (size_t i = 0; i < common; ++i)
       delta[i] ^= base[i];
-    source = delta;
+    std::vector<uint8_t>& packed_delta = impl_->packed_delta;
+    packed_delta.clear();
+    schema::compact::append_packed(delta, &packed_delta);
+    // The delta also carries its snapshot's 8-byte checksum.
+    if (packed_delta.size() + 8 < packed.size()) {
+      packed.swap(packed_delta);
+      is_delta = true;
+    }
   }
-  std::vector<uint8_t>& packed = impl_->compact;
-  packed.clear();
-  schema::compact::append_packed(source, &packed);
   const auto bytes = b.CreateVector(packed.data(), packed.size());
   rp::KeyframeBuilder k(b);
   k.add_tick(tick);
   k.add_state_hash(state_hash);
-  if (base.empty()) {
-    k.add_snapshot_packed(bytes);
-  } else {
+  if (is_delta) {
     k.add_snapshot_delta(bytes);
     k.add_snapshot_xxh3(XXH3_64bits(snapshot.data(), snapshot.size()));
+  } else {
+    k.add_snapshot_packed(bytes);
   }
   return finish(b, rp::Record::Keyframe, k.Finish().Union());
 }

@@ -24,7 +24,7 @@ class RecordEncoder final {
   /// Each returns the finished record's bytes, valid until the next call.
   std::span<const uint8_t> header(const ReplayHeader& header);
   /// With a non-empty `base` (the previous keyframe's snapshot in the same file) the snapshot is
-  /// stored as its delta against it (format 7); without, whole.
+  /// stored as its delta against it (format 7) when that is smaller; otherwise whole.
   std::span<const uint8_t> keyframe(uint64_t tick, uint64_t state_hash,
                                     std::span<const uint8_t> snapshot,
                                     std::span<const uint8_t> base = {});
