@@ -742,7 +742,7 @@ TEST(ReplayCommands, CommandsAreRecordedAndReplayedBitForBit) {
   LoadedReplay replay;
   std::string error;
   ASSERT_TRUE(replays::load_replay(bytes, &replay, &error)) << error;
-  EXPECT_EQ(replay.header.format_version, 6u);
+  EXPECT_EQ(replay.header.format_version, replays::kReplayFormatVersion);
   size_t loaded = 0;
   for (const replays::ReplayTick& tick : replay.ticks)
     loaded += tick.commands.size();
@@ -780,6 +780,209 @@ TEST(ReplayCommands, ABadCommandInATickRecordIsAClearError) {
   const sim::Command two[2] = {sim::Command{}, sim::Command{}};
   EXPECT_FALSE(narrow.record_step(*match.world, {}, match.world->state_hash(), std::nullopt, two));
   EXPECT_EQ(narrow.dropped_commands(), 1u);
+}
+
+// ---- keyframe deltas (format 7) -----------------------------------------------------------------
+
+// A client's window of 400 ticks with a keyframe every 60: its snapshots, saved as they were
+// recorded, to compare the file's rebuilt ones with.
+struct KeyframedWindow {
+  Match m;
+  std::unique_ptr<replays::ReplayWindow> window;
+  std::vector<std::pair<uint64_t, std::vector<uint8_t>>> snapshots;
+
+  explicit KeyframedWindow(size_t dump_budget_bytes) {
+    replays::ReplayWindowConfig config{300, 60, 0};
+    config.dump_budget_bytes = dump_budget_bytes;
+    window = std::make_unique<replays::ReplayWindow>(*m.world, config);
+    for (int i = 0; i < 400; ++i) {
+      m.step();
+      EXPECT_TRUE(window->record_step(*m.world, m.applied, m.world->state_hash(), std::nullopt));
+      if (window->keyframe_due(m.world->tick()) || m.world->tick() == 400) save();
+    }
+  }
+  void save() {
+    std::vector<uint8_t> bytes(m.world->snapshot_size());
+    size_t written = 0;
+    EXPECT_EQ(m.world->save_snapshot(bytes, &written), sim::Error::none);
+    bytes.resize(written);
+    snapshots.emplace_back(m.world->tick(), std::move(bytes));
+  }
+  std::vector<uint8_t> write(replays::ReplayWriterKind writer) const {
+    replays::ReplayHeader header = m.header();
+    header.writer = writer;
+    std::vector<uint8_t> bytes;
+    EXPECT_TRUE(window->write_bytes(&bytes, header, m.world.get()).ok);
+    return bytes;
+  }
+};
+
+// Every keyframe of a loaded file restores to a world with the keyframe's tick and state hash.
+void expect_keyframes_restore(const LoadedReplay& r) {
+  for (const replays::ReplayKeyframe& keyframe : r.keyframes) {
+    std::unique_ptr<sim::World> world = sim::World::create(r.header.world_def);
+    ASSERT_NE(world, nullptr);
+    ASSERT_EQ(world->restore_snapshot(keyframe.snapshot), sim::Error::none)
+        << "tick " << keyframe.tick;
+    EXPECT_EQ(world->tick(), keyframe.tick);
+    EXPECT_EQ(world->state_hash(), keyframe.state_hash) << "tick " << keyframe.tick;
+  }
+}
+
+TEST(ReplayKeyframeDelta, EveryKeyframeOfAWindowIsRebuiltByteForByte) {
+  const KeyframedWindow w(0);  // no budget: every keyframe is written
+  const std::vector<uint8_t> bytes = w.write(replays::ReplayWriterKind::client);
+  LoadedReplay r;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay(bytes, &r, &error)) << error;
+  EXPECT_EQ(r.header.format_version, 7u);
+  EXPECT_EQ(r.header.first_tick, 60u);  // newest multiple of 60 at or before 400 - 300
+  // 60 (whole), 120 .. 360 (deltas), then the live state at 400 (a delta against 360).
+  ASSERT_EQ(r.keyframes.size(), 7u);
+  for (const replays::ReplayKeyframe& keyframe : r.keyframes) {
+    const auto saved = std::find_if(w.snapshots.begin(), w.snapshots.end(),
+                                    [&](const auto& s) { return s.first == keyframe.tick; });
+    ASSERT_NE(saved, w.snapshots.end()) << "tick " << keyframe.tick;
+    EXPECT_EQ(keyframe.snapshot, saved->second) << "tick " << keyframe.tick;
+  }
+  const replays::VerifyResult verified = replays::verify_replay(r);
+  EXPECT_TRUE(verified.ok) << verified.error;
+  expect_keyframes_restore(r);
+  // Deltas are what make the later keyframes small: the whole file is well under seven whole
+  // packed keyframes' worth of the first one.
+  replays::RecordReader reader(bytes);
+  std::span<const uint8_t> payload;
+  std::vector<size_t> keyframe_bytes;
+  while (reader.next(&payload) == replays::RecordError::none)
+    if ((payload[0] & 3) == 0 && keyframe_bytes.size() < 8)
+      keyframe_bytes.push_back(payload.size());
+  ASSERT_GE(keyframe_bytes.size(), 3u);  // the header, then keyframes
+  for (size_t i = 2; i < keyframe_bytes.size(); ++i)
+    EXPECT_LT(keyframe_bytes[i], keyframe_bytes[1]) << "keyframe " << i - 1;
+}
+
+TEST(ReplayKeyframeDelta, TheBudgetKeepsTheFirstKeyframeTheTicksAndAClientsLiveState) {
+  const KeyframedWindow w(1);  // a budget nothing fits in
+  LoadedReplay server, client;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay(w.write(replays::ReplayWriterKind::server), &server, &error))
+      << error;
+  ASSERT_TRUE(replays::load_replay(w.write(replays::ReplayWriterKind::client), &client, &error))
+      << error;
+  ASSERT_EQ(server.keyframes.size(), 1u);
+  EXPECT_EQ(server.keyframes[0].tick, 60u);
+  EXPECT_EQ(server.ticks.size(), 340u);
+  // A client's live state is the evidence of its desync: written whatever the budget.
+  ASSERT_EQ(client.keyframes.size(), 2u);
+  EXPECT_EQ(client.keyframes[1].tick, 400u);
+  EXPECT_EQ(client.keyframes[1].snapshot, w.snapshots.back().second);
+  EXPECT_TRUE(replays::verify_replay(server).ok);
+  EXPECT_TRUE(replays::verify_replay(client).ok);
+}
+
+TEST(ReplayKeyframeDelta, ACorruptDeltaOrAMissingBaseIsAClearError) {
+  const KeyframedWindow w(0);
+  std::vector<std::vector<uint8_t>> payloads;
+  const std::vector<uint8_t> file = w.write(replays::ReplayWriterKind::server);
+  replays::RecordReader reader(file);
+  std::span<const uint8_t> payload;
+  std::vector<size_t> keyframes;
+  while (reader.next(&payload) == replays::RecordError::none) {
+    if (!payloads.empty() && (payload[0] & 3) == 0) keyframes.push_back(payloads.size());
+    payloads.emplace_back(payload.begin(), payload.end());
+  }
+  ASSERT_GE(keyframes.size(), 3u);
+  LoadedReplay r;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay(frame_records(payloads), &r, &error)) << error;
+
+  // Bytes of the second keyframe's delta changed (the record checksums recomputed by
+  // frame_records): refused, naming the delta, never a crash.
+  const size_t delta = keyframes[1];
+  for (size_t back : {8u, 20u, 40u, 200u}) {
+    std::vector<std::vector<uint8_t>> damaged = payloads;
+    damaged[delta][damaged[delta].size() - back] ^= 0x5a;
+    EXPECT_FALSE(replays::load_replay(frame_records(damaged), &r, &error)) << back;
+    EXPECT_NE(error.find("delta keyframe"), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  // Every 13th byte of the delta record flipped: each file is refused with one line, or loads
+  // (a byte FlatBuffers does not read) and then verifies or fails cleanly; never a crash.
+  for (size_t at = 0; at < payloads[delta].size(); at += 13) {
+    std::vector<std::vector<uint8_t>> damaged = payloads;
+    damaged[delta][at] ^= 0xff;
+    if (replays::load_replay(frame_records(damaged), &r, &error)) {
+      EXPECT_TRUE(replays::verify_replay(r).ok) << "byte " << at;
+    } else {
+      EXPECT_FALSE(error.empty());
+      EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+    }
+  }
+  // The keyframe it was made against left out: applied to the one before, the rebuilt snapshot's
+  // checksum does not match.
+  std::vector<std::vector<uint8_t>> without_base = payloads;
+  without_base.erase(without_base.begin() + static_cast<std::ptrdiff_t>(keyframes[1]));
+  EXPECT_FALSE(replays::load_replay(frame_records(without_base), &r, &error));
+  EXPECT_NE(error.find("not the keyframe it was made against"), std::string::npos) << error;
+  // A delta as the file's first keyframe has no base at all: the live state at tick 400 (a delta
+  // against 360) after the header of a window that starts at 400.
+  std::vector<uint8_t> live_file = w.write(replays::ReplayWriterKind::client);
+  std::vector<std::vector<uint8_t>> client_payloads;
+  replays::RecordReader client_reader(live_file);
+  while (client_reader.next(&payload) == replays::RecordError::none)
+    client_payloads.emplace_back(payload.begin(), payload.end());
+  replays::ReplayWindow at_400(*w.m.world, {300, 60, 0});
+  std::vector<uint8_t> header_file;
+  ASSERT_TRUE(at_400.write_bytes(&header_file, w.m.header()).ok);
+  replays::RecordReader header_reader(header_file);
+  ASSERT_EQ(header_reader.next(&payload), replays::RecordError::none);
+  const std::vector<std::vector<uint8_t>> first_is_delta = {
+      std::vector<uint8_t>(payload.begin(), payload.end()), client_payloads.back()};
+  EXPECT_FALSE(replays::load_replay(frame_records(first_is_delta), &r, &error));
+  EXPECT_NE(error.find("no keyframe before it"), std::string::npos) << error;
+}
+
+TEST(ReplayKeyframeDelta, AStreamedMatchWritesLaterKeyframesAsDeltas) {
+  Match m;
+  const std::string path = temp_dir() + "/stream_deltas.lsr";
+  replays::ReplayStreamWriter writer;
+  replays::ReplayStreamOptions options;
+  options.keyframe_interval_ticks = 50;
+  ASSERT_TRUE(writer.open(path, m.header(), *m.world, options).ok);
+  std::vector<std::vector<uint8_t>> snapshots;
+  for (int i = 0; i < 200; ++i) {
+    m.step();
+    ASSERT_TRUE(writer.record_step(*m.world, m.applied, m.world->state_hash(), std::nullopt).ok);
+    if (m.world->tick() % 50 == 0) {
+      std::vector<uint8_t> bytes(m.world->snapshot_size());
+      size_t written = 0;
+      ASSERT_EQ(m.world->save_snapshot(bytes, &written), sim::Error::none);
+      bytes.resize(written);
+      snapshots.push_back(std::move(bytes));
+    }
+  }
+  ASSERT_TRUE(writer.finish().ok);
+  LoadedReplay r;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay_file(path, &r, &error)) << error;
+  ASSERT_EQ(r.keyframes.size(), 5u);  // 0, then 50, 100, 150, 200 as deltas
+  for (size_t i = 1; i < r.keyframes.size(); ++i)
+    EXPECT_EQ(r.keyframes[i].snapshot, snapshots[i - 1]) << "tick " << r.keyframes[i].tick;
+  expect_keyframes_restore(r);
+  EXPECT_TRUE(replays::verify_replay(r).ok);
+}
+
+TEST(ReplayKeyframeDelta, AGoldenReplayOfFormat6StillVerifies) {
+  LoadedReplay r;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay_file(std::string(LOCKSTEP_GOLDEN_REPLAYS) + "/inputs_4p_600.lsr",
+                                        &r, &error))
+      << error;
+  EXPECT_EQ(r.header.format_version, 6u);
+  EXPECT_EQ(r.keyframes.size(), 1u);
+  const replays::VerifyResult verified = replays::verify_replay(r);
+  EXPECT_TRUE(verified.ok) << verified.error;
+  EXPECT_EQ(verified.ticks_verified, 600u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "lockstep/replays/recorder.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "lockstep/replays/record_file.h"
@@ -251,42 +252,80 @@ WriteResult ReplayWindow::write_bytes(std::vector<uint8_t>* out, const ReplayHea
   const int64_t start = s.start_keyframe();
   if (start < 0) return {false, "replay window holds no keyframe yet"};
   const State::KeyframeSlot& first = s.keyframe(static_cast<uint32_t>(start));
+  const uint32_t first_slot =
+      (s.keyframe_first + static_cast<uint32_t>(start)) % s.keyframe_capacity;
+  const std::span<const uint8_t> first_snapshot(s.snapshot_bytes(first_slot), first.bytes);
   detail::RecordEncoder encoder(64 * 1024);
   ReplayHeader h = header;
   h.first_tick = first.tick;
   detail::append_record(out, encoder.header(h));
-  uint32_t next_keyframe = static_cast<uint32_t>(start);
-  for (uint64_t t = first.tick;; ++t) {
-    if (t > first.tick) {
-      const State::TickSlot& slot = s.tick_slot(t);
-      const sim::Input* inputs =
-          s.inputs.get() + (t % s.tick_capacity) * s.config.max_inputs_per_tick;
-      const sim::Command* commands =
-          s.commands.get() + (t % s.tick_capacity) * s.config.max_commands_per_tick;
-      detail::append_record(
-          out,
-          encoder.tick(
-              t, std::span<const sim::Input>(inputs, slot.input_count), slot.authoritative_hash,
-              slot.has_client_hash ? std::optional<uint64_t>(slot.client_hash) : std::nullopt,
-              std::span<const sim::Command>(commands, slot.command_count)));
+  const auto tick_record = [&](uint64_t t) {
+    const State::TickSlot& slot = s.tick_slot(t);
+    const sim::Input* inputs =
+        s.inputs.get() + (t % s.tick_capacity) * s.config.max_inputs_per_tick;
+    const sim::Command* commands =
+        s.commands.get() + (t % s.tick_capacity) * s.config.max_commands_per_tick;
+    return encoder.tick(
+        t, std::span<const sim::Input>(inputs, slot.input_count), slot.authoritative_hash,
+        slot.has_client_hash ? std::optional<uint64_t>(slot.client_hash) : std::nullopt,
+        std::span<const sim::Command>(commands, slot.command_count));
+  };
+
+  std::vector<uint8_t> live;
+  if (live_world != nullptr && live_world->tick() == s.last_tick) {
+    live.resize(live_world->snapshot_size());
+    size_t written = 0;
+    if (live_world->save_snapshot(live, &written) == sim::Error::none)
+      live.resize(written);
+    else
+      live.clear();
+  }
+  // A client's live state is the evidence of its desync: always written. A server's is what
+  // re-simulating its own ticks gives, so it is only a shortcut like the ring's later keyframes.
+  const bool live_required = !live.empty() && header.writer == ReplayWriterKind::client;
+
+  // What is always written, measured first; later keyframes share what is left of the budget,
+  // taken in file order, each a delta against the keyframe written before it.
+  size_t optional_bytes_left = SIZE_MAX;
+  if (s.config.dump_budget_bytes != 0) {
+    size_t required = out->size() + kRecordHeaderBytes +
+                      encoder.keyframe(first.tick, first.state_hash, first_snapshot).size();
+    for (uint64_t t = first.tick + 1; t <= s.last_tick; ++t)
+      required += kRecordHeaderBytes + tick_record(t).size();
+    if (live_required) {
+      required +=
+          kRecordHeaderBytes +
+          encoder.keyframe(live_world->tick(), live_world->state_hash(), live, first_snapshot)
+              .size();
     }
+    optional_bytes_left =
+        s.config.dump_budget_bytes > required ? s.config.dump_budget_bytes - required : 0;
+  }
+
+  detail::append_record(out, encoder.keyframe(first.tick, first.state_hash, first_snapshot));
+  std::span<const uint8_t> base = first_snapshot;
+  uint32_t next_keyframe = static_cast<uint32_t>(start) + 1;
+  for (uint64_t t = first.tick + 1; t <= s.last_tick; ++t) {
+    detail::append_record(out, tick_record(t));
     while (next_keyframe < s.keyframe_count && s.keyframe(next_keyframe).tick == t) {
       const State::KeyframeSlot& k = s.keyframe(next_keyframe);
       const uint32_t slot_index = (s.keyframe_first + next_keyframe) % s.keyframe_capacity;
-      detail::append_record(
-          out, encoder.keyframe(k.tick, k.state_hash,
-                                std::span<const uint8_t>(s.snapshot_bytes(slot_index), k.bytes)));
+      const std::span<const uint8_t> snapshot(s.snapshot_bytes(slot_index), k.bytes);
+      const std::span<const uint8_t> record =
+          encoder.keyframe(k.tick, k.state_hash, snapshot, base);
+      if (kRecordHeaderBytes + record.size() <= optional_bytes_left) {
+        detail::append_record(out, record);
+        optional_bytes_left -= kRecordHeaderBytes + record.size();
+        base = snapshot;
+      }
       ++next_keyframe;
     }
-    if (t == s.last_tick) break;
   }
-  if (live_world != nullptr && live_world->tick() == s.last_tick) {
-    std::vector<uint8_t> snapshot(live_world->snapshot_size());
-    size_t written = 0;
-    if (live_world->save_snapshot(snapshot, &written) == sim::Error::none)
-      detail::append_record(out,
-                            encoder.keyframe(live_world->tick(), live_world->state_hash(),
-                                             std::span<const uint8_t>(snapshot.data(), written)));
+  if (!live.empty()) {
+    const std::span<const uint8_t> record =
+        encoder.keyframe(live_world->tick(), live_world->state_hash(), live, base);
+    if (live_required || kRecordHeaderBytes + record.size() <= optional_bytes_left)
+      detail::append_record(out, record);
   }
   return {true, {}};
 }
@@ -315,6 +354,9 @@ struct ReplayStreamWriter::State {
   detail::RecordEncoder encoder{64 * 1024};
   ReplayStreamOptions options;
   std::vector<uint8_t> snapshot;  // max_snapshot_size, taken at open()
+  // The last keyframe written, the base of the next one's delta (format 7); same size.
+  std::vector<uint8_t> previous;
+  size_t previous_bytes = 0;
   uint64_t ticks_since_flush = 0;
   uint64_t ticks_since_sync = 0;
   std::string empty;
@@ -336,6 +378,8 @@ WriteResult ReplayStreamWriter::open(const std::string& path, const ReplayHeader
   s.options = options;
   if (s.options.flush_every_ticks == 0) s.options.flush_every_ticks = 1;
   s.snapshot.assign(world.max_snapshot_size(), 0);
+  s.previous.assign(world.max_snapshot_size(), 0);
+  s.previous_bytes = 0;
   s.ticks_since_flush = s.ticks_since_sync = 0;
   RecordError error = s.writer.open(path);
   if (error != RecordError::none) return record_result(s.writer, error);
@@ -375,9 +419,16 @@ WriteResult ReplayStreamWriter::record_keyframe(const sim::World& world) {
   const sim::Error error = world.save_snapshot(s.snapshot, &written);
   if (error != sim::Error::none)
     return {false, std::string("snapshot failed: ") + sim::error_message(error)};
-  return record_result(s.writer, s.writer.append(s.encoder.keyframe(
-                                     world.tick(), world.state_hash(),
-                                     std::span<const uint8_t>(s.snapshot.data(), written))));
+  // After the first, a keyframe is a delta against the one before it: its base is always
+  // earlier in the file, so a file cut short still reads up to its last complete record.
+  const RecordError appended = s.writer.append(s.encoder.keyframe(
+      world.tick(), world.state_hash(), std::span<const uint8_t>(s.snapshot.data(), written),
+      std::span<const uint8_t>(s.previous.data(), s.previous_bytes)));
+  if (appended == RecordError::none) {
+    s.snapshot.swap(s.previous);
+    s.previous_bytes = written;
+  }
+  return record_result(s.writer, appended);
 }
 
 WriteResult ReplayStreamWriter::record_step(const sim::World& world,

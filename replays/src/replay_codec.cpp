@@ -5,6 +5,7 @@
 // them; FlatBuffers reads 8-byte fields in place.
 #include "replay_codec.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <flatbuffers/flatbuffers.h>
@@ -15,6 +16,7 @@
 #include "lockstep/schema/player_input_codec.h"
 #include "lockstep/schema/replay_generated.h"
 #include "lockstep/schema/world_codec.h"
+#include "replay_step.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -26,7 +28,9 @@ namespace rp = lockstep::replay;
 struct RecordEncoder::Impl {
   explicit Impl(size_t initial_bytes) : builder(initial_bytes) {}
   fb::FlatBufferBuilder builder;
-  std::vector<uint8_t> compact;  // tick records (their capacity is kept between records)
+  std::vector<uint8_t> compact;       // tick records (their capacity is kept between records)
+  std::vector<uint8_t> delta;         // a delta keyframe's XORed snapshot, before packing
+  std::vector<uint8_t> packed_delta;  // and packed, to compare with the packed snapshot
 };
 
 RecordEncoder::RecordEncoder(size_t initial_bytes) : impl_(new Impl(initial_bytes)) {}
@@ -67,18 +71,43 @@ std::span<const uint8_t> RecordEncoder::header(const ReplayHeader& h) {
 }
 
 std::span<const uint8_t> RecordEncoder::keyframe(uint64_t tick, uint64_t state_hash,
-                                                 std::span<const uint8_t> snapshot) {
+                                                 std::span<const uint8_t> snapshot,
+                                                 std::span<const uint8_t> base) {
   fb::FlatBufferBuilder& b = impl_->builder;
   b.Clear();
-  // Since format 6 the snapshot is packed (a keyframe is mostly zero bytes).
+  // Since format 6 the snapshot is packed (a keyframe is mostly zero bytes). Since format 7 a
+  // later keyframe may be XORed with the one before it first: the bytes of bodies that did not
+  // move (and of every field that kept its value) become zeros, which the packing drops. Where
+  // the layouts do not line up the delta can pack worse than the snapshot: the smaller is kept.
   std::vector<uint8_t>& packed = impl_->compact;
   packed.clear();
   schema::compact::append_packed(snapshot, &packed);
+  bool is_delta = false;
+  if (!base.empty()) {
+    std::vector<uint8_t>& delta = impl_->delta;
+    delta.assign(snapshot.begin(), snapshot.end());
+    const size_t common = std::min(snapshot.size(), base.size());
+    for (size_t i = 0; i < common; ++i)
+      delta[i] ^= base[i];
+    std::vector<uint8_t>& packed_delta = impl_->packed_delta;
+    packed_delta.clear();
+    schema::compact::append_packed(delta, &packed_delta);
+    // The delta also carries its snapshot's 8-byte checksum.
+    if (packed_delta.size() + 8 < packed.size()) {
+      packed.swap(packed_delta);
+      is_delta = true;
+    }
+  }
   const auto bytes = b.CreateVector(packed.data(), packed.size());
   rp::KeyframeBuilder k(b);
   k.add_tick(tick);
   k.add_state_hash(state_hash);
-  k.add_snapshot_packed(bytes);
+  if (is_delta) {
+    k.add_snapshot_delta(bytes);
+    k.add_snapshot_xxh3(XXH3_64bits(snapshot.data(), snapshot.size()));
+  } else {
+    k.add_snapshot_packed(bytes);
+  }
   return finish(b, rp::Record::Keyframe, k.Finish().Union());
 }
 
@@ -180,22 +209,35 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
         *error = "keyframe record without its table";
         return false;
       }
-      if (!k->snapshot() && !k->snapshot_packed()) {
+      const int forms =
+          (k->snapshot() ? 1 : 0) + (k->snapshot_packed() ? 1 : 0) + (k->snapshot_delta() ? 1 : 0);
+      if (forms == 0) {
         *error = "keyframe record without a snapshot";
+        return false;
+      }
+      if (forms > 1) {
+        *error = "keyframe record with more than one snapshot";
+        return false;
+      }
+      if (k->snapshot_delta() && !k->snapshot_xxh3().has_value()) {
+        *error = "delta keyframe record without the checksum of its snapshot";
         return false;
       }
       out->kind = RecordKind::keyframe;
       out->keyframe.tick = k->tick();
       out->keyframe.state_hash = k->state_hash();
+      out->keyframe_is_delta = k->snapshot_delta() != nullptr;
+      out->keyframe_snapshot_xxh3 = k->snapshot_xxh3().value_or(0);
       if (k->snapshot()) {  // formats up to 5
         out->keyframe.snapshot.assign(k->snapshot()->begin(), k->snapshot()->end());
         return true;
       }
-      const auto* packed = k->snapshot_packed();
+      const auto* packed = k->snapshot_delta() ? k->snapshot_delta() : k->snapshot_packed();
       if (!schema::compact::read_packed(std::span<const uint8_t>(packed->data(), packed->size()),
                                         schema::kMaxReplayRecordBytes, &out->keyframe.snapshot,
                                         error)) {
-        *error = "keyframe record: " + *error;
+        *error =
+            (out->keyframe_is_delta ? "delta keyframe record: " : "keyframe record: ") + *error;
         return false;
       }
       return true;
@@ -229,6 +271,24 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
                std::to_string(static_cast<unsigned>(record->record_type())) + ")";
       return false;
   }
+}
+
+bool apply_keyframe_delta(std::span<const uint8_t> base, DecodedRecord* record,
+                          std::string* error) {
+  std::vector<uint8_t>& snapshot = record->keyframe.snapshot;
+  const size_t common = std::min(snapshot.size(), base.size());
+  for (size_t i = 0; i < common; ++i)
+    snapshot[i] ^= base[i];
+  record->keyframe_is_delta = false;
+  const uint64_t rebuilt = XXH3_64bits(snapshot.data(), snapshot.size());
+  if (rebuilt != record->keyframe_snapshot_xxh3) {
+    *error = "delta keyframe for tick " + std::to_string(record->keyframe.tick) +
+             ": the snapshot rebuilt from it has checksum " + hex64(rebuilt) + ", recorded " +
+             hex64(record->keyframe_snapshot_xxh3) +
+             " (a corrupt delta, or not the keyframe it was made against)";
+    return false;
+  }
+  return true;
 }
 
 namespace {

@@ -23,8 +23,11 @@ class RecordEncoder final {
 
   /// Each returns the finished record's bytes, valid until the next call.
   std::span<const uint8_t> header(const ReplayHeader& header);
+  /// With a non-empty `base` (the previous keyframe's snapshot in the same file) the snapshot is
+  /// stored as its delta against it (format 7) when that is smaller; otherwise whole.
   std::span<const uint8_t> keyframe(uint64_t tick, uint64_t state_hash,
-                                    std::span<const uint8_t> snapshot);
+                                    std::span<const uint8_t> snapshot,
+                                    std::span<const uint8_t> base = {});
   std::span<const uint8_t> tick(uint64_t tick, std::span<const sim::Input> inputs,
                                 uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
                                 std::span<const sim::Command> commands = {});
@@ -41,8 +44,17 @@ struct DecodedRecord {
   RecordKind kind = RecordKind::header;
   ReplayHeader header;
   ReplayKeyframe keyframe;
+  // A delta keyframe (format 7): keyframe.snapshot holds the delta bytes until
+  // apply_keyframe_delta rebuilds the snapshot from the previous keyframe of the file.
+  bool keyframe_is_delta = false;
+  uint64_t keyframe_snapshot_xxh3 = 0;
   ReplayTick tick;
 };
+
+/// Rebuilds a delta keyframe's snapshot in place from `base`, the snapshot of the keyframe before
+/// it in the file, and checks it against the recorded XXH3; false with *error (one line) when the
+/// result does not match (a corrupt delta, or a base other than the one it was made against).
+bool apply_keyframe_delta(std::span<const uint8_t> base, DecodedRecord* record, std::string* error);
 
 /// Verifies (identifier, Verifier with limits.h caps) and decodes one record payload; false and
 /// *error (one line, without position) when it is not a valid replay record. `payload` need not

@@ -87,6 +87,19 @@ bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string*
                  " was expected";
         return false;
       }
+      if (record.keyframe_is_delta) {
+        // Its base is the keyframe before it in this file; without one it cannot be rebuilt.
+        if (replay.keyframes.empty()) {
+          *error = at_record(index, offset) + "delta keyframe for tick " +
+                   std::to_string(record.keyframe.tick) +
+                   " with no keyframe before it in the file to apply it to";
+          return false;
+        }
+        if (!detail::apply_keyframe_delta(replay.keyframes.back().snapshot, &record, &why)) {
+          *error = at_record(index, offset) + why;
+          return false;
+        }
+      }
       replay.keyframes.push_back(std::move(record.keyframe));
       continue;
     }

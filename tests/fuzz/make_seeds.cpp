@@ -40,13 +40,14 @@ std::vector<uint8_t> framed(uint8_t side_and_chunk, const std::vector<uint8_t>& 
 // A replay file of 8 scripted ticks of `world` (stepped), written through the real recorder;
 // `scene` is the built-in scene it names ("" for a world of the game's own).
 std::vector<uint8_t> record_replay(sim::World& world, const char* scene,
-                                   const std::filesystem::path& out) {
+                                   const std::filesystem::path& out,
+                                   const replays::ReplayStreamOptions& options = {}) {
   const sim::InputScript script = sim::make_input_script(world);
   std::vector<sim::Input> buffer(world.def().max_inputs_per_tick);
   const std::filesystem::path path = out / "match.lsr";
   {
     replays::ReplayStreamWriter writer;
-    writer.open(path.string(), replays::make_replay_header(world, scene, 60), world);
+    writer.open(path.string(), replays::make_replay_header(world, scene, 60), world, options);
     std::vector<sim::Input> applied;
     for (int t = 0; t < 8; ++t) {
       const uint32_t n = sim::scripted_inputs(1, world.tick() + 1, script, world, buffer);
@@ -141,6 +142,12 @@ int main(int argc, char** argv) {
     small.def.max_events = 64;
     std::unique_ptr<sim::World> small_world = sim::build_world(small);
     write(out / "fuzz_replay_file" / "match8_small", record_replay(*small_world, "", out));
+    // The same with a keyframe every 4 ticks: ticks 4 and 8 are delta keyframes (format 7).
+    std::unique_ptr<sim::World> delta_world = sim::build_world(small);
+    replays::ReplayStreamOptions options;
+    options.keyframe_interval_ticks = 4;
+    write(out / "fuzz_replay_file" / "match8_small_deltas",
+          record_replay(*delta_world, "", out, options));
   }
 
   // Scripts for the stateful server harness (fuzz_server_session.cpp decodes them: an operation

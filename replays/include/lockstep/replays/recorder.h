@@ -47,6 +47,12 @@ struct ReplayWindowConfig {
   // full world (pile: 2.4 MB against a 136 KB actual snapshot). A smaller cap saves memory; a
   // keyframe that does not fit is skipped and counted (skipped_keyframes()).
   size_t keyframe_slot_bytes = 0;
+  // Target size of a written window (write_file, write_bytes); 0 = no target. The header, the
+  // first keyframe, every tick and a client's live state are always written: the replay needs
+  // them. The other keyframes (the later ones of the ring, a server's live state) only spare a
+  // re-simulation when seeking, so each is written, as a delta against the keyframe before it,
+  // only while the file stays within this many bytes (docs/replays.md, "Window dumps").
+  size_t dump_budget_bytes = 128 * 1024;
 };
 
 /// The always-on recorder of a room (or a client): the last window_ticks tick records plus the
@@ -80,10 +86,11 @@ class ReplayWindow final {
   /// True when a keyframe belongs at `tick` (tick % keyframe_interval_ticks == 0).
   bool keyframe_due(uint64_t tick) const;
 
-  /// Writes the newest keyframe at or before the window start, the later keyframes, and every
-  /// tick after it (tmp + fsync + rename). With `live_world` (at the newest recorded tick) its
-  /// current state is appended as a last keyframe, so a diff sees this machine's actual state.
-  /// Allocates (it is not on the tick path).
+  /// Writes the newest keyframe at or before the window start, the later keyframes that fit
+  /// dump_budget_bytes (as deltas), and every tick after it (tmp + fsync + rename). With
+  /// `live_world` (at the newest recorded tick) its current state is appended as a last keyframe,
+  /// so a diff sees this machine's actual state (always in a client's file, within the budget in
+  /// a server's). Allocates (it is not on the tick path).
   WriteResult write_file(const std::string& path, const ReplayHeader& header,
                          const sim::World* live_world = nullptr) const;
   /// The same bytes as write_file, in memory (tests, sending elsewhere).

@@ -19,7 +19,9 @@ namespace lockstep::replays {
 /// ignored them would re-simulate without them and report a false divergence.
 /// 6: tick records hold the compact bytes of their tick's TickFrame (protocol 4) instead of a
 /// FlatBuffers Tick table; files of formats 1..5 stay readable.
-inline constexpr uint32_t kReplayFormatVersion = 6;
+/// 7: a keyframe after the file's first may be a delta against the keyframe before it
+/// (Keyframe.snapshot_delta); a format 6 build would find no snapshot in it.
+inline constexpr uint32_t kReplayFormatVersion = 7;
 
 /// The lockstep version string written into headers (the CMake project version).
 const char* lockstep_version_string();
