@@ -21,14 +21,15 @@
 // Replays: every room keeps a ReplayWindow of its last replay_window_seconds (memory
 // fixed here, at creation) fed after each step with the applied inputs and the hash; a
 // DesyncReport makes the room write it to replay_dir (rate-limited per room). With
-// record_matches the whole match is also streamed to disk, flushed every tick.
+// record_matches the whole match is also recorded (match_recorder.h): encoded here after each
+// step, written in chunks by the file writer's thread.
 //
 // Threads: a room lives on one worker (ServerCore::workers) for its whole life: its timers,
 // its step, its members' sessions and its replay window are touched only there, with no lock.
 // The control thread reads it only through published_stats(): the room copies its RoomStats
 // under its own mutex a few times a second (and at every join, leave and stop); that mutex is
 // taken by the tick thread at most once a tick, uncontended but for a stats reader. Replay
-// dumps are encoded here and written by ServerCore::file_writer.
+// dumps and match recordings are encoded here and written by ServerCore::file_writer.
 #pragma once
 
 #include <chrono>
@@ -55,6 +56,7 @@ namespace lockstep::server {
 
 struct ServerCore;
 struct ServedScene;
+class MatchRecorder;
 class Session;
 
 class Room final : public std::enable_shared_from_this<Room> {
@@ -207,8 +209,7 @@ class Room final : public std::enable_shared_from_this<Room> {
   // whole-match stream (record_matches), and the rate limit of desync dumps.
   replays::ReplayHeader replay_header_;
   std::unique_ptr<replays::ReplayWindow> replay_window_;
-  std::unique_ptr<replays::ReplayStreamWriter> match_stream_;
-  std::string match_path_;
+  std::unique_ptr<MatchRecorder> match_recorder_;
   bool replay_dumped_ = false;
   Clock::time_point last_replay_dump_;
   uint64_t last_dump_report_tick_ = UINT64_MAX;

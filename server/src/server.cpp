@@ -436,6 +436,7 @@ ServerStats ServerCore::stats() const {
   s.file_writes = file_writer.written();
   s.file_writes_failed = file_writer.failed();
   s.file_writes_dropped = file_writer.dropped();
+  s.file_writes_abandoned = file_writer.abandoned();
   s.live_rooms = rooms.size();
   s.accepting = started && !shutting_down;
   s.rooms_closed = rooms_closed;
@@ -747,9 +748,10 @@ std::string summary_json(const ServerStats& stats) {
       a.token_refusals[0], a.refused_per_ip_connections, a.refused_room_rate, a.over_frame_rate,
       a.over_byte_rate, a.hello_timeouts);
   out += fmt::format(
-      ",\"file_writes\":{},\"file_writes_failed\":{},\"file_writes_dropped\":{},\"threads\":{},"
-      "\"thread_list\":[",
-      stats.file_writes, stats.file_writes_failed, stats.file_writes_dropped, stats.threads);
+      ",\"file_writes\":{},\"file_writes_failed\":{},\"file_writes_dropped\":{},"
+      "\"file_writes_abandoned\":{},\"threads\":{},\"thread_list\":[",
+      stats.file_writes, stats.file_writes_failed, stats.file_writes_dropped,
+      stats.file_writes_abandoned, stats.threads);
   for (size_t t = 0; t < stats.thread_list.size(); ++t) {
     const ThreadStats& thread = stats.thread_list[t];
     out += fmt::format(

@@ -139,10 +139,12 @@ struct ServerStats {
   RoomStats closed_rooms_total;
   uint32_t threads = 0;                  // worker threads (ServerConfig::threads resolved)
   std::vector<ThreadStats> thread_list;  // one per worker
-  // Replay files handed to the file-writing thread: written, failed, dropped (queue full).
+  // Replay files handed to the file-writing thread: written, failed, dropped (queue full), and
+  // match recordings abandoned by their room (the writer fell behind; match_recorder.h).
   uint64_t file_writes = 0;
   uint64_t file_writes_failed = 0;
   uint64_t file_writes_dropped = 0;
+  uint64_t file_writes_abandoned = 0;
 };
 
 /// Adds `from`'s counters (ticks, late ticks, lateness histogram, inputs, bytes, desyncs,
