@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -634,12 +635,42 @@ void Room::start_grace_timer() {
   grace_timer_.expires_after(core_.config.empty_room_grace);
   grace_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
     if (ec || self->stopped_ || self->client_count_ > 0) return;
+    // A join on its way keeps the room for another grace period (if that member stays, the
+    // room is not empty then; if it was refused, the room closes then).
+    if (!self->begin_close()) {
+      self->start_grace_timer();
+      return;
+    }
     self->stop();
     // The control thread forgets it (inline when that is this thread).
-    asio::dispatch(self->core_.io, [self, summary = self->stats()]() mutable {
-      self->core_.room_closed(self.get(), std::move(summary));
-    });
+    std::function<void()> report = [self, summary = self->stats()]() mutable {
+      asio::dispatch(self->core_.io, [self, summary = std::move(summary)]() mutable {
+        self->core_.room_closed(self.get(), std::move(summary));
+      });
+    };
+    if (self->core_.room_close_hook) {
+      self->core_.room_close_hook(self->name_, std::move(report));
+    } else {
+      report();
+    }
   });
+}
+
+bool Room::reserve_join() {
+  uint32_t seen = joins_on_the_way_.load(std::memory_order_acquire);
+  do {
+    if (seen == kClosing) return false;
+  } while (!joins_on_the_way_.compare_exchange_weak(seen, seen + 1, std::memory_order_acq_rel));
+  return true;
+}
+
+void Room::release_join() {
+  joins_on_the_way_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+bool Room::begin_close() {
+  uint32_t none = 0;
+  return joins_on_the_way_.compare_exchange_strong(none, kClosing, std::memory_order_acq_rel);
 }
 
 // ---- inputs and requests -------------------------------------------------------------------

@@ -305,13 +305,22 @@ std::shared_ptr<Room> ServerCore::find_or_create_room(const std::string& name,
     scene = found->second;
   }
   if (auto it = rooms.find(name); it != rooms.end()) {
-    if (!scene_name.empty() && it->second->scene_name() != scene_name) {
-      *code = schema::ErrorCode::scene_mismatch;
-      *reason = fmt::format("room {} runs scene '{}', not '{}'", name, it->second->scene_name(),
-                            sanitized(scene_name));
-      return nullptr;
+    if (it->second->reserve_join()) {
+      if (!scene_name.empty() && it->second->scene_name() != scene_name) {
+        it->second->release_join();
+        *code = schema::ErrorCode::scene_mismatch;
+        *reason = fmt::format("room {} runs scene '{}', not '{}'", name, it->second->scene_name(),
+                              sanitized(scene_name));
+        return nullptr;
+      }
+      return it->second;
     }
-    return it->second;
+    // Closing on its worker (empty past its grace); its room_closed is on its way here. The name
+    // is free from now on: this Hello gets a new room of that name.
+    spdlog::debug("room {} is closing on its worker: a new room takes its name", name);
+    const Room* key = it->second.get();
+    closing_rooms.emplace(key, std::move(it->second));
+    rooms.erase(it);
   }
   if (shutting_down) {
     *code = schema::ErrorCode::server_shutdown;
@@ -336,13 +345,22 @@ std::shared_ptr<Room> ServerCore::find_or_create_room(const std::string& name,
   rooms.emplace(name, room);
   ++workers[worker]->rooms;
   if (workers.size() > 1) spdlog::debug("room {} runs on worker {}", name, worker);
+  room->reserve_join();  // before start(): the room cannot close before this join is made
   room->start();
   return room;
 }
 
 void ServerCore::room_closed(const Room* room, RoomStats summary) {
-  auto it = rooms.find(summary.name);
-  if (it == rooms.end() || it->second.get() != room) return;
+  std::shared_ptr<Room> closed;  // kept until the end: `room` points into it
+  if (auto it = rooms.find(summary.name); it != rooms.end() && it->second.get() == room) {
+    closed = std::move(it->second);
+    rooms.erase(it);
+  } else if (auto set_aside = closing_rooms.find(room); set_aside != closing_rooms.end()) {
+    closed = std::move(set_aside->second);
+    closing_rooms.erase(set_aside);
+  } else {
+    return;
+  }
   --workers[room->worker()]->rooms;
   spdlog::info("room closed (empty for {} ms): {}", config.empty_room_grace.count(),
                room_summary_line(summary));
@@ -350,7 +368,6 @@ void ServerCore::room_closed(const Room* room, RoomStats summary) {
   ++rooms_closed;
   if (closed_rooms.size() == kMaxClosedRooms) closed_rooms.pop_front();
   closed_rooms.push_back(std::move(summary));
-  rooms.erase(it);
 }
 
 void ServerCore::session_closed(uint64_t id) {
@@ -437,7 +454,7 @@ ServerStats ServerCore::stats() const {
   s.file_writes_failed = file_writer.failed();
   s.file_writes_dropped = file_writer.dropped();
   s.file_writes_abandoned = file_writer.abandoned();
-  s.live_rooms = rooms.size();
+  s.live_rooms = rooms.size() + closing_rooms.size();
   s.accepting = started && !shutting_down;
   s.rooms_closed = rooms_closed;
   s.closed_rooms_total = closed_rooms_total;
@@ -453,13 +470,16 @@ ServerStats ServerCore::stats() const {
   // A room on another thread is read through the copy it publishes (room.h); while run() is not
   // running (no worker either) it is read directly.
   const bool workers_idle = !running.load();
-  for (const auto& [name, room] : rooms) {
-    s.rooms.push_back(workers_idle || room->on_own_thread() ? room->stats()
-                                                            : room->published_stats());
-    if (room->worker() < s.thread_list.size()) {
-      s.thread_list[room->worker()].clients += s.rooms.back().clients;
+  const auto add_live = [&](const Room& room) {
+    s.rooms.push_back(workers_idle || room.on_own_thread() ? room.stats() : room.published_stats());
+    if (room.worker() < s.thread_list.size()) {
+      s.thread_list[room.worker()].clients += s.rooms.back().clients;
     }
-  }
+  };
+  for (const auto& entry : rooms)
+    add_live(*entry.second);
+  for (const auto& entry : closing_rooms)  // their name taken by a new room; gone soon
+    add_live(*entry.second);
   for (const RoomStats& closed : closed_rooms)
     s.rooms.push_back(closed);
   return s;
@@ -672,6 +692,10 @@ ServerStats Server::stats() const {
 
 void Server::set_desync_hook(DesyncHook hook) {
   core_->desync_hook = std::move(hook);
+}
+
+void Server::set_room_close_hook(RoomCloseHook hook) {
+  core_->room_close_hook = std::move(hook);
 }
 
 void Server::set_rules_factory(RulesFactory factory) {
