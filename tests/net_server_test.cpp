@@ -1428,6 +1428,32 @@ TEST(NetServer, AHelloForARoomClosingOnItsWorkerGetsAFreshRoom) {
   EXPECT_NE(json.find("\"name\":\"alpha\"", first + 1), std::string::npos) << json;
 }
 
+// The summary keeps the newest summary_closed_rooms closed rooms; the count and the totals keep
+// every one.
+TEST(NetServer, TheSummaryKeepsTheConfiguredNumberOfClosedRooms) {
+  server::ServerConfig config = test_config();
+  config.empty_room_grace = 50ms;
+  config.summary_closed_rooms = 1;
+  ServerRunner runner(config);
+  server::ServerStats stats;
+  for (const char* room : {"first", "second"}) {
+    {
+      Player p = join(runner.port(), room, "p");
+      ASSERT_TRUE(p.pump_until(p.snapshot.tick + 2));
+      p.client->send(schema::Disconnect{ErrorCode::none, "bye"});
+    }
+    const uint64_t closed_before = stats.rooms_closed;
+    ASSERT_TRUE(runner.stats_eventually(
+        [&](const server::ServerStats& s) { return s.rooms_closed == closed_before + 1; }, &stats));
+  }
+  EXPECT_EQ(stats.live_rooms, 0u);
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].name, "second");
+  EXPECT_EQ(stats.closed_rooms_total.clients_joined, 2u);
+  const std::string json = server::summary_json(stats);
+  EXPECT_NE(json.find("\"rooms_closed\":2"), std::string::npos) << json;
+}
+
 // ---- configuration -------------------------------------------------------------------------
 
 TEST(NetServerConfig, FlagsAndConfigFileFillTheConfig) {

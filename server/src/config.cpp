@@ -187,6 +187,10 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
          [config](int64_t v) { config->stats_log_interval = milliseconds(v); },
          "Log per-room counters this often (0 = never)")
       ->default_str(std::to_string(config->stats_log_interval.count()));
+  app.add_option("--summary-closed-rooms", config->summary_closed_rooms,
+                 "Closed rooms listed in the exit summary and stats, newest kept (about 2 KB "
+                 "each, more with many clients)")
+      ->capture_default_str();
   app.add_option("--replay-dir", config->replay_dir,
                  "Directory of desync dumps and match recordings (created when needed)")
       ->capture_default_str();

@@ -366,8 +366,10 @@ void ServerCore::room_closed(const Room* room, RoomStats summary) {
                room_summary_line(summary));
   add_room_counters(&closed_rooms_total, summary);
   ++rooms_closed;
-  if (closed_rooms.size() == kMaxClosedRooms) closed_rooms.pop_front();
-  closed_rooms.push_back(std::move(summary));
+  if (config.summary_closed_rooms > 0) {
+    if (closed_rooms.size() >= config.summary_closed_rooms) closed_rooms.pop_front();
+    closed_rooms.push_back(std::move(summary));
+  }
 }
 
 void ServerCore::session_closed(uint64_t id) {
@@ -743,11 +745,12 @@ std::string summary_json(const ServerStats& stats) {
       "{{\"port\":{},\"uptime_s\":{:.3f},\"connections_accepted\":{},\"connections_refused\":{},"
       "\"sessions_open\":{},\"protocol_errors\":{},\"input_errors\":{},"
       "\"slow_consumer_disconnects\":{},\"timeouts\":{},\"max_session_queued_bytes\":{},"
-      "\"queue_limit_bytes\":{},\"desync_reports\":{},\"errors_by_code\":{{",
+      "\"queue_limit_bytes\":{},\"desync_reports\":{},\"live_rooms\":{},\"rooms_closed\":{},"
+      "\"errors_by_code\":{{",
       stats.port, stats.uptime_s, stats.connections_accepted, stats.connections_refused,
       stats.sessions_open, stats.protocol_errors, stats.input_errors,
       stats.slow_consumer_disconnects, stats.timeouts, stats.max_session_queued_bytes,
-      stats.queue_limit_bytes, stats.desync_reports);
+      stats.queue_limit_bytes, stats.desync_reports, stats.live_rooms, stats.rooms_closed);
   bool first = true;
   for (size_t i = 0; i < stats.errors_by_code.size(); ++i) {
     if (stats.errors_by_code[i] == 0) continue;

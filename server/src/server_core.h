@@ -97,7 +97,7 @@ struct ServerCore {
   std::map<const Room*, std::shared_ptr<Room>> closing_rooms;
   std::map<uint64_t, std::shared_ptr<Session>> sessions;
   Guard guard;                         // tokens, per-address limits, refusal counters
-  std::deque<RoomStats> closed_rooms;  // at most kMaxClosedRooms
+  std::deque<RoomStats> closed_rooms;  // the newest config.summary_closed_rooms
   RoomStats closed_rooms_total;        // every closed room's counters added up
   uint64_t rooms_closed = 0;
   uint64_t next_session_id = 1;
@@ -121,7 +121,6 @@ struct ServerCore {
   std::atomic<uint64_t> desync_reports{0};
   std::array<std::atomic<uint64_t>, kErrorCodeCount> errors_by_code{};
 
-  static constexpr size_t kMaxClosedRooms = 256;
   static constexpr size_t kFileWriterQueueJobs = 256;
 
   /// Makes the workers (threads not started yet).

@@ -134,6 +134,11 @@ struct ServerConfig {
   // ---- operations -------------------------------------------------------------------------
   /// Per-room counters are logged this often (0 = never).
   std::chrono::milliseconds stats_log_interval{10'000};
+  /// The newest closed rooms kept for stats (the `summary` line at exit, the stats JSON); older
+  /// ones leave the list, their counters stay in the totals. Each costs its RoomStats, about
+  /// 2 KB plus about 200 B per client it remembers (at most 64), and is copied into every
+  /// stats snapshot. 0 = none.
+  uint32_t summary_closed_rooms = 1024;
   /// SIGINT/SIGTERM start a graceful shutdown inside run() (the app sets it; tests do not).
   bool handle_signals = false;
 };

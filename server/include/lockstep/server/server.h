@@ -130,10 +130,12 @@ struct ServerStats {
   uint64_t desync_reports = 0;
   std::array<uint64_t, kErrorCodeCount> errors_by_code{};  // Error frames sent, by code
   AdmissionStats admission;
-  std::vector<RoomStats> rooms;  // live rooms (open or closing), then up to 256 closed ones
-  size_t live_rooms = 0;         // rooms[0, live_rooms) are the server's (open or stopping)
-  bool accepting = false;        // listening and not shutting down
-  uint64_t rooms_closed = 0;     // since start
+  // Live rooms (open or closing), then the newest ServerConfig::summary_closed_rooms closed ones
+  // (oldest first).
+  std::vector<RoomStats> rooms;
+  size_t live_rooms = 0;      // rooms[0, live_rooms) are the server's (open or stopping)
+  bool accepting = false;     // listening and not shutting down
+  uint64_t rooms_closed = 0;  // since start
   /// Every closed room's counters added up (add_room_counters), however many have closed: with
   /// the open rooms, monotonic totals for metrics.
   RoomStats closed_rooms_total;
