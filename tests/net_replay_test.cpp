@@ -41,6 +41,7 @@
 #include "lockstep/replays/recorder.h"
 #include "lockstep/replays/viewer_page.h"
 #include "lockstep/server/config.h"
+#include "lockstep/server/ops.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
 #include "net_test_harness.h"
@@ -353,13 +354,14 @@ TEST(NetReplay, GracefulShutdownPublishesTheMatchRecordingAndWritesTheWindow) {
   {
     TestServer server(config);
     ASSERT_TRUE(server.started());
-    // While the match runs, only its temporary file exists.
+    // While the match runs, only its temporary file exists (the file writer's thread creates
+    // it from the room's first chunk).
     TestClient player("player");
     ASSERT_TRUE(player.connect(server.port(), ""));
-    ASSERT_TRUE(pump_until({&player}, [&] { return player.last_tick >= 150; }))
-        << player.describe();
+    ASSERT_TRUE(pump_until({&player}, [&] {
+      return player.last_tick >= 150 && files_ending(dir.sub("server"), ".lsrp.tmp").size() == 1;
+    })) << player.describe();
     EXPECT_TRUE(player.desyncs.empty()) << player.describe();
-    EXPECT_EQ(files_ending(dir.sub("server"), ".lsrp.tmp").size(), 1u);
     EXPECT_TRUE(files_ending(dir.sub("server"), ".lsrp").empty());
     played_to = player.last_tick;
   }  // graceful shutdown
@@ -382,6 +384,37 @@ TEST(NetReplay, GracefulShutdownPublishesTheMatchRecordingAndWritesTheWindow) {
   EXPECT_EQ(load(files[0]).header.first_tick, 0u);
 }
 
+// A recording whose chunk waits for the file writer beyond the bound is given up: counted,
+// its temporary file removed, and the match goes on. A bound below one tick's record takes that
+// path at the first tick after the opening chunk, whatever the writer's speed.
+TEST(NetReplay, AMatchRecordingOverItsPendingBoundIsAbandonedAndTheMatchGoesOn) {
+  TempDir dir;
+  server::ServerConfig config = base_config(dir.sub("server"));
+  config.record_matches = true;
+  config.record_max_pending_bytes = 1;
+  config.dump_replays_on_shutdown = false;
+  {
+    TestServer server(config);
+    ASSERT_TRUE(server.started());
+    TestClient player("player");
+    ASSERT_TRUE(player.connect(server.port(), ""));
+    server::ServerStats stats;
+    ASSERT_TRUE(server.stats_eventually(
+        [](const server::ServerStats& s) { return s.file_writes_abandoned >= 1; }, &stats));
+    EXPECT_EQ(stats.file_writes_abandoned, 1u);
+    // The match is unaffected: ticks keep coming, hashes keep agreeing.
+    const uint64_t abandoned_by = player.last_tick;
+    ASSERT_TRUE(pump_until({&player}, [&] { return player.last_tick >= abandoned_by + 60; }))
+        << player.describe();
+    EXPECT_TRUE(player.desyncs.empty()) << player.describe();
+    const std::string metrics = server::prometheus_text(server.stats(), {});
+    EXPECT_NE(metrics.find("lockstep_file_writes_total{result=\"abandoned\"} 1"), std::string::npos)
+        << metrics;
+  }  // graceful shutdown: the removal was queued before it, so it is done when run() returns
+  EXPECT_TRUE(files_ending(dir.sub("server"), ".tmp").empty());
+  EXPECT_TRUE(files_ending(dir.sub("server"), ".lsrp").empty());
+}
+
 TEST(NetReplay, ReplayOptionsAreChecked) {
   server::ServerConfig config;
   EXPECT_EQ(server::server_config_error(config), "");
@@ -397,6 +430,10 @@ TEST(NetReplay, ReplayOptionsAreChecked) {
   EXPECT_NE(server::server_config_error(config), "");
   config.record_matches = false;
   EXPECT_EQ(server::server_config_error(config), "");  // no dir: no windows, nothing to write
+  config.record_max_pending_bytes = 0;
+  EXPECT_NE(server::server_config_error(config), "");
+  config.record_max_pending_bytes = 1;
+  EXPECT_EQ(server::server_config_error(config), "");
   config.replay_window_seconds = 3601;
   EXPECT_NE(server::server_config_error(config), "");
 }

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <span>
@@ -1352,6 +1354,104 @@ TEST(NetServer, EmptyRoomClosesAfterItsGracePeriodAndKeepsItsSummary) {
   Player again = join(runner.port(), "alpha", "p2");
   EXPECT_EQ(again.welcome.player_id, 1u);
   EXPECT_EQ(again.snapshot.tick, 0u);
+}
+
+// A Hello that arrives while its room is closing on its worker (empty past its grace, the control
+// thread not told yet) gets a fresh room of that name; the summary keeps both. The close hook
+// holds the old room's report to the control thread, so the test sits in that state for as long
+// as it needs, on any number of threads.
+TEST(NetServer, AHelloForARoomClosingOnItsWorkerGetsAFreshRoom) {
+  server::ServerConfig config = test_config();
+  config.empty_room_grace = 50ms;
+  std::mutex mutex;
+  std::condition_variable closed_on_worker;
+  std::function<void()> held_report;  // the first room's; declared before the server
+  bool held = false;
+  server::RoomCloseHook hook = [&](const std::string&, std::function<void()> report) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (held) {
+      report();  // any later room: as without a hook
+      return;
+    }
+    held = true;
+    held_report = std::move(report);
+    closed_on_worker.notify_all();
+  };
+  ServerRunner runner(config, nullptr, nullptr, hook);
+  {
+    Player p = join(runner.port(), "alpha", "p1");
+    ASSERT_TRUE(p.pump_until(p.snapshot.tick + 5));
+    p.client->send(schema::Disconnect{ErrorCode::none, "bye"});
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(closed_on_worker.wait_for(lock, net_test::kHangGuard, [&] { return held; }));
+  }
+  // Closed on its worker, still listed by the control thread.
+  server::ServerStats stats = runner.stats();
+  EXPECT_EQ(stats.live_rooms, 1u);
+  EXPECT_EQ(stats.rooms_closed, 0u);
+
+  // The same name: a Welcome into a fresh room (not "room closing"; the stats below show it is
+  // another room).
+  Player again = join(runner.port(), "alpha", "p2");
+  EXPECT_EQ(again.welcome.player_id, 1u);
+  ASSERT_TRUE(again.pump_until(again.snapshot.tick + 5));
+  stats = runner.stats();
+  ASSERT_EQ(stats.live_rooms, 2u);  // the new one, and the old one set aside until its report
+  ASSERT_EQ(stats.rooms.size(), 2u);
+  EXPECT_EQ(stats.rooms[0].name, "alpha");
+  EXPECT_EQ(stats.rooms[1].name, "alpha");
+
+  // The old room's report reaches the control thread: it is closed and summarised, the new one
+  // stays open.
+  std::function<void()> report;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    report = std::move(held_report);
+  }
+  report();
+  ASSERT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) { return s.rooms_closed == 1; }, &stats));
+  EXPECT_EQ(stats.live_rooms, 1u);
+  ASSERT_EQ(stats.rooms.size(), 2u);
+  EXPECT_TRUE(stats.rooms[0].open);
+  EXPECT_EQ(stats.rooms[0].clients, 1u);
+  EXPECT_FALSE(stats.rooms[1].open);
+  EXPECT_EQ(stats.rooms[1].clients, 0u);
+  ASSERT_EQ(stats.rooms[1].client_list.size(), 1u);
+  EXPECT_EQ(stats.rooms[1].client_list[0].name, "p1");
+  EXPECT_EQ(stats.closed_rooms_total.clients_joined, 1u);
+  const std::string json = server::summary_json(stats);
+  const size_t first = json.find("\"name\":\"alpha\"");
+  ASSERT_NE(first, std::string::npos) << json;
+  EXPECT_NE(json.find("\"name\":\"alpha\"", first + 1), std::string::npos) << json;
+}
+
+// The summary keeps the newest summary_closed_rooms closed rooms; the count and the totals keep
+// every one.
+TEST(NetServer, TheSummaryKeepsTheConfiguredNumberOfClosedRooms) {
+  server::ServerConfig config = test_config();
+  config.empty_room_grace = 50ms;
+  config.summary_closed_rooms = 1;
+  ServerRunner runner(config);
+  server::ServerStats stats;
+  for (const char* room : {"first", "second"}) {
+    {
+      Player p = join(runner.port(), room, "p");
+      ASSERT_TRUE(p.pump_until(p.snapshot.tick + 2));
+      p.client->send(schema::Disconnect{ErrorCode::none, "bye"});
+    }
+    const uint64_t closed_before = stats.rooms_closed;
+    ASSERT_TRUE(runner.stats_eventually(
+        [&](const server::ServerStats& s) { return s.rooms_closed == closed_before + 1; }, &stats));
+  }
+  EXPECT_EQ(stats.live_rooms, 0u);
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_EQ(stats.rooms[0].name, "second");
+  EXPECT_EQ(stats.closed_rooms_total.clients_joined, 2u);
+  const std::string json = server::summary_json(stats);
+  EXPECT_NE(json.find("\"rooms_closed\":2"), std::string::npos) << json;
 }
 
 // ---- configuration -------------------------------------------------------------------------

@@ -140,10 +140,12 @@ class BusyProcesses final {
 class InProcessServer final {
  public:
   explicit InProcessServer(const server::ServerConfig& config, server::DesyncHook hook = nullptr,
-                           server::RulesFactory rules = nullptr)
+                           server::RulesFactory rules = nullptr,
+                           server::RoomCloseHook close_hook = nullptr)
       : server_(config) {
     if (hook) server_.set_desync_hook(std::move(hook));
     if (rules) server_.set_rules_factory(std::move(rules));
+    if (close_hook) server_.set_room_close_hook(std::move(close_hook));
     std::string error;
     started_ = server_.start(&error);
     EXPECT_TRUE(started_) << error;

@@ -306,13 +306,15 @@ TEST(NetThreads, ARoomCreatedWhileAnotherWorkerIsSwampedStillTicks) {
 }
 
 // A graceful shutdown with rooms on both workers: run() returns, every client got its
-// Disconnect, and every room's shutdown replay is on disk by then.
+// Disconnect, and every room's shutdown replay and published match recording are on disk by
+// then (both written by the one file-writing thread).
 TEST(NetThreads, ShutdownWithRoomsOnBothWorkersWritesEveryReplay) {
   TempDir dir;
   server::ServerConfig config = two_thread_config();
   config.replay_dir = dir.path();
   config.replay_window_seconds = 5;
   config.dump_replays_on_shutdown = true;
+  config.record_matches = true;
   const std::vector<std::string> rooms = {"one", "two", "three", "four"};
   Clients clients;
   {
@@ -335,23 +337,28 @@ TEST(NetThreads, ShutdownWithRoomsOnBothWorkersWritesEveryReplay) {
         &stats));
     ASSERT_TRUE(server.stop());
     const server::ServerStats after = server.server().stats();
-    EXPECT_EQ(after.file_writes, rooms.size());
+    EXPECT_EQ(after.file_writes, 2 * rooms.size());  // a window dump and a recording each
     EXPECT_EQ(after.file_writes_dropped, 0u);
+    EXPECT_EQ(after.file_writes_failed, 0u);
     EXPECT_EQ(after.sessions_open, 0u);
   }
-  std::vector<std::string> files;
+  std::vector<std::string> files, matches, temporary;
   for (const auto& entry : fs::directory_iterator(dir.path())) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("shutdown-", 0) == 0 && name.size() > 5 &&
-        name.compare(name.size() - 5, 5, ".lsrp") == 0) {
-      files.push_back(name);
-    }
+    const bool published = name.size() > 5 && name.compare(name.size() - 5, 5, ".lsrp") == 0;
+    if (name.rfind("shutdown-", 0) == 0 && published) files.push_back(name);
+    if (name.rfind("match-", 0) == 0 && published) matches.push_back(name);
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) temporary.push_back(name);
   }
   EXPECT_EQ(files.size(), rooms.size());
+  EXPECT_EQ(matches.size(), rooms.size());
+  EXPECT_TRUE(temporary.empty()) << temporary.front();
   for (const std::string& room : rooms) {
-    EXPECT_TRUE(std::any_of(files.begin(), files.end(), [&](const std::string& f) {
-      return f.find("-" + room + "-") != std::string::npos;
-    })) << room;
+    for (const std::vector<std::string>* kind : {&files, &matches}) {
+      EXPECT_TRUE(std::any_of(kind->begin(), kind->end(), [&](const std::string& f) {
+        return f.find("-" + room + "-") != std::string::npos;
+      })) << room;
+    }
   }
   ASSERT_TRUE(pump_until(clients, [&] {
     return std::all_of(clients.begin(), clients.end(),

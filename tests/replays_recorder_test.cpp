@@ -432,6 +432,55 @@ TEST(ReplayFile, KilledRecorderLeavesAReadableFile) {
   EXPECT_TRUE(replays::verify_replay(r).ok);
 }
 
+// Encoded in memory on one thread and written in chunks on another (the server's match
+// recordings), a match gives the same file, byte for byte, as ReplayStreamWriter.
+TEST(ReplayFile, EncodedInChunksTheStreamIsTheSameFile) {
+  const std::string dir = temp_dir();
+  constexpr uint32_t kKeyframeEvery = 20;
+  replays::ReplayStreamOptions options;
+  options.keyframe_interval_ticks = kKeyframeEvery;
+  Match streamed;
+  replays::ReplayStreamWriter stream;
+  ASSERT_TRUE(stream.open(dir + "/streamed.lsr", streamed.header(), *streamed.world, options).ok);
+
+  Match encoded;
+  replays::ReplayStreamEncoder encoder;
+  replays::RecordWriter writer;
+  ASSERT_EQ(writer.open(dir + "/chunked.lsr"), replays::RecordError::none);
+  std::vector<uint8_t> chunk;
+  ASSERT_TRUE(encoder.begin(encoded.header(), *encoded.world, kKeyframeEvery, &chunk).ok);
+  for (int i = 0; i < 100; ++i) {
+    streamed.step();
+    encoded.step();
+    ASSERT_TRUE(stream
+                    .record_step(*streamed.world, streamed.applied, streamed.world->state_hash(),
+                                 std::nullopt)
+                    .ok);
+    ASSERT_TRUE(encoder
+                    .record_step(*encoded.world, encoded.applied, encoded.world->state_hash(),
+                                 std::nullopt, {}, &chunk)
+                    .ok);
+    if (i % 7 == 3) {  // chunks of uneven sizes, some holding a keyframe
+      ASSERT_EQ(writer.append_framed(chunk), replays::RecordError::none);
+      chunk.clear();
+    }
+  }
+  ASSERT_EQ(writer.append_framed(chunk), replays::RecordError::none);
+  ASSERT_TRUE(stream.finish().ok);
+  ASSERT_EQ(writer.finish(), replays::RecordError::none);
+
+  const std::vector<uint8_t> want = read_bytes(dir + "/streamed.lsr");
+  const std::vector<uint8_t> got = read_bytes(dir + "/chunked.lsr");
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(got, want);
+  LoadedReplay r;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay(got, &r, &error)) << error;
+  EXPECT_EQ(r.ticks.size(), 100u);
+  EXPECT_GE(r.keyframes.size(), 6u);
+  EXPECT_TRUE(replays::verify_replay(r).ok);
+}
+
 TEST(ReplayFile, BadFilesAreRefusedWithOneLine) {
   const std::string dir = temp_dir();
   const std::vector<uint8_t> good = stream_match(dir + "/good.lsr", 10);

@@ -203,6 +203,18 @@ RecordFileCheck check_record_file(std::span<const uint8_t> file, uint32_t max_re
 
 // ---- writer ------------------------------------------------------------------------------------
 
+bool frame_record(std::vector<uint8_t>* out, std::span<const uint8_t> payload,
+                  uint32_t max_record_bytes) {
+  if (payload.size() > max_record_bytes) return false;
+  const size_t at = out->size();
+  out->resize(at + kRecordHeaderBytes + payload.size());
+  uint8_t* record = out->data() + at;
+  store_le(record, payload.size(), 4);
+  store_le(record + 4, payload_checksum(payload), 8);
+  if (!payload.empty()) std::memcpy(record + kRecordHeaderBytes, payload.data(), payload.size());
+  return true;
+}
+
 RecordWriter::~RecordWriter() {
   abandon();
 }
@@ -288,6 +300,23 @@ RecordError RecordWriter::append(std::span<const uint8_t> payload) {
   }
   ++records_written_;
   file_bytes_ += record_bytes;
+  return RecordError::none;
+}
+
+RecordError RecordWriter::append_framed(std::span<const uint8_t> records) {
+  if (error_ != RecordError::none) return error_;
+  if (fd_ < 0) return RecordError::not_open;
+  if (buffer_used_ + records.size() > buffer_capacity_) {
+    if (const RecordError e = flush(); e != RecordError::none) return e;
+  }
+  if (records.size() <= buffer_capacity_) {
+    if (!records.empty()) std::memcpy(buffer_.get() + buffer_used_, records.data(), records.size());
+    buffer_used_ += records.size();
+  } else if (const RecordError e = write_all(records.data(), records.size());
+             e != RecordError::none) {
+    return e;
+  }
+  file_bytes_ += records.size();
   return RecordError::none;
 }
 

@@ -458,4 +458,62 @@ const std::string& ReplayStreamWriter::temp_path() const {
   return state_->writer.temp_path();
 }
 
+// ---- ReplayStreamEncoder ------------------------------------------------------------------------
+
+struct ReplayStreamEncoder::State {
+  detail::RecordEncoder encoder{64 * 1024};
+  uint32_t keyframe_interval_ticks = 0;
+  std::vector<uint8_t> snapshot;  // max_snapshot_size, taken at begin()
+};
+
+ReplayStreamEncoder::ReplayStreamEncoder() : state_(std::make_unique<State>()) {}
+ReplayStreamEncoder::~ReplayStreamEncoder() = default;
+
+namespace {
+
+WriteResult framed(std::vector<uint8_t>* out, std::span<const uint8_t> payload) {
+  if (frame_record(out, payload)) return {true, {}};
+  return {false, record_error_message(RecordError::record_too_large)};
+}
+
+WriteResult framed_keyframe(detail::RecordEncoder& encoder, std::vector<uint8_t>& snapshot,
+                            const sim::World& world, std::vector<uint8_t>* out) {
+  size_t written = 0;
+  const sim::Error error = world.save_snapshot(snapshot, &written);
+  if (error != sim::Error::none)
+    return {false, std::string("snapshot failed: ") + sim::error_message(error)};
+  return framed(out, encoder.keyframe(world.tick(), world.state_hash(),
+                                      std::span<const uint8_t>(snapshot.data(), written)));
+}
+
+}  // namespace
+
+WriteResult ReplayStreamEncoder::begin(const ReplayHeader& header, const sim::World& world,
+                                       uint32_t keyframe_interval_ticks,
+                                       std::vector<uint8_t>* out) {
+  State& s = *state_;
+  s.keyframe_interval_ticks = keyframe_interval_ticks;
+  s.snapshot.assign(world.max_snapshot_size(), 0);
+  ReplayHeader h = header;
+  h.first_tick = world.tick();
+  const WriteResult result = framed(out, s.encoder.header(h));
+  if (!result.ok) return result;
+  return framed_keyframe(s.encoder, s.snapshot, world, out);
+}
+
+WriteResult ReplayStreamEncoder::record_step(const sim::World& world,
+                                             std::span<const sim::Input> applied_inputs,
+                                             uint64_t authoritative_hash,
+                                             std::optional<uint64_t> client_hash,
+                                             std::span<const sim::Command> applied_commands,
+                                             std::vector<uint8_t>* out) {
+  State& s = *state_;
+  const WriteResult result =
+      framed(out, s.encoder.tick(world.tick(), applied_inputs, authoritative_hash, client_hash,
+                                 applied_commands));
+  if (!result.ok || s.keyframe_interval_ticks == 0 || world.tick() % s.keyframe_interval_ticks != 0)
+    return result;
+  return framed_keyframe(s.encoder, s.snapshot, world, out);
+}
+
 }  // namespace lockstep::replays

@@ -100,6 +100,7 @@ std::string server_config_error(const ServerConfig& c) {
   if (c.replay_dump_interval.count() < 0) return "durations must not be negative";
   // Without a directory there are no windows, so a shutdown dump has nothing to write.
   if (c.record_matches && c.replay_dir.empty()) return "--record-matches needs a replay directory";
+  if (c.record_max_pending_bytes == 0) return "--record-max-pending-bytes must be at least 1";
   return {};
 }
 
@@ -186,6 +187,10 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
          [config](int64_t v) { config->stats_log_interval = milliseconds(v); },
          "Log per-room counters this often (0 = never)")
       ->default_str(std::to_string(config->stats_log_interval.count()));
+  app.add_option("--summary-closed-rooms", config->summary_closed_rooms,
+                 "Closed rooms listed in the exit summary and stats, newest kept (about 2 KB "
+                 "each, more with many clients)")
+      ->capture_default_str();
   app.add_option("--replay-dir", config->replay_dir,
                  "Directory of desync dumps and match recordings (created when needed)")
       ->capture_default_str();
@@ -204,7 +209,11 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
                config->dump_replays_on_shutdown,
                "Write every room's replay window on a graceful shutdown (default on)");
   app.add_flag("--record-matches", config->record_matches,
-               "Stream every room's whole match to the replay directory");
+               "Record every room's whole match to the replay directory");
+  app.add_option("--record-max-pending-bytes", config->record_max_pending_bytes,
+                 "A room gives its match recording up when this many bytes wait for the file "
+                 "writer")
+      ->capture_default_str();
   app.add_option("--token-key-file", config->token_key_file,
                  "Key (64 hex digits) join tokens are signed with; without it the server is open");
   app.add_option("--max-token-ttl-s", config->max_token_ttl_s,

@@ -18,7 +18,7 @@ bool FileWriter::submit(Job job, const std::string& what) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!stopping_ && jobs_.size() < max_jobs_) {
-      jobs_.push_back(std::move(job));
+      jobs_.push_back([this, job = std::move(job)] { count_result(job()); });
       wake_.notify_one();
       return true;
     }
@@ -33,6 +33,28 @@ bool FileWriter::submit(Job job, const std::string& what) {
   return false;
 }
 
+bool FileWriter::try_submit_step(Step step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_ || jobs_.size() >= max_jobs_) return false;
+  jobs_.push_back(std::move(step));
+  wake_.notify_one();
+  return true;
+}
+
+bool FileWriter::submit_last_step(Step step) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!stopping_) {
+      jobs_.push_back(std::move(step));
+      wake_.notify_one();
+      return true;
+    }
+  }
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  spdlog::error("file writer: the last step of a file arrived after the writer stopped");
+  return false;
+}
+
 void FileWriter::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -41,18 +63,18 @@ void FileWriter::stop() {
   }
   if (thread_.joinable()) thread_.join();
   // Never started (start() not called): run what was queued here.
-  std::deque<Job> left;
+  std::deque<Step> left;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     left.swap(jobs_);
   }
-  for (Job& job : left)
-    (job() ? written_ : failed_).fetch_add(1, std::memory_order_relaxed);
+  for (Step& job : left)
+    job();
 }
 
 void FileWriter::run() {
   for (;;) {
-    Job job;
+    Step job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
@@ -60,7 +82,7 @@ void FileWriter::run() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    (job() ? written_ : failed_).fetch_add(1, std::memory_order_relaxed);
+    job();
   }
 }
 

@@ -272,10 +272,12 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
              [](const auto& w) { return w.busy_ratio; });
   e.family("lockstep_file_writes_total", "counter",
            "Replay files handed to the file-writing thread, by outcome (dropped: its queue was "
-           "full).");
+           "full; abandoned: a match recording given up because too much of it waited for the "
+           "writer).");
   e.sample("lockstep_file_writes_total{result=\"written\"}", stats.file_writes);
   e.sample("lockstep_file_writes_total{result=\"failed\"}", stats.file_writes_failed);
   e.sample("lockstep_file_writes_total{result=\"dropped\"}", stats.file_writes_dropped);
+  e.sample("lockstep_file_writes_total{result=\"abandoned\"}", stats.file_writes_abandoned);
 
   if (!extras.threads.empty()) {
     e.family("lockstep_thread_cpu_seconds_total", "counter",

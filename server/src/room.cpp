@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 
 #include "lockstep/replays/file_name.h"
 #include "lockstep/replays/record_file.h"
+#include "match_recorder.h"
 #include "server_core.h"
 #include "session.h"
 
@@ -135,28 +137,20 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
     spdlog::debug("room {}: replay window of {} ticks takes {} B", name, window.window_ticks,
                   replay_window->memory_bytes());
   }
-  std::unique_ptr<replays::ReplayStreamWriter> match_stream;
-  std::string match_path;
+  std::unique_ptr<MatchRecorder> match_recorder;
   if (config.record_matches) {
-    // A room that cannot record still serves its players: the failure is logged.
+    // A room that cannot record still serves its players: the failure is logged. The file is
+    // created and written by the file writer's thread (match_recorder.h).
     std::string problem;
-    match_path = replays::replay_file_path(config.replay_dir, "match", name, 0);
+    const std::string match_path = replays::replay_file_path(config.replay_dir, "match", name, 0);
     if (make_replay_dir(config.replay_dir, &problem)) {
-      auto stream = std::make_unique<replays::ReplayStreamWriter>();
-      replays::ReplayStreamOptions options;
-      options.flush_every_ticks = 1;  // kill -9 loses at most the tick being written
-      options.keyframe_interval_ticks = config.keyframe_interval_ticks;
-      const replays::WriteResult opened = stream->open(match_path, replay_header, *world, options);
-      if (opened.ok) {
-        match_stream = std::move(stream);
-      } else {
-        problem = opened.error;
+      auto recorder = std::make_unique<MatchRecorder>(
+          core.file_writer, name, match_path, config.tick_rate_hz, config.record_max_pending_bytes);
+      if (recorder->begin(replay_header, *world, config.keyframe_interval_ticks)) {
+        match_recorder = std::move(recorder);
       }
-    }
-    if (match_stream == nullptr) {
-      spdlog::error("room {}: cannot record the match: {}", name, problem);
     } else {
-      spdlog::info("room {}: recording the match to {}", name, match_path);
+      spdlog::error("room {}: cannot record the match: {}", name, problem);
     }
   }
 
@@ -164,8 +158,7 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
   room->world_ = std::move(world);
   room->replay_header_ = std::move(replay_header);
   room->replay_window_ = std::move(replay_window);
-  room->match_stream_ = std::move(match_stream);
-  room->match_path_ = std::move(match_path);
+  room->match_recorder_ = std::move(match_recorder);
   room->players_.resize(max_players);
   room->spectators_.resize(config.max_spectators_per_room);
 
@@ -642,12 +635,42 @@ void Room::start_grace_timer() {
   grace_timer_.expires_after(core_.config.empty_room_grace);
   grace_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
     if (ec || self->stopped_ || self->client_count_ > 0) return;
+    // A join on its way keeps the room for another grace period (if that member stays, the
+    // room is not empty then; if it was refused, the room closes then).
+    if (!self->begin_close()) {
+      self->start_grace_timer();
+      return;
+    }
     self->stop();
     // The control thread forgets it (inline when that is this thread).
-    asio::dispatch(self->core_.io, [self, summary = self->stats()]() mutable {
-      self->core_.room_closed(self.get(), std::move(summary));
-    });
+    std::function<void()> report = [self, summary = self->stats()]() mutable {
+      asio::dispatch(self->core_.io, [self, summary = std::move(summary)]() mutable {
+        self->core_.room_closed(self.get(), std::move(summary));
+      });
+    };
+    if (self->core_.room_close_hook) {
+      self->core_.room_close_hook(self->name_, std::move(report));
+    } else {
+      report();
+    }
   });
+}
+
+bool Room::reserve_join() {
+  uint32_t seen = joins_on_the_way_.load(std::memory_order_acquire);
+  do {
+    if (seen == kClosing) return false;
+  } while (!joins_on_the_way_.compare_exchange_weak(seen, seen + 1, std::memory_order_acq_rel));
+  return true;
+}
+
+void Room::release_join() {
+  joins_on_the_way_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+bool Room::begin_close() {
+  uint32_t none = 0;
+  return joins_on_the_way_.compare_exchange_strong(none, kClosing, std::memory_order_acq_rel);
 }
 
 // ---- inputs and requests -------------------------------------------------------------------
@@ -806,15 +829,8 @@ void Room::record_replay_tick(uint64_t state_hash) {
     spdlog::warn("room {}: the replay window dropped inputs at tick {} (logged once per room)",
                  name_, world_->tick());
   }
-  if (match_stream_ != nullptr) {
-    const replays::WriteResult written =
-        match_stream_->record_step(*world_, applied_, state_hash, std::nullopt, applied_commands_);
-    if (!written.ok) {
-      // Disk full or the like: stop recording, keep what was written, keep serving.
-      spdlog::error("room {}: match recording stopped at tick {}: {}", name_, world_->tick(),
-                    written.error);
-      finish_match_recording();
-    }
+  if (match_recorder_ != nullptr) {
+    match_recorder_->record_step(*world_, applied_, state_hash, applied_commands_);
   }
 }
 
@@ -909,16 +925,7 @@ std::string Room::write_shutdown_replay() {
 }
 
 void Room::finish_match_recording() {
-  if (match_stream_ == nullptr) return;
-  const uint64_t bytes = match_stream_->file_bytes();
-  const replays::WriteResult finished = match_stream_->finish();
-  if (finished.ok) {
-    spdlog::info("room {}: match recording written to {} ({} B)", name_, match_path_, bytes);
-  } else {
-    spdlog::error("room {}: cannot finish the match recording {}: {}", name_, match_path_,
-                  finished.error);
-  }
-  match_stream_.reset();
+  if (match_recorder_ != nullptr) match_recorder_->finish();
 }
 
 // ---- stats ---------------------------------------------------------------------------------

@@ -21,16 +21,25 @@
 // Replays: every room keeps a ReplayWindow of its last replay_window_seconds (memory
 // fixed here, at creation) fed after each step with the applied inputs and the hash; a
 // DesyncReport makes the room write it to replay_dir (rate-limited per room). With
-// record_matches the whole match is also streamed to disk, flushed every tick.
+// record_matches the whole match is also recorded (match_recorder.h): encoded here after each
+// step, written in chunks by the file writer's thread.
+//
+// Closing: a room left empty for empty_room_grace closes (stops; the control thread is told and
+// forgets it). A Hello the control thread sends here reserves a join first (reserve_join), and
+// the grace never closes a room with a join on its way; a room already closing refuses the
+// reservation, and the control thread sets it aside and makes a new room of that name. So a
+// Hello never meets a room that closed under it. A grace that runs out while a join is on its
+// way starts again.
 //
 // Threads: a room lives on one worker (ServerCore::workers) for its whole life: its timers,
 // its step, its members' sessions and its replay window are touched only there, with no lock.
 // The control thread reads it only through published_stats(): the room copies its RoomStats
 // under its own mutex a few times a second (and at every join, leave and stop); that mutex is
 // taken by the tick thread at most once a tick, uncontended but for a stats reader. Replay
-// dumps are encoded here and written by ServerCore::file_writer.
+// dumps and match recordings are encoded here and written by ServerCore::file_writer.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -55,6 +64,7 @@ namespace lockstep::server {
 
 struct ServerCore;
 struct ServedScene;
+class MatchRecorder;
 class Session;
 
 class Room final : public std::enable_shared_from_this<Room> {
@@ -89,6 +99,13 @@ class Room final : public std::enable_shared_from_this<Room> {
   /// Copies stats() for published_stats(); `force` = now, else at most every kPublishInterval.
   /// On the room's thread.
   void publish_stats(bool force);
+
+  /// Joins on their way (closing, see the top of this file). The control thread reserves one
+  /// for every Hello it sends here; false once the room has begun to close (then it takes no
+  /// join, and the caller makes a new room of the name).
+  bool reserve_join();
+  /// Any thread, once the reserved join was made or given up.
+  void release_join();
 
   /// Adds a member and sends Welcome + Snapshot; on refusal returns the error code (the session
   /// sends the fatal Error).
@@ -143,6 +160,8 @@ class Room final : public std::enable_shared_from_this<Room> {
   template <class Fn>
   void for_each_member(Fn&& fn);
   void start_grace_timer();
+  /// The room's thread, its grace run out: true (closing from now on) when no join is on its way.
+  bool begin_close();
   /// Checks one input; empty when it may be buffered, else why not.
   std::string check_input(uint32_t player_id, const sim::Input& input) const;
   /// Feeds the step just made (applied_ holds its inputs) to the window and the match stream.
@@ -168,6 +187,10 @@ class Room final : public std::enable_shared_from_this<Room> {
   asio::steady_timer tick_timer_;
   asio::steady_timer grace_timer_;
   bool stopped_ = false;
+  // Joins reserved and not yet released, or kClosing once the grace has closed the room. Any
+  // thread (compare-exchange: a reservation and the close cannot both succeed).
+  static constexpr uint32_t kClosing = UINT32_MAX;
+  std::atomic<uint32_t> joins_on_the_way_{0};
   bool scene_has_owners_ = false;
   bool overflow_logged_ = false;
   Clock::time_point opened_;
@@ -207,8 +230,7 @@ class Room final : public std::enable_shared_from_this<Room> {
   // whole-match stream (record_matches), and the rate limit of desync dumps.
   replays::ReplayHeader replay_header_;
   std::unique_ptr<replays::ReplayWindow> replay_window_;
-  std::unique_ptr<replays::ReplayStreamWriter> match_stream_;
-  std::string match_path_;
+  std::unique_ptr<MatchRecorder> match_recorder_;
   bool replay_dumped_ = false;
   Clock::time_point last_replay_dump_;
   uint64_t last_dump_report_tick_ = UINT64_MAX;

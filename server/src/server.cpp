@@ -305,13 +305,22 @@ std::shared_ptr<Room> ServerCore::find_or_create_room(const std::string& name,
     scene = found->second;
   }
   if (auto it = rooms.find(name); it != rooms.end()) {
-    if (!scene_name.empty() && it->second->scene_name() != scene_name) {
-      *code = schema::ErrorCode::scene_mismatch;
-      *reason = fmt::format("room {} runs scene '{}', not '{}'", name, it->second->scene_name(),
-                            sanitized(scene_name));
-      return nullptr;
+    if (it->second->reserve_join()) {
+      if (!scene_name.empty() && it->second->scene_name() != scene_name) {
+        it->second->release_join();
+        *code = schema::ErrorCode::scene_mismatch;
+        *reason = fmt::format("room {} runs scene '{}', not '{}'", name, it->second->scene_name(),
+                              sanitized(scene_name));
+        return nullptr;
+      }
+      return it->second;
     }
-    return it->second;
+    // Closing on its worker (empty past its grace); its room_closed is on its way here. The name
+    // is free from now on: this Hello gets a new room of that name.
+    spdlog::debug("room {} is closing on its worker: a new room takes its name", name);
+    const Room* key = it->second.get();
+    closing_rooms.emplace(key, std::move(it->second));
+    rooms.erase(it);
   }
   if (shutting_down) {
     *code = schema::ErrorCode::server_shutdown;
@@ -336,21 +345,31 @@ std::shared_ptr<Room> ServerCore::find_or_create_room(const std::string& name,
   rooms.emplace(name, room);
   ++workers[worker]->rooms;
   if (workers.size() > 1) spdlog::debug("room {} runs on worker {}", name, worker);
+  room->reserve_join();  // before start(): the room cannot close before this join is made
   room->start();
   return room;
 }
 
 void ServerCore::room_closed(const Room* room, RoomStats summary) {
-  auto it = rooms.find(summary.name);
-  if (it == rooms.end() || it->second.get() != room) return;
+  std::shared_ptr<Room> closed;  // kept until the end: `room` points into it
+  if (auto it = rooms.find(summary.name); it != rooms.end() && it->second.get() == room) {
+    closed = std::move(it->second);
+    rooms.erase(it);
+  } else if (auto set_aside = closing_rooms.find(room); set_aside != closing_rooms.end()) {
+    closed = std::move(set_aside->second);
+    closing_rooms.erase(set_aside);
+  } else {
+    return;
+  }
   --workers[room->worker()]->rooms;
   spdlog::info("room closed (empty for {} ms): {}", config.empty_room_grace.count(),
                room_summary_line(summary));
   add_room_counters(&closed_rooms_total, summary);
   ++rooms_closed;
-  if (closed_rooms.size() == kMaxClosedRooms) closed_rooms.pop_front();
-  closed_rooms.push_back(std::move(summary));
-  rooms.erase(it);
+  if (config.summary_closed_rooms > 0) {
+    if (closed_rooms.size() >= config.summary_closed_rooms) closed_rooms.pop_front();
+    closed_rooms.push_back(std::move(summary));
+  }
 }
 
 void ServerCore::session_closed(uint64_t id) {
@@ -436,7 +455,8 @@ ServerStats ServerCore::stats() const {
   s.file_writes = file_writer.written();
   s.file_writes_failed = file_writer.failed();
   s.file_writes_dropped = file_writer.dropped();
-  s.live_rooms = rooms.size();
+  s.file_writes_abandoned = file_writer.abandoned();
+  s.live_rooms = rooms.size() + closing_rooms.size();
   s.accepting = started && !shutting_down;
   s.rooms_closed = rooms_closed;
   s.closed_rooms_total = closed_rooms_total;
@@ -452,13 +472,16 @@ ServerStats ServerCore::stats() const {
   // A room on another thread is read through the copy it publishes (room.h); while run() is not
   // running (no worker either) it is read directly.
   const bool workers_idle = !running.load();
-  for (const auto& [name, room] : rooms) {
-    s.rooms.push_back(workers_idle || room->on_own_thread() ? room->stats()
-                                                            : room->published_stats());
-    if (room->worker() < s.thread_list.size()) {
-      s.thread_list[room->worker()].clients += s.rooms.back().clients;
+  const auto add_live = [&](const Room& room) {
+    s.rooms.push_back(workers_idle || room.on_own_thread() ? room.stats() : room.published_stats());
+    if (room.worker() < s.thread_list.size()) {
+      s.thread_list[room.worker()].clients += s.rooms.back().clients;
     }
-  }
+  };
+  for (const auto& entry : rooms)
+    add_live(*entry.second);
+  for (const auto& entry : closing_rooms)  // their name taken by a new room; gone soon
+    add_live(*entry.second);
   for (const RoomStats& closed : closed_rooms)
     s.rooms.push_back(closed);
   return s;
@@ -673,6 +696,10 @@ void Server::set_desync_hook(DesyncHook hook) {
   core_->desync_hook = std::move(hook);
 }
 
+void Server::set_room_close_hook(RoomCloseHook hook) {
+  core_->room_close_hook = std::move(hook);
+}
+
 void Server::set_rules_factory(RulesFactory factory) {
   core_->rules_factory = std::move(factory);
 }
@@ -718,11 +745,12 @@ std::string summary_json(const ServerStats& stats) {
       "{{\"port\":{},\"uptime_s\":{:.3f},\"connections_accepted\":{},\"connections_refused\":{},"
       "\"sessions_open\":{},\"protocol_errors\":{},\"input_errors\":{},"
       "\"slow_consumer_disconnects\":{},\"timeouts\":{},\"max_session_queued_bytes\":{},"
-      "\"queue_limit_bytes\":{},\"desync_reports\":{},\"errors_by_code\":{{",
+      "\"queue_limit_bytes\":{},\"desync_reports\":{},\"live_rooms\":{},\"rooms_closed\":{},"
+      "\"errors_by_code\":{{",
       stats.port, stats.uptime_s, stats.connections_accepted, stats.connections_refused,
       stats.sessions_open, stats.protocol_errors, stats.input_errors,
       stats.slow_consumer_disconnects, stats.timeouts, stats.max_session_queued_bytes,
-      stats.queue_limit_bytes, stats.desync_reports);
+      stats.queue_limit_bytes, stats.desync_reports, stats.live_rooms, stats.rooms_closed);
   bool first = true;
   for (size_t i = 0; i < stats.errors_by_code.size(); ++i) {
     if (stats.errors_by_code[i] == 0) continue;
@@ -747,9 +775,10 @@ std::string summary_json(const ServerStats& stats) {
       a.token_refusals[0], a.refused_per_ip_connections, a.refused_room_rate, a.over_frame_rate,
       a.over_byte_rate, a.hello_timeouts);
   out += fmt::format(
-      ",\"file_writes\":{},\"file_writes_failed\":{},\"file_writes_dropped\":{},\"threads\":{},"
-      "\"thread_list\":[",
-      stats.file_writes, stats.file_writes_failed, stats.file_writes_dropped, stats.threads);
+      ",\"file_writes\":{},\"file_writes_failed\":{},\"file_writes_dropped\":{},"
+      "\"file_writes_abandoned\":{},\"threads\":{},\"thread_list\":[",
+      stats.file_writes, stats.file_writes_failed, stats.file_writes_dropped,
+      stats.file_writes_abandoned, stats.threads);
   for (size_t t = 0; t < stats.thread_list.size(); ++t) {
     const ThreadStats& thread = stats.thread_list[t];
     out += fmt::format(

@@ -92,9 +92,12 @@ struct ServerCore {
   FileWriter file_writer{kFileWriterQueueJobs};
 
   std::map<std::string, std::shared_ptr<Room>> rooms;
+  // Rooms closing on their worker whose name a new room has taken (find_or_create_room), until
+  // their room_closed arrives; listed in stats like open rooms meanwhile.
+  std::map<const Room*, std::shared_ptr<Room>> closing_rooms;
   std::map<uint64_t, std::shared_ptr<Session>> sessions;
   Guard guard;                         // tokens, per-address limits, refusal counters
-  std::deque<RoomStats> closed_rooms;  // at most kMaxClosedRooms
+  std::deque<RoomStats> closed_rooms;  // the newest config.summary_closed_rooms
   RoomStats closed_rooms_total;        // every closed room's counters added up
   uint64_t rooms_closed = 0;
   uint64_t next_session_id = 1;
@@ -103,6 +106,7 @@ struct ServerCore {
   std::atomic<bool> running{false};
   Clock::time_point start_time = Clock::now();
   DesyncHook desync_hook;
+  RoomCloseHook room_close_hook;
   RulesFactory rules_factory;
 
   // Counters.
@@ -117,7 +121,6 @@ struct ServerCore {
   std::atomic<uint64_t> desync_reports{0};
   std::array<std::atomic<uint64_t>, kErrorCodeCount> errors_by_code{};
 
-  static constexpr size_t kMaxClosedRooms = 256;
   static constexpr size_t kFileWriterQueueJobs = 256;
 
   /// Makes the workers (threads not started yet).
@@ -136,14 +139,18 @@ struct ServerCore {
   /// Stop accepting, Disconnect every session, stop the rooms; run() returns once every
   /// session has flushed or flush_timeout has passed.
   void begin_shutdown();
-  /// The room named `name`, created on first use with `scene_name` ("" = the default scene);
+  /// The room named `name`, created on first use with `scene_name` ("" = the default scene),
+  /// with a join reserved (Room::reserve_join; the caller releases it once joined or given up);
   /// null with *code / *reason when refused (unknown_scene, scene_mismatch, too_many_rooms…).
+  /// A room of that name that is closing on its worker is set aside in closing_rooms and a new
+  /// one takes the name.
   std::shared_ptr<Room> find_or_create_room(const std::string& name, const std::string& scene_name,
                                             schema::ErrorCode* code, std::string* reason);
   /// The served scene names, comma-separated (cut short past a few hundred bytes).
   std::string served_scene_list() const;
-  /// A room stopped itself (empty past its grace period): forget it and keep `summary`. On the
-  /// control thread (rooms on workers dispatch it there); `room` only identifies it.
+  /// A room stopped itself (empty past its grace period): forget it (from rooms or
+  /// closing_rooms) and keep `summary`. On the control thread (rooms on workers dispatch it
+  /// there); `room` only identifies it.
   void room_closed(const Room* room, RoomStats summary);
   /// A session closed its socket: forget it. On the control thread.
   void on_session_closed(uint64_t id);

@@ -238,10 +238,11 @@ void Session::on_hello(const schema::Hello& hello) {
   if (creates) core_.guard.room_created(address, now);
   if (room->io().get_executor() != executor_) {
     // The room lives on another worker: the reader hands the connection over (consume).
-    pending_join_ = PendingJoin{std::move(room), hello, high, token_player};
+    pending_join_ = PendingJoin{JoinReservation(std::move(room)), hello, high, token_player};
     return;
   }
   code = room->join(shared_from_this(), hello, high, &reason, token_player);
+  room->release_join();
   if (code != schema::ErrorCode::none) protocol_error(code, reason);
 }
 
@@ -283,6 +284,18 @@ void Session::hand_over(std::span<const uint8_t> unread) {
   watchdog_timer_.cancel();
   asio::post(next->executor_,
              [next, join = std::move(join)]() mutable { next->start_joined(std::move(join)); });
+}
+
+Session::JoinReservation& Session::JoinReservation::operator=(JoinReservation&& other) noexcept {
+  if (this != &other) {
+    if (room_ != nullptr) room_->release_join();
+    room_ = std::move(other.room_);
+  }
+  return *this;
+}
+
+Session::JoinReservation::~JoinReservation() {
+  if (room_ != nullptr) room_->release_join();
 }
 
 void Session::start_joined(PendingJoin join) {

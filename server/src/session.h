@@ -86,9 +86,23 @@ class Session final : public std::enable_shared_from_this<Session> {
   asio::awaitable<void> writer();
   asio::awaitable<void> watchdog();
 
+  /// A join reserved in a room (Room::reserve_join), released when this is destroyed: after the
+  /// join was made, or when the connection went before it could be.
+  class JoinReservation final {
+   public:
+    explicit JoinReservation(std::shared_ptr<Room> room) : room_(std::move(room)) {}
+    JoinReservation(JoinReservation&& other) noexcept = default;
+    JoinReservation& operator=(JoinReservation&& other) noexcept;
+    ~JoinReservation();
+    Room* operator->() const { return room_.get(); }
+
+   private:
+    std::shared_ptr<Room> room_;
+  };
+
   /// A Hello accepted on the control thread for a room on another worker.
   struct PendingJoin {
-    std::shared_ptr<Room> room;
+    JoinReservation room;
     schema::Hello hello;
     uint16_t protocol_version = 0;
     uint32_t token_player = 0;

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lockstep/schema/limits.h"
 
@@ -102,6 +103,12 @@ struct RecordFileCheck {
 RecordFileCheck check_record_file(std::span<const uint8_t> file,
                                   uint32_t max_record_bytes = schema::kMaxReplayRecordBytes);
 
+/// Appends one record (size, checksum, payload) to *out: the bytes RecordWriter::append writes
+/// for `payload`. For files encoded on one thread and written on another (append_framed).
+/// false, with *out unchanged, for a payload over max_record_bytes.
+bool frame_record(std::vector<uint8_t>* out, std::span<const uint8_t> payload,
+                  uint32_t max_record_bytes = schema::kMaxReplayRecordBytes);
+
 /// Appends records to "<final_path>.tmp" and publishes it under final_path on finish().
 /// Not thread-safe; one writer per file. Errors are sticky: after one, every call returns it.
 class RecordWriter final {
@@ -125,6 +132,10 @@ class RecordWriter final {
   /// Appends one record. The bytes reach the OS on flush(), when the buffer fills, or finish().
   /// A payload over the cap is refused with record_too_large without ending the file.
   RecordError append(std::span<const uint8_t> payload);
+
+  /// Appends whole records already framed by frame_record(), as they are (they are not checked
+  /// again; records_written() does not count them). The bytes reach the OS as append()'s do.
+  RecordError append_framed(std::span<const uint8_t> records);
 
   /// Hands buffered records to the OS: they survive a crash of this process (not a power cut).
   RecordError flush();

@@ -153,4 +153,36 @@ class ReplayStreamWriter final {
   std::unique_ptr<State> state_;
 };
 
+/// The records of a whole-match recording encoded in memory, for a file written on another
+/// thread (the server's file writer). Each call appends whole framed records to the caller's
+/// buffer; RecordWriter::open(path), append_framed() of those bytes in the order they were
+/// encoded, and finish() give the file ReplayStreamWriter writes for the same calls, byte for
+/// byte. Nothing here touches a file.
+///
+///   encoder.begin(header, world, keyframe_interval_ticks, &chunk);  // header, first keyframe
+///   per step: encoder.record_step(world, applied_inputs, hash, std::nullopt, commands, &chunk);
+///   now and then: hand `chunk` to the writing thread and start a new one
+class ReplayStreamEncoder final {
+ public:
+  ReplayStreamEncoder();
+  ~ReplayStreamEncoder();
+  ReplayStreamEncoder(const ReplayStreamEncoder&) = delete;
+  ReplayStreamEncoder& operator=(const ReplayStreamEncoder&) = delete;
+
+  /// Appends the header and a keyframe of `world` (first_tick = world.tick()); record_step adds
+  /// a keyframe every keyframe_interval_ticks (0 = none).
+  WriteResult begin(const ReplayHeader& header, const sim::World& world,
+                    uint32_t keyframe_interval_ticks, std::vector<uint8_t>* out);
+  /// Same contract as ReplayStreamWriter::record_step; appends to *out. On failure *out holds
+  /// whole records still (the ones before).
+  WriteResult record_step(const sim::World& world, std::span<const sim::Input> applied_inputs,
+                          uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
+                          std::span<const sim::Command> applied_commands,
+                          std::vector<uint8_t>* out);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 }  // namespace lockstep::replays

@@ -102,8 +102,15 @@ struct ServerConfig {
   std::chrono::milliseconds replay_dump_interval{10'000};
   /// On a graceful shutdown every room also writes its window.
   bool dump_replays_on_shutdown = true;
-  /// Streams every room's whole match to replay_dir (bounded memory, flushed every tick).
+  /// Records every room's whole match to replay_dir: encoded on the room's thread, handed to the
+  /// file-writing thread in chunks of a second of ticks or 64 KiB (so a kill -9 loses about the
+  /// last second).
   bool record_matches = false;
+  /// When the file writer falls behind, a room keeps its recording's chunk and retries; past
+  /// this many bytes waiting it gives the recording up (warning log, counted in
+  /// lockstep_file_writes_total{result="abandoned"}, the temporary file removed) and the match
+  /// goes on. Memory per recording room is bounded by it.
+  uint64_t record_max_pending_bytes = 8 * 1024 * 1024;
 
   // ---- hostile clients (docs/security.md) ---------------------------------------------------
   /// A file of 64 hex digits: the key join tokens are signed with. Empty = no tokens asked for
@@ -127,6 +134,11 @@ struct ServerConfig {
   // ---- operations -------------------------------------------------------------------------
   /// Per-room counters are logged this often (0 = never).
   std::chrono::milliseconds stats_log_interval{10'000};
+  /// The newest closed rooms kept for stats (the `summary` line at exit, the stats JSON); older
+  /// ones leave the list, their counters stay in the totals. Each costs its RoomStats, about
+  /// 2 KB plus about 200 B per client it remembers (at most 64), and is copied into every
+  /// stats snapshot. 0 = none.
+  uint32_t summary_closed_rooms = 1024;
   /// SIGINT/SIGTERM start a graceful shutdown inside run() (the app sets it; tests do not).
   bool handle_signals = false;
 };

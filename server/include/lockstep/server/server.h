@@ -130,19 +130,23 @@ struct ServerStats {
   uint64_t desync_reports = 0;
   std::array<uint64_t, kErrorCodeCount> errors_by_code{};  // Error frames sent, by code
   AdmissionStats admission;
-  std::vector<RoomStats> rooms;  // open rooms, then up to 256 closed ones (oldest first)
-  size_t live_rooms = 0;         // rooms[0, live_rooms) are the server's (open or stopping)
-  bool accepting = false;        // listening and not shutting down
-  uint64_t rooms_closed = 0;     // since start
+  // Live rooms (open or closing), then the newest ServerConfig::summary_closed_rooms closed ones
+  // (oldest first).
+  std::vector<RoomStats> rooms;
+  size_t live_rooms = 0;      // rooms[0, live_rooms) are the server's (open or stopping)
+  bool accepting = false;     // listening and not shutting down
+  uint64_t rooms_closed = 0;  // since start
   /// Every closed room's counters added up (add_room_counters), however many have closed: with
   /// the open rooms, monotonic totals for metrics.
   RoomStats closed_rooms_total;
   uint32_t threads = 0;                  // worker threads (ServerConfig::threads resolved)
   std::vector<ThreadStats> thread_list;  // one per worker
-  // Replay files handed to the file-writing thread: written, failed, dropped (queue full).
+  // Replay files handed to the file-writing thread: written, failed, dropped (queue full), and
+  // match recordings abandoned by their room (the writer fell behind; match_recorder.h).
   uint64_t file_writes = 0;
   uint64_t file_writes_failed = 0;
   uint64_t file_writes_dropped = 0;
+  uint64_t file_writes_abandoned = 0;
 };
 
 /// Adds `from`'s counters (ticks, late ticks, lateness histogram, inputs, bytes, desyncs,
@@ -173,6 +177,12 @@ using DesyncHook = std::function<void(const DesyncEvent&)>;
 using RulesFactory = std::function<std::unique_ptr<RoomRules>(
     const std::string& name, const sim::Scene& scene, std::string* error)>;
 
+/// Called on a room's own thread when the room has decided to close (empty past its grace), with
+/// `report`, which tells the control thread (rooms, summary, metrics). Without a hook `report`
+/// runs at once; a hook may run it later, from any thread, exactly once (tests use that to hold a
+/// room in the state "closing on its worker, not yet forgotten by the control thread").
+using RoomCloseHook = std::function<void(const std::string& room, std::function<void()> report)>;
+
 struct ServerCore;
 
 class Server final {
@@ -199,6 +209,8 @@ class Server final {
   ServerStats stats() const;
   /// Sets the desync hook; before run().
   void set_desync_hook(DesyncHook hook);
+  /// Sets the room close hook; before run().
+  void set_room_close_hook(RoomCloseHook hook);
   /// Replaces the built-in rules with the embedding application's own; before start() (which
   /// makes each served scene's rules once to check them).
   void set_rules_factory(RulesFactory factory);
