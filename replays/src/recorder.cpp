@@ -464,6 +464,10 @@ struct ReplayStreamEncoder::State {
   detail::RecordEncoder encoder{64 * 1024};
   uint32_t keyframe_interval_ticks = 0;
   std::vector<uint8_t> snapshot;  // max_snapshot_size, taken at begin()
+  // The last keyframe encoded, the base of the next one's delta, as ReplayStreamWriter keeps it
+  // (the two must write the same bytes).
+  std::vector<uint8_t> previous;
+  size_t previous_bytes = 0;
 };
 
 ReplayStreamEncoder::ReplayStreamEncoder() : state_(std::make_unique<State>()) {}
@@ -476,14 +480,23 @@ WriteResult framed(std::vector<uint8_t>* out, std::span<const uint8_t> payload) 
   return {false, record_error_message(RecordError::record_too_large)};
 }
 
+// A keyframe after the first is a delta against the one before it (ReplayStreamWriter's rule).
 WriteResult framed_keyframe(detail::RecordEncoder& encoder, std::vector<uint8_t>& snapshot,
+                            std::vector<uint8_t>& previous, size_t* previous_bytes,
                             const sim::World& world, std::vector<uint8_t>* out) {
   size_t written = 0;
   const sim::Error error = world.save_snapshot(snapshot, &written);
   if (error != sim::Error::none)
     return {false, std::string("snapshot failed: ") + sim::error_message(error)};
-  return framed(out, encoder.keyframe(world.tick(), world.state_hash(),
-                                      std::span<const uint8_t>(snapshot.data(), written)));
+  const WriteResult result =
+      framed(out, encoder.keyframe(world.tick(), world.state_hash(),
+                                   std::span<const uint8_t>(snapshot.data(), written),
+                                   std::span<const uint8_t>(previous.data(), *previous_bytes)));
+  if (result.ok) {
+    snapshot.swap(previous);
+    *previous_bytes = written;
+  }
+  return result;
 }
 
 }  // namespace
@@ -494,11 +507,13 @@ WriteResult ReplayStreamEncoder::begin(const ReplayHeader& header, const sim::Wo
   State& s = *state_;
   s.keyframe_interval_ticks = keyframe_interval_ticks;
   s.snapshot.assign(world.max_snapshot_size(), 0);
+  s.previous.assign(world.max_snapshot_size(), 0);
+  s.previous_bytes = 0;
   ReplayHeader h = header;
   h.first_tick = world.tick();
   const WriteResult result = framed(out, s.encoder.header(h));
   if (!result.ok) return result;
-  return framed_keyframe(s.encoder, s.snapshot, world, out);
+  return framed_keyframe(s.encoder, s.snapshot, s.previous, &s.previous_bytes, world, out);
 }
 
 WriteResult ReplayStreamEncoder::record_step(const sim::World& world,
@@ -513,7 +528,7 @@ WriteResult ReplayStreamEncoder::record_step(const sim::World& world,
                                  applied_commands));
   if (!result.ok || s.keyframe_interval_ticks == 0 || world.tick() % s.keyframe_interval_ticks != 0)
     return result;
-  return framed_keyframe(s.encoder, s.snapshot, world, out);
+  return framed_keyframe(s.encoder, s.snapshot, s.previous, &s.previous_bytes, world, out);
 }
 
 }  // namespace lockstep::replays
