@@ -29,10 +29,14 @@ fail() {
 
 # spawn NAME CMD...: runs CMD in $work under `timeout`, stdout to NAME.out, stderr to NAME.log;
 # sets `last_pid`.
+# --foreground: without it timeout forwards a signal to its child and then to its whole process
+# group, so a SIGTERM sent to it reaches the server twice, which the server takes for an
+# operator's second signal ("stop now") whenever the two do not merge in the kernel.
 spawn() {
   local name=$1
   shift
-  (cd "$work" && exec timeout -s TERM "$child_limit_s" "$@" >"$work/$name.out" 2>"$work/$name.log") &
+  (cd "$work" && exec timeout --foreground -s TERM "$child_limit_s" "$@" >"$work/$name.out" \
+    2>"$work/$name.log") &
   last_pid=$!
   pids+=("$last_pid")
 }
