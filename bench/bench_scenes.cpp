@@ -119,7 +119,7 @@ bool make_bench_scene(std::string_view name, BenchScene* out) {
     return false;
   }
   // The benchmarks measure the awake pipeline (Bullet's bodies run with DISABLE_DEACTIVATION,
-  // Jolt's PyramidTest without sleeping); sim_bench's BM_SettledPile measures sleeping.
+  // Jolt's PyramidTest without sleeping); sim_bench's BM_SettledStacks measures sleeping.
   result.scene.def.enable_sleep = false;
   *out = std::move(result);
   return true;
