@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "input_dedup.h"
+#include "test_math.h"
 
 namespace {
 
@@ -48,14 +49,7 @@ class Model {
   std::vector<uint32_t> next_;
 };
 
-struct Rng {  // splitmix64: a fixed, portable sequence
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+struct Rng : lockstep::testing::TestRng {
   uint32_t below(uint32_t n) { return static_cast<uint32_t>(next() % n); }
 };
 
