@@ -38,6 +38,12 @@ struct Client::Impl {
   std::atomic<ClientState> state{ClientState::idle};
   std::optional<std::pair<sim::BodyId, sim::Vec3>> perturb_next_tick;
   uint64_t last_stamped_tick = 0;
+  // The highest tick next_input_tick() has announced. The clock estimate and the cap under it
+  // can step back when a shorter round trip is measured; a stamp never goes below what was
+  // announced, so "send when next_input_tick() is past the tick I last sent for" never sends
+  // twice for one tick. Safe: the room's tick only grows, so a tick inside its input window
+  // once stays inside it.
+  mutable uint64_t announced_input_tick = 0;
   uint32_t input_frame_sequence = 0;
   std::atomic<uint64_t> stamps_capped{0};
   // Input::sequence for inputs sent without one. Starts at a random value: a client that
@@ -679,7 +685,8 @@ std::optional<uint64_t> Client::Impl::next_input_tick(bool* capped) const {
       connection->target_tick(std::chrono::steady_clock::now(), delay, capped);
   if (!target && world) target = world->tick() + delay;
   if (!target) return std::nullopt;
-  return std::max(last_stamped_tick, *target);
+  announced_input_tick = std::max({announced_input_tick, last_stamped_tick, *target});
+  return announced_input_tick;
 }
 
 std::optional<uint64_t> Client::next_input_tick() const {
