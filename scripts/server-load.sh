@@ -3,7 +3,8 @@
 #   1. build lockstep-server, lockstep-load and lockstep-bot in Release;
 #   2. for N in $LOAD_ROOMS (10 50 100 200): start lockstep-server on 127.0.0.1 (free port,
 #      --max-rooms N+8 and --summary-closed-rooms N+8 (rooms that close before the stop stay in
-#      the summary), no per-address limits (every client is 127.0.0.1), no replay windows,
+#      the summary), --max-connections 4·(N+8) (the default 1024 would refuse clients past 256
+#      rooms), no per-address limits (every client is 127.0.0.1), no replay windows,
 #      log level warn), run lockstep-load with N rooms x 4 raw clients for $LOAD_SECONDS (20) s, read the server's CPU (utime+stime from /proc/<pid>/stat
 #      before and after, as % of one core), SIGINT it and parse its `summary {json}` line;
 #   3. one sanity row with real lockstep-bot processes ($BOT_ROOMS rooms x 4 bots, $BOT_SECONDS s);
@@ -55,7 +56,8 @@ now_s() { date +%s.%N; }
 
 start_server() {  # $1 = max rooms, also the closed rooms the summary keeps
   "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "" \
-    --max-rooms "$1" --summary-closed-rooms "$1" --threads "$threads" \
+    --max-rooms "$1" --summary-closed-rooms "$1" --max-connections $(($1 * players)) \
+    --threads "$threads" \
     --max-connections-per-ip 0 --max-rooms-per-ip-per-minute 0 --stats-interval-ms 0 \
     >"$work/server.out" 2>"$work/server.log" &
   server_pid=$!
