@@ -113,7 +113,9 @@ std::optional<uint64_t> Connection::target_tick(SteadyTime now, uint32_t input_d
     if (capped != nullptr) *capped = true;
     target = newest_room_tick_ + lead;
   }
-  return target;
+  // A clock estimate that lags the room (its samples queued behind a busy machine) must not
+  // stamp a tick the room has already stepped: the next one is the earliest still on time.
+  return std::max(*target, newest_room_tick_ + 1);
 }
 
 std::optional<uint64_t> Connection::estimated_server_tick(SteadyTime now) const {

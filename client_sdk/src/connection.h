@@ -93,7 +93,8 @@ class Connection final {
 
   /// TimeSync::target_tick at `now`, but never further past the newest TickFrame's (or
   /// Snapshot's) tick than the delay + the round trip + a tick, nor past the room's input window
-  /// (which the room is sure to accept); nothing before the Welcome.
+  /// (which the room is sure to accept), and never at or before that newest tick (the room has
+  /// stepped it: an input for it would be late); nothing before the Welcome.
   /// *capped (optional) says whether that bound lowered it. Any thread.
   std::optional<uint64_t> target_tick(SteadyTime now, uint32_t input_delay_ticks,
                                       bool* capped = nullptr) const;
