@@ -274,7 +274,7 @@ class Client final {
   /// The tick send_input() would stamp now; nothing before the Welcome. It never goes down, and
   /// send_input() never stamps below it: a game that sends once per tick skips sending while
   /// this is not past the tick it last sent for (after a poll that applied several ticks at
-  /// once, say).
+  /// once, say). Call it from the thread that polls.
   std::optional<uint64_t> next_input_tick() const;
   /// Asks the server for a snapshot (lockstep mode: restored when it arrives).
   void request_resync(const std::string& reason);
