@@ -37,11 +37,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kTickRateHz = 240;
-// For tests with many worlds: every client steps its own world on the thread that polls it, and
-// one step of the `inputs` scene costs ~1 ms under AddressSanitizer. Four clients and the room at
-// 240 Hz want 1.3 cores; on a busy 2-core machine the polling thread falls behind the room for
-// good and its clients are closed as slow consumers. At 60 Hz they want a third of a core.
-constexpr uint32_t kManyWorldsTickRateHz = 60;
 // 4 ticks = 16.7 ms at 240 Hz: ample for loopback even under sanitizers, so inputs are on time.
 constexpr uint32_t kInputDelayTicks = 4;
 // Upper bound of any single wait below: a hang guard, never a measurement.
@@ -259,7 +254,7 @@ TEST(NetClient, JoinAndLateJoinSeeTheSameHashes) {
 }
 
 TEST(NetClient, FourClientsSixHundredTicksWithInputsNeverDesync) {
-  TestServer server(room_config(kManyWorldsTickRateHz));
+  TestServer server(room_config(net_test::kManyWorldsTickRateHz));
   ASSERT_TRUE(server.started());
   std::vector<std::unique_ptr<TestClient>> owned;
   std::vector<TestClient*> clients;

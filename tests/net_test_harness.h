@@ -38,6 +38,13 @@ namespace lockstep::net_test {
 /// Upper bound of any single wait for a condition: reached only when something is broken.
 inline constexpr std::chrono::milliseconds kHangGuard{30'000};
 
+/// Tick rate for tests that run many client worlds. Every SDK client steps its own world on the
+/// thread that polls it, and one step of the `inputs` scene costs ~1 ms under AddressSanitizer:
+/// four clients and their room at 240 Hz want 1.3 cores, twelve worlds 3 cores. On a busy 2-core
+/// machine the polling thread then falls behind its rooms for good, and the SDK closes the
+/// clients as slow consumers. At 60 Hz the same tests want a third of a core to 0.8 core.
+inline constexpr uint32_t kManyWorldsTickRateHz = 60;
+
 /// Calls `done` until it returns true (then true), sleeping `interval` between calls; false once
 /// `timeout` has passed without it holding.
 template <class Done>

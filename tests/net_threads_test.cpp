@@ -34,11 +34,6 @@ using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 constexpr uint32_t kTickRateHz = 240;
-// For tests with many worlds: every client steps its own world on the thread that polls it, and
-// one step of the `inputs` scene costs ~1 ms under AddressSanitizer. Twelve worlds at 240 Hz
-// would want 3 cores; the clients, polled by one thread, would fall behind the room for good
-// and be closed as slow consumers. At 60 Hz they want 0.8 core, which a busy 2-core machine has.
-constexpr uint32_t kManyWorldsTickRateHz = 60;
 constexpr uint32_t kInputDelayTicks = 4;
 constexpr auto kWait = net_test::kHangGuard;
 
@@ -185,7 +180,7 @@ TEST(NetThreads, ThreadCountIsCheckedAndResolved) {
 // player verifies every tick's hash against the server's, the two players of a room agree, and a
 // desync provoked in a room on each worker is counted once per room in the server's totals.
 TEST(NetThreads, RoomsOnBothWorkersPlayInSyncAndTheirCountersAddUp) {
-  TestServer server(two_thread_config(kManyWorldsTickRateHz));
+  TestServer server(two_thread_config(net_test::kManyWorldsTickRateHz));
   ASSERT_TRUE(server.started());
   const std::vector<std::string> rooms = {"alpha", "bravo", "charlie", "delta"};
   Clients clients;
