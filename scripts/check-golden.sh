@@ -76,6 +76,27 @@ arg_value() {
   done
 }
 
+# Reads the run's lines from stdin as they arrive and prints the verdict (nothing when every
+# line matched): `diff N WANT GOT`, `extra N - GOT` or `missing N WANT -`, tab-separated. It
+# returns at the first difference, which closes the pipe: the run is then ended by SIGPIPE the
+# next time it prints. (In bash, not awk: mawk, Debian's awk, reads a pipe in blocks and saw
+# nothing before the run had ended, so a run that differed at tick 60 still ran to its end.)
+compare_lines() {
+  local n=0 got want
+  exec 3<"$1"
+  while IFS= read -r got; do
+    n=$((n + 1))
+    if ! IFS= read -r want <&3; then
+      printf 'extra\t%s\t-\t%s\n' "$n" "$got"
+      return
+    fi
+    if [ "$want" != "$got" ]; then
+      printf 'diff\t%s\t%s\t%s\n' "$n" "$want" "$got"
+      return
+    fi
+  done
+  if IFS= read -r want <&3; then printf 'missing\t%s\t%s\t-\n' "$((n + 1))" "$want"; fi
+}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
@@ -121,12 +142,7 @@ for scene in "${scenes[@]}"; do
     times >"$tmp/times" # second line: the run's user and system cpu time
     exit $run_rc
   } |
-    awk -v expected="$tmp/expected" '
-      { n++
-        if ((getline want < expected) <= 0) { printf "extra\t%s\t\t%s\n", n, $0; found = 1; exit }
-        if (want != $0) { printf "diff\t%s\t%s\t%s\n", n, want, $0; found = 1; exit } }
-      END { if (!found && (getline want < expected) > 0) printf "missing\t%s\t%s\t\n", n + 1, want }' \
-      >"$tmp/verdict"
+    compare_lines "$tmp/expected" >"$tmp/verdict"
   rc=${PIPESTATUS[0]}
   seconds=$(awk -v ns=$(($(date +%s%N) - start_ns)) 'BEGIN { printf "%.1f", ns / 1e9 }')
   cpu=$(awk 'NR == 2 { split($1 " " $2, t, /[ms ]/); printf "%.1f", t[1] * 60 + t[2] + t[4] * 60 + t[5] }' \

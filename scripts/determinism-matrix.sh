@@ -137,9 +137,15 @@ if [ "${1:-}" = "--_build-one" ]; then
     -DLOCKSTEP_SIM_ONLY=ON -DLOCKSTEP_REPLAY_TOOL=ON
     -DLOCKSTEP_STAGED_INCLUDE_DIR="$staged" -DXXHASH_INCLUDE_DIR="$staged"
     -DLOCKSTEP_INJECT_NONDETERMINISM="$inject_flags")
+  # No -g: debug information never changes the generated code, and was a third of the build
+  # time. Unity builds for the tools around the sim (schema, replays, lockstep-replay; the sim
+  # itself is always compiled file by file, sim/CMakeLists.txt): their headers (FlatBuffers,
+  # CLI11) are parsed once per library instead of once per file. Both together: 97 -> 55 CPU s
+  # for a gcc -O2 target.
+  cmake_args+=(-DCMAKE_UNITY_BUILD=ON)
   case $opt in
-  0) cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g") ;;
-  2) cmake_args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g -DNDEBUG") ;;
+  0) cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0") ;;
+  2) cmake_args+=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG") ;;
   3) cmake_args+=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG") ;;
   esac
   start_ns=$(date +%s%N)

@@ -27,6 +27,7 @@ std::string at_record(uint64_t index, uint64_t offset) {
 }  // namespace
 
 using detail::hex64;
+using detail::keyframe_at;
 
 bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string* error,
                  uint64_t max_world_bytes) {
@@ -260,6 +261,12 @@ uint32_t step_replay_tick(sim::World& world, const ReplayTick& tick) {
   return rejected;
 }
 
+const ReplayKeyframe* keyframe_at(const LoadedReplay& replay, uint64_t tick) {
+  for (const ReplayKeyframe& k : replay.keyframes)
+    if (k.tick == tick) return &k;
+  return nullptr;
+}
+
 }  // namespace detail
 
 std::unique_ptr<sim::World> simulate_replay_to(const LoadedReplay& replay, uint64_t tick,
@@ -352,12 +359,6 @@ std::vector<FieldDiff> diff_worlds(const sim::World& a, const sim::World& b, siz
 }
 
 namespace {
-
-const ReplayKeyframe* keyframe_at(const LoadedReplay& replay, uint64_t tick) {
-  for (const ReplayKeyframe& k : replay.keyframes)
-    if (k.tick == tick) return &k;
-  return nullptr;
-}
 
 // The writer's state at `tick`: its keyframe there, or a re-simulation from its newest earlier
 // keyframe. *reproduced is false when the re-simulated hash is not the hash the writer recorded.

@@ -12,6 +12,9 @@ namespace lockstep::replays::detail {
 /// Queues a tick record's commands and inputs and steps; returns how many the world refused.
 uint32_t step_replay_tick(sim::World& world, const ReplayTick& tick);
 
+/// The replay's keyframe at exactly `tick`, or null.
+const ReplayKeyframe* keyframe_at(const LoadedReplay& replay, uint64_t tick);
+
 /// "static", "kinematic", "dynamic".
 const char* body_type_name(sim::BodyType type);
 /// "sphere", "box", "capsule", "plane".

@@ -214,12 +214,6 @@ class RunWriter {
   ByteWriter contacts_;
 };
 
-const ReplayKeyframe* keyframe_at(const LoadedReplay& replay, uint64_t tick) {
-  for (const ReplayKeyframe& k : replay.keyframes)
-    if (k.tick == tick) return &k;
-  return nullptr;
-}
-
 // Steps `world` over the tick record of `tick`; with `follow_keyframes`, a later keyframe whose
 // hash is not the re-simulated one replaces the state: the writer's own world left its inputs
 // there (a client's live state at a desync), and the viewer shows what the writer had.
@@ -228,7 +222,7 @@ bool advance(const LoadedReplay& replay, uint64_t tick, bool follow_keyframes, s
   detail::step_replay_tick(*world,
                            replay.ticks[static_cast<size_t>(tick - replay.header.first_tick - 1)]);
   if (!follow_keyframes) return true;
-  const ReplayKeyframe* k = keyframe_at(replay, tick);
+  const ReplayKeyframe* k = detail::keyframe_at(replay, tick);
   if (k == nullptr || k->state_hash == world->state_hash()) return true;
   const sim::Error e = world->restore_snapshot(k->snapshot);
   if (e != sim::Error::none) {
@@ -313,7 +307,7 @@ std::string hashes_json(const std::vector<std::optional<uint64_t>>& hashes) {
 std::optional<uint64_t> recorded_hash(const LoadedReplay& r, uint64_t tick, bool client) {
   if (tick < r.header.first_tick || tick > r.last_tick()) return std::nullopt;
   if (tick == r.header.first_tick) {
-    const ReplayKeyframe* k = keyframe_at(r, tick);
+    const ReplayKeyframe* k = detail::keyframe_at(r, tick);
     return k ? std::optional<uint64_t>(k->state_hash) : std::nullopt;
   }
   const ReplayTick& t = r.ticks[static_cast<size_t>(tick - r.header.first_tick - 1)];
@@ -416,7 +410,7 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
       page.error = error;
       return page;
     }
-    const ReplayKeyframe* k = keyframe_at(*other, *divergent);
+    const ReplayKeyframe* k = detail::keyframe_at(*other, *divergent);
     if (k != nullptr && k->state_hash != world_b->state_hash() &&
         world_b->restore_snapshot(k->snapshot) != sim::Error::none) {
       page.error = "keyframe at tick " + std::to_string(*divergent) + " cannot be restored";
