@@ -26,6 +26,7 @@
 #include "alloc_counter.h"
 #include "lockstep/replays/record_file.h"
 #include "lockstep/replays/recorder.h"
+#include "lockstep/schema/compact_codec.h"
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/scene.h"
@@ -567,8 +568,9 @@ TEST(ReplayFile, DamagedPayloadsWithValidChecksumsNeverCrash) {
   EXPECT_NE(error.find("second header"), std::string::npos) << error;
   EXPECT_FALSE(replays::load_replay(frame_records({payloads[0], payloads[2]}), &r, &error));
   EXPECT_NE(error.find("before the first keyframe"), std::string::npos) << error;
-  EXPECT_FALSE(
-      replays::load_replay(frame_records({payloads[0], payloads[1], payloads[3]}), &r, &error));
+  // (Tick 1, then tick 3: tick 2 left out. Tick 3's inputs are read against tick 1's.)
+  EXPECT_FALSE(replays::load_replay(
+      frame_records({payloads[0], payloads[1], payloads[2], payloads[4]}), &r, &error));
   EXPECT_NE(error.find("out of order"), std::string::npos) << error;
 }
 
@@ -884,7 +886,7 @@ TEST(ReplayKeyframeDelta, EveryKeyframeOfAWindowIsRebuiltByteForByte) {
   LoadedReplay r;
   std::string error;
   ASSERT_TRUE(replays::load_replay(bytes, &r, &error)) << error;
-  EXPECT_EQ(r.header.format_version, 7u);
+  EXPECT_GE(r.header.format_version, 7u);
   EXPECT_EQ(r.header.first_tick, 60u);  // newest multiple of 60 at or before 400 - 300
   // 60 (whole), 120 .. 360 (deltas), then the live state at 400 (a delta against 360).
   ASSERT_EQ(r.keyframes.size(), 7u);
@@ -1032,6 +1034,103 @@ TEST(ReplayKeyframeDelta, AGoldenReplayOfFormat6StillVerifies) {
   const replays::VerifyResult verified = replays::verify_replay(r);
   EXPECT_TRUE(verified.ok) << verified.error;
   EXPECT_EQ(verified.ticks_verified, 600u);
+}
+
+// ---- tick records coded against the tick record before them (format 8) ----
+
+// The tick records of a file, in order (records whose first byte's low bits are 01).
+std::vector<std::vector<uint8_t>> tick_records(const std::vector<uint8_t>& file) {
+  std::vector<std::vector<uint8_t>> ticks;
+  replays::RecordReader reader(file);
+  std::span<const uint8_t> payload;
+  while (reader.next(&payload) == replays::RecordError::none)
+    if ((payload[0] & 3) == 1) ticks.emplace_back(payload.begin(), payload.end());
+  return ticks;
+}
+
+TEST(ReplayInputReference, ALongRoomsDumpFitsItsBudgetWithEveryTick) {
+  // A room of the demo (the `inputs` scene, four players pushing) after 25 s: its dump holds the
+  // keyframe at or before the window's start and every tick after it, within the server's
+  // 128 KiB budget. The same ticks sent as the wire sends them, each standing alone, would not
+  // fit: coding each tick's inputs against the tick before is what makes the room fit.
+  Match m;
+  replays::ReplayWindow window(*m.world, {});  // the server's: 600 ticks, keyframes every 120
+  for (int i = 0; i < 1500; ++i) {
+    m.step();
+    ASSERT_TRUE(window.record_step(*m.world, m.applied, m.world->state_hash(), std::nullopt));
+  }
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(window.write_bytes(&bytes, m.header(), m.world.get()).ok);
+  EXPECT_LE(bytes.size(), 128u * 1024u);
+  LoadedReplay r;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay(bytes, &r, &error)) << error;
+  EXPECT_EQ(r.header.format_version, 8u);
+  EXPECT_EQ(r.header.first_tick, 840u);  // the newest multiple of 120 at or before 1500 - 600
+  EXPECT_EQ(r.ticks.size(), 660u);
+  const replays::VerifyResult verified = replays::verify_replay(r);
+  EXPECT_TRUE(verified.ok) << verified.error;
+
+  // What the file must hold: its header, first keyframe and ticks (the later keyframes only
+  // spare a re-simulation and take what is left of the budget).
+  replays::RecordReader reader(bytes);
+  std::span<const uint8_t> payload;
+  size_t header_and_keyframe = 8;  // the file header
+  for (int i = 0; i < 2 && reader.next(&payload) == replays::RecordError::none; ++i)
+    header_and_keyframe += replays::kRecordHeaderBytes + payload.size();
+  size_t coded = 0;
+  for (const std::vector<uint8_t>& record : tick_records(bytes))
+    coded += replays::kRecordHeaderBytes + record.size();
+  size_t standing_alone = 0;
+  for (const replays::ReplayTick& t : r.ticks) {
+    standing_alone +=
+        replays::kRecordHeaderBytes +
+        schema::encode_frame(schema::TickFrame{t.tick, t.inputs, t.authoritative_hash, {}}).size() -
+        schema::kFrameHeaderBytes;
+  }
+  std::printf(
+      "660 ticks of the demo: %zu bytes as tick records, %zu standing alone; header and "
+      "first keyframe %zu; file %zu with %zu keyframes\n",
+      coded, standing_alone, header_and_keyframe, bytes.size(), r.keyframes.size());
+  EXPECT_LT(10 * coded, 6 * standing_alone);  // at most 60 %
+  EXPECT_GT(header_and_keyframe + standing_alone, 128u * 1024u);
+  EXPECT_LT(header_and_keyframe + coded, 100u * 1024u);
+}
+
+TEST(ReplayInputReference, OnlyTheFirstTickRecordStandsAloneAndItsLossIsAClearError) {
+  Match m;
+  replays::ReplayWindow window(*m.world, {600, 120, 0});
+  for (int i = 0; i < 30; ++i) {
+    m.step();
+    ASSERT_TRUE(window.record_step(*m.world, m.applied, m.world->state_hash(), std::nullopt));
+  }
+  std::vector<uint8_t> file;
+  ASSERT_TRUE(window.write_bytes(&file, m.header()).ok);
+  const std::vector<std::vector<uint8_t>> ticks = tick_records(file);
+  ASSERT_EQ(ticks.size(), 30u);
+  EXPECT_EQ(ticks[0][0] & schema::compact::kInputsAgainstPrevious, 0);
+  for (size_t i = 1; i < ticks.size(); ++i)
+    EXPECT_NE(ticks[i][0] & schema::compact::kInputsAgainstPrevious, 0) << "tick record " << i;
+
+  // Without its first tick record the file's next one has nothing to be read against; without a
+  // later one, the one after it is out of order. Both refused in one line.
+  std::vector<std::vector<uint8_t>> payloads;
+  replays::RecordReader reader(file);
+  std::span<const uint8_t> payload;
+  while (reader.next(&payload) == replays::RecordError::none)
+    payloads.emplace_back(payload.begin(), payload.end());
+  ASSERT_EQ(payloads.size(), 32u);  // header, keyframe, 30 ticks
+  LoadedReplay r;
+  std::string error;
+  std::vector<std::vector<uint8_t>> damaged = payloads;
+  damaged.erase(damaged.begin() + 2);
+  EXPECT_FALSE(replays::load_replay(frame_records(damaged), &r, &error));
+  EXPECT_NE(error.find("none precedes this one"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  damaged = payloads;
+  damaged.erase(damaged.begin() + 10);
+  EXPECT_FALSE(replays::load_replay(frame_records(damaged), &r, &error));
+  EXPECT_NE(error.find("out of order"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -249,6 +251,132 @@ TEST(SchemaCompact, ReplayTicksCarryTheClientHashTheWireRefuses) {
   EXPECT_EQ(tick.client_hash, std::optional<uint64_t>(56));
   EXPECT_FALSE(compact::read_tick(body, false, &tick, &error));
   expect_malformed(body, "replay files only");
+}
+
+// ---- replay tick records coded against the tick record before them ----
+
+// Appends a replay tick body of `inputs` coded against `reference` and reads it back against
+// the same list; the decoded inputs, or a failure with the reader's reason.
+std::vector<sim::Input> through_reference(const std::vector<sim::Input>& inputs,
+                                          const std::vector<sim::Input>& reference,
+                                          std::vector<uint8_t>* body = nullptr) {
+  std::vector<uint8_t> bytes;
+  compact::append_tick(9, 1, std::nullopt, inputs, {}, &bytes,
+                       std::span<const sim::Input>(reference));
+  compact::Tick tick;
+  std::string error;
+  EXPECT_TRUE(
+      compact::read_tick(bytes, true, &tick, &error, std::span<const sim::Input>(reference)))
+      << error;
+  if (body != nullptr) *body = bytes;
+  return tick.inputs;
+}
+
+TEST(SchemaCompact, AHeldInputCostsItsSequenceAndWhatChanged) {
+  // Player 2 holds the same push on body 5 from one tick to the next and only a button changes:
+  // the input is its sequence (exactly one past the last one: 0), a mask with the buttons bit
+  // and the buttons XORed with the ones before (200 ^ 201 = 1).
+  sim::Input before;
+  before.player = 2;
+  before.sequence = 41;
+  before.body = sim::BodyId{5, 0};
+  before.linear_impulse[0] = -1000;
+  before.linear_impulse[2] = 3000;
+  before.buttons = 200;
+  sim::Input now = before;
+  now.sequence = 42;
+  now.buttons = 201;
+  std::vector<uint8_t> body;
+  expect_same_inputs(through_reference({now}, {before}, &body), {now});
+  const std::vector<uint8_t> inputs(body.end() - 6, body.end());
+  EXPECT_EQ(inputs, (std::vector<uint8_t>{0x01, 0x02, 0x01, 0x00, 0x20, 0x01}));
+  EXPECT_EQ(body[0],
+            compact::kKindTickFrame | compact::kHasInputs | compact::kInputsAgainstPrevious);
+  // The same input on its own (no reference) writes every non-zero field: 12 bytes of inputs.
+  std::vector<uint8_t> plain;
+  compact::append_tick(9, 1, std::nullopt, std::vector<sim::Input>{now}, {}, &plain);
+  EXPECT_EQ(plain.size() - 10, 12u);
+  EXPECT_EQ(plain[0], compact::kKindTickFrame | compact::kHasInputs);
+}
+
+TEST(SchemaCompact, InputsCodedAgainstAnyReferenceRoundTrip) {
+  // Random lists against random references: players present in one and not the other, groups
+  // longer and shorter than their reference run, a player in two runs, extreme values whose
+  // differences need 33 bits, sequences that wrap around the reference's.
+  std::mt19937_64 rng(20261203);
+  const auto pick = [&](std::initializer_list<int64_t> values) {
+    return *(values.begin() + static_cast<std::ptrdiff_t>(rng() % values.size()));
+  };
+  const auto random_input = [&](uint32_t player) {
+    sim::Input in;
+    in.player = player;
+    in.sequence = static_cast<uint32_t>(pick({0, 1, 41, 0x7fffffff, 0xffffffff}) + rng() % 3);
+    in.body = sim::BodyId{static_cast<uint32_t>(rng() % 4), static_cast<uint32_t>(rng() % 2)};
+    int32_t* signed_fields[] = {
+        in.linear_impulse,  in.linear_impulse + 1,  in.linear_impulse + 2,
+        in.angular_impulse, in.angular_impulse + 1, in.angular_impulse + 2,
+        in.linear_velocity, in.linear_velocity + 2, in.angular_velocity + 1};
+    for (int32_t* field : signed_fields) {
+      *field =
+          static_cast<int32_t>(pick({0, 0, 1, -1, 24 << 10, std::numeric_limits<int32_t>::min(),
+                                     std::numeric_limits<int32_t>::max()}));
+    }
+    in.buttons = static_cast<uint32_t>(pick({0, 1, 0x80, 0xffffffff}));
+    in.flags = static_cast<uint32_t>(rng() % 4);
+    return in;
+  };
+  const auto random_list = [&]() {
+    std::vector<sim::Input> list;
+    const size_t count = rng() % 9;
+    for (size_t i = 0; i < count; ++i)
+      list.push_back(random_input(static_cast<uint32_t>(rng() % 4)));
+    return list;
+  };
+  for (int round = 0; round < 2000; ++round) {
+    const std::vector<sim::Input> reference = random_list();
+    std::vector<sim::Input> inputs = random_list();
+    if (inputs.empty()) inputs.push_back(random_input(1));
+    expect_same_inputs(through_reference(inputs, reference), inputs);
+    if (HasFailure()) {
+      ADD_FAILURE() << "round " << round;
+      return;
+    }
+  }
+}
+
+TEST(SchemaCompact, InputsCodedAgainstAReferenceAreRefusedWithoutOne) {
+  const std::vector<sim::Input> reference = {input(1, 256)};
+  std::vector<uint8_t> body;
+  compact::append_tick(12, 34, std::nullopt, std::vector<sim::Input>{input(1, 257)}, {}, &body,
+                       std::span<const sim::Input>(reference));
+  compact::Tick tick;
+  std::string error;
+  // On the wire the bit is unknown; in a file, a record with no record before it has nothing to
+  // be read against.
+  expect_malformed(body, "replay files only");
+  EXPECT_FALSE(compact::read_tick(body, true, &tick, &error));
+  EXPECT_NE(error.find("none precedes"), std::string::npos) << error;
+  // The bit without inputs would be a second encoding of an input-less tick.
+  std::vector<uint8_t> no_inputs;
+  compact::append_tick(12, 34, std::nullopt, {}, {}, &no_inputs);
+  no_inputs[0] |= compact::kInputsAgainstPrevious;
+  EXPECT_FALSE(
+      compact::read_tick(no_inputs, true, &tick, &error, std::span<const sim::Input>(reference)));
+  EXPECT_NE(error.find("no inputs follow"), std::string::npos) << error;
+  // An input equal to its reference in a field the mask names (coded 0) is a second encoding;
+  // a difference that leaves int32 is no input at all.
+  std::vector<uint8_t> same = tick_body(
+      compact::kKindTickFrame | compact::kHasInputs | compact::kInputsAgainstPrevious,
+      {0x01, 0x01, 0x01, 0x00, 0x04, 0x00});  // player 1, sequence 257, linear x "changed" by 0
+  EXPECT_FALSE(
+      compact::read_tick(same, true, &tick, &error, std::span<const sim::Input>(reference)));
+  EXPECT_NE(error.find("present but 0"), std::string::npos) << error;
+  std::vector<uint8_t> beyond =
+      tick_body(compact::kKindTickFrame | compact::kHasInputs | compact::kInputsAgainstPrevious,
+                {0x01, 0x01, 0x01, 0x00, 0x04, 0xfe, 0xff, 0xff, 0xff, 0x1f});  // +2^32 - 1
+  EXPECT_FALSE(
+      compact::read_tick(beyond, true, &tick, &error, std::span<const sim::Input>(reference)));
+  EXPECT_NE(error.find("outside int32"), std::string::npos) << error;
 }
 
 TEST(SchemaCompact, DemoTickWithSixteenInputsIsAFewBytesPerInput) {

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <span>
+#include <vector>
 
 #include "lockstep/replays/record_file.h"
 #include "replay_codec.h"
@@ -259,16 +262,22 @@ WriteResult ReplayWindow::write_bytes(std::vector<uint8_t>* out, const ReplayHea
   ReplayHeader h = header;
   h.first_tick = first.tick;
   detail::append_record(out, encoder.header(h));
-  const auto tick_record = [&](uint64_t t) {
-    const State::TickSlot& slot = s.tick_slot(t);
+  const auto inputs_of = [&](uint64_t t) {
     const sim::Input* inputs =
         s.inputs.get() + (t % s.tick_capacity) * s.config.max_inputs_per_tick;
+    return std::span<const sim::Input>(inputs, s.tick_slot(t).input_count);
+  };
+  const auto tick_record = [&](uint64_t t) {
+    const State::TickSlot& slot = s.tick_slot(t);
     const sim::Command* commands =
         s.commands.get() + (t % s.tick_capacity) * s.config.max_commands_per_tick;
+    // The file's first tick record stands alone; each later one is coded against the one before.
+    std::optional<std::span<const sim::Input>> previous;
+    if (t > first.tick + 1) previous = inputs_of(t - 1);
     return encoder.tick(
-        t, std::span<const sim::Input>(inputs, slot.input_count), slot.authoritative_hash,
+        t, inputs_of(t), slot.authoritative_hash,
         slot.has_client_hash ? std::optional<uint64_t>(slot.client_hash) : std::nullopt,
-        std::span<const sim::Command>(commands, slot.command_count));
+        std::span<const sim::Command>(commands, slot.command_count), previous);
   };
 
   std::vector<uint8_t> live;
@@ -347,12 +356,44 @@ WriteResult ReplayWindow::write_file(const std::string& path, const ReplayHeader
   return {true, {}};
 }
 
+// ---- the previous tick record's inputs, for the streaming writers ------------------------------
+
+namespace {
+
+// The inputs of the last tick record a stream wrote, which the next one is coded against
+// (format 8). Its capacity is taken when the stream opens, so remembering never allocates.
+class PreviousInputs {
+ public:
+  void reset(const sim::World& world) {
+    valid_ = false;
+    inputs_.clear();
+    inputs_.reserve(world.def().max_inputs_per_tick);
+  }
+  std::optional<std::span<const sim::Input>> reference_for(uint64_t tick) const {
+    if (!valid_ || tick != tick_ + 1) return std::nullopt;
+    return std::span<const sim::Input>(inputs_);
+  }
+  void remember(uint64_t tick, std::span<const sim::Input> inputs) {
+    valid_ = true;
+    tick_ = tick;
+    inputs_.assign(inputs.begin(), inputs.end());
+  }
+
+ private:
+  bool valid_ = false;
+  uint64_t tick_ = 0;
+  std::vector<sim::Input> inputs_;
+};
+
+}  // namespace
+
 // ---- ReplayStreamWriter -------------------------------------------------------------------------
 
 struct ReplayStreamWriter::State {
   RecordWriter writer;
   detail::RecordEncoder encoder{64 * 1024};
   ReplayStreamOptions options;
+  PreviousInputs previous_inputs;
   std::vector<uint8_t> snapshot;  // max_snapshot_size, taken at open()
   // The last keyframe written, the base of the next one's delta (format 7); same size.
   std::vector<uint8_t> previous;
@@ -380,6 +421,7 @@ WriteResult ReplayStreamWriter::open(const std::string& path, const ReplayHeader
   s.snapshot.assign(world.max_snapshot_size(), 0);
   s.previous.assign(world.max_snapshot_size(), 0);
   s.previous_bytes = 0;
+  s.previous_inputs.reset(world);
   s.ticks_since_flush = s.ticks_since_sync = 0;
   RecordError error = s.writer.open(path);
   if (error != RecordError::none) return record_result(s.writer, error);
@@ -398,9 +440,11 @@ WriteResult ReplayStreamWriter::record_tick(uint64_t tick,
                                             std::optional<uint64_t> client_hash,
                                             std::span<const sim::Command> applied_commands) {
   State& s = *state_;
-  RecordError error = s.writer.append(
-      s.encoder.tick(tick, applied_inputs, authoritative_hash, client_hash, applied_commands));
+  RecordError error =
+      s.writer.append(s.encoder.tick(tick, applied_inputs, authoritative_hash, client_hash,
+                                     applied_commands, s.previous_inputs.reference_for(tick)));
   if (error != RecordError::none) return record_result(s.writer, error);
+  s.previous_inputs.remember(tick, applied_inputs);
   if (++s.ticks_since_flush >= s.options.flush_every_ticks) {
     s.ticks_since_flush = 0;
     error = s.writer.flush();
@@ -463,6 +507,7 @@ const std::string& ReplayStreamWriter::temp_path() const {
 struct ReplayStreamEncoder::State {
   detail::RecordEncoder encoder{64 * 1024};
   uint32_t keyframe_interval_ticks = 0;
+  PreviousInputs previous_inputs;
   std::vector<uint8_t> snapshot;  // max_snapshot_size, taken at begin()
   // The last keyframe encoded, the base of the next one's delta, as ReplayStreamWriter keeps it
   // (the two must write the same bytes).
@@ -506,6 +551,7 @@ WriteResult ReplayStreamEncoder::begin(const ReplayHeader& header, const sim::Wo
                                        std::vector<uint8_t>* out) {
   State& s = *state_;
   s.keyframe_interval_ticks = keyframe_interval_ticks;
+  s.previous_inputs.reset(world);
   s.snapshot.assign(world.max_snapshot_size(), 0);
   s.previous.assign(world.max_snapshot_size(), 0);
   s.previous_bytes = 0;
@@ -525,7 +571,8 @@ WriteResult ReplayStreamEncoder::record_step(const sim::World& world,
   State& s = *state_;
   const WriteResult result =
       framed(out, s.encoder.tick(world.tick(), applied_inputs, authoritative_hash, client_hash,
-                                 applied_commands));
+                                 applied_commands, s.previous_inputs.reference_for(world.tick())));
+  if (result.ok) s.previous_inputs.remember(world.tick(), applied_inputs);
   if (!result.ok || s.keyframe_interval_ticks == 0 || world.tick() % s.keyframe_interval_ticks != 0)
     return result;
   return framed_keyframe(s.encoder, s.snapshot, s.previous, &s.previous_bytes, world, out);

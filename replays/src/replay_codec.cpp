@@ -114,20 +114,26 @@ std::span<const uint8_t> RecordEncoder::keyframe(uint64_t tick, uint64_t state_h
 std::span<const uint8_t> RecordEncoder::tick(uint64_t tick, std::span<const sim::Input> inputs,
                                              uint64_t authoritative_hash,
                                              std::optional<uint64_t> client_hash,
-                                             std::span<const sim::Command> commands) {
+                                             std::span<const sim::Command> commands,
+                                             std::optional<std::span<const sim::Input>> previous) {
   // Since format 6 a tick record is the compact body of its tick's TickFrame (the wire's
-  // bytes), with the client's hash flagged in client-written files; not a FlatBuffer.
+  // bytes), with the client's hash flagged in client-written files; not a FlatBuffer. Since
+  // format 8 its inputs are coded against the previous tick record's when there is one.
   std::vector<uint8_t>& out = impl_->compact;
   out.clear();
-  schema::compact::append_tick(tick, authoritative_hash, client_hash, inputs, commands, &out);
+  schema::compact::append_tick(tick, authoritative_hash, client_hash, inputs, commands, &out,
+                               previous);
   return out;
 }
 
 bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scratch,
-                   DecodedRecord* out, std::string* error) {
+                   DecodedRecord* out, std::string* error,
+                   const std::vector<sim::Input>* previous_tick_inputs) {
   if (schema::compact::is_compact(payload)) {  // a tick record of format 6 or later
     schema::compact::Tick tick;
-    if (!schema::compact::read_tick(payload, true, &tick, error)) {
+    std::optional<std::span<const sim::Input>> reference;
+    if (previous_tick_inputs != nullptr) reference = *previous_tick_inputs;
+    if (!schema::compact::read_tick(payload, true, &tick, error, reference)) {
       // Name the tick when at least its number is readable.
       size_t at = 1;
       uint64_t number = 0;

@@ -28,9 +28,12 @@ class RecordEncoder final {
   std::span<const uint8_t> keyframe(uint64_t tick, uint64_t state_hash,
                                     std::span<const uint8_t> snapshot,
                                     std::span<const uint8_t> base = {});
+  /// `previous`: the inputs of the tick record written just before this one in the same file
+  /// (format 8 codes the inputs against them); nullopt for the file's first tick record.
   std::span<const uint8_t> tick(uint64_t tick, std::span<const sim::Input> inputs,
                                 uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
-                                std::span<const sim::Command> commands = {});
+                                std::span<const sim::Command> commands = {},
+                                std::optional<std::span<const sim::Input>> previous = std::nullopt);
 
  private:
   struct Impl;
@@ -58,9 +61,12 @@ bool apply_keyframe_delta(std::span<const uint8_t> base, DecodedRecord* record, 
 
 /// Verifies (identifier, Verifier with limits.h caps) and decodes one record payload; false and
 /// *error (one line, without position) when it is not a valid replay record. `payload` need not
-/// be aligned: it is copied into *scratch first.
+/// be aligned: it is copied into *scratch first. `previous_tick_inputs`: the inputs of the tick
+/// record before this one in the file (format 8 and later), which a tick record may be coded
+/// against; without it such a record is refused. It must not point into *out.
 bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scratch,
-                   DecodedRecord* out, std::string* error);
+                   DecodedRecord* out, std::string* error,
+                   const std::vector<sim::Input>* previous_tick_inputs = nullptr);
 
 /// Frames records in memory exactly as RecordWriter does on disk (for write_bytes).
 void append_file_header(std::vector<uint8_t>* out);

@@ -44,7 +44,11 @@ bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string*
     const RecordError status = reader.next(&payload);
     if (status != RecordError::none) break;
     std::string why;
-    if (!detail::decode_record(payload, &scratch, &record, &why)) {
+    // Since format 8 a tick record may code its inputs against the tick record before it.
+    const bool has_reference = have_header && !replay.ticks.empty() &&
+                               replay.header.format_version >= kFirstFormatWithInputReference;
+    if (!detail::decode_record(payload, &scratch, &record, &why,
+                               has_reference ? &replay.ticks.back().inputs : nullptr)) {
       *error = at_record(index, offset) + why;
       return false;
     }

@@ -7,6 +7,10 @@
 // writes a field mask and only its non-zero fields, as varints (signed ones zigzagged). Commands
 // write a mask and their non-zero 4-byte words (floats as their raw bits, little-endian).
 // Present fields are never zero and varints are minimal, so a message has exactly one encoding.
+//
+// A replay tick record after a file's first codes its inputs against the record before: each
+// field is written against the reference input's (append_inputs), which on the wire is the zero
+// input, so the two encodings are one code path.
 #include "lockstep/schema/compact_codec.h"
 
 #include <algorithm>
@@ -61,25 +65,58 @@ void append_fixed(uint64_t value, size_t bytes, std::vector<uint8_t>* out) {
     out->push_back(static_cast<uint8_t>(value >> (8 * i)));
 }
 
-// The input's fields in mask order, as the unsigned values written (signed ones zigzagged).
-void input_fields(const sim::Input& in, uint64_t (&values)[kInputFieldCount]) {
-  const auto s = [](int32_t v) { return zigzag(v); };
+// Whether an input field is signed (zigzag varint) or unsigned (varint).
+constexpr bool is_signed_field(uint32_t field) {
+  return field != kBodyIndex1 && field != kBodyGeneration && field != kButtons && field != kFlags;
+}
+
+// The input's fields in mask order: unsigned ones as they are, signed ones sign-extended.
+void input_fields(const sim::Input& in, int64_t (&values)[kInputFieldCount]) {
   values[kBodyIndex1] = in.body.index1;
   values[kBodyGeneration] = in.body.generation;
-  values[kLinearX] = s(in.linear_impulse[0]);
-  values[kLinearY] = s(in.linear_impulse[1]);
-  values[kLinearZ] = s(in.linear_impulse[2]);
+  values[kLinearX] = in.linear_impulse[0];
+  values[kLinearY] = in.linear_impulse[1];
+  values[kLinearZ] = in.linear_impulse[2];
   values[kButtons] = in.buttons;
-  values[kAngularX] = s(in.angular_impulse[0]);
-  values[kAngularY] = s(in.angular_impulse[1]);
-  values[kAngularZ] = s(in.angular_impulse[2]);
+  values[kAngularX] = in.angular_impulse[0];
+  values[kAngularY] = in.angular_impulse[1];
+  values[kAngularZ] = in.angular_impulse[2];
   values[kFlags] = in.flags;
-  values[kLinearVelocityX] = s(in.linear_velocity[0]);
-  values[kLinearVelocityY] = s(in.linear_velocity[1]);
-  values[kLinearVelocityZ] = s(in.linear_velocity[2]);
-  values[kAngularVelocityX] = s(in.angular_velocity[0]);
-  values[kAngularVelocityY] = s(in.angular_velocity[1]);
-  values[kAngularVelocityZ] = s(in.angular_velocity[2]);
+  values[kLinearVelocityX] = in.linear_velocity[0];
+  values[kLinearVelocityY] = in.linear_velocity[1];
+  values[kLinearVelocityZ] = in.linear_velocity[2];
+  values[kAngularVelocityX] = in.angular_velocity[0];
+  values[kAngularVelocityY] = in.angular_velocity[1];
+  values[kAngularVelocityZ] = in.angular_velocity[2];
+}
+
+// A field as written against its reference's value: a signed field as the zigzag of the
+// difference, an unsigned one XORed with it. Against a zero reference (the wire, and the inputs
+// a replay tick record has no reference for) that is the field itself; either way it is 0
+// exactly when the two are equal, so only the fields that differ are written.
+uint64_t coded_field(uint32_t field, int64_t value, int64_t reference) {
+  if (is_signed_field(field)) return zigzag(value - reference);
+  return static_cast<uint64_t>(value) ^ static_cast<uint64_t>(reference);
+}
+
+// The reference of a group of `player`'s inputs: the first run of that player's inputs in the
+// reference list (empty when it has none). The group's k-th input is coded against the run's
+// k-th, or against the zero input past the run's end.
+std::span<const sim::Input> reference_run(std::span<const sim::Input> reference, uint32_t player) {
+  size_t begin = 0;
+  while (begin < reference.size() && reference[begin].player != player)
+    ++begin;
+  size_t end = begin;
+  while (end < reference.size() && reference[end].player == player)
+    ++end;
+  return reference.subspan(begin, end - begin);
+}
+
+// What a group's first sequence is written against: one past the last sequence of its reference
+// run (a client numbering its inputs one by one is then exactly on it), or without a run the
+// previous input's sequence in the message (0 before the first).
+int64_t sequence_base(std::span<const sim::Input> run, uint32_t previous_sequence) {
+  return run.empty() ? int64_t{previous_sequence} : int64_t{run.back().sequence} + 1;
 }
 
 void command_words(const sim::Command& c, uint32_t (&words)[kCommandWords]) {
@@ -119,28 +156,39 @@ uint64_t nonzero_mask(const T (&values)[N]) {
   return mask;
 }
 
-void append_inputs(std::span<const sim::Input> inputs, std::vector<uint8_t>* out) {
+// `reference`: the inputs this list is coded against (empty: none, the plain encoding).
+void append_inputs(std::span<const sim::Input> inputs, std::span<const sim::Input> reference,
+                   std::vector<uint8_t>* out) {
   size_t groups = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i == 0 || inputs[i].player != inputs[i - 1].player) ++groups;
   }
   append_varint(groups, out);
   uint32_t previous_sequence = 0;
+  const sim::Input zero{};
   for (size_t start = 0; start < inputs.size();) {
     size_t end = start + 1;
     while (end < inputs.size() && inputs[end].player == inputs[start].player)
       ++end;
     append_varint(inputs[start].player, out);
     append_varint(end - start, out);
+    const std::span<const sim::Input> run = reference_run(reference, inputs[start].player);
     for (size_t i = start; i < end; ++i) {
       const sim::Input& in = inputs[i];
-      append_varint(zigzag(static_cast<int64_t>(in.sequence) - previous_sequence), out);
+      const int64_t base =
+          i == start ? sequence_base(run, previous_sequence) : int64_t{previous_sequence};
+      append_varint(zigzag(static_cast<int64_t>(in.sequence) - base), out);
       previous_sequence = in.sequence;
-      uint64_t values[kInputFieldCount];
+      int64_t values[kInputFieldCount];
+      int64_t references[kInputFieldCount];
       input_fields(in, values);
-      append_varint(nonzero_mask(values), out);
+      input_fields(i - start < run.size() ? run[i - start] : zero, references);
+      uint64_t coded[kInputFieldCount];
+      for (uint32_t f = 0; f < kInputFieldCount; ++f)
+        coded[f] = coded_field(f, values[f], references[f]);
+      append_varint(nonzero_mask(coded), out);
       for (uint32_t f = 0; f < kInputFieldCount; ++f) {
-        if (values[f] != 0) append_varint(values[f], out);
+        if (coded[f] != 0) append_varint(coded[f], out);
       }
     }
     start = end;
@@ -271,11 +319,13 @@ constexpr size_t kMinGroupBytes = 2 + kMinInputBytes;
 // Smallest command: its mask alone (a command whose every word is 0 is the one byte 0x00).
 constexpr size_t kMinCommandBytes = 1;
 
-bool read_inputs(Reader& r, std::vector<sim::Input>* out,
+// `reference`: the inputs the list was coded against (empty: the plain encoding).
+bool read_inputs(Reader& r, std::span<const sim::Input> reference, std::vector<sim::Input>* out,
                  uint64_t max_inputs = std::numeric_limits<uint64_t>::max()) {
   uint64_t groups = 0;
   if (!r.count("input group count", kMinGroupBytes, &groups)) return false;
   uint32_t previous_sequence = 0;
+  const sim::Input zero{};
   for (uint64_t g = 0; g < groups; ++g) {
     const std::string group = "group " + std::to_string(g);
     uint32_t player = 0;
@@ -292,6 +342,7 @@ bool read_inputs(Reader& r, std::vector<sim::Input>* out,
       return r.fail(group + " repeats player " + std::to_string(player) +
                     " of the group before (one group per run of a player's inputs)");
     }
+    const std::span<const sim::Input> run = reference_run(reference, player);
     out->reserve(out->size() + count);
     for (uint64_t k = 0; k < count; ++k) {
       const std::string name = "input " + std::to_string(out->size());
@@ -300,7 +351,9 @@ bool read_inputs(Reader& r, std::vector<sim::Input>* out,
       uint64_t delta = 0;
       const size_t at = r.offset();
       if (!r.varint(name + " sequence delta", &delta)) return false;
-      const int64_t sequence = int64_t{previous_sequence} + unzigzag(delta);
+      const int64_t base =
+          k == 0 ? sequence_base(run, previous_sequence) : int64_t{previous_sequence};
+      const int64_t sequence = base + unzigzag(delta);
       if (sequence < 0 || sequence > std::numeric_limits<uint32_t>::max()) {
         return r.fail_at(at, name + " sequence delta",
                          "gives sequence " + std::to_string(sequence) + ", outside uint32");
@@ -311,30 +364,44 @@ bool read_inputs(Reader& r, std::vector<sim::Input>* out,
       if (!r.bounded(name + " field mask", (uint64_t{1} << kInputFieldCount) - 1, &mask)) {
         return false;
       }
-      uint64_t values[kInputFieldCount] = {};
+      int64_t values[kInputFieldCount];
+      input_fields(k < run.size() ? run[k] : zero, values);  // the reference's, then replaced
       for (uint32_t f = 0; f < kInputFieldCount; ++f) {
         if ((mask >> f & 1) == 0) continue;
-        if (!r.present(name + " field " + std::to_string(f), std::numeric_limits<uint32_t>::max(),
-                       &values[f])) {
-          return false;
+        const std::string field = name + " field " + std::to_string(f);
+        const size_t field_at = r.offset();
+        uint64_t coded = 0;
+        if (!is_signed_field(f)) {
+          if (!r.present(field, std::numeric_limits<uint32_t>::max(), &coded)) return false;
+          values[f] = static_cast<int64_t>(static_cast<uint64_t>(values[f]) ^ coded);
+          continue;
         }
+        // The difference of two int32 values is below 2^32 in magnitude: its zigzag, below 2^33.
+        if (!r.present(field, (uint64_t{1} << 33) - 1, &coded)) return false;
+        const int64_t value = values[f] + unzigzag(coded);
+        if (value < std::numeric_limits<int32_t>::min() ||
+            value > std::numeric_limits<int32_t>::max()) {
+          return r.fail_at(field_at, field, "gives " + std::to_string(value) + ", outside int32");
+        }
+        values[f] = value;
       }
-      in.body = sim::BodyId{static_cast<uint32_t>(values[kBodyIndex1]),
-                            static_cast<uint32_t>(values[kBodyGeneration])};
-      in.linear_impulse[0] = to_int32(values[kLinearX]);
-      in.linear_impulse[1] = to_int32(values[kLinearY]);
-      in.linear_impulse[2] = to_int32(values[kLinearZ]);
-      in.buttons = static_cast<uint32_t>(values[kButtons]);
-      in.angular_impulse[0] = to_int32(values[kAngularX]);
-      in.angular_impulse[1] = to_int32(values[kAngularY]);
-      in.angular_impulse[2] = to_int32(values[kAngularZ]);
-      in.flags = static_cast<uint32_t>(values[kFlags]);
-      in.linear_velocity[0] = to_int32(values[kLinearVelocityX]);
-      in.linear_velocity[1] = to_int32(values[kLinearVelocityY]);
-      in.linear_velocity[2] = to_int32(values[kLinearVelocityZ]);
-      in.angular_velocity[0] = to_int32(values[kAngularVelocityX]);
-      in.angular_velocity[1] = to_int32(values[kAngularVelocityY]);
-      in.angular_velocity[2] = to_int32(values[kAngularVelocityZ]);
+      const auto u = [&](uint32_t f) { return static_cast<uint32_t>(values[f]); };
+      const auto s = [&](uint32_t f) { return static_cast<int32_t>(values[f]); };
+      in.body = sim::BodyId{u(kBodyIndex1), u(kBodyGeneration)};
+      in.linear_impulse[0] = s(kLinearX);
+      in.linear_impulse[1] = s(kLinearY);
+      in.linear_impulse[2] = s(kLinearZ);
+      in.buttons = u(kButtons);
+      in.angular_impulse[0] = s(kAngularX);
+      in.angular_impulse[1] = s(kAngularY);
+      in.angular_impulse[2] = s(kAngularZ);
+      in.flags = u(kFlags);
+      in.linear_velocity[0] = s(kLinearVelocityX);
+      in.linear_velocity[1] = s(kLinearVelocityY);
+      in.linear_velocity[2] = s(kLinearVelocityZ);
+      in.angular_velocity[0] = s(kAngularVelocityX);
+      in.angular_velocity[1] = s(kAngularVelocityY);
+      in.angular_velocity[2] = s(kAngularVelocityZ);
       out->push_back(in);
     }
   }
@@ -425,9 +492,11 @@ bool read_varint(std::span<const uint8_t> bytes, size_t* offset, uint64_t* value
 
 void append_tick(uint64_t tick, uint64_t state_hash, std::optional<uint64_t> client_hash,
                  std::span<const sim::Input> inputs, std::span<const sim::Command> commands,
-                 std::vector<uint8_t>* out) {
+                 std::vector<uint8_t>* out,
+                 std::optional<std::span<const sim::Input>> inputs_reference) {
   uint8_t kind = kKindTickFrame;
   if (!inputs.empty()) kind |= kHasInputs;
+  if (!inputs.empty() && inputs_reference) kind |= kInputsAgainstPrevious;
   if (!commands.empty()) kind |= kHasCommands;
   if (client_hash) kind |= kHasClientHash;
   out->push_back(kind);
@@ -435,7 +504,8 @@ void append_tick(uint64_t tick, uint64_t state_hash, std::optional<uint64_t> cli
   append_fixed(state_hash, 8, out);
   if (client_hash) append_fixed(*client_hash, 8, out);
   if (!commands.empty()) append_commands(commands, out);
-  if (!inputs.empty()) append_inputs(inputs, out);
+  if (!inputs.empty())
+    append_inputs(inputs, inputs_reference.value_or(std::span<const sim::Input>{}), out);
 }
 
 void append_input_frame(uint64_t target_tick, uint32_t sequence, std::span<const sim::Input> inputs,
@@ -443,7 +513,7 @@ void append_input_frame(uint64_t target_tick, uint32_t sequence, std::span<const
   out->push_back(static_cast<uint8_t>(kKindInputFrame | (inputs.empty() ? 0 : kHasInputs)));
   append_varint(target_tick, out);
   append_varint(sequence, out);
-  if (!inputs.empty()) append_inputs(inputs, out);
+  if (!inputs.empty()) append_inputs(inputs, {}, out);
 }
 
 size_t max_body_bytes(size_t inputs, size_t commands) {
@@ -452,18 +522,32 @@ size_t max_body_bytes(size_t inputs, size_t commands) {
   return 1 + 10 + 16 + 2 * 10 + inputs * (5 + 10 + 10 + 3 + 16 * 5) + commands * (3 + 20 * 5);
 }
 
-bool read_tick(std::span<const uint8_t> body, bool allow_client_hash, Tick* out,
-               std::string* error) {
+bool read_tick(std::span<const uint8_t> body, bool allow_client_hash, Tick* out, std::string* error,
+               std::optional<std::span<const sim::Input>> inputs_reference) {
   Reader r(body, "TickFrame", error);
   uint64_t kind = 0;
   if (!r.fixed("kind", 1, &kind)) return false;
+  // The two replay-file bits: a client hash, and inputs coded against the tick before.
+  const uint8_t replay_bits = kHasClientHash | kInputsAgainstPrevious;
   const uint8_t known =
-      kKindTickFrame | kHasInputs | kHasCommands | (allow_client_hash ? kHasClientHash : 0);
+      kKindTickFrame | kHasInputs | kHasCommands | (allow_client_hash ? replay_bits : 0);
   if ((kind & kKindMask) != kKindTickFrame || (kind & ~uint64_t{known}) != 0) {
     return r.fail("kind byte " + std::to_string(kind) + " has unknown flag bits" +
-                  (!allow_client_hash && (kind & kHasClientHash) != 0
-                       ? " (a client hash belongs in replay files only)"
+                  (!allow_client_hash && (kind & replay_bits) != 0
+                       ? " (a client hash and inputs coded against the previous tick belong in "
+                         "replay files only)"
                        : ""));
+  }
+  if ((kind & kInputsAgainstPrevious) != 0) {
+    if ((kind & kHasInputs) == 0) {
+      return r.fail("kind byte " + std::to_string(kind) +
+                    ": inputs coded against the previous tick, but no inputs follow");
+    }
+    if (!inputs_reference) {
+      return r.fail("kind byte " + std::to_string(kind) +
+                    ": inputs coded against the previous tick record, but none precedes this "
+                    "one in its file");
+    }
   }
   *out = Tick{};
   if (!r.varint("tick", &out->tick) || !r.fixed("state_hash", 8, &out->state_hash)) return false;
@@ -473,7 +557,9 @@ bool read_tick(std::span<const uint8_t> body, bool allow_client_hash, Tick* out,
     out->client_hash = client;
   }
   if ((kind & kHasCommands) != 0 && !read_commands(r, &out->commands)) return false;
-  if ((kind & kHasInputs) != 0 && !read_inputs(r, &out->inputs)) return false;
+  const std::span<const sim::Input> reference =
+      (kind & kInputsAgainstPrevious) != 0 ? *inputs_reference : std::span<const sim::Input>{};
+  if ((kind & kHasInputs) != 0 && !read_inputs(r, reference, &out->inputs)) return false;
   return r.at_end();
 }
 
@@ -488,7 +574,7 @@ bool read_input_frame(std::span<const uint8_t> body, InputFrame* out, std::strin
   if (!r.varint("target_tick", &out->target_tick) || !r.u32("sequence", &out->sequence)) {
     return false;
   }
-  if ((kind & kHasInputs) != 0 && !read_inputs(r, &out->inputs, kMaxInputFrameInputs)) {
+  if ((kind & kHasInputs) != 0 && !read_inputs(r, {}, &out->inputs, kMaxInputFrameInputs)) {
     return false;
   }
   return r.at_end();

@@ -21,7 +21,11 @@ namespace lockstep::replays {
 /// FlatBuffers Tick table; files of formats 1..5 stay readable.
 /// 7: a keyframe after the file's first may be a delta against the keyframe before it
 /// (Keyframe.snapshot_delta); a format 6 build would find no snapshot in it.
-inline constexpr uint32_t kReplayFormatVersion = 7;
+/// 8: a tick record's inputs may be coded against the previous tick record's (only the fields
+/// that changed: a player holding a direction costs a few bytes per input instead of a dozen).
+inline constexpr uint32_t kReplayFormatVersion = 8;
+/// The first format whose tick records code their inputs against the previous tick record's.
+inline constexpr uint32_t kFirstFormatWithInputReference = 8;
 
 /// The lockstep version string written into headers (the CMake project version).
 const char* lockstep_version_string();

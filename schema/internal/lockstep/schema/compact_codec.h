@@ -1,6 +1,8 @@
-// The compact encoding of the per-tick messages (protocol 4, replay format 6): TickFrame and
-// InputFrame on the wire, and the tick records of replay files, which hold the same bytes as the
-// TickFrame of their tick. docs/protocol.md ("Compact bodies") describes it byte by byte.
+// The compact encoding of the per-tick messages (protocol 4, replay formats 6 to 8): TickFrame
+// and InputFrame on the wire, and the tick records of replay files, which hold the same bytes as
+// the TickFrame of their tick — since format 8, with the inputs of every record but a file's
+// first coded against the record before (kInputsAgainstPrevious). docs/protocol.md ("Compact
+// bodies") describes it byte by byte; docs/replays.md the coding against the tick before.
 //
 // Every other message stays a FlatBuffers Envelope. The two share the frame layout and tell
 // themselves apart by the body's first byte: a FlatBuffer starts with the low byte of its root
@@ -30,6 +32,9 @@ inline constexpr uint8_t kKindInputFrame = 0x02;
 inline constexpr uint8_t kHasInputs = 0x04;      // both kinds: input groups follow
 inline constexpr uint8_t kHasCommands = 0x08;    // TickFrame: commands follow
 inline constexpr uint8_t kHasClientHash = 0x10;  // TickFrame, replay files only: the client's hash
+// TickFrame, replay files only (format 8): the inputs are coded against the previous tick
+// record's inputs in the same file (append_tick's inputs_reference).
+inline constexpr uint8_t kInputsAgainstPrevious = 0x20;
 
 /// True when `body` is a compact body (its first byte's low two bits are not 00).
 inline bool is_compact(std::span<const uint8_t> body) {
@@ -52,9 +57,15 @@ struct InputFrame {
 };
 
 /// Appends the compact body of a tick to *out (its bytes only: no frame header).
+/// `inputs_reference` (replay files only, never on the wire): the inputs of the tick record
+/// written just before this one in the same file. Each input is then written against the input
+/// at its place in that list (the same player's k-th), as only the fields that changed and its
+/// sequence's distance from where the player's numbering left off: a player holding a direction
+/// costs a few bytes per input instead of a dozen. docs/replays.md has the rule.
 void append_tick(uint64_t tick, uint64_t state_hash, std::optional<uint64_t> client_hash,
                  std::span<const sim::Input> inputs, std::span<const sim::Command> commands,
-                 std::vector<uint8_t>* out);
+                 std::vector<uint8_t>* out,
+                 std::optional<std::span<const sim::Input>> inputs_reference = std::nullopt);
 /// Appends the compact body of an InputFrame to *out.
 void append_input_frame(uint64_t target_tick, uint32_t sequence, std::span<const sim::Input> inputs,
                         std::vector<uint8_t>* out);
@@ -62,11 +73,13 @@ void append_input_frame(uint64_t target_tick, uint32_t sequence, std::span<const
 /// An upper bound of the bytes append_tick / append_input_frame write (for reserving).
 size_t max_body_bytes(size_t inputs, size_t commands);
 
-/// Decodes a whole compact TickFrame body (kind 1). client_hash is refused unless
-/// `allow_client_hash` (replay files). False with *error (one line naming the field and the
-/// byte offset) when the bytes are malformed; *out is then unspecified.
-bool read_tick(std::span<const uint8_t> body, bool allow_client_hash, Tick* out,
-               std::string* error);
+/// Decodes a whole compact TickFrame body (kind 1). client_hash and inputs coded against the
+/// previous tick are refused unless `allow_client_hash` (replay files); the latter also needs
+/// `inputs_reference`, the inputs of the tick record before this one in the file (not a part of
+/// *out: it is reset first). False with *error (one line naming the field and the byte offset)
+/// when the bytes are malformed; *out is then unspecified.
+bool read_tick(std::span<const uint8_t> body, bool allow_client_hash, Tick* out, std::string* error,
+               std::optional<std::span<const sim::Input>> inputs_reference = std::nullopt);
 /// Decodes a whole compact InputFrame body (kind 2); as read_tick.
 bool read_input_frame(std::span<const uint8_t> body, InputFrame* out, std::string* error);
 
