@@ -377,6 +377,11 @@ TEST(SchemaCompact, InputsCodedAgainstAReferenceAreRefusedWithoutOne) {
   EXPECT_FALSE(
       compact::read_tick(beyond, true, &tick, &error, std::span<const sim::Input>(reference)));
   EXPECT_NE(error.find("outside int32"), std::string::npos) << error;
+  // A sequence difference no two uint32 sequences have (2^64 - 1) is refused before any sum.
+  expect_malformed(tick_body(compact::kKindTickFrame | compact::kHasInputs,
+                             {0x01, 0x01, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                              0xff, 0x01, 0x00}),
+                   "sequence delta at byte 13: 18446744073709551615 is out of range");
 }
 
 TEST(SchemaCompact, DemoTickWithSixteenInputsIsAFewBytesPerInput) {

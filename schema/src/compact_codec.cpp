@@ -350,7 +350,9 @@ bool read_inputs(Reader& r, std::span<const sim::Input> reference, std::vector<s
       in.player = player;
       uint64_t delta = 0;
       const size_t at = r.offset();
-      if (!r.varint(name + " sequence delta", &delta)) return false;
+      // Two sequences (or one and the base after a run, up to 2^32) differ by less than 2^33:
+      // a larger zigzag is no sequence, and bounding it keeps the sum below from overflowing.
+      if (!r.bounded(name + " sequence delta", (uint64_t{1} << 34) - 1, &delta)) return false;
       const int64_t base =
           k == 0 ? sequence_base(run, previous_sequence) : int64_t{previous_sequence};
       const int64_t sequence = base + unzigzag(delta);
