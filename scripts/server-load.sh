@@ -10,7 +10,10 @@
 #   3. one sanity row with real lockstep-bot processes ($BOT_ROOMS rooms x 4 bots, $BOT_SECONDS s);
 #   4. write the CSV ($LOAD_CSV, default bench/results/<machine>/server_load.csv) and print it.
 # Environment: BUILD_DIR (build/release), LOAD_ROOMS, LOAD_SECONDS, BOT_ROOMS (10, 0 = skip),
-# BOT_SECONDS (10), LOAD_CSV, LOAD_THREADS (the server's --threads, default 1; also --threads N).
+# BOT_SECONDS (10), LOAD_CSV, LOAD_THREADS (the server's --threads, default 1; also --threads N),
+# LOAD_SCENE (the server's --scene, default its own: `inputs`, the demo; also --scene NAME|FILE:
+# e.g. `bounce`, four spheres nobody owns, whose step is nearly free, to measure the server's
+# network side alone; the bot row then runs that scene too).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -21,13 +24,18 @@ bot_rooms=${BOT_ROOMS:-10}
 bot_seconds=${BOT_SECONDS:-10}
 players=4
 threads=${LOAD_THREADS:-1}
+scene=${LOAD_SCENE:-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) threads=$2; shift 2 ;;
     --threads=*) threads=${1#--threads=}; shift ;;
-    *) echo "server-load: unknown argument $1 (use --threads N)" >&2; exit 2 ;;
+    --scene) scene=$2; shift 2 ;;
+    --scene=*) scene=${1#--scene=}; shift ;;
+    *) echo "server-load: unknown argument $1 (use --threads N, --scene NAME|FILE)" >&2; exit 2 ;;
   esac
 done
+scene_args=()
+[ -n "$scene" ] && scene_args=(--scene "$scene")
 
 # shellcheck source=lib/bench-common.sh
 source scripts/lib/bench-common.sh
@@ -57,7 +65,7 @@ now_s() { date +%s.%N; }
 start_server() {  # $1 = max rooms, also the closed rooms the summary keeps
   "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "" \
     --max-rooms "$1" --summary-closed-rooms "$1" --max-connections $(($1 * players)) \
-    --threads "$threads" \
+    --threads "$threads" "${scene_args[@]}" \
     --max-connections-per-ip 0 --max-rooms-per-ip-per-minute 0 --stats-interval-ms 0 \
     >"$work/server.out" 2>"$work/server.log" &
   server_pid=$!
@@ -129,12 +137,12 @@ mkdir -p "$(dirname "$csv")"
 header="client,threads,rooms,clients,seconds,server_cpu_percent,ticks_per_room_per_s,p50_lateness_us"
 header+=",p99_lateness_us,worst_room_p99_us,bytes_out_per_client_per_s"
 header+=",bytes_in_per_client_per_s,errors,tick_frames_per_client_per_s,late_tick_percent"
-header+=",rtt_ms_p50,rtt_ms_p99,input_errors,step_mean_us,load_avg_1m,load_cpu_percent"
+header+=",rtt_ms_p50,rtt_ms_p99,input_errors,step_mean_us,load_avg_1m,load_cpu_percent,scene"
 rows=()
 
 for n in $rooms_list; do
   start_server $((n + 8))
-  echo "== $n rooms x $players lockstep-load clients, ${seconds} s (server port $port) =="
+  echo "== $n rooms x $players lockstep-load clients, ${seconds} s, scene ${scene:-inputs} (server port $port) =="
   t0=$(now_s); c0=$(cpu_ticks "$server_pid")
   load_rc=0
   timeout --signal=INT --kill-after=5 $((seconds + 60)) "$load" --host 127.0.0.1 --port "$port" \
@@ -145,7 +153,7 @@ for n in $rooms_list; do
   [ -n "$client" ] || fail "no load line from lockstep-load (exit $load_rc)"
   cpu=$(python3 -c "print(($c1 - $c0) / $hz / ($t1 - $t0) * 100)")
   wall=$(python3 -c "print($t1 - $t0)")
-  rows+=("$(csv_row load "$n" "$seconds" "$cpu" "$wall" "$client")")
+  rows+=("$(csv_row load "$n" "$seconds" "$cpu" "$wall" "$client"),${scene:-inputs}")
   echo "${rows[-1]}"
 done
 
@@ -179,7 +187,7 @@ print(json.dumps({'bytes_in_per_client_per_s': statistics.mean(get('bytes_in_per
     + ($bot_rooms * $players - len(rows))}))")
   cpu=$(python3 -c "print(($c1 - $c0) / $hz / ($t1 - $t0) * 100)")
   wall=$(python3 -c "print($t1 - $t0)")
-  rows+=("$(csv_row bot "$bot_rooms" "$bot_seconds" "$cpu" "$wall" "$client")")
+  rows+=("$(csv_row bot "$bot_rooms" "$bot_seconds" "$cpu" "$wall" "$client"),${scene:-inputs}")
   echo "${rows[-1]}"
 fi
 
