@@ -13,7 +13,9 @@
 # BOT_SECONDS (10), LOAD_CSV, LOAD_THREADS (the server's --threads, default 1; also --threads N),
 # LOAD_SCENE (the server's --scene, default its own: `inputs`, the demo; also --scene NAME|FILE:
 # e.g. `bounce`, four spheres nobody owns, whose step is nearly free, to measure the server's
-# network side alone; the bot row then runs that scene too).
+# network side alone; the bot row then runs that scene too; the server refuses to start on a name
+# it does not know, and the CSV's scene column is what its summary says every room ran),
+# LOAD_NO_BUILD=1 (use the binaries already in BUILD_DIR, as the tests do).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -25,13 +27,17 @@ bot_seconds=${BOT_SECONDS:-10}
 players=4
 threads=${LOAD_THREADS:-1}
 scene=${LOAD_SCENE:-}
+usage() {
+  echo "server-load: $1 (use --threads N, --scene NAME|FILE)" >&2
+  exit 2
+}
 while [ $# -gt 0 ]; do
   case "$1" in
-    --threads) threads=$2; shift 2 ;;
+    --threads | --scene) [ $# -ge 2 ] && [ -n "$2" ] || usage "$1 needs a value"
+      set -- "$1=$2" "${@:3}" ;;
     --threads=*) threads=${1#--threads=}; shift ;;
-    --scene) scene=$2; shift 2 ;;
-    --scene=*) scene=${1#--scene=}; shift ;;
-    *) echo "server-load: unknown argument $1 (use --threads N, --scene NAME|FILE)" >&2; exit 2 ;;
+    --scene=*) scene=${1#--scene=}; [ -n "$scene" ] || usage "--scene needs a value"; shift ;;
+    *) usage "unknown argument $1" ;;
   esac
 done
 scene_args=()
@@ -41,7 +47,7 @@ scene_args=()
 source scripts/lib/bench-common.sh
 csv=${LOAD_CSV:-$(bench_results_dir)/server_load.csv}
 
-bench_build "$build" lockstep-server lockstep-load lockstep-bot
+[ "${LOAD_NO_BUILD:-0}" = 1 ] || bench_build "$build" lockstep-server lockstep-load lockstep-bot
 bin="$build/apps"
 load="$build/bench/lockstep-load"
 
@@ -121,6 +127,10 @@ p99 = statistics.median(r["lateness_p99_us"] for r in rs)
 worst = max(r["lateness_p99_us"] for r in rs)
 late = sum(r["late_ticks"] for r in rs) / sum(r["ticks"] for r in rs)
 step = statistics.median(r["step_mean_us"] for r in rs)
+# The scene column is the server's word, not the request's: every room must have run the same one.
+scenes = sorted({r["scene"] for r in rs})
+if len(scenes) != 1:
+    sys.exit(f"the rooms ran different scenes: {', '.join(scenes)}")
 errors = int(client["errors"]) + summary["protocol_errors"] + \
     summary["slow_consumer_disconnects"] + summary["timeouts"]
 load1 = open("/proc/loadavg").read().split()[0]
@@ -129,7 +139,7 @@ print(f"{kind},{summary.get('threads', 1)},{rooms},{rooms*4},{seconds:g},{cpu:.1
       f"{client['bytes_out_per_client_per_s']:.0f},{errors},"
       f"{client['tick_frames_per_client_per_s']:.2f},{late*100:.2f},"
       f"{client['rtt_ms_p50']:.3f},{client['rtt_ms_p99']:.3f},{summary['input_errors']},"
-      f"{step:.0f},{load1},{client.get('load_cpu_percent', '')}")
+      f"{step:.0f},{load1},{client.get('load_cpu_percent', '')},{scenes[0]}")
 EOF
 }
 
@@ -142,7 +152,7 @@ rows=()
 
 for n in $rooms_list; do
   start_server $((n + 8))
-  echo "== $n rooms x $players lockstep-load clients, ${seconds} s, scene ${scene:-inputs} (server port $port) =="
+  echo "== $n rooms x $players lockstep-load clients, ${seconds} s, scene ${scene:-default} (server port $port) =="
   t0=$(now_s); c0=$(cpu_ticks "$server_pid")
   load_rc=0
   timeout --signal=INT --kill-after=5 $((seconds + 60)) "$load" --host 127.0.0.1 --port "$port" \
@@ -153,7 +163,7 @@ for n in $rooms_list; do
   [ -n "$client" ] || fail "no load line from lockstep-load (exit $load_rc)"
   cpu=$(python3 -c "print(($c1 - $c0) / $hz / ($t1 - $t0) * 100)")
   wall=$(python3 -c "print($t1 - $t0)")
-  rows+=("$(csv_row load "$n" "$seconds" "$cpu" "$wall" "$client"),${scene:-inputs}")
+  rows+=("$(csv_row load "$n" "$seconds" "$cpu" "$wall" "$client")")
   echo "${rows[-1]}"
 done
 
@@ -187,7 +197,7 @@ print(json.dumps({'bytes_in_per_client_per_s': statistics.mean(get('bytes_in_per
     + ($bot_rooms * $players - len(rows))}))")
   cpu=$(python3 -c "print(($c1 - $c0) / $hz / ($t1 - $t0) * 100)")
   wall=$(python3 -c "print($t1 - $t0)")
-  rows+=("$(csv_row bot "$bot_rooms" "$bot_seconds" "$cpu" "$wall" "$client"),${scene:-inputs}")
+  rows+=("$(csv_row bot "$bot_rooms" "$bot_seconds" "$cpu" "$wall" "$client")")
   echo "${rows[-1]}"
 fi
 
