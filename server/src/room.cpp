@@ -87,12 +87,7 @@ Room::Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene
                              effective_schedule_lag_ticks(core.config), kLateThreshold},
              Clock::now()),
       tick_timer_(io_),
-      grace_timer_(io_) {
-  opened_ = clock_.start();
-  // Tick 0 is the scene as built, due at creation: start it now, so the loop's first wake
-  // steps tick 1.
-  clock_.advance(opened_);
-}
+      grace_timer_(io_) {}
 
 const std::string& Room::scene_name() const {
   return scene_->scene.name;
@@ -222,10 +217,11 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
 }
 
 void Room::start() {
-  // Inline when the room lives on the calling thread (one thread in all), else posted.
+  // Inline when the room lives on the calling thread (one thread in all), else posted. The
+  // clock starts at the first join (start_ticking), not here: the Hello that made the room
+  // reaches the room's thread after a hop, which on a busy machine can take longer than a tick,
+  // and its client must still find the scene as built, tick 0.
   asio::dispatch(io_, [self = shared_from_this()] {
-    asio::co_spawn(
-        self->io_, [self] { return self->tick_loop(); }, asio::detached);
     self->start_grace_timer();  // closes the room if its first join fails
   });
   spdlog::info("room {} opened: scene {}, {} Hz, input delay {} ticks, {} players", name_,
@@ -253,6 +249,16 @@ void Room::stop() {
 void Room::shut_down(bool dump) {
   if (dump) write_shutdown_replay();
   stop();  // also publishes its match recording
+}
+
+void Room::start_ticking() {
+  // Tick 0 is the scene as built, due now: start it at once, so the loop's first wake steps
+  // tick 1.
+  clock_ = TickClock(clock_.config(), Clock::now());
+  clock_.advance(clock_.start());
+  ticking_ = true;
+  asio::co_spawn(
+      io_, [self = shared_from_this()] { return self->tick_loop(); }, asio::detached);
 }
 
 asio::awaitable<void> Room::tick_loop() {
@@ -579,6 +585,7 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   ++clients_joined_;
   clients_peak_ = std::max(clients_peak_, client_count_);
   grace_timer_.cancel();
+  if (!ticking_) start_ticking();
 
   const SchedulePosition position = clock_.position(Clock::now());
   schema::Welcome welcome;

@@ -78,7 +78,8 @@ class Room final : public std::enable_shared_from_this<Room> {
                                       std::string* error);
   ~Room();
 
-  /// Starts the tick loop (on its worker). From the control thread.
+  /// Readies the room on its worker (the grace timer that closes it if its first join fails);
+  /// the first join starts its clock and tick loop. From the control thread.
   void start();
   /// Stops ticking for good (shutdown or close) and publishes the match recording; the members
   /// are not touched.
@@ -151,6 +152,7 @@ class Room final : public std::enable_shared_from_this<Room> {
   };
 
   Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene, size_t worker);
+  void start_ticking();
   asio::awaitable<void> tick_loop();
   void run_tick();
   /// The Snapshot frame of the current tick (encoded once per tick, shared).
@@ -193,7 +195,7 @@ class Room final : public std::enable_shared_from_this<Room> {
   std::atomic<uint32_t> joins_on_the_way_{0};
   bool scene_has_owners_ = false;
   bool overflow_logged_ = false;
-  Clock::time_point opened_;
+  bool ticking_ = false;  // the clock and the tick loop run from the first join on
 
   std::vector<Member> players_;
   std::vector<Member> spectators_;
