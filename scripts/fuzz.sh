@@ -24,24 +24,42 @@ cmake --build "$build" -j"${LOCKSTEP_FUZZ_JOBS:-2}" --target "${targets[@]}"
 # libFuzzer reads -max_total_time=0 as "no limit": 0 here means build and stop.
 if [[ $seconds == 0 ]]; then exit 0; fi
 
-mkdir -p "$build/findings"
-for t in "${targets[@]}"; do
-  corpus=$build/corpus/$t
-  mkdir -p "$corpus"
-  seeds=tests/fuzz/corpus/$t
-  [[ -d $seeds ]] || seeds=
-  echo "fuzz: $t for ${seconds}s"
+mkdir -p "$build/findings" "$build/logs"
+# One target: its summary lines go to its log; a finding leaves the input in findings/.
+fuzz_one() {
+  local t=$1
+  local dirs=("$build/corpus/$t")
+  mkdir -p "${dirs[0]}"
+  [[ ! -d tests/fuzz/corpus/$t ]] || dirs+=("tests/fuzz/corpus/$t")
   # -rss_limit_mb: a run that takes more memory than this is a finding (the memory budgets). The
   # stateful server harness holds up to 8 rooms and ASan's quarantine: it checks its own heap
   # bound, and an input may wait seconds for a room on a busy machine.
-  rss=1024 timeout=10
+  local rss=1024 timeout=10
   if [[ $t == fuzz_server_session ]]; then rss=2048 timeout=60; fi
   "$build/tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=$rss -timeout=$timeout \
-    -print_final_stats=1 -artifact_prefix="$build/findings/$t-" "$corpus" $seeds \
-    2>&1 | grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY|fuzz_server_session:)' || true
-  if ls "$build/findings/$t-"* >/dev/null 2>&1; then
-    echo "fuzz: $t found an input that fails: $(ls "$build/findings/$t-"*)" >&2
-    exit 1
-  fi
+    -print_final_stats=1 -artifact_prefix="$build/findings/$t-" "${dirs[@]}" 2>&1 |
+    grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY|fuzz_server_session:)' \
+      >"$build/logs/$t.log" || true
+}
+
+# Targets run `parallel` at a time (default: one per core, at most 2): each still gets its own
+# core for its SECONDS, and the stage takes half the time on two cores.
+parallel=${LOCKSTEP_FUZZ_PARALLEL:-$(($(nproc) < 2 ? 1 : 2))}
+found=0
+for ((i = 0; i < ${#targets[@]}; i += parallel)); do
+  batch=("${targets[@]:i:parallel}")
+  for t in "${batch[@]}"; do
+    echo "fuzz: $t for ${seconds}s"
+    fuzz_one "$t" &
+  done
+  wait
+  for t in "${batch[@]}"; do
+    sed "s/^/$t: /" "$build/logs/$t.log"
+    if ls "$build/findings/$t-"* >/dev/null 2>&1; then
+      echo "fuzz: $t found an input that fails: $(ls "$build/findings/$t-"*)" >&2
+      found=1
+    fi
+  done
+  [[ $found == 0 ]] || exit 1
 done
 echo "fuzz: no findings"

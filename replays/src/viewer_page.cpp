@@ -267,13 +267,13 @@ std::string base64(const std::vector<uint8_t>& bytes) {
   out.reserve((bytes.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    const uint32_t v = (uint32_t{bytes[i]} << 16) | (uint32_t{bytes[i + 1]} << 8) | bytes[i + 2];
     for (int s = 18; s >= 0; s -= 6)
       out += kAlphabet[(v >> s) & 63];
   }
   if (i < bytes.size()) {
-    uint32_t v = bytes[i] << 16;
-    if (i + 1 < bytes.size()) v |= bytes[i + 1] << 8;
+    uint32_t v = uint32_t{bytes[i]} << 16;
+    if (i + 1 < bytes.size()) v |= uint32_t{bytes[i + 1]} << 8;
     out += kAlphabet[(v >> 18) & 63];
     out += kAlphabet[(v >> 12) & 63];
     out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
