@@ -58,7 +58,7 @@ if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ] && [ -f scripts/determinism-matrix.sh ]
   # The slow targets (-O0, aarch64 and i686 under qemu) are nine tenths of the matrix's run time
   # since the SIMD solver (more float operations, free on hardware, not under emulation): they
   # compare their first 1,800 ticks (docs/determinism.md, "Measured": the matrix then takes
-  # about 19 of .ci/run's 45 minutes on two idle cores).
+  # about 17 of .ci/run's 39 minutes on two idle cores).
   if [ "${LOCKSTEP_MATRIX_QUICK:-0}" = 1 ]; then
     matrix_args+=(--slow-ticks 600)
   elif [ "${LOCKSTEP_MATRIX_FULL:-0}" != 1 ]; then
