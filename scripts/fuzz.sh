@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer runs of tests/fuzz (docs/security.md).
 #   scripts/fuzz.sh [TARGET|all] [SECONDS]   default: all targets, 30 s each; 0 s = build only
+#   LOCKSTEP_FUZZ_PARALLEL=N                 targets run N at a time (default: 2, 1 on one core)
 # Builds build/fuzz with Debian's clang-14 (-fsanitize=fuzzer,address,undefined), starts from the
 # committed seeds (tests/fuzz/corpus/TARGET) plus a working corpus in build/fuzz/corpus/TARGET,
 # and fails on the first finding (the crashing input is left in build/fuzz/findings/).
@@ -45,6 +46,10 @@ fuzz_one() {
 # Targets run `parallel` at a time (default: one per core, at most 2): each still gets its own
 # core for its SECONDS, and the stage takes half the time on two cores.
 parallel=${LOCKSTEP_FUZZ_PARALLEL:-$(($(nproc) < 2 ? 1 : 2))}
+if [[ ! $parallel =~ ^[1-9][0-9]?$ ]]; then
+  echo "fuzz: LOCKSTEP_FUZZ_PARALLEL must be a whole number from 1 to 99, not '$parallel'" >&2
+  exit 2
+fi
 found=0
 for ((i = 0; i < ${#targets[@]}; i += parallel)); do
   batch=("${targets[@]:i:parallel}")
