@@ -16,12 +16,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 start=$(date +%s)
 jobs=$(nproc)
+# Builds run two more jobs than there are cores, as ninja does by default: a compile also waits
+# on the disk and the linker on one file, and on a machine busy with other work the build keeps
+# its share of the cores (beside two busy processes, 2 jobs on 2 cores get half the machine, 4
+# get two thirds). Tests stay at one per core: the net tests time real clients.
+build_jobs=$((jobs + 2))
 
 bash scripts/setup.sh
 
 echo "== build and test (preset ci: RelWithDebInfo, -Werror) =="
 cmake --preset ci
-cmake --build --preset ci -j "$jobs"
+cmake --build --preset ci -j "$build_jobs"
 ctest --preset ci -j "$jobs"
 
 if [ "${LOCKSTEP_SKIP_SOAK:-0}" != 1 ]; then
@@ -35,7 +40,7 @@ fi
 if [ "${LOCKSTEP_SKIP_ASAN:-0}" != 1 ]; then
   echo "== build and test (preset asan: AddressSanitizer + UndefinedBehaviorSanitizer) =="
   cmake --preset asan
-  cmake --build --preset asan -j "$jobs"
+  cmake --build --preset asan -j "$build_jobs"
   # Left out here, all run in the ci pass above: slow, the golden chains (the matrix runs them);
   # browser, the viewer page in chromium (the page, not C++ memory); source and package, the
   # format and lint checks and the install test (they read the sources or build the examples
@@ -49,12 +54,13 @@ if [ "${LOCKSTEP_SKIP_FUZZ:-0}" != 1 ]; then
   # Every libFuzzer target of tests/fuzz for 30 s from the committed seeds, in a clang build of
   # its own (build/fuzz); a finding fails the run (docs/security.md).
   echo "== fuzz (clang-14 libFuzzer + ASan/UBSan, 30 s per target) =="
-  bash scripts/fuzz.sh all "${LOCKSTEP_FUZZ_SECONDS:-30}"
+  LOCKSTEP_FUZZ_JOBS=${LOCKSTEP_FUZZ_JOBS:-$build_jobs} bash scripts/fuzz.sh all "${LOCKSTEP_FUZZ_SECONDS:-30}"
 fi
 
 if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ] && [ -f scripts/determinism-matrix.sh ]; then
   echo "== cross-platform determinism matrix =="
-  matrix_args=(--inject-nondeterminism)
+  # As many targets side by side as the builds above have jobs (each compiles with one).
+  matrix_args=(--inject-nondeterminism --jobs "$build_jobs")
   # The slow targets (-O0, aarch64 and i686 under qemu) are nine tenths of the matrix's run time
   # since the SIMD solver (more float operations, free on hardware, not under emulation): they
   # compare their first 1,800 ticks (docs/determinism.md, "Measured": the matrix then takes
