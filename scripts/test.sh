@@ -59,7 +59,8 @@ fi
 
 if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ] && [ -f scripts/determinism-matrix.sh ]; then
   echo "== cross-platform determinism matrix =="
-  # As many targets side by side as the builds above have jobs (each compiles with one).
+  # As many targets built side by side, each with one compile job, and then as many runs, as the
+  # builds above have jobs.
   matrix_args=(--inject-nondeterminism --jobs "$build_jobs")
   # The slow targets (-O0, aarch64 and i686 under qemu) are nine tenths of the matrix's run time
   # since the SIMD solver (more float operations, free on hardware, not under emulation): they
