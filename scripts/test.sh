@@ -17,9 +17,12 @@ cd "$root"
 start=$(date +%s)
 jobs=$(nproc)
 # Builds run two more jobs than there are cores, as ninja does by default: a compile also waits
-# on the disk and the linker on one file, and on a machine busy with other work the build keeps
-# its share of the cores (beside two busy processes, 2 jobs on 2 cores get half the machine, 4
-# get two thirds). Tests stay at one per core: the net tests time real clients.
+# on the disk and the linker on one file. Busy processes started from the same session as this
+# script share the cores with it process by process, and the extra jobs keep the build's share
+# (beside two of them, 2 jobs on 2 cores get half the machine, 4 get two thirds). Busy processes
+# each in a session of their own are shared with session by session (Linux's autogroups): there,
+# two of them leave this script a third of the machine however many jobs it runs
+# (docs/determinism.md, "Measured"). Tests stay at one per core: the net tests time real clients.
 build_jobs=$((jobs + 2))
 
 bash scripts/setup.sh
