@@ -20,7 +20,7 @@ jobs=$(nproc)
 # on the disk and the linker on one file. Busy processes started from the same session as this
 # script share the cores with it process by process, and the extra jobs keep the build's share
 # (beside two of them, 2 jobs on 2 cores get half the machine, 4 get two thirds). Busy processes
-# each in a session of their own are shared with session by session (Linux's autogroups): there,
+# each in a session of their own get the cores session by session (Linux's autogroups): there,
 # two of them leave this script a third of the machine however many jobs it runs
 # (docs/determinism.md, "Measured"). Tests stay at one per core: the net tests time real clients.
 build_jobs=$((jobs + 2))
