@@ -382,7 +382,7 @@ bool parse_floats(const std::string& text, float* out, int arity) {
 bool parse_bits(const std::string& text, uint32_t* out) {
   if (text.empty() || text.size() > 10 || text[0] == '-') return false;
   char* end = nullptr;
-  const unsigned long v = std::strtoul(text.c_str(), &end, 0);
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 0);
   if (end != text.c_str() + text.size() || v > 0xffffffffull) return false;
   *out = static_cast<uint32_t>(v);
   return true;

@@ -343,7 +343,7 @@ bool read_inputs(Reader& r, std::span<const sim::Input> reference, std::vector<s
                     " of the group before (one group per run of a player's inputs)");
     }
     const std::span<const sim::Input> run = reference_run(reference, player);
-    out->reserve(out->size() + count);
+    out->reserve(out->size() + static_cast<size_t>(count));  // count is bounded above
     for (uint64_t k = 0; k < count; ++k) {
       const std::string name = "input " + std::to_string(out->size());
       sim::Input in;
@@ -367,7 +367,8 @@ bool read_inputs(Reader& r, std::span<const sim::Input> reference, std::vector<s
         return false;
       }
       int64_t values[kInputFieldCount];
-      input_fields(k < run.size() ? run[k] : zero, values);  // the reference's, then replaced
+      input_fields(k < run.size() ? run[static_cast<size_t>(k)] : zero,
+                   values);  // the reference's, then replaced
       for (uint32_t f = 0; f < kInputFieldCount; ++f) {
         if ((mask >> f & 1) == 0) continue;
         const std::string field = name + " field " + std::to_string(f);
@@ -413,7 +414,7 @@ bool read_inputs(Reader& r, std::span<const sim::Input> reference, std::vector<s
 bool read_commands(Reader& r, std::vector<sim::Command>* out) {
   uint64_t count = 0;
   if (!r.count("command count", kMinCommandBytes, &count)) return false;
-  out->reserve(count);
+  out->reserve(static_cast<size_t>(count));  // below the bytes left, so within size_t
   for (uint64_t k = 0; k < count; ++k) {
     const std::string name = "command " + std::to_string(k);
     uint64_t mask = 0;

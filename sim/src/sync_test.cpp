@@ -32,7 +32,7 @@ struct SyncTester::Data {
   SyncTestFailure failure;
   uint64_t compared = 0;
 
-  TickRecord& at(uint64_t tick) { return ring[tick % ring.size()]; }
+  TickRecord& at(uint64_t tick) { return ring[static_cast<size_t>(tick % ring.size())]; }
 
   bool save(const World& world, TickRecord* r) {
     r->hash = world.state_hash();

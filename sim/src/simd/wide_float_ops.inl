@@ -11,75 +11,75 @@ struct W4 {
 struct M4 {  // all-ones or all-zeros per lane
   __m128 v;
 };
-inline W4 load(const float* p) {  // any alignment
+LOCKSTEP_WIDE_INLINE W4 load(const float* p) {  // any alignment
   return {_mm_loadu_ps(p)};
 }
-inline void store(float* p, W4 a) {
+LOCKSTEP_WIDE_INLINE void store(float* p, W4 a) {
   _mm_storeu_ps(p, a.v);
 }
-inline W4 splat(float s) {
+LOCKSTEP_WIDE_INLINE W4 splat(float s) {
   return {_mm_set1_ps(s)};
 }
-inline W4 operator+(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator+(W4 a, W4 b) {
   return {_mm_add_ps(a.v, b.v)};
 }
-inline W4 operator-(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator-(W4 a, W4 b) {
   return {_mm_sub_ps(a.v, b.v)};
 }
-inline W4 operator*(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator*(W4 a, W4 b) {
   return {_mm_mul_ps(a.v, b.v)};
 }
-inline W4 operator/(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator/(W4 a, W4 b) {
   return {_mm_div_ps(a.v, b.v)};
 }
-inline W4 sqrt(W4 a) {
+LOCKSTEP_WIDE_INLINE W4 sqrt(W4 a) {
   return {_mm_sqrt_ps(a.v)};
 }
-inline W4 operator-(W4 a) {  // sign flip, as scalar −a
+LOCKSTEP_WIDE_INLINE W4 operator-(W4 a) {  // sign flip, as scalar −a
   return {_mm_xor_ps(a.v, _mm_set1_ps(-0.0f))};
 }
-inline M4 operator<(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator<(W4 a, W4 b) {
   return {_mm_cmplt_ps(a.v, b.v)};
 }
-inline M4 operator<=(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator<=(W4 a, W4 b) {
   return {_mm_cmple_ps(a.v, b.v)};
 }
-inline M4 operator>(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator>(W4 a, W4 b) {
   return {_mm_cmpgt_ps(a.v, b.v)};
 }
-inline M4 operator>=(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator>=(W4 a, W4 b) {
   return {_mm_cmpge_ps(a.v, b.v)};
 }
-inline M4 operator==(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator==(W4 a, W4 b) {
   return {_mm_cmpeq_ps(a.v, b.v)};
 }
-inline M4 operator!=(W4 a, W4 b) {  // true for NaN, as scalar !=
+LOCKSTEP_WIDE_INLINE M4 operator!=(W4 a, W4 b) {  // true for NaN, as scalar !=
   return {_mm_cmpneq_ps(a.v, b.v)};
 }
-inline M4 operator&(M4 a, M4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator&(M4 a, M4 b) {
   return {_mm_and_ps(a.v, b.v)};
 }
-inline M4 operator|(M4 a, M4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator|(M4 a, M4 b) {
   return {_mm_or_ps(a.v, b.v)};
 }
-inline M4 operator~(M4 a) {
+LOCKSTEP_WIDE_INLINE M4 operator~(M4 a) {
   return {_mm_xor_ps(a.v, _mm_castsi128_ps(_mm_set1_epi32(-1)))};
 }
-inline M4 and_not(M4 a, M4 b) {  // a & ~b
+LOCKSTEP_WIDE_INLINE M4 and_not(M4 a, M4 b) {  // a & ~b
   return {_mm_andnot_ps(b.v, a.v)};
 }
-inline W4 select(M4 m, W4 a, W4 b) {  // m ? a : b per lane
+LOCKSTEP_WIDE_INLINE W4 select(M4 m, W4 a, W4 b) {  // m ? a : b per lane
   return {_mm_or_ps(_mm_and_ps(m.v, a.v), _mm_andnot_ps(m.v, b.v))};
 }
-inline int bits(M4 m) {  // bit i set when lane i is true
+LOCKSTEP_WIDE_INLINE int bits(M4 m) {  // bit i set when lane i is true
   return _mm_movemask_ps(m.v);
 }
-inline M4 lane_mask(int bits4) {
+LOCKSTEP_WIDE_INLINE M4 lane_mask(int bits4) {
   return {_mm_castsi128_ps(
       _mm_setr_epi32(-(bits4 & 1), -((bits4 >> 1) & 1), -((bits4 >> 2) & 1), -((bits4 >> 3) & 1)))};
 }
 /// Rows (x, y, z, w) of four lanes ↔ columns: r0..r3 become x-, y-, z- and w-vectors in place.
-inline void transpose(W4& r0, W4& r1, W4& r2, W4& r3) {
+LOCKSTEP_WIDE_INLINE void transpose(W4& r0, W4& r1, W4& r2, W4& r3) {
   _MM_TRANSPOSE4_PS(r0.v, r1.v, r2.v, r3.v);
 }
 #elif defined(LOCKSTEP_WIDE_NEON)
@@ -89,75 +89,75 @@ struct W4 {
 struct M4 {
   uint32x4_t v;
 };
-inline W4 load(const float* p) {
+LOCKSTEP_WIDE_INLINE W4 load(const float* p) {
   return {vld1q_f32(p)};
 }
-inline void store(float* p, W4 a) {
+LOCKSTEP_WIDE_INLINE void store(float* p, W4 a) {
   vst1q_f32(p, a.v);
 }
-inline W4 splat(float s) {
+LOCKSTEP_WIDE_INLINE W4 splat(float s) {
   return {vdupq_n_f32(s)};
 }
-inline W4 operator+(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator+(W4 a, W4 b) {
   return {vaddq_f32(a.v, b.v)};
 }
-inline W4 operator-(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator-(W4 a, W4 b) {
   return {vsubq_f32(a.v, b.v)};
 }
-inline W4 operator*(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator*(W4 a, W4 b) {
   return {vmulq_f32(a.v, b.v)};
 }
-inline W4 operator/(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator/(W4 a, W4 b) {
   return {vdivq_f32(a.v, b.v)};
 }
-inline W4 sqrt(W4 a) {
+LOCKSTEP_WIDE_INLINE W4 sqrt(W4 a) {
   return {vsqrtq_f32(a.v)};
 }
-inline W4 operator-(W4 a) {
+LOCKSTEP_WIDE_INLINE W4 operator-(W4 a) {
   return {vnegq_f32(a.v)};
 }
-inline M4 operator<(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator<(W4 a, W4 b) {
   return {vcltq_f32(a.v, b.v)};
 }
-inline M4 operator<=(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator<=(W4 a, W4 b) {
   return {vcleq_f32(a.v, b.v)};
 }
-inline M4 operator>(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator>(W4 a, W4 b) {
   return {vcgtq_f32(a.v, b.v)};
 }
-inline M4 operator>=(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator>=(W4 a, W4 b) {
   return {vcgeq_f32(a.v, b.v)};
 }
-inline M4 operator==(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator==(W4 a, W4 b) {
   return {vceqq_f32(a.v, b.v)};
 }
-inline M4 operator!=(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator!=(W4 a, W4 b) {
   return {vmvnq_u32(vceqq_f32(a.v, b.v))};
 }
-inline M4 operator&(M4 a, M4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator&(M4 a, M4 b) {
   return {vandq_u32(a.v, b.v)};
 }
-inline M4 operator|(M4 a, M4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator|(M4 a, M4 b) {
   return {vorrq_u32(a.v, b.v)};
 }
-inline M4 operator~(M4 a) {
+LOCKSTEP_WIDE_INLINE M4 operator~(M4 a) {
   return {vmvnq_u32(a.v)};
 }
-inline M4 and_not(M4 a, M4 b) {
+LOCKSTEP_WIDE_INLINE M4 and_not(M4 a, M4 b) {
   return {vbicq_u32(a.v, b.v)};
 }
-inline W4 select(M4 m, W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 select(M4 m, W4 a, W4 b) {
   return {vbslq_f32(m.v, a.v, b.v)};
 }
-inline int bits(M4 m) {
+LOCKSTEP_WIDE_INLINE int bits(M4 m) {
   const uint32x4_t weights = {1, 2, 4, 8};
   return static_cast<int>(vaddvq_u32(vandq_u32(m.v, weights)));
 }
-inline M4 lane_mask(int bits4) {
+LOCKSTEP_WIDE_INLINE M4 lane_mask(int bits4) {
   const uint32x4_t weights = {1, 2, 4, 8};
   return {vtstq_u32(vdupq_n_u32(static_cast<uint32_t>(bits4)), weights)};
 }
-inline void transpose(W4& r0, W4& r1, W4& r2, W4& r3) {
+LOCKSTEP_WIDE_INLINE void transpose(W4& r0, W4& r1, W4& r2, W4& r3) {
   const float32x4_t t0 = vzip1q_f32(r0.v, r2.v), t1 = vzip2q_f32(r0.v, r2.v);
   const float32x4_t t2 = vzip1q_f32(r1.v, r3.v), t3 = vzip2q_f32(r1.v, r3.v);
   r0.v = vzip1q_f32(t0, t2);
@@ -174,101 +174,102 @@ struct M4 {
 };
 namespace detail {
 template <typename F>
-inline W4 map(W4 a, W4 b, F f) {
+LOCKSTEP_WIDE_INLINE W4 map(W4 a, W4 b, F f) {
   W4 r;
   for (int i = 0; i < 4; ++i)
     r.f[i] = f(a.f[i], b.f[i]);
   return r;
 }
 template <typename F>
-inline M4 compare(W4 a, W4 b, F f) {
+LOCKSTEP_WIDE_INLINE M4 compare(W4 a, W4 b, F f) {
   M4 r;
   for (int i = 0; i < 4; ++i)
     r.m[i] = f(a.f[i], b.f[i]) ? 0xffffffffu : 0u;
   return r;
 }
 }  // namespace detail
-inline W4 load(const float* p) {
+LOCKSTEP_WIDE_INLINE W4 load(const float* p) {
   W4 r;
   std::memcpy(r.f, p, sizeof r.f);
   return r;
 }
-inline void store(float* p, W4 a) {
+LOCKSTEP_WIDE_INLINE void store(float* p, W4 a) {
   std::memcpy(p, a.f, sizeof a.f);
 }
-inline W4 splat(float s) {
+LOCKSTEP_WIDE_INLINE W4 splat(float s) {
   return {{s, s, s, s}};
 }
-inline W4 operator+(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator+(W4 a, W4 b) {
   return detail::map(a, b, [](float x, float y) { return x + y; });
 }
-inline W4 operator-(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator-(W4 a, W4 b) {
   return detail::map(a, b, [](float x, float y) { return x - y; });
 }
-inline W4 operator*(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator*(W4 a, W4 b) {
   return detail::map(a, b, [](float x, float y) { return x * y; });
 }
-inline W4 operator/(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 operator/(W4 a, W4 b) {
   return detail::map(a, b, [](float x, float y) { return x / y; });
 }
-inline W4 sqrt(W4 a) {
+LOCKSTEP_WIDE_INLINE W4 sqrt(W4 a) {
   W4 r;
   for (int i = 0; i < 4; ++i)
     r.f[i] = std::sqrt(a.f[i]);
   return r;
 }
-inline W4 operator-(W4 a) {
+LOCKSTEP_WIDE_INLINE W4 operator-(W4 a) {
   W4 r;
   for (int i = 0; i < 4; ++i)
     r.f[i] = -a.f[i];
   return r;
 }
-inline M4 operator<(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator<(W4 a, W4 b) {
   return detail::compare(a, b, [](float x, float y) { return x < y; });
 }
-inline M4 operator<=(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator<=(W4 a, W4 b) {
   return detail::compare(a, b, [](float x, float y) { return x <= y; });
 }
-inline M4 operator>(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator>(W4 a, W4 b) {
   return detail::compare(a, b, [](float x, float y) { return x > y; });
 }
-inline M4 operator>=(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator>=(W4 a, W4 b) {
   return detail::compare(a, b, [](float x, float y) { return x >= y; });
 }
-inline M4 operator==(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator==(W4 a, W4 b) {
   return detail::compare(a, b, [](float x, float y) { return x == y; });
 }
-inline M4 operator!=(W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator!=(W4 a, W4 b) {
   return detail::compare(a, b, [](float x, float y) { return x != y; });
 }
-inline M4 operator&(M4 a, M4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator&(M4 a, M4 b) {
   return {{a.m[0] & b.m[0], a.m[1] & b.m[1], a.m[2] & b.m[2], a.m[3] & b.m[3]}};
 }
-inline M4 operator|(M4 a, M4 b) {
+LOCKSTEP_WIDE_INLINE M4 operator|(M4 a, M4 b) {
   return {{a.m[0] | b.m[0], a.m[1] | b.m[1], a.m[2] | b.m[2], a.m[3] | b.m[3]}};
 }
-inline M4 operator~(M4 a) {
+LOCKSTEP_WIDE_INLINE M4 operator~(M4 a) {
   return {{~a.m[0], ~a.m[1], ~a.m[2], ~a.m[3]}};
 }
-inline M4 and_not(M4 a, M4 b) {
+LOCKSTEP_WIDE_INLINE M4 and_not(M4 a, M4 b) {
   return {{a.m[0] & ~b.m[0], a.m[1] & ~b.m[1], a.m[2] & ~b.m[2], a.m[3] & ~b.m[3]}};
 }
-inline W4 select(M4 m, W4 a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4 select(M4 m, W4 a, W4 b) {
   W4 r;
   for (int i = 0; i < 4; ++i)
     r.f[i] = m.m[i] != 0 ? a.f[i] : b.f[i];
   return r;
 }
-inline int bits(M4 m) {
-  return (m.m[0] & 1) | ((m.m[1] & 1) << 1) | ((m.m[2] & 1) << 2) | ((m.m[3] & 1) << 3);
+LOCKSTEP_WIDE_INLINE int bits(M4 m) {
+  return static_cast<int>((m.m[0] & 1) | ((m.m[1] & 1) << 1) | ((m.m[2] & 1) << 2) |
+                          ((m.m[3] & 1) << 3));
 }
-inline M4 lane_mask(int bits4) {
+LOCKSTEP_WIDE_INLINE M4 lane_mask(int bits4) {
   M4 r;
   for (int i = 0; i < 4; ++i)
     r.m[i] = ((bits4 >> i) & 1) != 0 ? 0xffffffffu : 0u;
   return r;
 }
-inline void transpose(W4& r0, W4& r1, W4& r2, W4& r3) {
+LOCKSTEP_WIDE_INLINE void transpose(W4& r0, W4& r1, W4& r2, W4& r3) {
   W4* rows[4] = {&r0, &r1, &r2, &r3};
   for (int i = 0; i < 4; ++i) {
     for (int j = i + 1; j < 4; ++j) {
@@ -280,36 +281,36 @@ inline void transpose(W4& r0, W4& r1, W4& r2, W4& r3) {
 }
 #endif
 
-inline W4 zero() {
+LOCKSTEP_WIDE_INLINE W4 zero() {
   return splat(0.0f);
 }
-inline bool any(M4 m) {
+LOCKSTEP_WIDE_INLINE bool any(M4 m) {
   return bits(m) != 0;
 }
-inline bool all(M4 m) {
+LOCKSTEP_WIDE_INLINE bool all(M4 m) {
   return bits(m) == 0xf;
 }
 /// Lane i of `a` (reads memory: for the rare per-lane fallbacks, not the hot path).
-inline float lane(W4 a, int i) {
+LOCKSTEP_WIDE_INLINE float lane(W4 a, int i) {
   alignas(16) float f[4];
   store(f, a);
   return f[i];
 }
 /// `a` with lane i replaced by `value`.
-inline W4 with_lane(W4 a, int i, float value) {
+LOCKSTEP_WIDE_INLINE W4 with_lane(W4 a, int i, float value) {
   alignas(16) float f[4];
   store(f, a);
   f[i] = value;
   return load(f);
 }
-inline W4& operator+=(W4& a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4& operator+=(W4& a, W4 b) {
   return a = a + b;
 }
-inline W4& operator-=(W4& a, W4 b) {
+LOCKSTEP_WIDE_INLINE W4& operator-=(W4& a, W4 b) {
   return a = a - b;
 }
 /// Scalar `x < 0 ? -x : x` per lane (−0 stays −0, as the scalar code's abs_float).
-inline W4 abs_as_scalar(W4 x) {
+LOCKSTEP_WIDE_INLINE W4 abs_as_scalar(W4 x) {
   return select(x < zero(), -x, x);
 }
 
@@ -319,19 +320,20 @@ inline W4 abs_as_scalar(W4 x) {
 /// solver's passes): the mask type, the lane count, and the width's splat, load and lane mask.
 template <class W>
 struct Lanes;
-inline W4 splat4(float s) {  // Lanes<W4>'s members are named splat and load themselves
+LOCKSTEP_WIDE_INLINE W4
+splat4(float s) {  // Lanes<W4>'s members are named splat and load themselves
   return splat(s);
 }
-inline W4 load4(const float* p) {
+LOCKSTEP_WIDE_INLINE W4 load4(const float* p) {
   return load(p);
 }
 template <>
 struct Lanes<W4> {
   using Mask = M4;
   static constexpr int kCount = 4;
-  static W4 splat(float s) { return splat4(s); }
-  static W4 load(const float* p) { return load4(p); }
-  static M4 mask(int lane_bits) { return lane_mask(lane_bits); }
+  LOCKSTEP_WIDE_INLINE static W4 splat(float s) { return splat4(s); }
+  LOCKSTEP_WIDE_INLINE static W4 load(const float* p) { return load4(p); }
+  LOCKSTEP_WIDE_INLINE static M4 mask(int lane_bits) { return lane_mask(lane_bits); }
 };
 
 /// Two values of one width side by side: twice the lanes in two independent dependency chains.
@@ -354,120 +356,124 @@ template <class H>
 using PairMaskOf = PairMask<typename Lanes<H>::Mask, Lanes<H>::kCount>;
 
 template <class H>
-inline H lo(Pair<H> a) {
+LOCKSTEP_WIDE_INLINE H lo(Pair<H> a) {
   return a.lo;
 }
 template <class H>
-inline H hi(Pair<H> a) {
+LOCKSTEP_WIDE_INLINE H hi(Pair<H> a) {
   return a.hi;
 }
 template <class H>
-inline Pair<H> join(H lo, H hi) {
+LOCKSTEP_WIDE_INLINE Pair<H> join(H lo, H hi) {
   return {lo, hi};
 }
 template <class H>
-inline void store(float* p, Pair<H> a) {
+LOCKSTEP_WIDE_INLINE void store(float* p, Pair<H> a) {
   store(p, a.lo);
   store(p + Lanes<H>::kCount, a.hi);
 }
 template <class H>
-inline Pair<H> operator+(Pair<H> a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE Pair<H> operator+(Pair<H> a, Pair<H> b) {
   return {a.lo + b.lo, a.hi + b.hi};
 }
 template <class H>
-inline Pair<H> operator-(Pair<H> a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE Pair<H> operator-(Pair<H> a, Pair<H> b) {
   return {a.lo - b.lo, a.hi - b.hi};
 }
 template <class H>
-inline Pair<H> operator*(Pair<H> a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE Pair<H> operator*(Pair<H> a, Pair<H> b) {
   return {a.lo * b.lo, a.hi * b.hi};
 }
 template <class H>
-inline Pair<H> operator/(Pair<H> a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE Pair<H> operator/(Pair<H> a, Pair<H> b) {
   return {a.lo / b.lo, a.hi / b.hi};
 }
 template <class H>
-inline Pair<H> operator-(Pair<H> a) {
+LOCKSTEP_WIDE_INLINE Pair<H> operator-(Pair<H> a) {
   return {-a.lo, -a.hi};
 }
 template <class H>
-inline Pair<H>& operator+=(Pair<H>& a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE Pair<H>& operator+=(Pair<H>& a, Pair<H> b) {
   return a = a + b;
 }
 template <class H>
-inline Pair<H>& operator-=(Pair<H>& a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE Pair<H>& operator-=(Pair<H>& a, Pair<H> b) {
   return a = a - b;
 }
 template <class H>
-inline Pair<H> sqrt(Pair<H> a) {
+LOCKSTEP_WIDE_INLINE Pair<H> sqrt(Pair<H> a) {
   return {sqrt(a.lo), sqrt(a.hi)};
 }
 template <class H>
-inline Pair<H> abs_as_scalar(Pair<H> x) {
+LOCKSTEP_WIDE_INLINE Pair<H> abs_as_scalar(Pair<H> x) {
   return {abs_as_scalar(x.lo), abs_as_scalar(x.hi)};
 }
 template <class H>
-inline PairMaskOf<H> operator<(Pair<H> a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE PairMaskOf<H> operator<(Pair<H> a, Pair<H> b) {
   return {a.lo < b.lo, a.hi < b.hi};
 }
 template <class H>
-inline PairMaskOf<H> operator<=(Pair<H> a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE PairMaskOf<H> operator<=(Pair<H> a, Pair<H> b) {
   return {a.lo <= b.lo, a.hi <= b.hi};
 }
 template <class H>
-inline PairMaskOf<H> operator>(Pair<H> a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE PairMaskOf<H> operator>(Pair<H> a, Pair<H> b) {
   return {a.lo > b.lo, a.hi > b.hi};
 }
 template <class H>
-inline PairMaskOf<H> operator>=(Pair<H> a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE PairMaskOf<H> operator>=(Pair<H> a, Pair<H> b) {
   return {a.lo >= b.lo, a.hi >= b.hi};
 }
 template <class H>
-inline PairMaskOf<H> operator==(Pair<H> a, Pair<H> b) {
+LOCKSTEP_WIDE_INLINE PairMaskOf<H> operator==(Pair<H> a, Pair<H> b) {
   return {a.lo == b.lo, a.hi == b.hi};
 }
 template <class H>
-inline PairMaskOf<H> operator!=(Pair<H> a, Pair<H> b) {  // true for NaN, as scalar !=
+LOCKSTEP_WIDE_INLINE PairMaskOf<H> operator!=(Pair<H> a, Pair<H> b) {  // true for NaN, as scalar !=
   return {a.lo != b.lo, a.hi != b.hi};
 }
 template <class HM, int N>
-inline PairMask<HM, N> operator&(PairMask<HM, N> a, PairMask<HM, N> b) {
+LOCKSTEP_WIDE_INLINE PairMask<HM, N> operator&(PairMask<HM, N> a, PairMask<HM, N> b) {
   return {a.lo & b.lo, a.hi & b.hi};
 }
 template <class HM, int N>
-inline PairMask<HM, N> operator|(PairMask<HM, N> a, PairMask<HM, N> b) {
+LOCKSTEP_WIDE_INLINE PairMask<HM, N> operator|(PairMask<HM, N> a, PairMask<HM, N> b) {
   return {a.lo | b.lo, a.hi | b.hi};
 }
 template <class HM, int N>
-inline PairMask<HM, N> and_not(PairMask<HM, N> a, PairMask<HM, N> b) {  // a & ~b
+LOCKSTEP_WIDE_INLINE PairMask<HM, N> and_not(PairMask<HM, N> a, PairMask<HM, N> b) {  // a & ~b
   return {and_not(a.lo, b.lo), and_not(a.hi, b.hi)};
 }
 template <class HM, int N>
-inline PairMask<HM, N> operator~(PairMask<HM, N> a) {
+LOCKSTEP_WIDE_INLINE PairMask<HM, N> operator~(PairMask<HM, N> a) {
   return {~a.lo, ~a.hi};
 }
 template <class H, class HM, int N>
-inline Pair<H> select(PairMask<HM, N> m, Pair<H> a, Pair<H> b) {  // m ? a : b per lane
+LOCKSTEP_WIDE_INLINE Pair<H> select(PairMask<HM, N> m, Pair<H> a,
+                                    Pair<H> b) {  // m ? a : b per lane
   return {select(m.lo, a.lo, b.lo), select(m.hi, a.hi, b.hi)};
 }
 template <class HM, int N>
-inline int bits(PairMask<HM, N> m) {  // bit i set when lane i is true (the low half's first)
+LOCKSTEP_WIDE_INLINE int bits(
+    PairMask<HM, N> m) {  // bit i set when lane i is true (the low half's first)
   return static_cast<int>(static_cast<unsigned>(bits(m.lo)) |
                           (static_cast<unsigned>(bits(m.hi)) << N));
 }
 template <class HM, int N>
-inline bool any(PairMask<HM, N> m) {
+LOCKSTEP_WIDE_INLINE bool any(PairMask<HM, N> m) {
   return any(m.lo | m.hi);
 }
 template <class H>
 struct Lanes<Pair<H>> {
   using Mask = PairMaskOf<H>;
   static constexpr int kCount = 2 * Lanes<H>::kCount;
-  static Pair<H> splat(float s) { return {Lanes<H>::splat(s), Lanes<H>::splat(s)}; }
-  static Pair<H> load(const float* p) {
+  LOCKSTEP_WIDE_INLINE static Pair<H> splat(float s) {
+    return {Lanes<H>::splat(s), Lanes<H>::splat(s)};
+  }
+  LOCKSTEP_WIDE_INLINE static Pair<H> load(const float* p) {
     return {Lanes<H>::load(p), Lanes<H>::load(p + Lanes<H>::kCount)};
   }
-  static Mask mask(int lane_bits) {
+  LOCKSTEP_WIDE_INLINE static Mask mask(int lane_bits) {
     const unsigned b = static_cast<unsigned>(lane_bits);
     const unsigned half = (1u << Lanes<H>::kCount) - 1u;
     return {Lanes<H>::mask(static_cast<int>(b & half)),
@@ -483,123 +489,124 @@ struct W8 {
 struct M8 {
   __m256 v;
 };
-inline W4 lo(W8 a) {
+LOCKSTEP_WIDE_INLINE W4 lo(W8 a) {
   return {_mm256_castps256_ps128(a.v)};
 }
-inline W4 hi(W8 a) {
+LOCKSTEP_WIDE_INLINE W4 hi(W8 a) {
   return {_mm256_extractf128_ps(a.v, 1)};
 }
-inline W8 combine(W4 lo, W4 hi) {
+LOCKSTEP_WIDE_INLINE W8 combine(W4 lo, W4 hi) {
   return {_mm256_insertf128_ps(_mm256_castps128_ps256(lo.v), hi.v, 1)};
 }
-inline W8 load8(const float* p) {
+LOCKSTEP_WIDE_INLINE W8 load8(const float* p) {
   return {_mm256_loadu_ps(p)};
 }
-inline void store(float* p, W8 a) {
+LOCKSTEP_WIDE_INLINE void store(float* p, W8 a) {
   _mm256_storeu_ps(p, a.v);
 }
-inline W8 splat8(float s) {
+LOCKSTEP_WIDE_INLINE W8 splat8(float s) {
   return {_mm256_set1_ps(s)};
 }
-inline W8 operator+(W8 a, W8 b) {
+LOCKSTEP_WIDE_INLINE W8 operator+(W8 a, W8 b) {
   return {_mm256_add_ps(a.v, b.v)};
 }
-inline W8 operator-(W8 a, W8 b) {
+LOCKSTEP_WIDE_INLINE W8 operator-(W8 a, W8 b) {
   return {_mm256_sub_ps(a.v, b.v)};
 }
-inline W8 operator*(W8 a, W8 b) {
+LOCKSTEP_WIDE_INLINE W8 operator*(W8 a, W8 b) {
   return {_mm256_mul_ps(a.v, b.v)};
 }
-inline W8 operator/(W8 a, W8 b) {
+LOCKSTEP_WIDE_INLINE W8 operator/(W8 a, W8 b) {
   return {_mm256_div_ps(a.v, b.v)};
 }
-inline W8 operator-(W8 a) {
+LOCKSTEP_WIDE_INLINE W8 operator-(W8 a) {
   return {_mm256_xor_ps(a.v, _mm256_set1_ps(-0.0f))};
 }
-inline M8 operator<(W8 a, W8 b) {
+LOCKSTEP_WIDE_INLINE M8 operator<(W8 a, W8 b) {
   return {_mm256_cmp_ps(a.v, b.v, _CMP_LT_OS)};
 }
-inline M8 operator<=(W8 a, W8 b) {
+LOCKSTEP_WIDE_INLINE M8 operator<=(W8 a, W8 b) {
   return {_mm256_cmp_ps(a.v, b.v, _CMP_LE_OS)};
 }
-inline M8 operator>(W8 a, W8 b) {
+LOCKSTEP_WIDE_INLINE M8 operator>(W8 a, W8 b) {
   return {_mm256_cmp_ps(a.v, b.v, _CMP_GT_OS)};
 }
-inline M8 operator>=(W8 a, W8 b) {
+LOCKSTEP_WIDE_INLINE M8 operator>=(W8 a, W8 b) {
   return {_mm256_cmp_ps(a.v, b.v, _CMP_GE_OS)};
 }
-inline M8 operator==(W8 a, W8 b) {
+LOCKSTEP_WIDE_INLINE M8 operator==(W8 a, W8 b) {
   return {_mm256_cmp_ps(a.v, b.v, _CMP_EQ_OQ)};
 }
-inline M8 operator!=(W8 a, W8 b) {  // true for NaN, as scalar !=
+LOCKSTEP_WIDE_INLINE M8 operator!=(W8 a, W8 b) {  // true for NaN, as scalar !=
   return {_mm256_cmp_ps(a.v, b.v, _CMP_NEQ_UQ)};
 }
-inline M8 operator&(M8 a, M8 b) {
+LOCKSTEP_WIDE_INLINE M8 operator&(M8 a, M8 b) {
   return {_mm256_and_ps(a.v, b.v)};
 }
-inline M8 operator|(M8 a, M8 b) {
+LOCKSTEP_WIDE_INLINE M8 operator|(M8 a, M8 b) {
   return {_mm256_or_ps(a.v, b.v)};
 }
-inline M8 and_not(M8 a, M8 b) {  // a & ~b
+LOCKSTEP_WIDE_INLINE M8 and_not(M8 a, M8 b) {  // a & ~b
   return {_mm256_andnot_ps(b.v, a.v)};
 }
-inline W8 select(M8 m, W8 a, W8 b) {  // m ? a : b per lane (m is all-ones or all-zeros)
+LOCKSTEP_WIDE_INLINE W8 select(M8 m, W8 a,
+                               W8 b) {  // m ? a : b per lane (m is all-ones or all-zeros)
   return {_mm256_or_ps(_mm256_and_ps(m.v, a.v), _mm256_andnot_ps(m.v, b.v))};
 }
-inline int bits(M8 m) {
+LOCKSTEP_WIDE_INLINE int bits(M8 m) {
   return _mm256_movemask_ps(m.v);
 }
-inline bool any(M8 m) {
+LOCKSTEP_WIDE_INLINE bool any(M8 m) {
   return bits(m) != 0;
 }
-inline M8 lane_mask8(int bits8) {
+LOCKSTEP_WIDE_INLINE M8 lane_mask8(int bits8) {
   const __m128 lo = lane_mask(bits8 & 0xf).v, hi = lane_mask((bits8 >> 4) & 0xf).v;
   return {_mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1)};
 }
-inline W8& operator+=(W8& a, W8 b) {
+LOCKSTEP_WIDE_INLINE W8& operator+=(W8& a, W8 b) {
   return a = a + b;
 }
-inline W8& operator-=(W8& a, W8 b) {
+LOCKSTEP_WIDE_INLINE W8& operator-=(W8& a, W8 b) {
   return a = a - b;
 }
-inline W8 sqrt(W8 a) {
+LOCKSTEP_WIDE_INLINE W8 sqrt(W8 a) {
   return {_mm256_sqrt_ps(a.v)};
 }
-inline M8 operator~(M8 a) {
+LOCKSTEP_WIDE_INLINE M8 operator~(M8 a) {
   return {_mm256_xor_ps(a.v, _mm256_castsi256_ps(_mm256_set1_epi32(-1)))};
 }
-inline W8 abs_as_scalar(W8 x) {
+LOCKSTEP_WIDE_INLINE W8 abs_as_scalar(W8 x) {
   return select(x < splat8(0.0f), -x, x);
 }
 template <>
 struct Lanes<W8> {
   using Mask = M8;
   static constexpr int kCount = 8;
-  static W8 splat(float s) { return splat8(s); }
-  static W8 load(const float* p) { return load8(p); }
-  static M8 mask(int lane_bits) { return lane_mask8(lane_bits); }
+  LOCKSTEP_WIDE_INLINE static W8 splat(float s) { return splat8(s); }
+  LOCKSTEP_WIDE_INLINE static W8 load(const float* p) { return load8(p); }
+  LOCKSTEP_WIDE_INLINE static M8 mask(int lane_bits) { return lane_mask8(lane_bits); }
 };
 #else
 /// Eight lanes as two W4 (no eight-lane register: SSE2, NEON, portable).
 using W8 = Pair<W4>;
 using M8 = PairMaskOf<W4>;
-inline W8 combine(W4 lo, W4 hi) {
+LOCKSTEP_WIDE_INLINE W8 combine(W4 lo, W4 hi) {
   return {lo, hi};
 }
-inline W8 load8(const float* p) {
+LOCKSTEP_WIDE_INLINE W8 load8(const float* p) {
   return Lanes<W8>::load(p);
 }
-inline W8 splat8(float s) {
+LOCKSTEP_WIDE_INLINE W8 splat8(float s) {
   return Lanes<W8>::splat(s);
 }
-inline M8 lane_mask8(int bits8) {
+LOCKSTEP_WIDE_INLINE M8 lane_mask8(int bits8) {
   return Lanes<W8>::mask(bits8);
 }
 #endif
-inline float lane(W8 a, int i) {
+LOCKSTEP_WIDE_INLINE float lane(W8 a, int i) {
   return i < 4 ? lane(lo(a), i) : lane(hi(a), i - 4);
 }
-inline W8 with_lane(W8 a, int i, float value) {
+LOCKSTEP_WIDE_INLINE W8 with_lane(W8 a, int i, float value) {
   return i < 4 ? combine(with_lane(lo(a), i, value), hi(a))
                : combine(lo(a), with_lane(hi(a), i - 4, value));
 }
