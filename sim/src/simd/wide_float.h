@@ -35,8 +35,9 @@
 #endif
 
 // Every operation is always inlined, even at -O0: each is one instruction (or a few), and a
-// call per operation made the -O0 builds of the solver several times slower than they need be.
-// Inlining changes no result: the same IEEE operations run in the same order.
+// call per operation cost a clang -O0 build of the solver a quarter of its time (debug builds of
+// a game predict with this code too). Inlining changes no result: the same IEEE operations run
+// in the same order.
 #define LOCKSTEP_WIDE_INLINE [[gnu::always_inline]] inline
 
 namespace lockstep::sim::wide {
