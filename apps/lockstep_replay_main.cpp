@@ -25,32 +25,24 @@
 #include "lockstep/replays/recorder.h"
 #include "lockstep/replays/viewer_page.h"
 #include "lockstep/sim/scene.h"
+#include "replay_file.h"
 
 namespace {
 
 using namespace lockstep;
 
-constexpr int kExitDiverged = 1;
-constexpr int kExitBadFile = 2;
+constexpr const char* kProgram = "lockstep-replay";
+using apps::kExitDiverged;
 
 int fail(const std::string& message) {
-  std::fprintf(stderr, "lockstep-replay: %s\n", message.c_str());
-  return kExitBadFile;
+  return apps::fail(kProgram, message);
 }
 
 // --memory-budget-mb: the most a replay's world may take (files come from the field).
 uint64_t g_memory_budget_mb = replays::kDefaultWorldMemoryBudgetBytes >> 20;
 
 bool load(const std::string& path, replays::LoadedReplay* replay, int* exit_code) {
-  std::string error;
-  if (!replays::load_replay_file(path, replay, &error, g_memory_budget_mb << 20)) {
-    *exit_code = fail(error);
-    return false;
-  }
-  if (replay->truncated)
-    std::fprintf(stderr, "lockstep-replay: warning: %s: %s\n", path.c_str(),
-                 replay->integrity.c_str());
-  return true;
+  return apps::load_replay(kProgram, path, g_memory_budget_mb << 20, replay, exit_code);
 }
 
 int cmd_info(const std::string& path) {
@@ -94,44 +86,7 @@ int cmd_info(const std::string& path) {
 }
 
 int cmd_verify(const std::string& path, bool quiet) {
-  replays::LoadedReplay r;
-  int code = 0;
-  if (!load(path, &r, &code)) return code;
-  replays::VerifyOptions options;
-  const bool show_progress = !quiet && r.ticks.size() >= 2000;
-  if (show_progress) {
-    options.progress = [](uint64_t done, uint64_t total) {
-      if (done % 1024 != 0 && done != total) return;
-      std::fprintf(stderr, "\rverify: %" PRIu64 "/%" PRIu64 " ticks (%3.0f%%)", done, total,
-                   100.0 * static_cast<double>(done) / static_cast<double>(total));
-      if (done == total) std::fprintf(stderr, "\n");
-    };
-  }
-  const replays::VerifyResult v = replays::verify_replay(r, options);
-  if (!v.error.empty()) return fail(path + ": " + v.error);
-  const double rate = v.seconds > 0 ? static_cast<double>(v.ticks_verified) / v.seconds : 0.0;
-  const double real_time_s =
-      r.header.tick_rate_hz ? static_cast<double>(r.ticks.size()) / r.header.tick_rate_hz : 0.0;
-  if (v.rejected_inputs != 0)
-    std::fprintf(stderr, "lockstep-replay: warning: the world refused %u recorded inputs\n",
-                 v.rejected_inputs);
-  if (v.first_client_mismatch_tick)
-    std::printf(
-        "note: the client's own hash first differs from the authoritative one at tick %" PRIu64
-        "\n",
-        *v.first_client_mismatch_tick);
-  if (!v.ok) {
-    std::printf("DIVERGED at tick %" PRIu64 ": recorded hash %016" PRIx64
-                ", re-simulated %016" PRIx64 " (%" PRIu64 " ticks matched before it)\n",
-                *v.first_divergent_tick, v.expected_hash, v.actual_hash, v.ticks_verified);
-    return kExitDiverged;
-  }
-  std::printf("OK: %" PRIu64 " ticks verified (%" PRIu64 "..%" PRIu64
-              ") in %.3f s, %.0f ticks/s, "
-              "%.1fx real time\n",
-              v.ticks_verified, r.header.first_tick + 1, r.last_tick(), v.seconds, rate,
-              v.seconds > 0 ? real_time_s / v.seconds : 0.0);
-  return 0;
+  return apps::verify_replay_file(kProgram, path, g_memory_budget_mb << 20, quiet);
 }
 
 int cmd_diff(const std::string& path_a, const std::string& path_b, size_t max_fields) {
@@ -415,7 +370,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
-    return code == 0 ? 0 : 64;
+    return code == 0 ? 0 : apps::kExitUsage;
   }
 
   if (*info) return cmd_info(file);
@@ -426,5 +381,5 @@ int main(int argc, char** argv) {
   if (*view) return cmd_view(file, file_b, out_path, contact_bodies);
   if (*record)
     return cmd_record_scripted(scene, ticks, seed, players, keyframe_interval, desync_at, out_path);
-  return 64;
+  return apps::kExitUsage;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cross-platform determinism matrix (docs/determinism.md): builds lockstep-sim and
-# lockstep-replay for every target below, runs every golden scene (tests/golden/*.txt) and
+# lockstep-replay-verify for every target below, runs every golden scene (tests/golden/*.txt) and
 # verifies every golden replay (replays/golden/*.lsr: recorded matches with player inputs) on
 # it, and prints a table target x scene/replay with `match` or the first tick whose hash differs.
 #
@@ -64,7 +64,7 @@ target_spec() {
   slow=0
   runner=()
   exe=apps/lockstep-sim
-  replay_exe=apps/lockstep-replay
+  replay_exe=apps/lockstep-replay-verify
   case "$name" in
   *-O0*) opt=0 slow=1 ;;
   *-O2*) opt=2 ;;
@@ -95,7 +95,7 @@ target_spec() {
     toolchain=wasm32-emscripten group=wasm
     runner=(node --no-experimental-fetch)
     exe=apps/lockstep-sim.js
-    replay_exe=apps/lockstep-replay.js
+    replay_exe=apps/lockstep-replay-verify.js
     ;;
   *) return 1 ;;
   esac
@@ -121,27 +121,26 @@ if [ "${1:-}" = "--_build-one" ]; then
   # Header-only dependencies staged in one folder, for every target alike: the host's
   # /usr/include must not reach a cross compiler (its libc headers are x86-64's), and a native
   # target is built the same way so that the matrix compares like with like. xxHash for the sim;
-  # FlatBuffers and CLI11 for lockstep-replay (cmake/LockstepCrossReplay.cmake).
+  # FlatBuffers for lockstep-replay-verify (cmake/LockstepCrossReplay.cmake).
   staged="$dir/staged-include"
   mkdir -p "$staged"
   for h in xxhash.h xxh3.h; do
     [ -f "/usr/include/$h" ] || continue
     cmp -s "/usr/include/$h" "$staged/$h" || cp "/usr/include/$h" "$staged/$h"
   done
-  for d in flatbuffers CLI; do
-    rm -rf "${staged:?}/$d"
-    cp -r "/usr/include/$d" "$staged/$d"
-  done
+  rm -rf "${staged:?}/flatbuffers"
+  cp -r /usr/include/flatbuffers "$staged/flatbuffers"
   cmake_args=(-S "$root" -B "$dir" -G Ninja
     -DCMAKE_TOOLCHAIN_FILE="$toolchains/$toolchain.cmake"
     -DLOCKSTEP_SIM_ONLY=ON -DLOCKSTEP_REPLAY_TOOL=ON
     -DLOCKSTEP_STAGED_INCLUDE_DIR="$staged" -DXXHASH_INCLUDE_DIR="$staged"
     -DLOCKSTEP_INJECT_NONDETERMINISM="$inject_flags")
   # No -g: debug information never changes the generated code, and was a third of the build
-  # time. Unity builds for the tools around the sim (schema, replays, lockstep-replay; the sim
-  # itself is always compiled file by file, sim/CMakeLists.txt): their headers (FlatBuffers,
-  # CLI11) are parsed once per library instead of once per file. Both together: 97 -> 55 CPU s
-  # for a gcc -O2 target.
+  # time. Unity builds for the tools around the sim (schema, replays, lockstep-replay-verify; the
+  # sim itself is always compiled file by file, sim/CMakeLists.txt): FlatBuffers' headers are
+  # parsed once per library instead of once per file. Both together: 97 -> 55 CPU s for a gcc -O2
+  # target. lockstep-replay-verify rather than lockstep-replay: the same verify code without the
+  # other commands and CLI11, which alone took 27 of a gcc -O2 target's 147 CPU s.
   cmake_args+=(-DCMAKE_UNITY_BUILD=ON)
   case $opt in
   0) cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0") ;;
@@ -149,7 +148,7 @@ if [ "${1:-}" = "--_build-one" ]; then
   3) cmake_args+=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG") ;;
   esac
   start_ns=$(date +%s%N)
-  if { cmake "${cmake_args[@]}" && cmake --build "$dir" --target lockstep-sim lockstep-replay -j "$build_jobs"; } >"$log" 2>&1; then
+  if { cmake "${cmake_args[@]}" && cmake --build "$dir" --target lockstep-sim lockstep-replay-verify -j "$build_jobs"; } >"$log" 2>&1; then
     result=ok
   else
     result=failed
@@ -166,11 +165,11 @@ if [ "${1:-}" = "--_run-one" ]; then
   target_spec "$name"
   log="$build_root/matrix-logs/$name.$scene.run.log"
   if [[ "$scene" == *.lsr ]]; then
-    # A golden replay: lockstep-replay verify re-simulates the recorded match from its inputs
+    # A golden replay: lockstep-replay-verify re-simulates the recorded match from its inputs
     # and compares every tick's hash with the recorded one (short matches: always in full).
     start_ns=$(date +%s%N)
     set +e
-    "${runner[@]}" "$build_root/matrix-$name/$replay_exe" verify "$replay_dir/$scene" >"$log" 2>&1
+    "${runner[@]}" "$build_root/matrix-$name/$replay_exe" --quiet "$replay_dir/$scene" >"$log" 2>&1
     rc=$?
     set -e
     seconds=$(awk -v ns=$(($(date +%s%N) - start_ns)) 'BEGIN { printf "%.1f", ns / 1e9 }')

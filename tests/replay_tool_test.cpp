@@ -1,6 +1,8 @@
 // lockstep-replay as a subprocess: every command on a good file, and every kind of bad file —
 // wrong identifier, truncated, corrupt record, future format version, a scene this build lacks,
 // a WorldDef fingerprint mismatch — gets one line on stderr and exit code 2, never a crash.
+// lockstep-replay-verify (its verify command alone, for the determinism matrix): the same
+// results, and its own command line refused with exit 64.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -21,8 +23,8 @@
 #include "lockstep/schema/replay_generated.h"
 #include "lockstep/sim/scene.h"
 
-#ifndef LOCKSTEP_REPLAY_TOOL
-#error "LOCKSTEP_REPLAY_TOOL must name the lockstep-replay executable"
+#if !defined(LOCKSTEP_REPLAY_TOOL) || !defined(LOCKSTEP_REPLAY_VERIFY_TOOL)
+#error "LOCKSTEP_REPLAY_TOOL and LOCKSTEP_REPLAY_VERIFY_TOOL must name the two executables"
 #endif
 
 namespace {
@@ -70,10 +72,9 @@ struct ToolRun {
   }
 };
 
-ToolRun run(const std::string& args) {
+ToolRun run_program(const std::string& program, const std::string& args) {
   const std::string out = dir() + "/stdout.txt", err = dir() + "/stderr.txt";
-  const std::string command =
-      std::string(LOCKSTEP_REPLAY_TOOL) + " " + args + " >" + out + " 2>" + err;
+  const std::string command = program + " " + args + " >" + out + " 2>" + err;
   const int status = std::system(command.c_str());
   ToolRun r;
   r.exited = status != -1 && WIFEXITED(status);
@@ -81,6 +82,14 @@ ToolRun run(const std::string& args) {
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+ToolRun run(const std::string& args) {  // lockstep-replay
+  return run_program(LOCKSTEP_REPLAY_TOOL, args);
+}
+
+ToolRun run_verify_tool(const std::string& args) {  // lockstep-replay-verify
+  return run_program(LOCKSTEP_REPLAY_VERIFY_TOOL, args);
 }
 
 // A scripted `inputs` match, optionally perturbed on the "client" side after tick 200.
@@ -350,4 +359,75 @@ TEST(ReplayTool, WorldOverTheMemoryBudgetIsABadFile) {
   const ToolRun ok = run("verify -q " + normal);
   EXPECT_TRUE(ok.exited);
   EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
+// lockstep-replay-verify gives lockstep-replay verify's results: the matrix relies on it.
+TEST(ReplayVerifyTool, SameResultsAsLockstepReplayVerify) {
+  const std::string good = write_match("verify_tool_good.lsr", 120);
+  const ToolRun ok = run_verify_tool(good);
+  EXPECT_TRUE(ok.exited);
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.out.rfind("OK: 120 ticks verified (1..120) in ", 0), 0u) << ok.out;
+  EXPECT_EQ(run_verify_tool("--quiet " + good).code, 0);
+  EXPECT_EQ(run_verify_tool("-- " + good).code, 0);  // a file name after `--`
+
+  const std::string tampered = write_match("verify_tool_tampered.lsr", 100, nullptr, 37);
+  const ToolRun diverged = run_verify_tool("-q " + tampered);
+  EXPECT_TRUE(diverged.exited);
+  EXPECT_EQ(diverged.code, 1);
+  EXPECT_EQ(diverged.out.rfind("DIVERGED at tick 37: recorded hash ", 0), 0u) << diverged.out;
+  EXPECT_EQ(diverged.out, run("verify -q " + tampered).out);
+
+  // Bad files: one line on stderr naming the tool, exit 2.
+  expect_bad_file(run_verify_tool(dir() + "/no_such_file.lsr"), "lockstep-replay-verify: ");
+  const std::string text = dir() + "/verify_tool_text.lsr";
+  write(text, {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '\n'});
+  expect_bad_file(run_verify_tool(text), "not a lockstep replay file");
+  // A flipped byte in the payload of the record at byte `offset`, named in the error.
+  const std::string corrupt = write_match("verify_tool_corrupt.lsr", 20);
+  std::string bytes = slurp(corrupt);
+  std::vector<uint8_t> raw(bytes.begin(), bytes.end());
+  replays::RecordReader reader(raw);
+  std::span<const uint8_t> payload;
+  for (int i = 0; i < 5; ++i)
+    reader.next(&payload);
+  const uint64_t offset = reader.offset_bytes();
+  raw[offset + replays::kRecordHeaderBytes + 10] ^= 0xff;
+  write(corrupt, raw);
+  expect_bad_file(run_verify_tool(corrupt), std::to_string(offset));
+
+  // The memory budget, as lockstep-replay's.
+  const std::string huge = write_match("verify_tool_huge.lsr", 3, [](replays::ReplayHeader* h) {
+    h->world_def.max_bodies = 4000000;
+    h->world_def.max_candidate_pairs = 40000000;
+  });
+  expect_bad_file(run_verify_tool(huge), "memory budget");
+  expect_bad_file(run_verify_tool("--memory-budget-mb 1 " + good), "memory budget");
+  EXPECT_EQ(run_verify_tool("--memory-budget-mb 1048576 " + good).code, 0);
+}
+
+TEST(ReplayVerifyTool, BadCommandLinesAreRefusedWithTheUsage) {
+  const std::string good = write_match("verify_tool_usage.lsr", 3);
+  const std::string cases[] = {"",
+                               "-q",
+                               "--bogus " + good,
+                               good + " " + good,
+                               "--memory-budget-mb",
+                               "--memory-budget-mb 0 " + good,
+                               "--memory-budget-mb 1048577 " + good,
+                               "--memory-budget-mb -5 " + good,
+                               "--memory-budget-mb 12abc " + good,
+                               "--memory-budget-mb ' 7' " + good,
+                               "--memory-budget-mb 99999999999999999999 " + good};
+  for (const std::string& args : cases) {
+    const ToolRun r = run_verify_tool(args);
+    EXPECT_TRUE(r.exited) << args;
+    EXPECT_EQ(r.code, 64) << args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("lockstep-replay-verify: ", 0), 0u) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("usage: lockstep-replay-verify"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
+  }
+  const ToolRun help = run_verify_tool("--help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("usage: lockstep-replay-verify"), std::string::npos) << help.out;
 }
