@@ -133,6 +133,20 @@ std::string write_match(const std::string& name, uint64_t ticks,
   return path;
 }
 
+// Flips a byte in the payload of the file's sixth record; returns that record's byte offset.
+uint64_t corrupt_sixth_record(const std::string& path) {
+  const std::string bytes = slurp(path);
+  std::vector<uint8_t> raw(bytes.begin(), bytes.end());
+  replays::RecordReader reader(raw);
+  std::span<const uint8_t> payload;
+  for (int i = 0; i < 5; ++i)
+    reader.next(&payload);
+  const uint64_t offset = reader.offset_bytes();
+  raw[offset + replays::kRecordHeaderBytes + 10] ^= 0xff;
+  write(path, raw);
+  return offset;
+}
+
 void expect_bad_file(const ToolRun& r, const std::string& needle) {
   EXPECT_TRUE(r.exited) << "crashed";
   EXPECT_EQ(r.code, 2) << r.err;
@@ -250,18 +264,8 @@ TEST(ReplayTool, BadFiles) {
 
   // A corrupt record: a flipped byte in the payload of the record at byte `offset`.
   const std::string corrupt = write_match("corrupt.lsr", 20);
-  {
-    std::string bytes = slurp(corrupt);
-    std::vector<uint8_t> raw(bytes.begin(), bytes.end());
-    replays::RecordReader reader(raw);
-    std::span<const uint8_t> payload;
-    for (int i = 0; i < 5; ++i)
-      reader.next(&payload);
-    const uint64_t offset = reader.offset_bytes();
-    raw[offset + replays::kRecordHeaderBytes + 10] ^= 0xff;
-    write(corrupt, raw);
-    expect_bad_file(run("verify " + corrupt), std::to_string(offset));
-  }
+  const uint64_t offset = corrupt_sixth_record(corrupt);
+  expect_bad_file(run("verify " + corrupt), std::to_string(offset));
 
   expect_bad_file(run("verify " + write_match("future.lsr", 5,
                                               [](replays::ReplayHeader* h) {
@@ -385,15 +389,7 @@ TEST(ReplayVerifyTool, SameResultsAsLockstepReplayVerify) {
   expect_bad_file(run_verify_tool(text), "not a lockstep replay file");
   // A flipped byte in the payload of the record at byte `offset`, named in the error.
   const std::string corrupt = write_match("verify_tool_corrupt.lsr", 20);
-  std::string bytes = slurp(corrupt);
-  std::vector<uint8_t> raw(bytes.begin(), bytes.end());
-  replays::RecordReader reader(raw);
-  std::span<const uint8_t> payload;
-  for (int i = 0; i < 5; ++i)
-    reader.next(&payload);
-  const uint64_t offset = reader.offset_bytes();
-  raw[offset + replays::kRecordHeaderBytes + 10] ^= 0xff;
-  write(corrupt, raw);
+  const uint64_t offset = corrupt_sixth_record(corrupt);
   expect_bad_file(run_verify_tool(corrupt), std::to_string(offset));
 
   // The memory budget, as lockstep-replay's.
