@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
     shift
     ;;
   -h | --help)
-    sed -n '2,23p' "$0"
+    sed -n '2,24p' "$0"
     exit 0
     ;;
   *)
