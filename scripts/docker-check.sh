@@ -32,6 +32,10 @@ debootstrap_base=0
 while [ $# -gt 0 ]; do
   case "$1" in
   --image)
+    if [ $# -lt 2 ] || [ -z "$2" ]; then
+      echo "docker-check: --image needs a name (see --help)" >&2
+      exit 2
+    fi
     image=$2
     shift 2
     ;;
@@ -62,6 +66,10 @@ say() { echo "docker-check: $*"; }
 fail() {
   echo "docker-check: FAILED: $*" >&2
   exit 1
+}
+# metric PORT NAME: the value of an unlabelled series on 127.0.0.1:PORT/metrics (empty if none).
+metric() {
+  curl -fsS "http://127.0.0.1:$1/metrics" 2>/dev/null | sed -n "s/^$2 \([0-9]*\)\$/\1/p"
 }
 need() {
   command -v "$1" >/dev/null || {
@@ -96,7 +104,10 @@ if [ $debootstrap_base = 1 ]; then
       need debootstrap "Debian package debootstrap"
       say "making $tag from Debian's archive (debootstrap --variant=minbase bookworm)"
       debootstrap --variant=minbase bookworm "$work/rootfs" http://deb.debian.org/debian \
-        >"$work/debootstrap.log" 2>&1 || fail "debootstrap failed (log: $work/debootstrap.log)"
+        >"$work/debootstrap.log" 2>&1 || {
+        tail -n 20 "$work/debootstrap.log" >&2
+        fail "debootstrap failed"
+      }
       rm -rf "$work/rootfs/usr/share/doc/"* "$work/rootfs/usr/share/man/"* \
         "$work/rootfs/usr/share/locale/"* "$work/rootfs/var/cache/apt/"*.bin \
         "$work/rootfs/var/lib/apt/lists/"*
@@ -179,8 +190,7 @@ bot_pid=$!
 # open-clients gauge alone could still show the first bot, published before it left).
 joined=0
 for _ in $(seq 150); do
-  joined=$(curl -fsS "http://127.0.0.1:$metrics_port/metrics" 2>/dev/null |
-    sed -n 's/^lockstep_clients_joined_total \([0-9]*\)$/\1/p')
+  joined=$(metric "$metrics_port" lockstep_clients_joined_total)
   [ "${joined:-0}" -ge 2 ] && break
   sleep 0.2
 done
@@ -220,7 +230,7 @@ if [ $compose = 1 ]; then
     }
   clients=""
   for _ in $(seq 120); do
-    clients=$(curl -fsS "http://127.0.0.1:9100/metrics" 2>/dev/null | sed -n 's/^lockstep_clients \([0-9]*\)$/\1/p')
+    clients=$(metric 9100 lockstep_clients)
     [ "${clients:-0}" -ge 4 ] && break
     sleep 0.5
   done
@@ -228,7 +238,7 @@ if [ $compose = 1 ]; then
     "${compose_cmd[@]}" -p "$project" -f "$compose_file" logs --tail 20 >&2 || true
     fail "compose: the server has ${clients:-no} clients, not 4, after 60 s"
   }
-  desyncs=$(curl -fsS "http://127.0.0.1:9100/metrics" | sed -n 's/^lockstep_desync_reports_total \([0-9]*\)$/\1/p')
+  desyncs=$(metric 9100 lockstep_desync_reports_total)
   [ "${desyncs:-x}" = 0 ] || fail "compose: lockstep_desync_reports_total is ${desyncs:-missing}, not 0"
   say "compose: the server reports lockstep_clients $clients, lockstep_desync_reports_total 0"
   compose_down

@@ -18,3 +18,20 @@ echo "yamllint: ${#yaml[@]} files clean"
 scripts=(scripts/*.sh scripts/lib/*.sh tests/ops/*.sh)
 shellcheck -x -P SCRIPTDIR -S warning "${scripts[@]}"
 echo "shellcheck: ${#scripts[@]} scripts clean"
+# scripts/docker-check.sh needs a Docker daemon for its checks (not in CI), but its command line
+# is checked here: bad arguments exit 2 with one line saying why, before Docker is looked for.
+usage_refused() { # usage_refused EXPECTED_TEXT ARGS...: exit 2 and EXPECTED_TEXT on stderr
+  local expected=$1 rc=0 err
+  shift
+  err=$(bash scripts/docker-check.sh "$@" 2>&1 >/dev/null) || rc=$?
+  if [ "$rc" != 2 ] || [[ "$err" != *"$expected"* ]]; then
+    echo "FAIL: docker-check.sh $*: exit $rc, stderr '$err' (want exit 2 and '$expected')"
+    exit 1
+  fi
+}
+usage_refused "unknown argument --bogus" --bogus
+usage_refused "--image needs a name" --image
+usage_refused "--image needs a name" --image ""
+bash scripts/docker-check.sh --help | grep -q -- '--debootstrap-base' ||
+  { echo "FAIL: docker-check.sh --help does not list its options"; exit 1; }
+echo "docker-check.sh: bad command lines refused with exit 2"
