@@ -105,14 +105,19 @@ class Tmux final {
   std::string base() const { return "tmux -L " + quote(socket_) + " -f /dev/null"; }
   /// Starts `command` in a detached 80×40 session; when it ends, the pane shows
   /// "[exited N]" (its exit status) and stays, so its last words can be read.
+  ///
+  /// The pane's shell then waits on the terminal (`cat`) until the tmux server is killed, instead
+  /// of exiting. tmux 3.3 can notice a pane's process has exited before it has read what the
+  /// process wrote, and a pane left dead by remain-on-exit then shows nothing: a client refused at
+  /// once lost its last words and the "[exited N]" line about 2 times in 100 here, more often on a
+  /// busy machine. A pane whose process is still alive is read to the end.
   Output start(const std::string& command) {
-    const std::string wrapped = command + "; echo \"[exited $?]\"";
-    return run(base() + " new-session -d -x 80 -y 40 -s sumo " + quote(wrapped) + " \\; " +
-               "set-option -t sumo remain-on-exit on");
+    const std::string wrapped = command + "; echo \"[exited $?]\"; exec cat >/dev/null";
+    return run(base() + " new-session -d -x 80 -y 40 -s sumo " + quote(wrapped));
   }
   std::string screen() const { return run(base() + " capture-pane -p -t sumo").text; }
-  /// The screen with the pane's history above it: once the program is dead, tmux writes a "Pane
-  /// is dead" line at the bottom, which may scroll the program's last lines into the history.
+  /// The screen with the pane's history above it: the program's last lines and the "[exited N]"
+  /// line may have scrolled into the history.
   std::string screen_and_history() const {
     return run(base() + " capture-pane -p -S - -t sumo").text;
   }
