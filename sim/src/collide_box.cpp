@@ -513,9 +513,17 @@ void collide_capsule_box(const ShapeDef& capsule, const Transform& xa, const Sha
   if (dist_sq > kDirectionEpsSq) {
     // Segment outside the box.
     if (std::sqrt(dist_sq) - radius > margin) return;
+    // The closest point is past one face (a face contact) or past two or three (an edge or a
+    // corner). A coordinate within the clip band of its slab counts as inside it: a segment lying
+    // parallel to a face and longer than it is equally close all along the face, the search
+    // returns an end of that stretch, on the slab's boundary up to rounding, and a rounding just
+    // outside must not turn the face's two points into one point at its edge (a plank resting
+    // across a longer log would rest on that one point and sink into the log).
     int clamped = 0, face_axis = 0;
     for (int i = 0; i < 3; ++i) {
-      if (abs_f(element(s, i)) > element(h, i)) clamped += 1, face_axis = i;
+      const float hi = element(h, i);
+      const float band = kClipBand < kClipBandRel * hi ? kClipBand : kClipBandRel * hi;
+      if (abs_f(element(s, i)) > hi + band) clamped += 1, face_axis = i;
     }
     if (clamped == 1 && capsule_face_points(p0, d, h, face_axis, sign_of(element(s, face_axis)),
                                             radius, margin, rot, xb.p, out)) {

@@ -894,9 +894,36 @@ ReuseBounds reuse_bounds(const WorldDef& def) {
   return b;
 }
 
+// Whether a shape can roll: a sphere or a capsule touches with the point of its surface nearest
+// the other shape, whichever of its material points that is.
+bool rolls(const ShapeDef& shape) {
+  return shape.type == ShapeType::sphere || shape.type == ShapeType::capsule;
+}
+
+// The point of a round shape's surface in direction `towards` (world, unit), from the point
+// `local_surface` of it found at the reference pose (body frame): the centre of a sphere, or the
+// point of a capsule's segment level with it (a capsule's segment is its local y axis), plus the
+// radius. Spin about the centre or the axis moves neither, as it moves no contact.
+Vec3 round_surface_point(const BodyRecord& r, Vec3 local_surface, Vec3 towards) {
+  Vec3 core{0, 0, 0};
+  if (r.shape.type == ShapeType::capsule) {
+    const float hh = r.shape.half_height;
+    core.y = local_surface.y < -hh ? -hh : (local_surface.y > hh ? hh : local_surface.y);
+  }
+  return r.position + rotate(r.orientation, core) + r.shape.radius * towards;
+}
+
 // Manifold reuse: when the pair has hardly moved relative to itself since its points were found
 // (within `bounds` of the cached reference pose), the same material points, moved with their
 // bodies, with their separations measured again; points beyond `margin` are dropped.
+//
+// A round body (sphere or capsule) rolls: its material point that touched is carried up and
+// behind as it turns, the support's material point stays behind as it rolls on, and a support
+// pushing at a point behind the body's centre pushes it on (a ball left on the ground with a spin
+// of 1e-6 rad/s rolled 0.7 m in 20 s; a capsule across a box, 4 m). So on a round body the point
+// is its surface point nearest the other body, along the normal, the normal is carried with the
+// other body (the face that was found), and the other body's point is straight across from it.
+// Two round bodies are never reused (collide_pairs): their normal turns with both.
 bool reuse_manifold(const ContactCache& cache, const CachedManifold& cm, const BodyRecord& ra,
                     const BodyRecord& rb, const Vec3& relative_position,
                     const Quat& relative_rotation, float margin, const ReuseBounds& bounds,
@@ -908,7 +935,10 @@ bool reuse_manifold(const ContactCache& cache, const CachedManifold& cm, const B
   Manifold& m = found->m;
   const ManifoldReference& reference = cm.reference;
   found->reference = reference;
-  m.normal = rotate(ra.orientation, reference.normal);
+  const bool round_a = rolls(ra.shape), round_b = rolls(rb.shape);
+  // The normal (from B towards A) carried with B when A rolls, else with A.
+  m.normal = round_a ? rotate(rb.orientation, inv_rotate(reference.rotation, reference.normal))
+                     : rotate(ra.orientation, reference.normal);
   for (uint32_t k = 0; k < cm.point_count; ++k) {
     // The point on A's surface and the one on B's, midpoint ± half the separation along the
     // normal at the reference pose, each carried into its own body's frame.
@@ -917,9 +947,16 @@ bool reuse_manifold(const ContactCache& cache, const CachedManifold& cm, const B
     const Vec3 local_pa = cp.local_anchor_a + half;
     const Vec3 local_pb =
         inv_rotate(reference.rotation, (cp.local_anchor_a - half) - reference.position);
-    const Vec3 pa = ra.position + rotate(ra.orientation, local_pa);
-    const Vec3 pb = rb.position + rotate(rb.orientation, local_pb);
+    Vec3 pa = round_a ? round_surface_point(ra, local_pa, -m.normal)
+                      : ra.position + rotate(ra.orientation, local_pa);
+    Vec3 pb = round_b ? round_surface_point(rb, local_pb, m.normal)
+                      : rb.position + rotate(rb.orientation, local_pb);
     const float separation = dot(m.normal, pa - pb);
+    // Facing a round body, the other body's point is straight across the gap from it: a face has
+    // the same normal everywhere, and its material point found at the reference lies behind a
+    // body that has rolled on since.
+    if (round_a) pb = pa - separation * m.normal;
+    if (round_b) pa = pb + separation * m.normal;
     if (!(separation <= margin)) continue;
     found->local_anchor[m.count] = cp.local_anchor_a;
     found->reference_separation[m.count] = cp.reference_separation_m;
@@ -1041,7 +1078,7 @@ void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
     const Vec3 relative_position = inv_rotate(ra.orientation, rb.position - ra.position);
     const Quat relative_rotation = conjugate(ra.orientation) * rb.orientation;
     FoundManifold found;
-    if (cm != nullptr && bounds.on &&
+    if (cm != nullptr && bounds.on && !(rolls(ra.shape) && rolls(rb.shape)) &&
         reuse_manifold(w.cache, *cm, ra, rb, relative_position, relative_rotation, margin, bounds,
                        &found)) {
       ++st.reused_manifolds;
