@@ -1023,17 +1023,34 @@ TEST(ReplayKeyframeDelta, AStreamedMatchWritesLaterKeyframesAsDeltas) {
   EXPECT_TRUE(replays::verify_replay(r).ok);
 }
 
-TEST(ReplayKeyframeDelta, AGoldenReplayOfFormat6StillVerifies) {
+// A file of format 6 (whole packed keyframes, each tick record standing alone) read by this build:
+// the 600 ticks of four players that record-scripted wrote for the `inputs` scene. It was recorded
+// before a change to the physics, so it no longer re-simulates hash for hash (the golden replays
+// in replays/golden do that, in the current format); what it checks is the reader: every record
+// decodes, every tick carries its sixteen inputs, and the keyframe restores to the hash it was
+// recorded with.
+TEST(ReplayKeyframeDelta, AReplayOfFormat6StillLoads) {
   LoadedReplay r;
   std::string error;
-  ASSERT_TRUE(replays::load_replay_file(std::string(LOCKSTEP_GOLDEN_REPLAYS) + "/inputs_4p_600.lsr",
-                                        &r, &error))
+  ASSERT_TRUE(replays::load_replay_file(
+      std::string(LOCKSTEP_OLD_REPLAYS) + "/inputs_4p_600_format6.lsr", &r, &error))
       << error;
   EXPECT_EQ(r.header.format_version, 6u);
-  EXPECT_EQ(r.keyframes.size(), 1u);
-  const replays::VerifyResult verified = replays::verify_replay(r);
-  EXPECT_TRUE(verified.ok) << verified.error;
-  EXPECT_EQ(verified.ticks_verified, 600u);
+  EXPECT_EQ(r.header.scene, "inputs");
+  EXPECT_FALSE(r.truncated);
+  ASSERT_EQ(r.keyframes.size(), 1u);
+  EXPECT_EQ(r.keyframes[0].tick, 0u);
+  expect_keyframes_restore(r);
+  ASSERT_EQ(r.ticks.size(), 600u);
+  for (size_t i = 0; i < r.ticks.size(); ++i) {
+    const replays::ReplayTick& t = r.ticks[i];
+    EXPECT_EQ(t.tick, i + 1);
+    ASSERT_EQ(t.inputs.size(), 16u) << "tick " << t.tick;
+    for (const sim::Input& input : t.inputs) {
+      EXPECT_GE(input.player, 1u) << "tick " << t.tick;
+      EXPECT_LE(input.player, 4u) << "tick " << t.tick;
+    }
+  }
 }
 
 // ---- tick records coded against the tick record before them (format 8) ----
