@@ -920,10 +920,10 @@ Vec3 round_surface_point(const BodyRecord& r, Vec3 local_surface, Vec3 towards) 
 // A round body (sphere or capsule) rolls: its material point that touched is carried up and
 // behind as it turns, the support's material point stays behind as it rolls on, and a support
 // pushing at a point behind the body's centre pushes it on (a ball left on the ground with a spin
-// of 1e-6 rad/s rolled 0.7 m in 20 s; a capsule across a box, 4 m). So on a round body the point
-// is its surface point nearest the other body, along the normal, the normal is carried with the
-// other body (the face that was found), and the other body's point is straight across from it.
-// Two round bodies are never reused (collide_pairs): their normal turns with both.
+// of 1e-6 rad/s rolled 0.7 m in 20 s; a capsule across a pillar rolled off it). So on a round
+// body the point is its surface point nearest the other body, along the normal, the normal is
+// carried with the other body (the face that was found), and the other body's point is straight
+// across from it. Two round bodies are never reused (collide_pairs): their normal turns with both.
 bool reuse_manifold(const ContactCache& cache, const CachedManifold& cm, const BodyRecord& ra,
                     const BodyRecord& rb, const Vec3& relative_position,
                     const Quat& relative_rotation, float margin, const ReuseBounds& bounds,
