@@ -1057,8 +1057,8 @@ TEST(ConformanceSmallBodies, DISABLED_TwoCentimetreCubesStandAtTheDefaults) {
 // rolling, so it stays where it is put: nothing in the scene pushes it. Bound over 20 s
 // (sleeping off): the round body moves less than 1 mm sideways (it settles about 1 mm into its
 // contacts, the slop) and turns slower than 0.001 rad/s at the end; a plank stays within 2 mm of
-// its resting height and 0.1° of level. Box2D v3 and Jolt hold these still (contacts found again
-// every step in Box2D; Jolt's cached points too, under 2°). Before these scenes were written both
+// its resting height and 0.1° of level. A body at rest stays at rest in any engine whose contacts
+// follow the bodies (Box2D v3 finds them again every step). Before these scenes were written both
 // failed here: a plank across a capsule longer than itself rested on one point at its edge and
 // sank 4.4 cm into the log; capsules across the pillar turned 0.3 and 1 rad started rolling by
 // themselves at about 1 s and rolled off it, and the seeded ball and capsule on the ground rolled
