@@ -11,7 +11,12 @@
 //   reported at exactly the next tick, counted by the server, and healed by a resync;
 // - thin-client rates are checked by the tick spacing, and against the wall clock only in the
 //   direction load cannot fake (no snapshot of a tick before that tick is due).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,8 +31,10 @@
 #include <vector>
 
 #include "lockstep/client_sdk/client.h"
+#include "lockstep/schema/messages.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/version.h"
 #include "net_test_harness.h"
 
 namespace {
@@ -553,4 +560,67 @@ TEST(NetClient, AFrameOverTheClientsCapEndsTheConnectionAsABadFrame) {
   EXPECT_TRUE(c.snapshots.empty());
   EXPECT_EQ(c.disconnected->code, schema::ErrorCode::bad_frame);
   EXPECT_NE(c.disconnected->reason.find("1024"), std::string::npos) << c.disconnected->reason;
+}
+
+// A server of another physics revision, played by the test on a plain socket: it reads what the
+// client sends first (its Hello) and answers with a Welcome into the inputs scene stating revision
+// kPhysicsRevision + 1. A lockstep client must not join: its world would step differently from
+// the room's and diverge at the first contact. It says why and closes.
+TEST(NetClient, AServerOfAnotherPhysicsRevisionIsRefusedByName) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const uint16_t port = ntohs(address.sin_port);
+
+  sim::Scene scene;
+  ASSERT_TRUE(sim::make_builtin_scene("inputs", &scene));
+  schema::Welcome welcome;
+  welcome.player_id = 1;
+  welcome.scene = "inputs";
+  welcome.world_def = scene.def;
+  welcome.world_def_fingerprint = sim::world_def_fingerprint(scene.def);
+  welcome.physics_revision = sim::kPhysicsRevision + 1;
+  const std::vector<uint8_t> frame = schema::encode_frame(welcome);
+  const int wait_ms = static_cast<int>(kWait.count());
+  std::atomic<bool> answered{false};
+  std::thread server([&] {
+    pollfd ready{listener, POLLIN, 0};
+    if (::poll(&ready, 1, wait_ms) != 1) return;
+    const int connection = ::accept(listener, nullptr, nullptr);
+    if (connection < 0) return;
+    uint8_t buffer[4096];
+    pollfd readable{connection, POLLIN, 0};
+    if (::poll(&readable, 1, wait_ms) == 1 && ::read(connection, buffer, sizeof buffer) > 0) {
+      answered =
+          ::write(connection, frame.data(), frame.size()) == static_cast<ssize_t>(frame.size());
+      // Until the client closes (or the hang guard).
+      while (::poll(&readable, 1, wait_ms) == 1 && ::read(connection, buffer, sizeof buffer) > 0) {
+      }
+    }
+    ::close(connection);
+  });
+
+  TestClient c("other-build");
+  const bool connected = c.connect(port);
+  const bool ended = connected && pump_until({&c}, [&] { return c.disconnected.has_value(); });
+  server.join();
+  ::close(listener);
+  ASSERT_TRUE(connected);
+  ASSERT_TRUE(ended) << describe(c);
+  EXPECT_TRUE(answered);
+  const std::string expected = "the server simulates physics revision " +
+                               std::to_string(sim::kPhysicsRevision + 1) +
+                               ", this client's build " + std::to_string(sim::kPhysicsRevision);
+  bool named = false;
+  for (const client_sdk::ErrorEvent& e : c.errors)
+    named = named || (e.fatal && e.message.find(expected) != std::string::npos);
+  EXPECT_TRUE(named) << describe(c);
+  EXPECT_NE(c.disconnected->reason.find(expected), std::string::npos) << c.disconnected->reason;
+  EXPECT_EQ(c.client.world(), nullptr) << "the client made the other revision's world";
 }

@@ -52,6 +52,7 @@
 #include "lockstep/server/room_rules.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/version.h"
 #include "lockstep/sim/world.h"
 #include "net_test_harness.h"
 
@@ -1011,24 +1012,36 @@ INSTANTIATE_TEST_SUITE_P(Cases, NetServerMalformed, ::testing::Range(0, 11),
                                malformed_cases()[static_cast<size_t>(param_info.param)].name);
                          });
 
+// Sends `h` and reads until the server closes: the one frame it sent must be a fatal
+// version_mismatch Error stating the server's versions. Returns its reason ("" after a failure).
+std::string version_refusal(uint16_t port, const schema::Hello& h) {
+  RawClient client(port);
+  client.send(h);
+  std::vector<Message> received;
+  if (!client.read_until_closed(kReplyTimeout, &received) || received.size() != 1) {
+    ADD_FAILURE() << "expected one frame and the close, got " << received.size() << " frames";
+    return "";
+  }
+  const auto* error = std::get_if<schema::ErrorMessage>(&received[0]);
+  if (error == nullptr) {
+    ADD_FAILURE() << "not an Error: " << schema::message_name(received[0]);
+    return "";
+  }
+  EXPECT_EQ(error->code, ErrorCode::version_mismatch);
+  EXPECT_TRUE(error->fatal);
+  EXPECT_EQ(error->server_protocol_version, schema::kProtocolVersion);
+  EXPECT_EQ(error->server_min_protocol_version, schema::kMinProtocolVersion);
+  return error->reason;
+}
+
 TEST(NetServer, VersionMismatchNamesBothRanges) {
   ServerRunner runner(test_config());
-  RawClient client(runner.port());
   schema::Hello h = hello("alpha", "future");
   h.protocol_version = 6;
   h.min_protocol_version = 5;
-  client.send(h);
-  std::vector<Message> received;
-  ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received));
-  ASSERT_EQ(received.size(), 1u);
-  const auto* error = std::get_if<schema::ErrorMessage>(&received[0]);
-  ASSERT_NE(error, nullptr);
-  EXPECT_EQ(error->code, ErrorCode::version_mismatch);
-  EXPECT_TRUE(error->fatal);
-  EXPECT_NE(error->reason.find("server speaks 4..4"), std::string::npos) << error->reason;
-  EXPECT_NE(error->reason.find("client 5..6"), std::string::npos) << error->reason;
-  EXPECT_EQ(error->server_protocol_version, schema::kProtocolVersion);
-  EXPECT_EQ(error->server_min_protocol_version, schema::kMinProtocolVersion);
+  const std::string reason = version_refusal(runner.port(), h);
+  EXPECT_NE(reason.find("server speaks 4..4"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("client 5..6"), std::string::npos) << reason;
 }
 
 TEST(NetServer, OverlappingVersionsNegotiateTheHighestCommonOne) {
@@ -1056,20 +1069,48 @@ TEST(NetServer, OlderClientsGetAClearVersionMismatch) {
   ServerRunner runner(test_config());
   for (const auto& c : clients) {
     SCOPED_TRACE(c.reason);
-    RawClient client(runner.port());
     schema::Hello h = hello("alpha", "old");
     h.protocol_version = c.max;
     h.min_protocol_version = c.min;
+    const std::string reason = version_refusal(runner.port(), h);
+    EXPECT_NE(reason.find(c.reason), std::string::npos) << reason;
+  }
+}
+
+TEST(NetServer, ALockstepClientOfAnotherPhysicsRevisionIsRefusedByName) {
+  // Its world would step differently from the room's and diverge at the first contact: refused
+  // before any room is made. A thin client (snapshots only) and a client that does not state its
+  // revision (0: older than the field) are let in, and every Welcome states the server's.
+  ServerRunner runner(test_config());
+  schema::Hello other = hello("alpha", "other-build");
+  other.physics_revision = sim::kPhysicsRevision + 1;
+  const std::string reason = version_refusal(runner.port(), other);
+  const std::string expected = "server simulates physics revision " +
+                               std::to_string(sim::kPhysicsRevision) + ", client " +
+                               std::to_string(sim::kPhysicsRevision + 1);
+  EXPECT_NE(reason.find(expected), std::string::npos) << reason;
+  server::ServerStats stats;
+  ASSERT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) { return s.protocol_errors == 1u; }, &stats));
+  EXPECT_TRUE(stats.rooms.empty());
+  const struct {
+    uint32_t revision;
+    schema::ClientMode mode;
+    const char* name;
+  } admitted[] = {{sim::kPhysicsRevision + 1, schema::ClientMode::thin, "thin-other-build"},
+                  {0, schema::ClientMode::lockstep, "unstated"},
+                  {sim::kPhysicsRevision, schema::ClientMode::lockstep, "same-build"}};
+  for (const auto& a : admitted) {
+    SCOPED_TRACE(a.name);
+    RawClient client(runner.port());
+    schema::Hello h = hello("alpha", a.name);
+    h.physics_revision = a.revision;
+    h.mode = a.mode;
+    if (a.mode == schema::ClientMode::thin) h.snapshot_rate_hz = 10;
     client.send(h);
-    std::vector<Message> received;
-    ASSERT_TRUE(client.read_until_closed(kReplyTimeout, &received));
-    ASSERT_EQ(received.size(), 1u);
-    const auto* error = std::get_if<schema::ErrorMessage>(&received[0]);
-    ASSERT_NE(error, nullptr);
-    EXPECT_EQ(error->code, ErrorCode::version_mismatch);
-    EXPECT_TRUE(error->fatal);
-    EXPECT_NE(error->reason.find(c.reason), std::string::npos) << error->reason;
-    EXPECT_EQ(error->server_protocol_version, 4);
+    std::optional<schema::Welcome> welcome = client.receive_of<schema::Welcome>(kReplyTimeout);
+    ASSERT_TRUE(welcome);
+    EXPECT_EQ(welcome->physics_revision, sim::kPhysicsRevision);
   }
 }
 

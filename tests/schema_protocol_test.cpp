@@ -155,7 +155,7 @@ uint64_t fingerprint_or_zero(const std::optional<sim::WorldDef>& def) {
 std::vector<Documented> documented() {
   std::vector<Documented> list;
   {
-    Hello m{5, 1, "lobby", "ada", "token", ClientMode::thin, 7, "arena"};
+    Hello m{5, 1, "lobby", "ada", "token", ClientMode::thin, 7, "arena", 77};
     list.push_back(
         {"Hello",
          m,
@@ -166,7 +166,8 @@ std::vector<Documented> documented() {
           field<Hello>("auth_token", [](auto& x) { return x.auth_token; }),
           field<Hello>("mode", [](auto& x) { return x.mode; }),
           field<Hello>("snapshot_rate_hz", [](auto& x) { return x.snapshot_rate_hz; }),
-          field<Hello>("scene", [](auto& x) { return x.scene; })}});
+          field<Hello>("scene", [](auto& x) { return x.scene; }),
+          field<Hello>("physics_revision", [](auto& x) { return x.physics_revision; })}});
   }
   {
     Welcome m;
@@ -183,6 +184,7 @@ std::vector<Documented> documented() {
     m.snapshot_interval_ticks = 9;
     m.input_window_ticks = 64;
     m.schedule_moved_ns = 250'000'000;
+    m.physics_revision = 78;
     m.world_def = sample_world_def();
     m.world_def_fingerprint = sim::world_def_fingerprint(*m.world_def);  // checked on decode
     const auto owned = [](auto& x) { return x.owned_bodies; };
@@ -204,7 +206,8 @@ std::vector<Documented> documented() {
                          [](auto& x) { return x.snapshot_interval_ticks; }),
           field<Welcome>("world_def", [](auto& x) { return fingerprint_or_zero(x.world_def); }),
           field<Welcome>("input_window_ticks", [](auto& x) { return x.input_window_ticks; }),
-          field<Welcome>("schedule_moved_ns", [](auto& x) { return x.schedule_moved_ns; })}});
+          field<Welcome>("schedule_moved_ns", [](auto& x) { return x.schedule_moved_ns; }),
+          field<Welcome>("physics_revision", [](auto& x) { return x.physics_revision; })}});
   }
   list.push_back({"Snapshot",
                   Snapshot{41, {1, 2, 3, 250, 0, 7}, 0xFEEDull},

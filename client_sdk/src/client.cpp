@@ -15,6 +15,7 @@
 #include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/state_diff.h"
 #include "lockstep/sim/sync_test.h"
+#include "lockstep/sim/version.h"
 
 namespace lockstep::client_sdk {
 
@@ -182,7 +183,8 @@ void Client::Impl::handle(schema::Message& message) {
       text += " (server speaks " + std::to_string(error->server_min_protocol_version) + ".." +
               std::to_string(error->server_protocol_version) + ", we speak " +
               std::to_string(schema::kMinProtocolVersion) + ".." +
-              std::to_string(schema::kProtocolVersion) + ")";
+              std::to_string(schema::kProtocolVersion) + " and simulate physics revision " +
+              std::to_string(sim::kPhysicsRevision) + ")";
     }
     last_error = text;
     deliver(ErrorEvent{error->code, std::move(text), error->fatal});
@@ -221,7 +223,12 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
   // A scene the client was given (scene_name, scene_file, scene) is a check: a different one is
   // an error naming both.
   std::string problem;
-  if (!options.scene_name.empty() && welcome.scene != options.scene_name) {
+  if (welcome.physics_revision != 0 && welcome.physics_revision != sim::kPhysicsRevision) {
+    // Our world would step differently from the room's and diverge at its first contact.
+    problem = "the server simulates physics revision " + std::to_string(welcome.physics_revision) +
+              ", this client's build " + std::to_string(sim::kPhysicsRevision) +
+              ": build the client from the server's lockstep version";
+  } else if (!options.scene_name.empty() && welcome.scene != options.scene_name) {
     problem = "the server welcomed us into scene '" + welcome.scene + "', not the '" +
               options.scene_name + "' we asked for";
   } else if (options.scene &&

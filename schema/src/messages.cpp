@@ -108,7 +108,7 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Hello& m) 
   auto scene = create_string(builder, m.scene);
   return wire::CreateHello(builder, m.protocol_version, m.min_protocol_version, room, player_name,
                            auth_token, static_cast<wire::ClientMode>(m.mode), m.snapshot_rate_hz,
-                           scene)
+                           scene, m.physics_revision)
       .Union();
 }
 
@@ -128,7 +128,7 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Welcome& m
                              m.input_delay_ticks, scene, m.world_def_fingerprint, m.current_tick,
                              m.ns_into_tick, owned_bodies, owned_generations, m.snapshot_rate_hz,
                              m.snapshot_interval_ticks, world_def, m.input_window_ticks,
-                             m.schedule_moved_ns)
+                             m.schedule_moved_ns, m.physics_revision)
       .Union();
 }
 
@@ -288,6 +288,7 @@ DecodeResult decode_message(const wire::Hello& in, Message* out) {
   m.mode = static_cast<ClientMode>(mode);
   m.snapshot_rate_hz = in.snapshot_rate_hz();
   if (!read_string(in.scene(), kMaxNameBytes, "Hello.scene", &m.scene, &result)) return result;
+  m.physics_revision = in.physics_revision();
   *out = std::move(m);
   return result;
 }
@@ -320,6 +321,7 @@ DecodeResult decode_message(const wire::Welcome& in, Message* out) {
   m.snapshot_interval_ticks = in.snapshot_interval_ticks();
   m.input_window_ticks = in.input_window_ticks();
   m.schedule_moved_ns = in.schedule_moved_ns();
+  m.physics_revision = in.physics_revision();
   if (const wire::WorldDef* def = in.world_def()) {
     sim::WorldDef world_def;
     std::string why;

@@ -14,6 +14,7 @@
 #include <asio/write.hpp>
 
 #include "lockstep/schema/limits.h"
+#include "lockstep/sim/version.h"
 #include "room.h"
 #include "server_core.h"
 
@@ -204,6 +205,17 @@ void Session::on_hello(const schema::Hello& hello) {
         schema::ErrorCode::version_mismatch,
         fmt::format("server speaks {}..{}, client {}..{}", schema::kMinProtocolVersion,
                     schema::kProtocolVersion, hello.min_protocol_version, hello.protocol_version));
+    return;
+  }
+  // The simulation: a lockstep client of another physics revision would step the room's world
+  // differently and diverge at its first contact. A thin client only shows the server's
+  // snapshots. 0 is a client older than the field, taken on trust.
+  if (hello.mode == schema::ClientMode::lockstep && hello.physics_revision != 0 &&
+      hello.physics_revision != sim::kPhysicsRevision) {
+    protocol_error(schema::ErrorCode::version_mismatch,
+                   fmt::format("server simulates physics revision {}, client {}: a lockstep "
+                               "client must be built from the server's lockstep version",
+                               sim::kPhysicsRevision, hello.physics_revision));
     return;
   }
   player_name_ = sanitize_name(hello.player_name);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lockstep/sim/types.h"
+#include "lockstep/sim/version.h"
 
 namespace lockstep::schema {
 
@@ -78,6 +79,8 @@ struct Hello {
   ClientMode mode = ClientMode::lockstep;
   uint16_t snapshot_rate_hz = 0;
   std::string scene;  // "" = the server's default scene
+  // The simulation this client runs (sim/version.h); 0 from clients older than the field.
+  uint32_t physics_revision = sim::kPhysicsRevision;
 };
 
 struct Welcome {
@@ -97,6 +100,8 @@ struct Welcome {
   std::optional<sim::WorldDef> world_def;
   uint32_t input_window_ticks = 0;  // inputs for ticks next..next + this − 1 are accepted
   uint64_t schedule_moved_ns = 0;   // as in Pong
+  // The simulation the server runs (sim/version.h); 0 from servers older than the field.
+  uint32_t physics_revision = sim::kPhysicsRevision;
 };
 
 struct Snapshot {
