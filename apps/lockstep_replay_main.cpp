@@ -25,6 +25,7 @@
 #include "lockstep/replays/recorder.h"
 #include "lockstep/replays/viewer_page.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/version.h"
 #include "replay_file.h"
 
 namespace {
@@ -63,6 +64,14 @@ int cmd_info(const std::string& path) {
   std::printf("file: %s\n", path.c_str());
   std::printf("format_version: %u\nlockstep_version: %s\n", h.format_version,
               h.lockstep_version.c_str());
+  if (h.physics_revision == 0) {
+    std::printf("physics_revision: not stated (written before the field)\n");
+  } else {
+    std::printf("physics_revision: %u%s\n", h.physics_revision,
+                h.physics_revision == sim::kPhysicsRevision ? " (this build's)"
+                                                            : " (not this build's: it cannot "
+                                                              "re-simulate the ticks)");
+  }
   std::printf("writer: %s", h.writer == replays::ReplayWriterKind::client ? "client" : "server");
   if (h.writer == replays::ReplayWriterKind::client) std::printf(" (player %u)", h.player_id);
   std::printf("\nroom: %s\nscene: %s\n", h.room.c_str(),

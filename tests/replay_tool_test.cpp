@@ -22,6 +22,7 @@
 #include "lockstep/replays/recorder.h"
 #include "lockstep/schema/replay_generated.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/version.h"
 
 #if !defined(LOCKSTEP_REPLAY_TOOL) || !defined(LOCKSTEP_REPLAY_VERIFY_TOOL)
 #error "LOCKSTEP_REPLAY_TOOL and LOCKSTEP_REPLAY_VERIFY_TOOL must name the two executables"
@@ -290,6 +291,22 @@ TEST(ReplayTool, BadFiles) {
                                                     sim::world_def_fingerprint(h->world_def);
                                               })),
                   "fingerprint mismatch");
+  // Recorded by another simulation: every re-simulating command refuses it by name (the ticks
+  // would diverge at the first contact); info reads it and says so.
+  const std::string other = write_match("other_revision.lsr", 5, [](replays::ReplayHeader* h) {
+    h->physics_revision = sim::kPhysicsRevision + 1;
+  });
+  const std::string refusal =
+      "recorded with physics revision " + std::to_string(sim::kPhysicsRevision + 1);
+  for (const char* command : {"verify ", "dump --tick 3 ", "export ", "view -o /dev/null "})
+    expect_bad_file(run(command + other), refusal);
+  expect_bad_file(run_verify_tool(other), refusal);
+  const ToolRun info = run("info " + other);
+  EXPECT_EQ(info.code, 0) << info.err;
+  EXPECT_NE(info.out.find("physics_revision: " + std::to_string(sim::kPhysicsRevision + 1) +
+                          " (not this build's"),
+            std::string::npos)
+      << info.out;
   expect_bad_file(run("info " + dir() + "/does-not-exist.lsr"), "cannot open");
 }
 

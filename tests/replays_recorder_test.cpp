@@ -30,6 +30,7 @@
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/version.h"
 
 namespace {
 
@@ -128,6 +129,7 @@ TEST(ReplayFile, RoundTripKeepsEveryField) {
   EXPECT_EQ(r.header.tick_rate_hz, 30u);
   EXPECT_EQ(r.header.writer, replays::ReplayWriterKind::client);
   EXPECT_EQ(r.header.player_id, 3u);
+  EXPECT_EQ(r.header.physics_revision, sim::kPhysicsRevision);
   EXPECT_EQ(r.header.first_tick, 0u);
   // The WorldDef must come back bit for bit: its fingerprint is computed independently here.
   EXPECT_EQ(sim::world_def_fingerprint(r.header.world_def),
@@ -601,6 +603,32 @@ TEST(ReplayFile, WorldChecks) {
   ASSERT_TRUE(window.write_bytes(&bytes, header).ok);
   EXPECT_FALSE(replays::load_replay(bytes, &r, &error));
   EXPECT_NE(error.find("newer"), std::string::npos) << error;
+
+  // Recorded by another simulation: it loads (info, dump and diff read it), but nothing
+  // re-simulates it, which would report a divergence that is not in the match.
+  header = m.header();
+  header.physics_revision = sim::kPhysicsRevision + 1;
+  ASSERT_TRUE(window.write_bytes(&bytes, header).ok);
+  ASSERT_TRUE(replays::load_replay(bytes, &r, &error)) << error;
+  EXPECT_EQ(r.header.physics_revision, sim::kPhysicsRevision + 1);
+  EXPECT_EQ(replays::make_replay_world(r, &error), nullptr);
+  const std::string expected =
+      "recorded with physics revision " + std::to_string(sim::kPhysicsRevision + 1) +
+      " (lockstep " + replays::lockstep_version_string() + "); this build simulates revision " +
+      std::to_string(sim::kPhysicsRevision);
+  EXPECT_NE(error.find(expected), std::string::npos) << error;
+  const replays::VerifyResult other = replays::verify_replay(r);
+  EXPECT_FALSE(other.ok);
+  EXPECT_FALSE(other.first_divergent_tick.has_value()) << "reported as a divergence";
+  EXPECT_NE(other.error.find(expected), std::string::npos) << other.error;
+
+  // A file written before the field states none (0): taken on trust, it verifies.
+  header = m.header();
+  header.physics_revision = 0;
+  ASSERT_TRUE(window.write_bytes(&bytes, header).ok);
+  ASSERT_TRUE(replays::load_replay(bytes, &r, &error)) << error;
+  EXPECT_EQ(r.header.physics_revision, 0u);
+  EXPECT_TRUE(replays::verify_replay(r).ok) << replays::verify_replay(r).error;
 }
 
 TEST(ReplayVerify, TamperedHashNamesTheTick) {
@@ -1036,6 +1064,7 @@ TEST(ReplayKeyframeDelta, AReplayOfFormat6StillLoads) {
       std::string(LOCKSTEP_OLD_REPLAYS) + "/inputs_4p_600_format6.lsr", &r, &error))
       << error;
   EXPECT_EQ(r.header.format_version, 6u);
+  EXPECT_EQ(r.header.physics_revision, 0u);  // written before the field
   EXPECT_EQ(r.header.scene, "inputs");
   EXPECT_FALSE(r.truncated);
   ASSERT_EQ(r.keyframes.size(), 1u);

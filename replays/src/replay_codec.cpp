@@ -66,7 +66,7 @@ std::span<const uint8_t> RecordEncoder::header(const ReplayHeader& h) {
   const auto header = rp::CreateHeader(
       b, h.format_version, version, def, fingerprint, h.tick_rate_hz, scene, h.first_tick,
       h.writer == ReplayWriterKind::client ? rp::WriterKind::Client : rp::WriterKind::Server,
-      h.player_id, room);
+      h.player_id, room, h.physics_revision);
   return finish(b, rp::Record::Header, header.Union());
 }
 
@@ -207,6 +207,7 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
                                                        : ReplayWriterKind::server;
       o.player_id = h->player_id();
       o.room = string_or_empty(h->room());
+      o.physics_revision = h->physics_revision();
       return true;
     }
     case rp::Record::Keyframe: {

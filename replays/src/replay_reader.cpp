@@ -179,6 +179,15 @@ bool load_replay_file(const std::string& path, LoadedReplay* out, std::string* e
 
 std::unique_ptr<sim::World> make_replay_world(const LoadedReplay& replay, std::string* error) {
   const ReplayHeader& h = replay.header;
+  // Another simulation would step the same ticks differently and report a divergence at the
+  // first contact that is not in the match. 0: a file older than the field, taken on trust.
+  if (h.physics_revision != 0 && h.physics_revision != sim::kPhysicsRevision) {
+    *error = "recorded with physics revision " + std::to_string(h.physics_revision) +
+             " (lockstep " + h.lockstep_version + "); this build simulates revision " +
+             std::to_string(sim::kPhysicsRevision) +
+             ": re-simulate it with a build of the recording's revision";
+    return nullptr;
+  }
   const uint64_t fingerprint = sim::world_def_fingerprint(h.world_def);
   if (fingerprint != h.world_def_fingerprint) {
     *error = "WorldDef fingerprint mismatch: the file says " + hex64(h.world_def_fingerprint) +

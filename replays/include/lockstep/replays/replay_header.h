@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lockstep/sim/types.h"
+#include "lockstep/sim/version.h"
 #include "lockstep/sim/world.h"
 
 namespace lockstep::replays {
@@ -45,6 +46,9 @@ struct ReplayHeader {
   ReplayWriterKind writer = ReplayWriterKind::server;
   uint32_t player_id = 0;  // the writing client's player (0 for the server)
   std::string room;        // free text: room name, for people reading `info`
+  // The simulation that recorded the ticks (sim/version.h); 0 in files older than the field.
+  // Re-simulating a file of another revision is refused (make_replay_world).
+  uint32_t physics_revision = sim::kPhysicsRevision;
 };
 
 /// A header for `world` (fingerprint filled); first_tick is set when the file is written.
