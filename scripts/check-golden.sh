@@ -97,6 +97,11 @@ compare_lines() {
   done
   if IFS= read -r want <&3; then printf 'missing\t%s\t%s\t-\n' "$((n + 1))" "$want"; fi
 }
+# The sources' physics revision (sim/include/lockstep/sim/version.h): every chain must have been
+# made at it (scripts/update-golden.sh stamps it), so a revision raised without new chains, or
+# chains copied from another revision, are caught here.
+revision=$(sed -n 's/^inline constexpr uint32_t kPhysicsRevision = \([0-9]*\);.*/\1/p' \
+  "$root/sim/include/lockstep/sim/version.h")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
@@ -110,6 +115,12 @@ for scene in "${scenes[@]}"; do
   args_line=$(grep -m1 '^# args:' "$golden" || true)
   if [ -z "$args_line" ]; then
     echo "check-golden: $scene: $golden has no '# args:' line"
+    status=1
+    continue
+  fi
+  stamped=$(sed -n 's/^# physics revision: \([0-9]*\).*/\1/p' "$golden")
+  if [ "$stamped" != "$revision" ]; then
+    echo "check-golden: $scene: made at physics revision ${stamped:-(not stated)}, the sources are at ${revision:-(unreadable)}: regenerate it with scripts/update-golden.sh"
     status=1
     continue
   fi

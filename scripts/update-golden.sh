@@ -7,9 +7,11 @@
 # Builds lockstep-sim (x86-64 g++ -O2, the matrix's gcc-O2 folder) unless --sim names one, runs
 # each scene with the arguments in its golden file's `# args:` line (new scenes: --scene NAME
 # --ticks 3600 --every 60, plus --seed for `inputs`) and rewrites the file. SCENE defaults to
-# every existing golden file, or to the built-in set when there is none. Afterwards: run scripts/determinism-matrix.sh,
-# and commit tests/golden/ on its own with a message that says why the physics changed
-# (the --reason text is printed as a starting point for it).
+# every existing golden file, or to the built-in set when there is none. Each file is stamped
+# with kPhysicsRevision (sim/include/lockstep/sim/version.h); a chain whose hashes change must be
+# stamped with a higher revision than it had, else nothing is written (exit 2): raise it first.
+# Afterwards: run scripts/determinism-matrix.sh, and commit tests/golden/ on its own with a
+# message that says why the physics changed (the --reason text is printed as a starting point).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,7 +39,7 @@ while [ $# -gt 0 ]; do
     shift 2
     ;;
   -h | --help)
-    sed -n '2,13p' "$0"
+    sed -n '2,14p' "$0"
     exit 0
     ;;
   -*)
@@ -77,8 +79,18 @@ if [ -z "$sim" ]; then
 fi
 
 sim=$(cd "$(dirname "$sim")" && pwd)/$(basename "$sim") # absolute: runs from the root below
+# The physics revision of the sources (sim/include/lockstep/sim/version.h): stamped into every
+# chain, and a chain whose hashes change must carry a higher one than before.
+revision=$(sed -n 's/^inline constexpr uint32_t kPhysicsRevision = \([0-9]*\);.*/\1/p' \
+  "$root/sim/include/lockstep/sim/version.h")
+if [ -z "$revision" ]; then
+  echo "update-golden: cannot read kPhysicsRevision from sim/include/lockstep/sim/version.h" >&2
+  exit 1
+fi
 mkdir -p "$golden_dir"
 changed=()
+written=() # "tmp golden" pairs, moved into place once every scene has passed
+stale=()
 for scene in "${scenes[@]}"; do
   golden="$golden_dir/$scene.txt"
   args="--scene $scene --ticks $golden_ticks --every $golden_every"
@@ -94,6 +106,7 @@ for scene in "${scenes[@]}"; do
     echo "# Checked by scripts/check-golden.sh (ctest golden_hashes) and scripts/determinism-matrix.sh."
     echo "# Regenerate only with scripts/update-golden.sh, in a commit that says why the physics changed."
     echo "# args: $args"
+    echo "# physics revision: $revision"
   } >"$tmp"
   # From the repository root: scene files in `# args:` are paths relative to it.
   if ! (cd "$root" && "$sim" "${argv[@]}") >>"$tmp"; then
@@ -108,13 +121,29 @@ for scene in "${scenes[@]}"; do
   fi
   if [ -f "$golden" ]; then
     first=$(diff <(grep -v '^#' "$golden") <(grep -v '^#' "$tmp") | grep -m1 '^<' | awk '{ print $2 }' || true)
+    old_revision=$(sed -n 's/^# physics revision: \([0-9]*\).*/\1/p' "$golden")
+    if [ -n "$first" ] && [ "${old_revision:-0}" -ge "$revision" ]; then
+      stale+=("$scene")
+    fi
     echo "update-golden: $scene: changed${first:+ from tick $first}"
   else
     echo "update-golden: $scene: new ($(grep -vc '^#' "$tmp") lines)"
   fi
-  mv "$tmp" "$golden"
+  written+=("$tmp" "$golden")
   changed+=("$scene")
 done
+
+if [ ${#stale[@]} -gt 0 ]; then
+  for ((i = 0; i < ${#written[@]}; i += 2)); do rm -f "${written[i]}"; done
+  cat >&2 <<EOF
+update-golden: the hashes of ${stale[*]} changed, but kPhysicsRevision is still $revision.
+  The physics changed: raise kPhysicsRevision in sim/include/lockstep/sim/version.h, so that
+  servers, clients and replay files of revision $revision refuse this build instead of diverging
+  from it, and run this again. Nothing was written.
+EOF
+  exit 2
+fi
+for ((i = 0; i < ${#written[@]}; i += 2)); do mv "${written[i]}" "${written[i + 1]}"; done
 
 if [ ${#changed[@]} -eq 0 ]; then
   echo "update-golden: nothing changed"
