@@ -947,10 +947,13 @@ bool reuse_manifold(const ContactCache& cache, const CachedManifold& cm, const B
     const Vec3 local_pa = cp.local_anchor_a + half;
     const Vec3 local_pb =
         inv_rotate(reference.rotation, (cp.local_anchor_a - half) - reference.position);
-    Vec3 pa = round_a ? round_surface_point(ra, local_pa, -m.normal)
-                      : ra.position + rotate(ra.orientation, local_pa);
-    Vec3 pb = round_b ? round_surface_point(rb, local_pb, m.normal)
-                      : rb.position + rotate(rb.orientation, local_pb);
+    // Material points first, replaced below for a round body. Not `round ? a : b`: g++ 12 at
+    // -march=x86-64-v3 compiled that form with a fused vfmsubadd despite -ffp-contract=off, and
+    // the pyramid's hash differed from every other target's at tick 60 (the matrix caught it).
+    Vec3 pa = ra.position + rotate(ra.orientation, local_pa);
+    Vec3 pb = rb.position + rotate(rb.orientation, local_pb);
+    if (round_a) pa = round_surface_point(ra, local_pa, -m.normal);
+    if (round_b) pb = round_surface_point(rb, local_pb, m.normal);
     const float separation = dot(m.normal, pa - pb);
     // Facing a round body, the other body's point is straight across the gap from it: a face has
     // the same normal everywhere, and its material point found at the reference lies behind a
