@@ -6,11 +6,17 @@
 #
 #   scripts/determinism-matrix.sh [options]
 #     --targets A,B,...          only these targets (default: every normal target; see --list)
+#     --representative           the change check's set instead of every target: x86-64
+#                                clang14 -O3 and gcc -O0, i686, aarch64 and wasm32 (x86-64 gcc -O2
+#                                is the ci build's own golden test); with --inject-nondeterminism
+#                                only the x87 target of the injected ones
 #     --scenes A,B,...           only these golden scenes (default: every tests/golden/*.txt)
 #     --replays A,B,...          only these golden replays, by file name without .lsr
 #                                (default: every replays/golden/*.lsr); --replays none skips them
 #     --jobs N                   builds and runs side by side (default: min(2, nproc))
 #     --no-install               do not install missing toolchains (scripts/install-matrix-toolchains.sh)
+#     --build-only               build the targets and stop (no runs, no table; exit 0 even when a
+#                                build failed: the run that follows reports it)
 #     --inject-nondeterminism    also build the deliberately broken targets (aarch64 with
 #                                -ffp-contract=fast, i686 with x87 math) to prove the matrix
 #                                catches them; each must differ from the golden hashes
@@ -44,6 +50,10 @@ normal_targets=(
   i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2
 )
 injected_targets=(aarch64-gcc-O2-fpcontract-fast i686-gcc-O2-x87)
+# The change check (scripts/test.sh without --full): one target of each kind the matrix guards,
+# gcc and clang at other -O levels than the ci build's gcc -O2 (docs/ci.md says why these).
+representative_targets=(clang14-O3 gcc-O0 i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2)
+representative_injected=(i686-gcc-O2-x87)
 injected_ticks=600
 
 # runs_natively EXE: false when this kernel cannot execute EXE at all (exit 126); true when EXE
@@ -219,6 +229,8 @@ replays_given=0
 slow_ticks=full
 install=1
 inject=0
+representative=0
+build_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
   --targets)
@@ -246,6 +258,14 @@ while [ $# -gt 0 ]; do
     inject=1
     shift
     ;;
+  --representative)
+    representative=1
+    shift
+    ;;
+  --build-only)
+    build_only=1
+    shift
+    ;;
   --golden-dir)
     golden_dir=$(cd "$2" && pwd)
     shift 2
@@ -270,7 +290,7 @@ while [ $# -gt 0 ]; do
     exit 0
     ;;
   -h | --help)
-    sed -n '2,29p' "$0"
+    sed -n '2,35p' "$0"
     exit 0
     ;;
   *)
@@ -280,6 +300,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+if [ $representative = 1 ]; then
+  [ ${#targets[@]} -gt 0 ] || targets=("${representative_targets[@]}")
+  injected_targets=("${representative_injected[@]}")
+fi
 [ ${#targets[@]} -gt 0 ] || targets=("${normal_targets[@]}")
 if [ $inject = 1 ]; then
   for t in "${injected_targets[@]}"; do
@@ -346,6 +370,10 @@ build_jobs=1
 printf '%s\n' "${targets[@]}" |
   xargs -P "$jobs" -I{} bash "$0" --_build-one {} "$build_root" "$build_jobs" | tee -a "$results"
 build_s=$(($(date +%s) - build_start))
+if [ $build_only = 1 ]; then
+  echo "determinism-matrix: built in ${build_s} s (--build-only: no runs)"
+  exit 0
+fi
 
 # Runs: every (target, scene) pair whose build succeeded, `jobs` at a time.
 run_start=$(date +%s)

@@ -1,80 +1,211 @@
 #!/usr/bin/env bash
-# Builds lockstep and runs every test: the README's second command, and what .ci/run runs.
-#   scripts/test.sh            install what is missing, build (warnings as errors), run all tests
-#   LOCKSTEP_SKIP_ASAN=1 ...   skip the AddressSanitizer/UBSan pass
-#   LOCKSTEP_SKIP_MATRIX=1 ... skip the cross-platform determinism matrix
-#   LOCKSTEP_SKIP_FUZZ=1 ..... skip the 30-second runs of every fuzz target (scripts/fuzz.sh)
-#   LOCKSTEP_SKIP_SOAK=1 ..... skip the 1-minute soak of the service (scripts/soak.sh)
-#   (default) ................ the -O0 and emulated (qemu) matrix targets check the first 1,800
-#                              ticks of each 3,600-tick golden scene, every other target all of
-#                              them, every target both golden replays in full; the table says
-#                              `match to 1800` for the shortened ones
-#   LOCKSTEP_MATRIX_QUICK=1 .. the slow targets check only the first 600 ticks
-#   LOCKSTEP_MATRIX_FULL=1 ... every target checks all 3,600 ticks (~8 minutes more on 2 cores)
+# Builds lockstep and runs its tests: the README's second command, and what .ci/run runs.
+#
+#   scripts/test.sh          the change check, sized for CI's budget (docs/ci.md: about 20 minutes
+#                            on two idle cores): everything that can catch a regression in a change
+#   scripts/test.sh --full   the release check: all of the change check, plus the whole
+#                            determinism matrix over the full golden chains, every test under
+#                            ASan+UBSan, the 10-minute soak and 5-minute fuzz runs (docs/ci.md)
+#
+# The change check, stage by stage (docs/ci.md has each stage's time and what --full adds):
+#   ci      the ci preset (-Werror) and every ctest label: unit, determinism (the golden chains and
+#           golden replays at gcc -O2), physics, net, ops, browser, source, package
+#   soak    the 1-minute soak of the service, beside the sanitizer build
+#   asan    ASan+UBSan over the tests that read untrusted bytes, the net paths and the solver
+#   fuzz    every libFuzzer target for 10 s from the committed corpus
+#   matrix  the representative determinism targets: x86-64 clang -O3 and gcc -O0, i686, aarch64
+#           and wasm32, plus one deliberately broken target that must be caught; the emulated and
+#           -O0 targets compare the first 600 ticks of each golden chain, every target every
+#           golden replay in full
+#
+# Knobs for a developer (CI sets none of them):
+#   LOCKSTEP_SKIP_{ASAN,MATRIX,FUZZ,SOAK}=1   skip that stage
+#   LOCKSTEP_FUZZ_SECONDS=N, LOCKSTEP_SOAK_MINUTES=N, LOCKSTEP_MATRIX_SLOW_TICKS=N|full
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+
+full=0
+case "${1:-}" in
+"") ;;
+--full) full=1 ;;
+-h | --help)
+  sed -n '2,25p' "$0"
+  exit 0
+  ;;
+*)
+  echo "test.sh: unknown argument '$1' (scripts/test.sh [--full])" >&2
+  exit 2
+  ;;
+esac
+
 start=$(date +%s)
 jobs=$(nproc)
 # Builds run two more jobs than there are cores, as ninja does by default: a compile also waits
-# on the disk and the linker on one file. Busy processes started from the same session as this
-# script share the cores with it process by process, and the extra jobs keep the build's share
-# (beside two of them, 2 jobs on 2 cores get half the machine, 4 get two thirds). Busy processes
-# each in a session of their own get the cores session by session (Linux's autogroups): there,
-# two of them leave this script a third of the machine however many jobs it runs
-# (docs/determinism.md, "Measured"). Tests stay at one per core: the net tests time real clients.
+# on the disk and the linker on one file, and beside busy processes of the same session the
+# extra jobs keep the build's share (docs/ci.md, "Under load"). Tests stay at one per core: the
+# net tests time real clients.
 build_jobs=$((jobs + 2))
 
-bash scripts/setup.sh
+if [ $full = 1 ]; then
+  fuzz_seconds=${LOCKSTEP_FUZZ_SECONDS:-300}
+  soak_minutes=${LOCKSTEP_SOAK_MINUTES:-10}
+  slow_ticks=${LOCKSTEP_MATRIX_SLOW_TICKS:-full}
+  sanitized_tests=all
+else
+  fuzz_seconds=${LOCKSTEP_FUZZ_SECONDS:-10}
+  soak_minutes=${LOCKSTEP_SOAK_MINUTES:-1}
+  slow_ticks=${LOCKSTEP_MATRIX_SLOW_TICKS:-600}
+  sanitized_tests=subset
+fi
 
-echo "== build and test (preset ci: RelWithDebInfo, -Werror) =="
+# Each stage's wall time, printed as a table at the end (the figures docs/ci.md quotes).
+stage_names=()
+stage_seconds=()
+stage_start=0
+begin_stage() {
+  echo "== $1 =="
+  stage_names+=("$1")
+  stage_start=$(date +%s)
+}
+end_stage() { stage_seconds+=($(($(date +%s) - stage_start))); }
+print_stages() {
+  echo "test.sh: stage times (s)"
+  local i
+  for i in "${!stage_seconds[@]}"; do
+    printf '  %-44s %6s\n' "${stage_names[$i]}" "${stage_seconds[$i]}"
+  done
+}
+
+begin_stage "setup"
+bash scripts/setup.sh
+end_stage
+
+begin_stage "build, preset ci (RelWithDebInfo, -Werror)"
 cmake --preset ci
 cmake --build --preset ci -j "$build_jobs"
-ctest --preset ci -j "$jobs"
+end_stage
 
-if [ "${LOCKSTEP_SKIP_SOAK:-0}" != 1 ]; then
-  # A token-protected server under honest bots and hostile connections for a minute: honest
-  # bots never desync, RSS stays flat, no room stalls, every hostile connection is counted
-  # (docs/security.md, "Soak"; the 10-minute run is `scripts/soak.sh 10`).
-  echo "== soak (1 minute) =="
-  bash scripts/soak.sh "${LOCKSTEP_SOAK_MINUTES:-1}" build/ci
+# The fuzz build and the matrix's builds start now in the background at the lowest priority:
+# they take only the CPU that the tests below leave idle (the net tests wait on real clients, a
+# third of the cores on two idle ones), so the tests run as if alone. Their stages raise them to
+# normal priority and wait for them, then run; a build that failed is built again there and
+# reports its error. Logs: build/background-*.log.
+declare -A background_pid=()
+start_background() {
+  local name=$1
+  shift
+  mkdir -p build
+  nice -n 19 "$@" >"build/background-$name.log" 2>&1 &
+  background_pid[$name]=$!
+}
+# renice_tree PID: PID and every process below it back to priority 0, parents first, so that
+# what ninja starts afterwards inherits it. Only root may raise a priority: elsewhere the
+# background build finishes at its own pace.
+renice_tree() {
+  local child
+  renice -n 0 -p "$1" >/dev/null 2>&1 || return 0
+  for child in $(ps -o pid= --ppid "$1"); do renice_tree "$child"; done
+}
+finish_background() {
+  local pid=${background_pid[$1]:-}
+  [ -n "$pid" ] || return 0
+  renice_tree "$pid"
+  wait "$pid" || echo "test.sh: the background $1 build failed; building again to report it"
+  unset "background_pid[$1]"
+}
+# On a failure (set -e) nothing is left running behind the script.
+kill_tree() {
+  local child
+  for child in $(ps -o pid= --ppid "$1"); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+stop_background() {
+  local name
+  for name in "${!background_pid[@]}"; do kill_tree "${background_pid[$name]}"; done
+  [ -z "${soak_pid:-}" ] || kill_tree "$soak_pid"
+}
+trap stop_background EXIT
+if [ "${LOCKSTEP_SKIP_FUZZ:-0}" != 1 ]; then
+  start_background fuzz env LOCKSTEP_FUZZ_JOBS="$jobs" bash scripts/fuzz.sh all 0
 fi
+matrix_args=(--inject-nondeterminism --jobs "$build_jobs" --slow-ticks "$slow_ticks")
+[ $full = 1 ] || matrix_args+=(--representative)
+if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ]; then
+  start_background matrix bash scripts/determinism-matrix.sh "${matrix_args[@]}" --build-only
+fi
+
+begin_stage "test, preset ci (every label)"
+ctest --preset ci -j "$jobs"
+end_stage
+
+# The soak runs beside the sanitizer build (it needs only the ci build's binaries, and its
+# criteria hold on a busy machine: docs/security.md, "Soak"); its output is shown when it ends.
+soak_pid=""
+soak_log=build/soak.log
+if [ "${LOCKSTEP_SKIP_SOAK:-0}" != 1 ]; then
+  # A token-protected server under honest bots and hostile connections: honest bots never
+  # desync, RSS stays flat, no room stalls, every hostile connection is counted.
+  echo "== soak ($soak_minutes min), in the background =="
+  soak_begin=$(date +%s)
+  bash scripts/soak.sh "$soak_minutes" build/ci >"$soak_log" 2>&1 &
+  soak_pid=$!
+fi
+finish_soak() {
+  [ -n "$soak_pid" ] || return 0
+  local rc=0
+  wait "$soak_pid" || rc=$?
+  stage_names+=("soak ($soak_minutes min, beside the asan build)")
+  stage_seconds+=($(($(date +%s) - soak_begin)))
+  soak_pid=""
+  echo "== soak output =="
+  cat "$soak_log"
+  if [ $rc -ne 0 ]; then
+    echo "test.sh: the soak failed (exit $rc)" >&2
+    exit 1
+  fi
+}
 
 if [ "${LOCKSTEP_SKIP_ASAN:-0}" != 1 ]; then
-  echo "== build and test (preset asan: AddressSanitizer + UndefinedBehaviorSanitizer) =="
-  cmake --preset asan
+  begin_stage "build, preset asan ($sanitized_tests of the tests)"
+  # subset: tests/CMakeLists.txt builds only the suites marked SANITIZE (untrusted bytes, net
+  # paths, the solver); all: every suite, as the ci pass has them.
+  cmake --preset asan -DLOCKSTEP_SANITIZED_TESTS="$sanitized_tests"
   cmake --build --preset asan -j "$build_jobs"
-  # Left out here, all run in the ci pass above: slow, the golden chains (the matrix runs them);
-  # browser, the viewer page in chromium (the page, not C++ memory); source and package, the
-  # format and lint checks and the install test (they read the sources or build the examples
-  # again); gtest cases named Slow*, long scenes whose code shorter cases run here (the 60-s pile:
-  # three minutes under ASan on a busy machine); the 2-tick sync tests, between the 1- and 7-tick
-  # ones, which cover both ends of the rollback ring.
+  end_stage
+  finish_soak
+  begin_stage "test, preset asan"
+  # Left out under the sanitizers, all run in the ci pass above: slow (the golden chains, which
+  # the matrix also runs); browser (the viewer page in chromium: the page, not C++ memory);
+  # source and package (they read the sources or build the examples again); gtest cases named
+  # Slow* (long scenes whose code shorter cases run here); the 2-tick sync tests, between the
+  # 1- and 7-tick ones, which cover both ends of the rollback ring.
   ctest --preset asan -j "$jobs" -LE 'slow|browser|source|package' -E '(\.Slow|^synctest_.*_k2$)'
+  end_stage
 fi
+finish_soak
 
 if [ "${LOCKSTEP_SKIP_FUZZ:-0}" != 1 ]; then
-  # Every libFuzzer target of tests/fuzz for 30 s from the committed seeds, in a clang build of
-  # its own (build/fuzz); a finding fails the run (docs/security.md).
-  echo "== fuzz (clang-14 libFuzzer + ASan/UBSan, 30 s per target) =="
-  LOCKSTEP_FUZZ_JOBS=${LOCKSTEP_FUZZ_JOBS:-$build_jobs} bash scripts/fuzz.sh all "${LOCKSTEP_FUZZ_SECONDS:-30}"
+  # Every libFuzzer target from the committed seeds, in a clang build of its own (build/fuzz); a
+  # finding fails the run (docs/security.md).
+  begin_stage "fuzz (clang-14 libFuzzer + ASan/UBSan, $fuzz_seconds s a target)"
+  finish_background fuzz
+  LOCKSTEP_FUZZ_JOBS=${LOCKSTEP_FUZZ_JOBS:-$build_jobs} bash scripts/fuzz.sh all "$fuzz_seconds"
+  end_stage
 fi
 
-if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ] && [ -f scripts/determinism-matrix.sh ]; then
-  echo "== cross-platform determinism matrix =="
+if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ]; then
+  begin_stage "cross-platform determinism matrix"
   # As many targets built side by side, each with one compile job, and then as many runs, as the
-  # builds above have jobs.
-  matrix_args=(--inject-nondeterminism --jobs "$build_jobs")
-  # The slow targets (-O0, aarch64 and i686 under qemu) are nine tenths of the matrix's run time
-  # since the SIMD solver (more float operations, free on hardware, not under emulation): they
-  # compare their first 1,800 ticks (docs/determinism.md, "Measured": the matrix then takes
-  # about 17 of .ci/run's 39 minutes on two idle cores).
-  if [ "${LOCKSTEP_MATRIX_QUICK:-0}" = 1 ]; then
-    matrix_args+=(--slow-ticks 600)
-  elif [ "${LOCKSTEP_MATRIX_FULL:-0}" != 1 ]; then
-    matrix_args+=(--slow-ticks 1800)
-  fi
+  # builds above have jobs. The change check builds the representative set; --full every target.
+  finish_background matrix
   bash scripts/determinism-matrix.sh "${matrix_args[@]}"
+  end_stage
 fi
 
-echo "test.sh: all passed in $(( $(date +%s) - start )) s"
+print_stages
+if [ $full = 1 ]; then
+  echo "test.sh --full: all passed in $(($(date +%s) - start)) s"
+else
+  echo "test.sh: all passed in $(($(date +%s) - start)) s"
+fi
