@@ -476,10 +476,11 @@ void Session::begin_close(const schema::SharedFrame& last_frame, bool keep_queue
   if (room_ != nullptr) room_->leave(*this, end_reason_);
   if (!keep_queue) {
     // The last frame goes right after the one partly written: the rest are dropped. A write that
-    // waits for the socket may still hold them, so it is ended first and the writer drops them.
+    // waits for the socket may still hold them, so it is ended first (partial cancellation: the
+    // socket stays usable for the rest of that frame) and the writer drops them.
     if (write_pending_) {
       drop_unstarted_ = true;
-      write_cancel_.emit(asio::cancellation_type::terminal);
+      write_cancel_.emit(asio::cancellation_type::partial);
     } else {
       drop_unstarted_frames();
     }
