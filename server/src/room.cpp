@@ -97,7 +97,6 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
   }
   const ServerConfig& config = core.config;
   const uint32_t max_players = config.max_players_per_room;
-  const uint32_t slot_capacity = max_players * config.max_inputs_per_player_per_tick;
 
   // Replays: the window's memory is all taken here. A file scene is not named in the header (a
   // replay names only built-in scenes, which it checks; the keyframe and WorldDef carry the rest).
@@ -141,7 +140,7 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
   window.dedup_memory_ticks = std::max<uint64_t>(uint64_t{kInputDedupSeconds} * config.tick_rate_hz,
                                                  config.input_window_ticks);
   room->input_window_ = std::make_unique<InputWindow>(window);
-  room->applied_.reserve(slot_capacity);
+  room->applied_.reserve(room->input_window_->slot_capacity());
   const uint32_t max_commands = room->world_->def().max_commands_per_tick;
   room->pending_commands_.reserve(max_commands);
   room->applied_commands_.reserve(max_commands);
