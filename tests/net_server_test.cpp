@@ -108,33 +108,25 @@ class RawClient {
   /// The next message, or nothing on timeout or end of stream.
   std::optional<Message> receive(std::chrono::milliseconds timeout) {
     const Clock::time_point deadline = Clock::now() + timeout;
-    while (pending_.empty() && !closed_) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) break;
-      pollfd pfd{socket_.native_handle(), POLLIN, 0};
-      if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
-      std::error_code ec;
-      const size_t n = socket_.read_some(asio::buffer(buffer_), ec);
-      if (ec) {
-        closed_ = true;
-        reset_ = ec != asio::error::eof;
-        break;
-      }
-      const schema::FrameError error = decoder_.feed_all(
-          std::span<const uint8_t>(buffer_.data(), n), [this](std::span<const uint8_t> body) {
-            Message message;
-            const schema::DecodeResult result = schema::decode_body(body, &message);
-            EXPECT_TRUE(result.ok()) << "the server sent an undecodable frame: " << result.detail;
-            if (result.ok()) pending_.push_back(std::move(message));
-          });
-      EXPECT_EQ(error, schema::FrameError::none) << decoder_.error_text();
-    }
+    while (pending_.empty() && !closed_ && Clock::now() < deadline)
+      read_chunk(buffer_.size(), deadline);
     if (pending_.empty()) return std::nullopt;
     Message message = std::move(pending_.front());
     pending_.pop_front();
     return message;
   }
+
+  /// Reads `bytes` more bytes off the socket (their messages wait for receive()); false on
+  /// timeout or end of stream.
+  bool read_bytes(uint64_t bytes, std::chrono::milliseconds timeout) {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    const uint64_t target = bytes_read_ + bytes;
+    while (bytes_read_ < target && !closed_ && Clock::now() < deadline)
+      read_chunk(std::min<uint64_t>(buffer_.size(), target - bytes_read_), deadline);
+    return bytes_read_ >= target;
+  }
+  /// Bytes read off the socket so far.
+  uint64_t bytes_read() const { return bytes_read_; }
 
   /// The next message of type T, skipping others (Pongs, Errors…) into *skipped if given.
   template <class T>
@@ -171,10 +163,36 @@ class RawClient {
   bool reset() const { return reset_; }
 
  private:
+  /// Waits until `deadline` for bytes and feeds at most `max_bytes` of them to the decoder.
+  void read_chunk(uint64_t max_bytes, Clock::time_point deadline) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return;
+    pollfd pfd{socket_.native_handle(), POLLIN, 0};
+    if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return;
+    std::error_code ec;
+    const size_t n = socket_.read_some(asio::buffer(buffer_.data(), max_bytes), ec);
+    if (ec) {
+      closed_ = true;
+      reset_ = ec != asio::error::eof;
+      return;
+    }
+    bytes_read_ += n;
+    const schema::FrameError error = decoder_.feed_all(
+        std::span<const uint8_t>(buffer_.data(), n), [this](std::span<const uint8_t> body) {
+          Message message;
+          const schema::DecodeResult result = schema::decode_body(body, &message);
+          EXPECT_TRUE(result.ok()) << "the server sent an undecodable frame: " << result.detail;
+          if (result.ok()) pending_.push_back(std::move(message));
+        });
+    EXPECT_EQ(error, schema::FrameError::none) << decoder_.error_text();
+  }
+
   asio::io_context io_;
   tcp::socket socket_;
   schema::FrameDecoder decoder_;
   std::array<uint8_t, 1 << 16> buffer_{};
+  uint64_t bytes_read_ = 0;
   std::deque<Message> pending_;
   bool closed_ = false;
   bool reset_ = false;
@@ -1114,6 +1132,34 @@ TEST(NetServer, ALockstepClientOfAnotherPhysicsRevisionIsRefusedByName) {
   }
 }
 
+TEST(NetServer, FramesBuiltWithFinishSizePrefixedAreTakenLikeOthers) {
+  // FinishSizePrefixed writes our 4-byte length itself but aligns the body as if it were still
+  // prefixed: a Hello (no 64-bit field) and a Ping (one) must both be taken.
+  ServerRunner runner(test_config());
+  RawClient client(runner.port());
+  const auto send_prefixed = [&client](flatbuffers::FlatBufferBuilder& builder, auto message,
+                                       wire::Message type) {
+    builder.FinishSizePrefixed(wire::CreateEnvelope(builder, type, message.Union()),
+                               wire::EnvelopeIdentifier());
+    client.send_bytes(std::span<const uint8_t>(builder.GetBufferPointer(), builder.GetSize()));
+  };
+  flatbuffers::FlatBufferBuilder hello_builder;
+  send_prefixed(hello_builder,
+                wire::CreateHelloDirect(hello_builder, schema::kProtocolVersion,
+                                        schema::kMinProtocolVersion, "alpha", "prefixed"),
+                wire::Message::Hello);
+  std::vector<Message> skipped;
+  ASSERT_TRUE(client.receive_of<schema::Welcome>(kReplyTimeout, &skipped));
+  flatbuffers::FlatBufferBuilder ping_builder;
+  send_prefixed(ping_builder, wire::CreatePing(ping_builder, 0x0123'4567'89AB'CDEFull),
+                wire::Message::Ping);
+  const std::optional<schema::Pong> pong = client.receive_of<schema::Pong>(kReplyTimeout, &skipped);
+  ASSERT_TRUE(pong);
+  EXPECT_EQ(pong->client_time_ns, 0x0123'4567'89AB'CDEFull);
+  for (const Message& m : skipped)
+    EXPECT_FALSE(std::holds_alternative<schema::ErrorMessage>(m)) << schema::message_name(m);
+}
+
 // ---- slow consumers, deadlines, heartbeats --------------------------------------------------
 
 TEST(NetServer, ClientThatStopsReadingIsDroppedAndItsQueueStaysBounded) {
@@ -1159,6 +1205,52 @@ TEST(NetServer, ClientThatStopsReadingIsDroppedAndItsQueueStaysBounded) {
   ASSERT_EQ(stats.rooms.size(), 1u);
   EXPECT_EQ(stats.rooms[0].slow_consumers, 1u);
   EXPECT_LE(stats.max_session_queued_bytes, kLimit);
+}
+
+TEST(NetServer, ASlowSpectatorGetsItsDisconnectRightAfterTheFrameBeingWritten) {
+  // A spectator that stops reading, reads a little (so the server has a long queue to write
+  // from), and stops again. When its queue overflows, the server must not make it take a batch
+  // of queued snapshots first: the Disconnect comes right after the frame partly on the wire,
+  // so a client that reads again soon gets it, and the stream ends on a frame boundary.
+  server::ServerConfig config = test_config();
+  constexpr uint64_t kLimit = 2u << 20;
+  config.queue_limit_bytes = kLimit;
+  config.socket_send_buffer_bytes = 16u << 10;  // keep the kernel from absorbing much
+  config.max_snapshot_rate_hz = 60;
+  config.flush_timeout = 60'000ms;  // time for the test to read the end, however slow
+  ServerRunner runner(config);
+  Player observer = join(runner.port(), "alpha", "observer");
+
+  RawClient sloth(runner.port(), 4096);
+  sloth.send(hello("alpha", "sloth", schema::ClientMode::thin, 60));
+  const auto wait_for = [&](auto condition) {
+    const Clock::time_point deadline = Clock::now() + kReplyTimeout;
+    server::ServerStats stats = runner.stats();
+    while (!condition(stats) && Clock::now() < deadline) {
+      observer.pump_for(20ms);
+      stats = runner.stats();
+    }
+    return condition(stats);
+  };
+  ASSERT_TRUE(wait_for(
+      [](const server::ServerStats& s) { return s.max_session_queued_bytes > kLimit / 2; }));
+  ASSERT_TRUE(sloth.read_bytes(64u << 10, kReplyTimeout));
+  const uint64_t paused_at = sloth.bytes_read();
+  ASSERT_TRUE(
+      wait_for([](const server::ServerStats& s) { return s.slow_consumer_disconnects > 0; }));
+
+  std::vector<Message> received;
+  ASSERT_TRUE(sloth.read_until_closed(kReplyTimeout, &received));
+  ASSERT_FALSE(received.empty());
+  const auto* bye = std::get_if<schema::Disconnect>(&received.back());
+  ASSERT_NE(bye, nullptr) << schema::message_name(received.back());
+  EXPECT_EQ(bye->code, ErrorCode::slow_consumer);
+  // What the kernel buffers held when it overflowed (tens of KiB here), the rest of one ~29 KB
+  // snapshot and the Disconnect: far less than the up to 32 snapshots of a write batch.
+  const uint64_t after_pause = sloth.bytes_read() - paused_at;
+  std::printf("read after the pause: %llu bytes\n", static_cast<unsigned long long>(after_pause));
+  EXPECT_LT(after_pause, 256u << 10);
+  EXPECT_LE(runner.stats().max_session_queued_bytes, kLimit);
 }
 
 TEST(NetServer, SilentClientTimesOutWhilePingingClientStays) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
+#include "lockstep/server/config.h"
 #include "lockstep/sim/world.h"
 
 namespace {
@@ -485,6 +487,161 @@ TEST(SchemaProtocol, EveryDocumentedMessageRoundTripsThroughAFrame) {
     for (const Field& f : doc.fields)
       EXPECT_FALSE(f.equal(doc.sample, empty)) << f.name << " is left at its default";
   }
+}
+
+// ---- the doc's numbers against the code's constants -------------------------------------------
+
+// `text` with line breaks as spaces and runs of spaces as one, so a phrase can be found wherever
+// the doc wraps it.
+std::string collapsed(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') c = ' ';
+    if (c == ' ' && !out.empty() && out.back() == ' ') continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
+// A "## Title" section of the doc, collapsed().
+std::string doc_section_text(const std::string& md, const std::string& title) {
+  std::string out;
+  bool inside = false;
+  for (const std::string& line : lines_of(md)) {
+    if (line.rfind("## ", 0) == 0) inside = line == "## " + title;
+    if (inside) out += line + "\n";
+  }
+  return collapsed(out);
+}
+
+// Every number the pattern's first group captures in `text` ("65,536" reads as 65536).
+std::vector<uint64_t> numbers_after(const std::string& text, const std::string& pattern) {
+  std::vector<uint64_t> out;
+  const std::regex re(pattern);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
+       ++it) {
+    std::string digits;
+    for (char c : (*it)[1].str())
+      if (c != ',') digits.push_back(c);
+    out.push_back(std::stoull(digits));
+  }
+  return out;
+}
+
+// One number the doc must state exactly once, at `pattern`.
+uint64_t stated_once(const std::string& text, const std::string& pattern) {
+  const std::vector<uint64_t> found = numbers_after(text, pattern);
+  EXPECT_EQ(found.size(), 1u) << "the doc should state /" << pattern << "/ once";
+  return found.empty() ? UINT64_MAX : found.front();
+}
+
+std::string snake_case(const std::string& camel) {
+  std::string out;
+  for (char c : camel) {
+    if (c >= 'A' && c <= 'Z') {
+      if (!out.empty()) out.push_back('_');
+      out.push_back(static_cast<char>(c - 'A' + 'a'));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+TEST(SchemaProtocolDoc, VersionsAreTheCodes) {
+  const std::string md = read_text(LOCKSTEP_PROTOCOL_DOC);
+  const std::string versions = doc_section_text(md, "Versions");
+  ASSERT_EQ(kMinProtocolVersion, kProtocolVersion)
+      << "the doc says the build speaks one version; say the range when there are several";
+  EXPECT_EQ(stated_once(versions, R"(speaks protocol version \*\*(\d+)\*\* only)"),
+            kProtocolVersion);
+  // The table of versions ends at the current one.
+  const std::vector<uint64_t> rows = numbers_after(versions, R"(\| (\d+) \| )");
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows.back(), kProtocolVersion);
+  // Every quoted refusal names the versions this build speaks.
+  const std::string whole = collapsed(md);
+  const std::regex refusal(R"(server speaks (\d+)\.\.(\d+))");
+  size_t refusals = 0;
+  for (auto it = std::sregex_iterator(whole.begin(), whole.end(), refusal);
+       it != std::sregex_iterator(); ++it, ++refusals) {
+    EXPECT_EQ(std::stoul((*it)[1].str()), kMinProtocolVersion) << it->str();
+    EXPECT_EQ(std::stoul((*it)[2].str()), kProtocolVersion) << it->str();
+  }
+  EXPECT_GE(refusals, 1u);
+  // The Hello table says what to put in the two version fields.
+  const std::string messages = doc_section_text(md, "Messages");
+  EXPECT_EQ(
+      stated_once(
+          messages,
+          R"(\| `protocol_version` \| ushort \| newest version the client speaks \((\d+) for this server\))"),
+      kProtocolVersion);
+  EXPECT_EQ(
+      stated_once(
+          messages,
+          R"(\| `min_protocol_version` \| ushort \| oldest version the client speaks \((\d+) for this server\))"),
+      kMinProtocolVersion);
+}
+
+TEST(SchemaProtocolDoc, ErrorCodeTableListsEveryCodeByValue) {
+  const std::string md = read_text(LOCKSTEP_PROTOCOL_DOC);
+  std::vector<std::string> names(kErrorCodeCount);
+  bool inside = false;
+  const std::regex row(R"(^\| (\d+) \| `(\w+)` \| (.*) \| (.*) \|$)");
+  for (const std::string& line : lines_of(md)) {
+    if (line.rfind("#", 0) == 0) inside = line == "### ErrorCode";
+    std::smatch m;
+    if (!inside || !std::regex_match(line, m, row)) continue;
+    const size_t value = std::stoul(m[1].str());
+    ASSERT_LT(value, kErrorCodeCount) << line << ": no such code";
+    EXPECT_TRUE(names[value].empty()) << line << ": listed twice";
+    names[value] = m[2].str();
+    EXPECT_EQ(m[3].str().find("reserved"), std::string::npos)
+        << line << ": every code is in use; say when it is sent";
+  }
+  for (size_t value = 0; value < kErrorCodeCount; ++value) {
+    EXPECT_EQ(snake_case(names[value]), error_code_name(static_cast<ErrorCode>(value)))
+        << "ErrorCode " << value;
+  }
+}
+
+TEST(SchemaProtocolDoc, FrameLimitsAreTheCodes) {
+  const std::string frames = doc_section_text(read_text(LOCKSTEP_PROTOCOL_DOC), "Frames");
+  EXPECT_EQ(stated_once(frames, R"(a client may send bodies of at most \*\*([\d,]+) bytes\*\*)"),
+            kMaxClientFrameBytes);
+  EXPECT_EQ(stated_once(frames, R"(the server sends bodies of at most \*\*(\d+) MiB\*\*)") << 20,
+            kMaxServerFrameBytes);
+  EXPECT_EQ(stated_once(frames, R"(depth ≤ (\d+))"), kVerifierMaxDepth);
+  EXPECT_EQ(uint64_t{1} << stated_once(frames, R"(tables ≤ 2\^(\d+))"), kVerifierMaxTables);
+  EXPECT_EQ(stated_once(frames, R"(room, player and scene names (\d+) bytes)"), kMaxNameBytes);
+  EXPECT_EQ(stated_once(frames, R"(`auth_token` ([\d,]+))"), kMaxTokenBytes);
+  EXPECT_EQ(stated_once(frames, R"(reasons ([\d,]+))"), kMaxReasonBytes);
+}
+
+TEST(SchemaProtocolDoc, ServerDefaultsAreTheConfigs) {
+  const std::string md = read_text(LOCKSTEP_PROTOCOL_DOC);
+  const server::ServerConfig defaults;
+  const std::string order = doc_section_text(md, "Order on a connection");
+  EXPECT_EQ(stated_once(order, R"(Hello\*\*, within (\d+) seconds of connecting)") * 1000,
+            static_cast<uint64_t>(defaults.hello_timeout.count()));
+  EXPECT_EQ(stated_once(order, R"(`--hello-timeout-ms`, (\d+) by default)"),
+            static_cast<uint64_t>(defaults.hello_timeout.count()));
+  EXPECT_EQ(stated_once(order, R"(at least every read timeout \((\d+) s by default\))") * 1000,
+            static_cast<uint64_t>(defaults.read_timeout.count()));
+  EXPECT_EQ(stated_once(order, R"(at most its flush timeout \((\d+) s by default\))") * 1000,
+            static_cast<uint64_t>(defaults.flush_timeout.count()));
+  const std::string inputs = doc_section_text(md, "Inputs");
+  EXPECT_EQ(stated_once(inputs, R"(the input window, (\d+) by default)"),
+            defaults.input_window_ticks);
+  EXPECT_EQ(stated_once(inputs, R"(at most (\d+) ticks after the next tick to step)"),
+            defaults.input_window_ticks - 1);
+  EXPECT_EQ(stated_once(inputs, R"(At most (\d+) inputs per player per tick \(default\))"),
+            defaults.max_inputs_per_player_per_tick);
+  const std::string messages = doc_section_text(md, "Messages");
+  EXPECT_EQ(stated_once(messages, R"(`--max-frames-per-s`, (\d+) by default)"),
+            defaults.max_frames_per_s);
+  EXPECT_EQ(stated_once(messages, R"(`--max-bytes-per-s`, (\d+) MiB/s)") << 20,
+            defaults.max_bytes_per_s);
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 // The message codec: plain structs ↔ one FlatBuffers Envelope per frame.
 //
 // Layout of a frame: our 4-byte little-endian length (frame.h), then a FlatBuffer finished with
-// the "LSW1" identifier and *no* size prefix of its own. FinishSizePrefixed would give the same
+// the "LSW1" identifier and *no* size prefix of its own. FinishSizePrefixed gives the same
 // bytes except for alignment: it aligns the buffer including its prefix, so the body that
-// FrameDecoder hands over (prefix stripped, placed at an aligned address) would have every
-// 8-byte field at 4 mod 8 and the Verifier's alignment check would reject it. Finishing without
-// a prefix and writing the header ourselves costs nothing: the builder's bytes are copied once
-// into the returned vector either way.
+// FrameDecoder hands over (prefix stripped, placed at an aligned address) has every 8-byte
+// field at 4 mod 8. We send the first form; decoding takes both (decode_verified). Finishing
+// without a prefix and writing the header ourselves costs nothing: the builder's bytes are
+// copied once into the returned vector either way.
 //
 // Decoding never trusts the body: size and identifier first, then the Verifier (depth and table
 // limits from limits.h), then range checks on what the Verifier cannot know (enum values,
@@ -419,20 +419,28 @@ DecodeResult decode_verified(const uint8_t* body, size_t size, Message* out) {
   options.max_depth = kVerifierMaxDepth;
   options.max_tables = kVerifierMaxTables;
   fb::Verifier verifier(body, size, options);
-  if (!wire::VerifyEnvelopeBuffer(verifier)) {
-    // The commonest cause in a new client: a body built with FinishSizePrefixed, whose 64-bit
-    // fields sit 4 bytes off once the prefix is stripped. Say so when that is all that is wrong.
-    fb::Verifier::Options unaligned = options;
-    unaligned.check_alignment = false;
-    fb::Verifier lenient(body, size, unaligned);
-    const bool only_misaligned = wire::VerifyEnvelopeBuffer(lenient);
-    return fail(DecodeError::verifier,
-                "FlatBuffers verifier rejected the " + std::to_string(size) + "-byte body" +
-                    (only_misaligned ? ": misaligned fields (build frames with Finish() and a "
-                                       "separate 4-byte length, not FinishSizePrefixed)"
-                                     : ""));
+  const wire::Envelope* envelope = nullptr;
+  std::vector<uint64_t> prefixed;  // a re-prefixed copy, read in place below
+  if (wire::VerifyEnvelopeBuffer(verifier)) {
+    envelope = wire::GetEnvelope(body);
+  } else {
+    // A body built with FinishSizePrefixed (a common first try) is aligned as if its 4-byte
+    // length were still in front of it, so its 64-bit fields fail the check above while a
+    // message without any passes. Accept them all alike: put the length back in front, in a
+    // copy, and verify that as a size-prefixed buffer, alignment included.
+    prefixed.resize((size + 4 + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+    uint8_t* copy = reinterpret_cast<uint8_t*>(prefixed.data());
+    const uint32_t length = static_cast<uint32_t>(size);
+    for (int b = 0; b < 4; ++b)
+      copy[b] = static_cast<uint8_t>(length >> (8 * b));
+    std::memcpy(copy + 4, body, size);
+    fb::Verifier prefixed_verifier(copy, size + 4, options);
+    if (!wire::VerifySizePrefixedEnvelopeBuffer(prefixed_verifier)) {
+      return fail(DecodeError::verifier,
+                  "FlatBuffers verifier rejected the " + std::to_string(size) + "-byte body");
+    }
+    envelope = wire::GetSizePrefixedEnvelope(copy);
   }
-  const wire::Envelope* envelope = wire::GetEnvelope(body);
   const wire::Message type = envelope->message_type();
   if (type == wire::Message::NONE) {
     return fail(DecodeError::no_message, "envelope carries no message");

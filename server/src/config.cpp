@@ -104,8 +104,19 @@ std::string server_config_error(const ServerConfig& c) {
   return {};
 }
 
-void add_server_options(CLI::App& app, ServerConfig* config) {
-  using std::chrono::milliseconds;
+namespace {
+
+// The options in groups, in the order --help lists them.
+
+void add_ms_option(CLI::App& app, const char* name, std::chrono::milliseconds* value,
+                   const char* help) {
+  app.add_option_function<int64_t>(
+         name, [value](int64_t v) { *value = std::chrono::milliseconds(v); }, help)
+      ->default_str(std::to_string(value->count()));
+}
+
+// Where the server listens and how many connections it takes.
+void add_listen_options(CLI::App& app, ServerConfig* config) {
   app.set_config("--config", "", "Read options from a TOML/INI file (keys = long option names)");
   app.add_option("--bind", config->bind_address, "Address to listen on")->capture_default_str();
   app.add_option("--port", config->port, "TCP port (0 = ephemeral)")->capture_default_str();
@@ -117,6 +128,10 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--threads", config->threads,
                  "Worker threads for the rooms (1..64, 0 = one per core)")
       ->capture_default_str();
+}
+
+// Rooms: scenes, rate, sizes, lifetimes, rules and the schedule.
+void add_room_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--scene", config->scene,
                  "Scene of rooms whose Hello names none: a built-in name or a scene file")
       ->capture_default_str();
@@ -135,18 +150,12 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--max-spectators", config->max_spectators_per_room,
                  "Thin clients (spectators) per room at most")
       ->capture_default_str();
-  app.add_option_function<int64_t>(
-         "--empty-room-grace-ms",
-         [config](int64_t v) { config->empty_room_grace = milliseconds(v); },
-         "An empty room closes after this long")
-      ->default_str(std::to_string(config->empty_room_grace.count()));
+  add_ms_option(app, "--empty-room-grace-ms", &config->empty_room_grace,
+                "An empty room closes after this long");
   app.add_option("--rules", config->rules,
                  "Game rules of every room: sumo, none, or empty for each scene's 'rules' line");
-  app.add_option_function<int64_t>(
-         "--player-leave-grace-ms",
-         [config](int64_t v) { config->player_leave_grace = milliseconds(v); },
-         "A leaving player's bodies are destroyed after this long")
-      ->default_str(std::to_string(config->player_leave_grace.count()));
+  add_ms_option(app, "--player-leave-grace-ms", &config->player_leave_grace,
+                "A leaving player's bodies are destroyed after this long");
   app.add_option("--max-catch-up-ticks", config->max_catch_up_ticks,
                  "Ticks run per timer wake at most when behind")
       ->capture_default_str();
@@ -154,6 +163,10 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
                  "A room further behind its schedule moves the schedule later (0 = a quarter "
                  "of the input window)")
       ->capture_default_str();
+}
+
+// Inputs and thin clients' snapshots.
+void add_input_options(CLI::App& app, ServerConfig* config) {
   const std::map<std::string, LateInputPolicy> policies = {
       {"apply_next_tick", LateInputPolicy::apply_next_tick}, {"drop", LateInputPolicy::drop}};
   app.add_option("--late-inputs", config->late_input_policy,
@@ -171,26 +184,27 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--default-snapshot-rate", config->default_snapshot_rate_hz,
                  "Snapshot rate of a thin client that asks for 0")
       ->capture_default_str();
+}
+
+// Outgoing queues, deadlines and the stats log.
+void add_session_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--queue-limit-bytes", config->queue_limit_bytes,
                  "Outgoing queue per client in bytes; over it the client is dropped (0 = auto)")
       ->capture_default_str();
-  app.add_option_function<int64_t>(
-         "--read-timeout-ms", [config](int64_t v) { config->read_timeout = milliseconds(v); },
-         "Drop a client that sends nothing for this long")
-      ->default_str(std::to_string(config->read_timeout.count()));
-  app.add_option_function<int64_t>(
-         "--flush-timeout-ms", [config](int64_t v) { config->flush_timeout = milliseconds(v); },
-         "Time a closing connection may take to flush")
-      ->default_str(std::to_string(config->flush_timeout.count()));
-  app.add_option_function<int64_t>(
-         "--stats-interval-ms",
-         [config](int64_t v) { config->stats_log_interval = milliseconds(v); },
-         "Log per-room counters this often (0 = never)")
-      ->default_str(std::to_string(config->stats_log_interval.count()));
+  add_ms_option(app, "--read-timeout-ms", &config->read_timeout,
+                "Drop a client that sends nothing for this long");
+  add_ms_option(app, "--flush-timeout-ms", &config->flush_timeout,
+                "Time a closing connection may take to flush");
+  add_ms_option(app, "--stats-interval-ms", &config->stats_log_interval,
+                "Log per-room counters this often (0 = never)");
   app.add_option("--summary-closed-rooms", config->summary_closed_rooms,
                  "Closed rooms listed in the exit summary and stats, newest kept (about 2 KB "
                  "each, more with many clients)")
       ->capture_default_str();
+}
+
+// Replay windows, dumps and match recordings.
+void add_replay_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--replay-dir", config->replay_dir,
                  "Directory of desync dumps and match recordings (created when needed)")
       ->capture_default_str();
@@ -200,11 +214,8 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--keyframe-interval-ticks", config->keyframe_interval_ticks,
                  "A world snapshot every N ticks in replay windows and recordings")
       ->capture_default_str();
-  app.add_option_function<int64_t>(
-         "--replay-dump-interval-ms",
-         [config](int64_t v) { config->replay_dump_interval = milliseconds(v); },
-         "At most one desync dump per room this often")
-      ->default_str(std::to_string(config->replay_dump_interval.count()));
+  add_ms_option(app, "--replay-dump-interval-ms", &config->replay_dump_interval,
+                "At most one desync dump per room this often");
   app.add_flag("--dump-replays-on-shutdown,!--no-dump-replays-on-shutdown",
                config->dump_replays_on_shutdown,
                "Write every room's replay window on a graceful shutdown (default on)");
@@ -214,6 +225,10 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
                  "A room gives its match recording up when this many bytes wait for the file "
                  "writer")
       ->capture_default_str();
+}
+
+// Join tokens and per-connection and per-address limits.
+void add_admission_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--token-key-file", config->token_key_file,
                  "Key (64 hex digits) join tokens are signed with; without it the server is open");
   app.add_option("--max-token-ttl-s", config->max_token_ttl_s,
@@ -234,10 +249,19 @@ void add_server_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--max-rooms-per-ip-per-minute", config->max_rooms_per_ip_per_minute,
                  "Rooms a remote address may create per minute (0 = no limit)")
       ->capture_default_str();
-  app.add_option_function<int64_t>(
-         "--hello-timeout-ms", [config](int64_t v) { config->hello_timeout = milliseconds(v); },
-         "Close a connection that sends no Hello for this long")
-      ->default_str(std::to_string(config->hello_timeout.count()));
+  add_ms_option(app, "--hello-timeout-ms", &config->hello_timeout,
+                "Close a connection that sends no Hello for this long");
+}
+
+}  // namespace
+
+void add_server_options(CLI::App& app, ServerConfig* config) {
+  add_listen_options(app, config);
+  add_room_options(app, config);
+  add_input_options(app, config);
+  add_session_options(app, config);
+  add_replay_options(app, config);
+  add_admission_options(app, config);
 }
 
 }  // namespace lockstep::server

@@ -95,32 +95,37 @@ class Exposition {
 constexpr int kFirstBoundOctave = 16;
 constexpr int kLastBoundOctave = 33;
 
-}  // namespace
-
-std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& extras) {
-  // Totals: the open rooms' counters plus every closed room's.
-  RoomStats total = stats.closed_rooms_total;
+// The rooms added up (the open rooms' counters plus every closed room's) and who is connected.
+struct Totals {
+  RoomStats rooms;
   uint64_t open_rooms = 0;
   uint64_t clients = 0;
   uint64_t players = 0;
   uint64_t spectators = 0;
+};
+
+Totals add_up(const ServerStats& stats) {
+  Totals t;
+  t.rooms = stats.closed_rooms_total;
   for (size_t r = 0; r < stats.live_rooms && r < stats.rooms.size(); ++r) {
     const RoomStats& room = stats.rooms[r];  // the closed ones after them: in closed_rooms_total
-    add_room_counters(&total, room);
+    add_room_counters(&t.rooms, room);
     if (!room.open) continue;
-    ++open_rooms;
-    clients += room.clients;
+    ++t.open_rooms;
+    t.clients += room.clients;
     for (const ClientSummary& client : room.client_list) {
       if (!client.connected) continue;
       if (client.mode == schema::ClientMode::thin) {
-        ++spectators;
+        ++t.spectators;
       } else {
-        ++players;
+        ++t.players;
       }
     }
   }
+  return t;
+}
 
-  Exposition e;
+void expose_process(Exposition& e, const ServerStats& stats, const ExpositionExtras& extras) {
   e.one("lockstep_up", "gauge", "1 while the server process answers scrapes.", 1);
   e.one("lockstep_ready", "gauge", "1 while the server accepts connections (as /readyz).",
         extras.ready ? 1 : 0);
@@ -129,22 +134,26 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
   e.one_double("lockstep_stats_age_seconds", "gauge",
                "Age of the counters this scrape shows (published by the server's thread).",
                extras.stats_age_seconds);
+}
 
-  e.one("lockstep_rooms", "gauge", "Rooms open now.", open_rooms);
+void expose_rooms(Exposition& e, const ServerStats& stats, const Totals& t) {
+  e.one("lockstep_rooms", "gauge", "Rooms open now.", t.open_rooms);
   e.one("lockstep_rooms_closed_total", "counter", "Rooms closed since start.", stats.rooms_closed);
-  e.one("lockstep_clients", "gauge", "Clients in a room now (players and spectators).", clients);
+  e.one("lockstep_clients", "gauge", "Clients in a room now (players and spectators).", t.clients);
   e.family("lockstep_clients_by_mode", "gauge", "Clients in a room now, by mode.");
-  e.sample("lockstep_clients_by_mode{mode=\"lockstep\"}", players);
-  e.sample("lockstep_clients_by_mode{mode=\"thin\"}", spectators);
+  e.sample("lockstep_clients_by_mode{mode=\"lockstep\"}", t.players);
+  e.sample("lockstep_clients_by_mode{mode=\"thin\"}", t.spectators);
   e.one("lockstep_clients_joined_total", "counter", "Clients that joined a room.",
-        total.clients_joined);
+        t.rooms.clients_joined);
   e.one("lockstep_sessions", "gauge", "Open connections (in a room or not yet).",
         stats.sessions_open);
   e.one("lockstep_connections_accepted_total", "counter", "Connections accepted.",
         stats.connections_accepted);
   e.one("lockstep_connections_refused_total", "counter",
         "Connections refused over the connection limit.", stats.connections_refused);
+}
 
+void expose_ticks(Exposition& e, const RoomStats& total) {
   e.one("lockstep_ticks_total", "counter", "Ticks stepped, over every room.", total.tick);
   e.one("lockstep_late_ticks_total", "counter", "Ticks that started over 2 ms after due.",
         total.late_ticks);
@@ -162,30 +171,31 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
   e.one_double("lockstep_tick_lateness_max_seconds", "gauge",
                "Largest tick lateness of any room (open or closed).",
                static_cast<double>(total.lateness_max.count()) / 1e9);
+}
 
-  // The lateness histogram, cumulative over the power-of-two bounds.
+// The lateness histogram, cumulative over the power-of-two bounds.
+void expose_lateness(Exposition& e, const LatenessHistogram& h) {
   e.family("lockstep_tick_lateness_seconds", "histogram",
            "How late each tick started after its due time.");
-  {
-    const LatenessHistogram& h = total.lateness;
-    uint64_t cumulative = 0;
-    size_t bucket = 0;
-    for (int octave = kFirstBoundOctave; octave <= kLastBoundOctave; ++octave) {
-      const uint64_t bound_ns = uint64_t{1} << octave;
-      while (bucket < LatenessHistogram::kBucketCount &&
-             LatenessHistogram::bucket_upper_ns(bucket) <= bound_ns) {
-        cumulative += h.bucket_count(bucket);
-        ++bucket;
-      }
-      e.sample(fmt::format("lockstep_tick_lateness_seconds_bucket{{le=\"{}\"}}",
-                           static_cast<double>(bound_ns) / 1e9),
-               cumulative);
+  uint64_t cumulative = 0;
+  size_t bucket = 0;
+  for (int octave = kFirstBoundOctave; octave <= kLastBoundOctave; ++octave) {
+    const uint64_t bound_ns = uint64_t{1} << octave;
+    while (bucket < LatenessHistogram::kBucketCount &&
+           LatenessHistogram::bucket_upper_ns(bucket) <= bound_ns) {
+      cumulative += h.bucket_count(bucket);
+      ++bucket;
     }
-    e.sample("lockstep_tick_lateness_seconds_bucket{le=\"+Inf\"}", h.count());
-    e.sample_double("lockstep_tick_lateness_seconds_sum", static_cast<double>(h.sum_ns()) / 1e9);
-    e.sample("lockstep_tick_lateness_seconds_count", h.count());
+    e.sample(fmt::format("lockstep_tick_lateness_seconds_bucket{{le=\"{}\"}}",
+                         static_cast<double>(bound_ns) / 1e9),
+             cumulative);
   }
+  e.sample("lockstep_tick_lateness_seconds_bucket{le=\"+Inf\"}", h.count());
+  e.sample_double("lockstep_tick_lateness_seconds_sum", static_cast<double>(h.sum_ns()) / 1e9);
+  e.sample("lockstep_tick_lateness_seconds_count", h.count());
+}
 
+void expose_inputs(Exposition& e, const ServerStats& stats, const RoomStats& total) {
   e.family("lockstep_inputs_total", "counter", "Inputs by outcome.");
   e.sample("lockstep_inputs_total{result=\"accepted\"}", total.inputs_accepted);
   e.sample("lockstep_inputs_total{result=\"rejected\"}", total.inputs_rejected);
@@ -208,7 +218,9 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
         stats.desync_reports);
   e.one("lockstep_snapshots_sent_total", "counter", "Snapshots sent to thin clients.",
         total.snapshots_sent);
+}
 
+void expose_traffic(Exposition& e, const ServerStats& stats, const RoomStats& total) {
   e.one("lockstep_received_bytes_total", "counter", "Wire bytes received from room members.",
         total.bytes_in);
   e.one("lockstep_sent_bytes_total", "counter", "Wire bytes sent to room members.",
@@ -232,8 +244,9 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
                          schema::error_code_name(static_cast<schema::ErrorCode>(i))),
              stats.errors_by_code[i]);
   }
+}
 
-  const AdmissionStats& a = stats.admission;
+void expose_admission(Exposition& e, const AdmissionStats& a) {
   e.family("lockstep_hellos_total", "counter",
            "Hellos by join-token check: ok, or why the connection was refused.");
   for (size_t i = 0; i < a.token_refusals.size(); ++i) {
@@ -250,7 +263,9 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
   e.sample("lockstep_connections_closed_by_limit_total{limit=\"frames_per_s\"}", a.over_frame_rate);
   e.sample("lockstep_connections_closed_by_limit_total{limit=\"bytes_per_s\"}", a.over_byte_rate);
   e.sample("lockstep_connections_closed_by_limit_total{limit=\"hello_timeout\"}", a.hello_timeouts);
+}
 
+void expose_threads(Exposition& e, const ServerStats& stats, const ExpositionExtras& extras) {
   e.one("lockstep_threads", "gauge", "Worker threads the rooms run on.", stats.threads);
   // One family per worker figure, a sample per worker labelled with its index.
   const auto per_thread = [&](const char* name, const char* type, const char* help, auto value) {
@@ -288,6 +303,9 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
                       t.cpu_seconds);
     }
   }
+}
+
+void expose_listener(Exposition& e, const ExpositionExtras& extras) {
   e.one("lockstep_http_requests_total", "counter", "Requests answered by the metrics listener.",
         extras.http_requests);
   e.one("lockstep_http_rejected_total", "counter",
@@ -298,6 +316,22 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
     e.sample("lockstep_agones_calls_total{result=\"ok\"}", extras.agones_counters.calls_ok);
     e.sample("lockstep_agones_calls_total{result=\"failed\"}", extras.agones_counters.calls_failed);
   }
+}
+
+}  // namespace
+
+std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& extras) {
+  const Totals totals = add_up(stats);
+  Exposition e;
+  expose_process(e, stats, extras);
+  expose_rooms(e, stats, totals);
+  expose_ticks(e, totals.rooms);
+  expose_lateness(e, totals.rooms.lateness);
+  expose_inputs(e, stats, totals.rooms);
+  expose_traffic(e, stats, totals.rooms);
+  expose_admission(e, stats.admission);
+  expose_threads(e, stats, extras);
+  expose_listener(e, extras);
   return e.take();
 }
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
 #include <functional>
 #include <utility>
 
@@ -16,9 +15,6 @@
 
 #include <asio/dispatch.hpp>
 
-#include "lockstep/replays/file_name.h"
-#include "lockstep/replays/record_file.h"
-#include "match_recorder.h"
 #include "server_core.h"
 #include "session.h"
 
@@ -62,18 +58,6 @@ void sort_inputs(std::vector<sim::Input>& inputs) {
   }
 }
 
-// ---- replay files ----
-
-bool make_replay_dir(const std::string& dir, std::string* error) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    *error = fmt::format("cannot create replay directory {}: {}", dir, ec.message());
-    return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 Room::Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene,
@@ -113,47 +97,14 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
   }
   const ServerConfig& config = core.config;
   const uint32_t max_players = config.max_players_per_room;
-  const uint32_t slot_capacity = max_players * config.max_inputs_per_player_per_tick;
 
-  // Replays: the window's memory is all taken here; it starts with a keyframe of tick 0. A file
-  // scene is not named in the header (a replay names only built-in scenes, which it checks; the
-  // keyframe and WorldDef carry everything else).
-  replays::ReplayHeader replay_header = replays::make_replay_header(
-      *world, scene->builtin ? scene->scene.name : std::string(), config.tick_rate_hz);
-  replay_header.room = name;
-  std::unique_ptr<replays::ReplayWindow> replay_window;
-  if (!config.replay_dir.empty() && config.replay_window_seconds > 0) {
-    replays::ReplayWindowConfig window;
-    window.window_ticks = config.replay_window_seconds * config.tick_rate_hz;
-    window.keyframe_interval_ticks = config.keyframe_interval_ticks;
-    // A step never applies more than the room's input slot holds: size the ring for that.
-    window.max_inputs_per_tick = std::min(slot_capacity, world->def().max_inputs_per_tick);
-    replay_window = std::make_unique<replays::ReplayWindow>(*world, window);
-    spdlog::debug("room {}: replay window of {} ticks takes {} B", name, window.window_ticks,
-                  replay_window->memory_bytes());
-  }
-  std::unique_ptr<MatchRecorder> match_recorder;
-  if (config.record_matches) {
-    // A room that cannot record still serves its players: the failure is logged. The file is
-    // created and written by the file writer's thread (match_recorder.h).
-    std::string problem;
-    const std::string match_path = replays::replay_file_path(config.replay_dir, "match", name, 0);
-    if (make_replay_dir(config.replay_dir, &problem)) {
-      auto recorder = std::make_unique<MatchRecorder>(
-          core.file_writer, name, match_path, config.tick_rate_hz, config.record_max_pending_bytes);
-      if (recorder->begin(replay_header, *world, config.keyframe_interval_ticks)) {
-        match_recorder = std::move(recorder);
-      }
-    } else {
-      spdlog::error("room {}: cannot record the match: {}", name, problem);
-    }
-  }
-
+  // Replays: the window's memory is all taken here. A file scene is not named in the header (a
+  // replay names only built-in scenes, which it checks; the keyframe and WorldDef carry the rest).
+  auto replays = std::make_unique<RoomReplays>(config, core.file_writer, name, *world,
+                                               scene->builtin ? scene->scene.name : std::string());
   std::shared_ptr<Room> room(new Room(core, std::move(name), std::move(scene), worker));
   room->world_ = std::move(world);
-  room->replay_header_ = std::move(replay_header);
-  room->replay_window_ = std::move(replay_window);
-  room->match_recorder_ = std::move(match_recorder);
+  room->replays_ = std::move(replays);
   room->players_.resize(max_players);
   room->spectators_.resize(config.max_spectators_per_room);
 
@@ -178,19 +129,18 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
       owned = dynamic_bodies;
   }
 
-  room->window_ticks_ = config.input_window_ticks;
-  room->slot_capacity_ = slot_capacity;
-  room->slots_.resize(room->window_ticks_);
-  room->slot_inputs_.resize(size_t{room->window_ticks_} * room->slot_capacity_);
-  room->slot_player_counts_.resize(size_t{room->window_ticks_} * max_players);
-  room->applied_.reserve(room->slot_capacity_);
   // Sequences are remembered for kInputDedupSeconds (a reconnect and resend fit in it) or the
   // input window, whichever is longer, in a ring of kInputDedupEntries per player.
-  room->dedup_ = std::make_unique<InputDedup>(
-      max_players, kInputDedupEntries,
-      std::max<uint64_t>(uint64_t{kInputDedupSeconds} * config.tick_rate_hz,
-                         config.input_window_ticks));
-  room->dedup_owner_.resize(max_players);
+  InputWindowConfig window;
+  window.window_ticks = config.input_window_ticks;
+  window.max_players = max_players;
+  window.max_inputs_per_player_per_tick = config.max_inputs_per_player_per_tick;
+  window.late_policy = config.late_input_policy;
+  window.dedup_entries_per_player = kInputDedupEntries;
+  window.dedup_memory_ticks = std::max<uint64_t>(uint64_t{kInputDedupSeconds} * config.tick_rate_hz,
+                                                 config.input_window_ticks);
+  room->input_window_ = std::make_unique<InputWindow>(window);
+  room->applied_.reserve(room->input_window_->slot_capacity());
   const uint32_t max_commands = room->world_->def().max_commands_per_tick;
   room->pending_commands_.reserve(max_commands);
   room->applied_commands_.reserve(max_commands);
@@ -233,16 +183,7 @@ void Room::stop() {
   stopped_ = true;
   tick_timer_.cancel();
   grace_timer_.cancel();
-  finish_match_recording();
-  if (replay_dumps_ + replay_dump_failures_ + replay_dumps_suppressed_ +
-          replay_reports_outside_window_ >
-      0) {
-    spdlog::info(
-        "room {}: desync replays: {} written, {} failed, {} rate-limited, {} reports outside "
-        "the window",
-        name_, replay_dumps_, replay_dump_failures_, replay_dumps_suppressed_,
-        replay_reports_outside_window_);
-  }
+  replays_->finish();
   publish_stats(true);
 }
 
@@ -312,27 +253,20 @@ Room::Member* Room::find_member(const Session& session) {
 void Room::run_tick() {
   const uint64_t tick = world_->tick() + 1;
   queue_pending_commands(tick);
-  const size_t slot_index = static_cast<size_t>(tick % window_ticks_);
-  TickSlot& slot = slots_[slot_index];
   applied_.clear();
-  if (slot.tick == tick) {
-    const sim::Input* inputs = &slot_inputs_[slot_index * slot_capacity_];
-    for (uint32_t i = 0; i < slot.count; ++i) {
-      const sim::Error e = world_->queue_input(inputs[i]);
-      if (e == sim::Error::none) {
-        applied_.push_back(inputs[i]);
-        continue;
-      }
-      // Out of range, or the world's per-tick input capacity: refused by the world.
-      ++inputs_rejected_;
-      const uint32_t player = inputs[i].player;
-      if (player >= 1 && player <= players_.size()) {
-        ++players_[player - 1].world_rejects;
-        players_[player - 1].last_world_reject = e;
-      }
+  for (const sim::Input& input : input_window_->take(tick)) {
+    const sim::Error e = world_->queue_input(input);
+    if (e == sim::Error::none) {
+      applied_.push_back(input);
+      continue;
     }
-    slot.tick = 0;
-    slot.count = 0;
+    // Out of range, or the world's per-tick input capacity: refused by the world.
+    ++inputs_rejected_;
+    const uint32_t player = input.player;
+    if (player >= 1 && player <= players_.size()) {
+      ++players_[player - 1].world_rejects;
+      players_[player - 1].last_world_reject = e;
+    }
   }
   sort_inputs(applied_);
   inputs_accepted_ += applied_.size();
@@ -360,7 +294,7 @@ void Room::run_tick() {
   const schema::SharedFrame encoded = schema::encode_shared_frame(frame);
   applied_ = std::move(frame.inputs);  // keep the capacity
   applied_commands_ = std::move(frame.commands);
-  record_replay_tick(frame.state_hash);
+  replays_->record_step(*world_, applied_, frame.state_hash, applied_commands_);
 
   // Game rules: read the world as the step left it, answer with commands for the next tick.
   if (rules_ != nullptr) {
@@ -544,10 +478,7 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
       return schema::ErrorCode::room_full;
     }
   }
-  if (!thin && dedup_owner_[player_id - 1] != session->player_name()) {
-    dedup_->forget(player_id);  // another client: its sequences are its own
-    dedup_owner_[player_id - 1] = session->player_name();
-  }
+  if (!thin) input_window_->claim(player_id, session->player_name());
   *member = Member{};
   member->session = session;
   uint16_t granted_rate_hz = 0;
@@ -601,7 +532,7 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   if (player_id != 0) welcome.owned_bodies = owned_bodies_[player_id - 1];
   welcome.snapshot_rate_hz = granted_rate_hz;
   welcome.snapshot_interval_ticks = member->snapshot_interval_ticks;
-  welcome.input_window_ticks = window_ticks_;
+  welcome.input_window_ticks = input_window_->window_ticks();
   welcome.schedule_moved_ns = static_cast<uint64_t>(clock_.counters().slipped.count());
   spdlog::info("room {}: '{}' joined as {} {} from {} (tick {}, protocol {})", name_,
                session->player_name(), thin ? "thin spectator" : "player", player_id,
@@ -710,77 +641,10 @@ void Room::on_input(Session& session, const schema::InputFrame& frame) {
                         "thin clients (spectators) cannot send inputs");
     return;
   }
-  const uint64_t next_tick = world_->tick() + 1;
-  uint64_t target = frame.target_tick;
-  if (target < next_tick) {
-    inputs_late_ += count;
-    if (core_.config.late_input_policy == LateInputPolicy::drop) {
-      inputs_late_dropped_ += count;
-      session.input_error(schema::ErrorCode::input_late,
-                          fmt::format("InputFrame {} for tick {} arrived when tick {} was next: "
-                                      "dropped",
-                                      frame.sequence, frame.target_tick, next_tick));
-      return;
-    }
-    target = next_tick;
-  }
-  if (target >= next_tick + window_ticks_ &&
-      target < next_tick + window_ticks_ + clock_.backlog_ticks(Clock::now())) {
-    // The client's clock follows the schedule; this room is behind it (ticks due but not run:
-    // an overloaded machine). The input is on time by the schedule, so it is applied at the
-    // latest tick the window holds instead of being refused.
-    inputs_behind_schedule_ += count;
-    target = next_tick + window_ticks_ - 1;
-  }
-  if (target >= next_tick + window_ticks_) {
-    inputs_rejected_ += count;
-    session.input_error(
-        schema::ErrorCode::input_rejected,
-        fmt::format("InputFrame {} targets tick {}, beyond the input window "
-                    "(ticks {}..{})",
-                    frame.sequence, target, next_tick, next_tick + window_ticks_ - 1));
-    return;
-  }
-  const size_t slot_index = static_cast<size_t>(target % window_ticks_);
-  TickSlot& slot = slots_[slot_index];
-  const size_t max_players = players_.size();
-  if (slot.tick != target) {  // the slot last held a tick already stepped
-    slot.tick = target;
-    slot.count = 0;
-    std::fill_n(slot_player_counts_.begin() + static_cast<std::ptrdiff_t>(slot_index * max_players),
-                max_players, uint16_t{0});
-  }
-  uint16_t& player_count = slot_player_counts_[slot_index * max_players + (player - 1)];
-  sim::Input* slot_inputs = &slot_inputs_[slot_index * slot_capacity_];
-  uint64_t rejected = 0;
-  std::string first_reason;
-  const uint64_t frame_id = ++input_frames_seen_;
-  for (sim::Input input : frame.inputs) {
-    if (input.player == 0) input.player = player;  // the server knows who sent it
-    if (dedup_->is_repeat(player, input.sequence, next_tick, frame_id)) {
-      ++inputs_duplicate_;  // already accepted once: dropped without an Error (a resend)
-      continue;
-    }
-    std::string why = check_input(player, input);
-    if (why.empty() && player_count >= core_.config.max_inputs_per_player_per_tick) {
-      why = fmt::format("more than {} inputs for tick {}",
-                        core_.config.max_inputs_per_player_per_tick, target);
-    }
-    if (why.empty() && slot.count >= slot_capacity_) why = "the tick's input buffer is full";
-    if (!why.empty()) {
-      if (rejected++ == 0) first_reason = std::move(why);
-      continue;
-    }
-    slot_inputs[slot.count++] = input;
-    ++player_count;
-    dedup_->remember(player, input.sequence, next_tick, frame_id);
-  }
-  if (rejected > 0) {
-    inputs_rejected_ += rejected;
-    session.input_error(schema::ErrorCode::input_rejected,
-                        fmt::format("{} of {} inputs of InputFrame {} rejected; first: {}",
-                                    rejected, count, frame.sequence, first_reason));
-  }
+  const InputOffer offer = input_window_->offer(
+      player, frame, world_->tick() + 1, clock_.backlog_ticks(Clock::now()),
+      [this, player](const sim::Input& input) { return check_input(player, input); });
+  if (offer.error != schema::ErrorCode::none) session.input_error(offer.error, offer.reason);
 }
 
 void Room::on_resync_request(Session& session) {
@@ -801,7 +665,9 @@ void Room::on_desync_report(Session& session, const schema::DesyncReport& report
         name_, session.player_id(), session.player_name(), report.tick, report.client_hash,
         report.server_hash);
   }
-  maybe_dump_desync_replay(session, report);
+  replays_->on_desync_report(
+      *world_, report, fmt::format("player {} '{}'", session.player_id(), session.player_name()),
+      Clock::now());
   // The hook lets the embedding application (and tests) see every report.
   if (core_.desync_hook) {
     DesyncEvent event;
@@ -824,115 +690,8 @@ schema::Pong Room::make_pong(uint64_t client_time_ns) const {
   return pong;
 }
 
-// ---- replays ------------------------------------------------------------------------------
-
-void Room::record_replay_tick(uint64_t state_hash) {
-  if (replay_window_ != nullptr &&
-      !replay_window_->record_step(*world_, applied_, state_hash, std::nullopt,
-                                   applied_commands_) &&
-      !replay_inputs_dropped_logged_) {
-    // Only when a tick held more inputs than the world takes per tick, which the world refused.
-    replay_inputs_dropped_logged_ = true;
-    spdlog::warn("room {}: the replay window dropped inputs at tick {} (logged once per room)",
-                 name_, world_->tick());
-  }
-  if (match_recorder_ != nullptr) {
-    match_recorder_->record_step(*world_, applied_, state_hash, applied_commands_);
-  }
-}
-
-void Room::maybe_dump_desync_replay(const Session& session, const schema::DesyncReport& report) {
-  if (replay_window_ == nullptr) return;
-  // Every player that desyncs at the same tick reports it: one file serves them all.
-  if (report.tick == last_dump_report_tick_) return;
-  const std::optional<uint64_t> first = replay_window_->first_written_tick();
-  const std::optional<uint64_t> last = replay_window_->last_tick();
-  if (!first || !last || report.tick < *first || report.tick > *last) {
-    // Too old for the window, or a tick not stepped yet (a broken or hostile client).
-    ++replay_reports_outside_window_;
-    spdlog::debug("room {}: desync report for tick {} is outside the replay window", name_,
-                  report.tick);
-    return;
-  }
-  const Clock::time_point now = Clock::now();
-  if (replay_dumped_ && now - last_replay_dump_ < core_.config.replay_dump_interval) {
-    if (replay_dumps_suppressed_++ == 0) {
-      spdlog::warn(
-          "room {}: desync dumps are limited to one per {} ms; not writing one for "
-          "tick {} (logged once per room)",
-          name_, core_.config.replay_dump_interval.count(), report.tick);
-    }
-    return;
-  }
-  replay_dumped_ = true;
-  last_replay_dump_ = now;
-  last_dump_report_tick_ = report.tick;
-  const std::string path = write_replay_window("desync");
-  if (!path.empty()) {
-    spdlog::warn(
-        "room {}: desync at tick {} reported by player {} '{}': replay being written to {}", name_,
-        report.tick, session.player_id(), session.player_name(), path);
-  }
-}
-
-std::string Room::write_replay_window(const char* kind) {
-  if (replay_window_ == nullptr) return {};
-  // Encoded here (memory only; with the live world the file ends with a keyframe of this room's
-  // actual state), written by the file writer's thread.
-  const Clock::time_point start = Clock::now();
-  auto bytes = std::make_shared<std::vector<uint8_t>>();
-  const replays::WriteResult encoded =
-      replay_window_->write_bytes(bytes.get(), replay_header_, world_.get());
-  if (!encoded.ok) {
-    ++replay_dump_failures_;
-    spdlog::error("room {}: cannot encode its replay window: {}", name_, encoded.error);
-    return {};
-  }
-  std::string path =
-      replays::replay_file_path(core_.config.replay_dir, kind, name_, world_->tick());
-  const uint64_t first = replay_window_->first_written_tick().value_or(0);
-  const uint64_t last = replay_window_->last_tick().value_or(0);
-  const double encode_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  auto job = [dir = core_.config.replay_dir, path, bytes, room = name_, first, last, encode_ms] {
-    const Clock::time_point write_start = Clock::now();
-    std::string problem;
-    if (make_replay_dir(dir, &problem)) {
-      // Re-framed through RecordWriter (as ReplayWindow::write_file does): a temporary file,
-      // renamed when complete.
-      replays::RecordWriter writer;
-      replays::RecordReader reader(*bytes);
-      std::span<const uint8_t> payload;
-      bool ok = writer.open(path) == replays::RecordError::none;
-      while (ok && reader.next(&payload) == replays::RecordError::none)
-        ok = writer.append(payload) == replays::RecordError::none;
-      if (ok) ok = writer.finish() == replays::RecordError::none;
-      if (ok) {
-        spdlog::info(
-            "room {}: wrote replay window (ticks {}..{}) to {} (encoded in {:.1f} ms, written in "
-            "{:.1f} ms)",
-            room, first, last, path, encode_ms,
-            std::chrono::duration<double, std::milli>(Clock::now() - write_start).count());
-        return true;
-      }
-      problem = writer.error_text();
-    }
-    spdlog::error("room {}: cannot write its replay window to {}: {}", room, path, problem);
-    return false;
-  };
-  if (!core_.file_writer.submit(std::move(job), fmt::format("room {}'s {} replay", name_, kind))) {
-    ++replay_dump_failures_;
-    return {};
-  }
-  ++replay_dumps_;
-  return path;
-}
-
 std::string Room::write_shutdown_replay() {
-  return write_replay_window("shutdown");
-}
-
-void Room::finish_match_recording() {
-  if (match_recorder_ != nullptr) match_recorder_->finish();
+  return replays_->write_window("shutdown", *world_);
 }
 
 // ---- stats ---------------------------------------------------------------------------------
@@ -969,12 +728,13 @@ RoomStats Room::stats() const {
   s.lateness = clock_.lateness();
   s.step_time_max = step_time_max_;
   s.step_time_total_ns = step_time_total_ns_;
+  const InputWindowCounters& window = input_window_->counters();
   s.inputs_accepted = inputs_accepted_;
-  s.inputs_rejected = inputs_rejected_;
-  s.inputs_late = inputs_late_;
-  s.inputs_late_dropped = inputs_late_dropped_;
-  s.inputs_duplicate = inputs_duplicate_;
-  s.inputs_behind_schedule = inputs_behind_schedule_;
+  s.inputs_rejected = inputs_rejected_ + window.rejected;
+  s.inputs_late = window.late;
+  s.inputs_late_dropped = window.late_dropped;
+  s.inputs_duplicate = window.duplicate;
+  s.inputs_behind_schedule = window.behind_schedule;
   s.bytes_in = departed_bytes_in_;
   s.bytes_out = departed_bytes_out_;
   s.clients = client_count_;

@@ -6,23 +6,20 @@
 // Tick t is due at start + floor(t·1e9/rate) (TickClock); tick 0 is the scene as built, at
 // room creation.
 //
-// Inputs land in a ring of input_window_ticks slots (slot = target tick mod window), each
-// with a fixed capacity of max_players × max_inputs_per_player_per_tick, all taken at
-// creation. Per step: the slot's inputs are queued into the world in arrival order (the world
-// keeps them in its total input order and refuses bad ones), the accepted ones are sorted the
-// same way for the TickFrame, the world steps, and one TickFrame is encoded and shared by every
-// lockstep member.
+// Inputs wait in the InputWindow (input_window.h: the window policy, repeats, and a slot per
+// tick ahead with all its capacity taken at creation). Per step: the tick's inputs are queued into
+// the world in arrival order (the world keeps them in its total input order and refuses bad ones),
+// the accepted ones are sorted the same way for the TickFrame, the world steps, and one TickFrame
+// is encoded and shared by every lockstep member.
 //
 // Commands (spawn, destroy, add_score) are issued by the room itself (a joining player's body,
 // a departed player's bodies after the leave grace) and by its RoomRules after each step; they
 // wait in pending_commands_ (at most the WorldDef's max_commands_per_tick) and are queued into
 // the world before the next step, listed in its TickFrame and recorded like inputs.
 //
-// Replays: every room keeps a ReplayWindow of its last replay_window_seconds (memory
-// fixed here, at creation) fed after each step with the applied inputs and the hash; a
-// DesyncReport makes the room write it to replay_dir (rate-limited per room). With
-// record_matches the whole match is also recorded (match_recorder.h): encoded here after each
-// step, written in chunks by the file writer's thread.
+// Replays (room_replays.h): every room keeps a window of its last replay_window_seconds, fed
+// after each step, written on a DesyncReport (rate-limited) or at shutdown; with record_matches
+// the whole match is also recorded.
 //
 // Closing: a room left empty for empty_room_grace closes (stops; the control thread is told and
 // forgets it). A Hello the control thread sends here reserves a join first (reserve_join), and
@@ -51,20 +48,19 @@
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 
-#include "input_dedup.h"
-#include "lockstep/replays/recorder.h"
+#include "input_window.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/room_rules.h"
 #include "lockstep/server/server.h"
 #include "lockstep/server/tick_clock.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
+#include "room_replays.h"
 
 namespace lockstep::server {
 
 struct ServerCore;
 struct ServedScene;
-class MatchRecorder;
 class Session;
 
 class Room final : public std::enable_shared_from_this<Room> {
@@ -146,10 +142,6 @@ class Room final : public std::enable_shared_from_this<Room> {
     uint32_t world_rejects = 0;  // inputs the world refused in the current step
     sim::Error last_world_reject = sim::Error::none;
   };
-  struct TickSlot {
-    uint64_t tick = 0;   // the target tick whose inputs the slot holds (0 = none yet)
-    uint32_t count = 0;  // inputs held
-  };
 
   Room(ServerCore& core, std::string name, std::shared_ptr<const ServedScene> scene, size_t worker);
   void start_ticking();
@@ -166,14 +158,6 @@ class Room final : public std::enable_shared_from_this<Room> {
   bool begin_close();
   /// Checks one input; empty when it may be buffered, else why not.
   std::string check_input(uint32_t player_id, const sim::Input& input) const;
-  /// Feeds the step just made (applied_ holds its inputs) to the window and the match stream.
-  void record_replay_tick(uint64_t state_hash);
-  /// A DesyncReport arrived: writes the window unless rate-limited or useless (counted).
-  void maybe_dump_desync_replay(const Session& session, const schema::DesyncReport& report);
-  /// Writes the window as "<kind>-<room>-tick<T>-<time>.lsrp"; the path, or "" (logged).
-  std::string write_replay_window(const char* kind);
-  /// Finishes (publishes) the whole-match recording, if any.
-  void finish_match_recording();
   /// Queues the pending commands (and due leave destroys) into the world; fills applied_commands_.
   void queue_pending_commands(uint64_t tick);
   /// After the step: owned bodies follow the spawns and destroys; failures are counted.
@@ -202,19 +186,9 @@ class Room final : public std::enable_shared_from_this<Room> {
   uint32_t client_count_ = 0;
   std::vector<std::vector<sim::BodyId>> owned_bodies_;  // [player − 1]
 
-  // Input window (all capacity taken at creation).
-  uint32_t window_ticks_ = 0;
-  uint32_t slot_capacity_ = 0;
-  std::vector<TickSlot> slots_;
-  std::vector<sim::Input> slot_inputs_;       // window × slot_capacity_
-  std::vector<uint16_t> slot_player_counts_;  // window × max_players
-  std::vector<sim::Input> applied_;           // this step's accepted inputs
-  // Repeated inputs (input_dedup.h): the sequences accepted per player id, and which client
-  // (by name) last held each id, so that a reconnect keeps them and a newcomer starts afresh.
-  std::unique_ptr<InputDedup> dedup_;
-  std::vector<std::string> dedup_owner_;  // [player − 1]
-  uint64_t input_frames_seen_ = 0;        // the frame ids InputDedup tells frames apart by
-  uint64_t inputs_duplicate_ = 0;
+  // Inputs for the ticks ahead (input_window.h) and this step's accepted ones.
+  std::unique_ptr<InputWindow> input_window_;
+  std::vector<sim::Input> applied_;
 
   // Commands (see the top of this file) and players' bodies.
   std::unique_ptr<RoomRules> rules_;
@@ -228,25 +202,15 @@ class Room final : public std::enable_shared_from_this<Room> {
   uint64_t commands_applied_ = 0, commands_refused_ = 0, commands_failed_ = 0;
   bool command_refusal_logged_ = false, command_failure_logged_ = false;
 
-  // Replays: the always-on window (null when replay_window_seconds or replay_dir is 0/empty), the
-  // whole-match stream (record_matches), and the rate limit of desync dumps.
-  replays::ReplayHeader replay_header_;
-  std::unique_ptr<replays::ReplayWindow> replay_window_;
-  std::unique_ptr<MatchRecorder> match_recorder_;
-  bool replay_dumped_ = false;
-  Clock::time_point last_replay_dump_;
-  uint64_t last_dump_report_tick_ = UINT64_MAX;
-  uint64_t replay_dumps_ = 0, replay_dump_failures_ = 0, replay_dumps_suppressed_ = 0;
-  uint64_t replay_reports_outside_window_ = 0;
-  bool replay_inputs_dropped_logged_ = false;
+  std::unique_ptr<RoomReplays> replays_;  // room_replays.h
 
   std::vector<uint8_t> snapshot_buffer_;  // max_snapshot_size bytes
   schema::SharedFrame cached_snapshot_;
   uint64_t cached_snapshot_tick_ = UINT64_MAX;
 
   // Counters.
-  uint64_t inputs_accepted_ = 0, inputs_rejected_ = 0, inputs_late_ = 0, inputs_late_dropped_ = 0;
-  uint64_t inputs_behind_schedule_ = 0;
+  uint64_t inputs_accepted_ = 0;
+  uint64_t inputs_rejected_ = 0;  // by the world or from spectators; the window counts its own
   uint64_t snapshots_sent_ = 0, desync_reports_ = 0;
   uint64_t protocol_errors_ = 0, input_errors_ = 0, slow_consumers_ = 0;
   uint64_t clients_joined_ = 0;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
@@ -331,10 +332,14 @@ bool Session::send(const schema::SharedFrame& frame) {
   }
   queue_.push_back(frame);
   queued_bytes_ += size;
-  max_queued_bytes_ = std::max(max_queued_bytes_, queued_bytes_);
-  core_.note_queued_bytes(queued_bytes_);
+  note_queued_bytes();
   wake_writer();
   return true;
+}
+
+void Session::note_queued_bytes() {
+  max_queued_bytes_ = std::max(max_queued_bytes_, queued_bytes_);
+  core_.note_queued_bytes(queued_bytes_);
 }
 
 void Session::wake_writer() {
@@ -359,26 +364,58 @@ asio::awaitable<void> Session::writer() {
       co_await write_wakeup_.async_wait(use_nothrow);
       continue;
     }
-    in_flight_ = std::min(queue_.size(), kMaxWriteBatch);
+    // One write_some per batch: it returns once the socket took any bytes, so a client that
+    // reads slowly never has a whole batch promised to it (see begin_close).
+    const size_t batch = std::min(queue_.size(), kMaxWriteBatch);
     buffers.clear();
-    for (size_t i = 0; i < in_flight_; ++i)
+    buffers.push_back(asio::buffer(*queue_[0]) + head_written_);
+    for (size_t i = 1; i < batch; ++i)
       buffers.push_back(asio::buffer(*queue_[i]));
     write_started_ = Clock::now();
-    auto [ec, written] = co_await asio::async_write(socket_, buffers, use_nothrow);
+    write_pending_ = true;
+    auto [ec, written] = co_await socket_.async_write_some(
+        buffers, asio::bind_cancellation_slot(write_cancel_.slot(), use_nothrow));
+    write_pending_ = false;
     write_started_ = Clock::time_point{};
     if (state_ == State::closed) co_return;
+    account_written(written);
+    if (drop_unstarted_) {
+      drop_unstarted_ = false;
+      drop_unstarted_frames();
+      note_queued_bytes();
+    }
+    if (ec == asio::error::operation_aborted && state_ == State::closing) continue;
     if (ec) {
       close_now("write failed: " + ec.message());
       co_return;
     }
-    bytes_out_ += written;
-    frames_out_ += in_flight_;
-    for (size_t i = 0; i < in_flight_; ++i) {
-      queued_bytes_ -= queue_.front()->size();
-      queue_.pop_front();
-    }
-    in_flight_ = 0;
   }
+}
+
+void Session::account_written(size_t n) {
+  bytes_out_ += n;
+  while (n > 0 && !queue_.empty()) {
+    const size_t left = queue_.front()->size() - head_written_;
+    if (n < left) {
+      head_written_ += n;
+      return;
+    }
+    n -= left;
+    queued_bytes_ -= queue_.front()->size();
+    queue_.pop_front();
+    head_written_ = 0;
+    ++frames_out_;
+  }
+}
+
+void Session::drop_unstarted_frames() {
+  const size_t first = head_written_ > 0 ? 1 : 0;
+  const size_t end = queue_.size() - (closing_frame_queued_ && !queue_.empty() ? 1 : 0);
+  if (first >= end) return;
+  for (size_t i = first; i < end; ++i)
+    queued_bytes_ -= queue_[i]->size();
+  queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(first),
+               queue_.begin() + static_cast<std::ptrdiff_t>(end));
 }
 
 void Session::slow_consumer(uint64_t frame_bytes) {
@@ -438,18 +475,26 @@ void Session::begin_close(const schema::SharedFrame& last_frame, bool keep_queue
   close_deadline_ = Clock::now() + core_.config.flush_timeout;
   if (room_ != nullptr) room_->leave(*this, end_reason_);
   if (!keep_queue) {
-    // Frames being written stay (their bytes are referenced by the write); the rest go.
-    while (queue_.size() > in_flight_) {
-      queued_bytes_ -= queue_.back()->size();
-      queue_.pop_back();
+    // The last frame goes right after the one partly written: the rest are dropped. A write that
+    // waits for the socket may still hold them, so it is ended first (partial cancellation: the
+    // socket stays usable for the rest of that frame) and the writer drops them.
+    if (write_pending_) {
+      drop_unstarted_ = true;
+      write_cancel_.emit(asio::cancellation_type::partial);
+    } else {
+      drop_unstarted_frames();
     }
   }
-  // The reserve kept free by send() guarantees the last frame fits under the limit.
-  if (last_frame != nullptr && queued_bytes_ + last_frame->size() <= core_.queue_limit_bytes) {
+  // The reserve kept free by send() guarantees the last frame fits under the limit; a queue
+  // still to be dropped keeps at most one frame beside it.
+  const bool fits =
+      last_frame != nullptr &&
+      (drop_unstarted_ || queued_bytes_ + last_frame->size() <= core_.queue_limit_bytes);
+  if (fits) {
     queue_.push_back(last_frame);
     queued_bytes_ += last_frame->size();
-    max_queued_bytes_ = std::max(max_queued_bytes_, queued_bytes_);
-    core_.note_queued_bytes(queued_bytes_);
+    closing_frame_queued_ = true;
+    if (!drop_unstarted_) note_queued_bytes();
   }
   spdlog::debug("session {} closing: {}", id_, end_reason_);
   wake_writer();

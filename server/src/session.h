@@ -26,6 +26,7 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 
@@ -122,6 +123,12 @@ class Session final : public std::enable_shared_from_this<Session> {
   schema::SharedFrame count_error(schema::ErrorCode code, const std::string& detail, bool fatal);
   void slow_consumer(uint64_t frame_bytes);
   void wake_writer();
+  /// Records the queue's size in the high-water marks.
+  void note_queued_bytes();
+  /// Takes `n` written bytes off the front of the queue.
+  void account_written(size_t n);
+  /// Drops the queued frames not begun: all but the one partly written and the closing frame.
+  void drop_unstarted_frames();
 
   ServerCore& core_;
   asio::ip::tcp::socket socket_;
@@ -139,11 +146,17 @@ class Session final : public std::enable_shared_from_this<Session> {
   std::array<uint8_t, 8192> read_buffer_{};
   Clock::time_point last_read_;
 
-  // Outgoing: frames in order; the first in_flight_ of them are being written.
+  // Outgoing: frames in order; head_written_ bytes of the first are on the wire. A write takes
+  // what the socket accepts (async_write_some), so the writer always knows which frame is partly
+  // sent and a close can drop every frame after it (write_cancel_ ends a write that waits).
   std::deque<schema::SharedFrame> queue_;
-  size_t in_flight_ = 0;
-  uint64_t queued_bytes_ = 0;          // all of queue_, in flight included
+  size_t head_written_ = 0;
+  uint64_t queued_bytes_ = 0;          // all of queue_, the partly written frame included
   Clock::time_point write_started_{};  // of the write in progress; epoch when idle
+  asio::cancellation_signal write_cancel_;
+  bool write_pending_ = false;
+  bool drop_unstarted_ = false;        // drop_unstarted_frames() once the pending write returns
+  bool closing_frame_queued_ = false;  // the queue's last frame is the closing Error/Disconnect
   Clock::time_point close_deadline_{};
   bool peer_eof_ = false;  // the peer's FIN arrived
   bool fin_sent_ = false;  // ours went out (closing, queue flushed)

@@ -6,10 +6,10 @@
 // - the body buffer is taken once, at construction, and never grows;
 // - an error is sticky: the stream is out of step and the connection must be closed.
 //
-// Frames are NOT built with FlatBufferBuilder::FinishSizePrefixed(): it aligns the buffer with
-// its prefix, so a body read on its own (at an aligned address) would have every 64-bit field
-// 4 bytes off and fail the Verifier. messages.cpp finishes without a prefix and writes this
-// header in front; the bytes on the wire have the same layout.
+// Our frames are not built with FlatBufferBuilder::FinishSizePrefixed(): it aligns the buffer
+// with its prefix, so a body read on its own (at an aligned address) has every 64-bit field 4
+// bytes off. messages.cpp finishes without a prefix and writes this header in front; the bytes
+// on the wire have the same layout. A peer's size-prefixed body is still decoded (messages.cpp).
 #pragma once
 
 #include <cstddef>
