@@ -250,6 +250,8 @@ std::string prometheus_text(const ServerStats& stats, const ExpositionExtras& ex
   e.sample("lockstep_connections_closed_by_limit_total{limit=\"frames_per_s\"}", a.over_frame_rate);
   e.sample("lockstep_connections_closed_by_limit_total{limit=\"bytes_per_s\"}", a.over_byte_rate);
   e.sample("lockstep_connections_closed_by_limit_total{limit=\"hello_timeout\"}", a.hello_timeouts);
+  e.sample("lockstep_connections_closed_by_limit_total{limit=\"resync_requests_per_minute\"}",
+           a.over_resync_budget);
 
   e.one("lockstep_threads", "gauge", "Worker threads the rooms run on.", stats.threads);
   // One family per worker figure, a sample per worker labelled with its index.
