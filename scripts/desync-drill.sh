@@ -40,6 +40,10 @@ for tool in lockstep-server lockstep-bot lockstep-replay; do
 done
 inject_dir=${DRILL_INJECT_DIR:-$root/build/desync-drill}
 out=${DRILL_OUT_DIR:-$inject_dir/run}
+# Paths under the current folder are printed (and given to the tools) relative to it.
+mkdir -p "$inject_dir" "$out"
+inject_dir=$(realpath -s --relative-base="$PWD" "$inject_dir")
+out=$(realpath -s --relative-base="$PWD" "$out")
 seconds=${DRILL_SECONDS:-5}
 jobs=${DRILL_JOBS:-2}
 if [ -z "${DRILL_INJECT_FLAGS:-}" ]; then
@@ -72,7 +76,6 @@ seconds_since() { awk -v ns=$(($(now_ns) - $1)) 'BEGIN { printf "%.1f", ns / 1e9
 
 # ---- 1. the broken client --------------------------------------------------------------------
 drill_start=$(now_ns)
-mkdir -p "$inject_dir"
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 echo "== building a deliberately non-deterministic lockstep-bot ($DRILL_INJECT_FLAGS) in $inject_dir"
@@ -161,6 +164,7 @@ diff_rc=0
 diff_tick=$(sed -n 's/^first divergent tick: \([0-9][0-9]*\)$/\1/p' "$out/diff.txt")
 first_field=$(grep -m 1 '^body ' "$out/diff.txt" || true)
 fields=$(grep -c '^body ' "$out/diff.txt" || true)
+if grep -q '^(stopped at' "$out/diff.txt"; then fields="$fields+"; fi
 [ -n "$diff_tick" ] || fail "diff named no divergent tick"
 [ -n "$first_field" ] || fail "diff named no body and field"
 [ "$diff_tick" -le "$server_tick" ] ||
