@@ -37,6 +37,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -317,6 +318,16 @@ int main(int argc, char** argv) {
                  "write this client's replay window here on a desync (lockstep-replay diff)");
   CLI11_PARSE(app, argc, argv);
 
+  if (!replay_dir.empty()) {
+    // Found out now, not at the first desync when the replay is the one thing wanted.
+    std::error_code ec;
+    std::filesystem::create_directories(replay_dir, ec);
+    if (ec || !std::filesystem::is_directory(replay_dir)) {
+      std::fprintf(stderr, "lockstep-bot: cannot use --replay-dir %s: %s\n", replay_dir.c_str(),
+                   ec ? ec.message().c_str() : "not a directory");
+      return 2;
+    }
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 

@@ -1514,13 +1514,14 @@ TEST(NetServerConfig, FlagsAndConfigFileFillTheConfig) {
   {
     std::ofstream file(path);
     file << "tick-rate = 30\nmax-players = 8\nlate-inputs = \"drop\"\nscene = \"pile\"\n"
-            "read-timeout-ms = 1234\n";
+            "read-timeout-ms = 1234\nresync-backoff-ms = 250\nmax-resync-requests-per-minute = 30\n";
   }
   server::ServerConfig config;
   CLI::App app;
   server::add_server_options(app, &config);
-  std::vector<std::string> args = {
-      "--queue-limit-bytes", "4000000", "--config", path, "--scene", "bounce", "--port", "9000"};
+  std::vector<std::string> args = {"--queue-limit-bytes", "4000000", "--config", path,
+                                   "--scene", "bounce", "--port", "9000", "--resync-burst", "3",
+                                   "--resync-max-backoff-ms", "8000"};
   std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
   ASSERT_NO_THROW(app.parse(args));
   EXPECT_EQ(config.tick_rate_hz, 30u);
@@ -1531,6 +1532,10 @@ TEST(NetServerConfig, FlagsAndConfigFileFillTheConfig) {
   EXPECT_EQ(config.port, 9000);
   EXPECT_EQ(config.queue_limit_bytes, 4000000u);
   EXPECT_EQ(config.input_delay_ticks, 2u);  // untouched default
+  EXPECT_EQ(config.resync_burst, 3u);
+  EXPECT_EQ(config.resync_backoff, 250ms);
+  EXPECT_EQ(config.resync_max_backoff, 8000ms);
+  EXPECT_EQ(config.max_resync_requests_per_minute, 30u);
   EXPECT_TRUE(server::server_config_error(config).empty());
   std::remove(path.c_str());
 
@@ -1567,6 +1572,14 @@ TEST(NetServerConfig, StartRefusesBadConfigurations) {
        "buffered inputs per room"},
       {"bind address", [](server::ServerConfig& c) { c.bind_address = "not-an-ip"; },
        "bind address"},
+      {"resync backoff over its cap",
+       [](server::ServerConfig& c) {
+         c.resync_backoff = std::chrono::milliseconds(5000);
+         c.resync_max_backoff = std::chrono::milliseconds(100);
+       },
+       "resync backoff"},
+      {"no resync backoff", [](server::ServerConfig& c) { c.resync_backoff = {}; },
+       "resync backoff"},
   };
   for (const Case& c : cases) {
     server::ServerConfig config = test_config();
