@@ -1513,15 +1513,25 @@ TEST(NetServerConfig, FlagsAndConfigFileFillTheConfig) {
       ::testing::TempDir() + "lockstep_server_test_" + std::to_string(::getpid()) + ".toml";
   {
     std::ofstream file(path);
-    file << "tick-rate = 30\nmax-players = 8\nlate-inputs = \"drop\"\nscene = \"pile\"\n"
-            "read-timeout-ms = 1234\nresync-backoff-ms = 250\nmax-resync-requests-per-minute = 30\n";
+    file
+        << "tick-rate = 30\nmax-players = 8\nlate-inputs = \"drop\"\nscene = \"pile\"\n"
+           "read-timeout-ms = 1234\nresync-backoff-ms = 250\nmax-resync-requests-per-minute = 30\n";
   }
   server::ServerConfig config;
   CLI::App app;
   server::add_server_options(app, &config);
-  std::vector<std::string> args = {"--queue-limit-bytes", "4000000", "--config", path,
-                                   "--scene", "bounce", "--port", "9000", "--resync-burst", "3",
-                                   "--resync-max-backoff-ms", "8000"};
+  std::vector<std::string> args = {"--queue-limit-bytes",
+                                   "4000000",
+                                   "--config",
+                                   path,
+                                   "--scene",
+                                   "bounce",
+                                   "--port",
+                                   "9000",
+                                   "--resync-burst",
+                                   "3",
+                                   "--resync-max-backoff-ms",
+                                   "8000"};
   std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
   ASSERT_NO_THROW(app.parse(args));
   EXPECT_EQ(config.tick_rate_hz, 30u);
