@@ -16,6 +16,12 @@
 // touching an opponent from the centre's side, it pushes straight outwards. The summary line
 // gains `score=` (its own) and `scores=` (every player in its world view).
 //
+// `--replay-dir DIR` keeps the SDK's replay window (what this client simulated: the inputs as
+// applied, its own hashes beside the server's, keyframes) and writes it to DIR on a desync, so
+// `lockstep-replay diff SERVER_FILE CLIENT_FILE` can name where the two runs part. A client whose
+// hashes diverge again soon after every resync gives up after a few (ClientOptions::
+// max_recurring_desyncs) and exits 1 with the diagnosis in the summary line's `error="…"`.
+//
 // `--predict` runs a predicted world ahead of the confirmed one (client_sdk prediction mode,
 // with `--input-delay` and `--max-prediction`); `--latency-ms L --jitter-ms J` holds back what
 // the bot receives and the inputs it sends (L/2 each way, ±J, seeded by --seed) inside the SDK,
@@ -31,6 +37,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -274,6 +281,7 @@ int main(int argc, char** argv) {
   uint32_t latency_ms = 0;
   uint32_t jitter_ms = 0;
   uint32_t sync_test = 0;
+  std::string replay_dir;
   app.add_option("--host", host, "server address")->capture_default_str();
   app.add_option("--port", port, "server port")->capture_default_str();
   app.add_option("--room", room, "room to join")->capture_default_str();
@@ -306,8 +314,20 @@ int main(int argc, char** argv) {
   app.add_option("--sync-test", sync_test,
                  "re-simulate the last K ticks after every confirmed tick (1..64)")
       ->check(CLI::Range(0, 64));
+  app.add_option("--replay-dir", replay_dir,
+                 "write this client's replay window here on a desync (lockstep-replay diff)");
   CLI11_PARSE(app, argc, argv);
 
+  if (!replay_dir.empty()) {
+    // Found out now, not at the first desync when the replay is the one thing wanted.
+    std::error_code ec;
+    std::filesystem::create_directories(replay_dir, ec);
+    if (ec || !std::filesystem::is_directory(replay_dir)) {
+      std::fprintf(stderr, "lockstep-bot: cannot use --replay-dir %s: %s\n", replay_dir.c_str(),
+                   ec ? ec.message().c_str() : "not a directory");
+      return 2;
+    }
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
@@ -324,6 +344,7 @@ int main(int argc, char** argv) {
   options.simulated_jitter = std::chrono::milliseconds(jitter_ms);
   options.simulated_latency_seed = seed;
   options.sync_test = sync_test;
+  options.replay_dir = replay_dir;
   if (!client.connect(host, port, room, name, token, options)) {
     std::fprintf(stderr, "lockstep-bot: %s\n", client.last_error().c_str());
     return 2;
@@ -344,7 +365,8 @@ int main(int argc, char** argv) {
   uint64_t send_failures = 0;
   std::optional<uint64_t> last_sent_tick;
   bool joined = false;
-  bool finished = false;  // we closed on purpose: the disconnect that follows is expected
+  bool finished = false;    // we closed on purpose: the disconnect that follows is expected
+  std::string fatal_error;  // the first fatal error, quoted in the summary line
   Clock::time_point joined_at{};
   const Clock::time_point started = Clock::now();
   const auto join_timeout = std::chrono::seconds(15);
@@ -387,10 +409,15 @@ int main(int argc, char** argv) {
       last_sent_tick = client.send_input(mine);
       if (!last_sent_tick) ++send_failures;
     } else if (const auto* d = std::get_if<client_sdk::DesyncEvent>(&event)) {
+      std::string replay;
+      if (!d->replay_path.empty()) replay = "; replay written to " + d->replay_path;
+      if (!d->replay_error.empty()) replay = "; replay not written: " + d->replay_error;
       log("DESYNC at tick " + std::to_string(d->tick) + ": local hash " +
-          std::to_string(d->local_hash) + ", server hash " + std::to_string(d->server_hash));
+          std::to_string(d->local_hash) + ", server hash " + std::to_string(d->server_hash) +
+          replay);
     } else if (const auto* x = std::get_if<client_sdk::ErrorEvent>(&event)) {
       log(std::string("error") + (x->fatal ? " (fatal)" : "") + ": " + x->message);
+      if (x->fatal && fatal_error.empty()) fatal_error = x->message;
     } else if (const auto* c = std::get_if<client_sdk::DisconnectedEvent>(&event)) {
       if (!finished) {
         ++disconnects;
@@ -456,6 +483,12 @@ int main(int argc, char** argv) {
     std::printf(" sync_test_ticks=%llu sync_test_failures=%llu",
                 static_cast<unsigned long long>(stats.sync_test_ticks),
                 static_cast<unsigned long long>(stats.sync_test_failures));
+  }
+  if (!fatal_error.empty()) {
+    std::string quoted;  // one line, no inner quotes, so the summary stays one parseable line
+    for (char c : fatal_error)
+      quoted.push_back(c == '"' ? '\'' : (c == '\n' ? ' ' : c));
+    std::printf(" error=\"%s\"", quoted.c_str());
   }
   std::printf("\n");
   std::fflush(stdout);

@@ -135,8 +135,16 @@ if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ]; then
   start_background matrix bash scripts/determinism-matrix.sh "${matrix_args[@]}" --build-only
 fi
 
+# The desync drill's deliberately broken bot, for the drill after the ci tests.
+drill_env=(env DRILL_INJECT_DIR="$root/build/ci/desync-drill")
+start_background drill "${drill_env[@]}" DRILL_BUILD_ONLY=1 bash scripts/desync-drill.sh build/ci
+
 begin_stage "test, preset ci (every label)"
-ctest --preset ci -j "$jobs"
+ctest --preset ci -j "$jobs" -LE drill
+end_stage
+begin_stage "desync drill (a broken client to its found cause)"
+finish_background drill
+ctest --preset ci -L drill
 end_stage
 
 # The soak runs beside the sanitizer build (it needs only the ci build's binaries, and its

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -75,6 +76,7 @@ struct TestClient {
   }
 
   void handle(const client_sdk::Event& event) {
+    if (on_event) on_event(event);
     if (const auto* j = std::get_if<client_sdk::JoinedEvent>(&event)) {
       joined = *j;
     } else if (const auto* t = std::get_if<client_sdk::TickAppliedEvent>(&event)) {
@@ -135,6 +137,7 @@ struct TestClient {
 
   std::string name;
   client_sdk::Client client;
+  std::function<void(const client_sdk::Event&)> on_event;  // called first, on the polling thread
   bool send_inputs = false;
   uint64_t seed = sim::kDefaultInputSeed;
   std::optional<sim::InputScript> script;
@@ -468,6 +471,63 @@ TEST(NetClient, InducedDesyncIsDetectedAtItsTickReportedAndHealedByResync) {
   EXPECT_EQ(stats.desync_reports, 1u);
   ASSERT_FALSE(stats.rooms.empty());
   EXPECT_EQ(stats.rooms.front().desync_reports, 1u);
+}
+
+TEST(NetClient, ADesyncAfterEveryResyncEndsWithTheDiagnosisNotAResyncLoop) {
+  TestServer server(room_config());
+  ASSERT_TRUE(server.started());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("lockstep-desync-loop-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  TestClient broken("broken");
+  TestClient witness("witness");
+  client_sdk::ClientOptions options;
+  options.replay_dir = dir.string();
+  ASSERT_TRUE(broken.connect(server.port(), options));
+  ASSERT_TRUE(witness.connect(server.port()));
+  ASSERT_TRUE(pump_until({&broken, &witness}, [&] { return broken.hashes.size() >= 30; }))
+      << describe(broken);
+
+  // A client whose world leaves the server's one tick after the join and after every resync,
+  // as one built with other floating-point code does at its first contact.
+  ASSERT_FALSE(broken.client.owned_bodies().empty());
+  const sim::BodyId body = broken.client.owned_bodies().front();
+  const uint64_t first_tick = broken.client.world()->tick() + 1;
+  broken.client.debug_perturb_next_tick(body, {0.5f, 0, 0});
+  broken.on_event = [&](const client_sdk::Event& event) {
+    const auto* s = std::get_if<client_sdk::SnapshotEvent>(&event);
+    if (s != nullptr && s->resync) broken.client.debug_perturb_next_tick(body, {0.5f, 0, 0});
+  };
+  ASSERT_TRUE(pump_until({&broken, &witness}, [&] { return broken.disconnected.has_value(); }))
+      << describe(broken);
+
+  // The first desync, then three more one tick after each resync, then the diagnosis: no fifth
+  // snapshot pulled from the server.
+  const client_sdk::ClientOptions defaults;
+  ASSERT_EQ(broken.desyncs.size(), defaults.max_recurring_desyncs + 1) << describe(broken);
+  EXPECT_EQ(broken.desyncs.front().tick, first_tick);
+  EXPECT_EQ(broken.client.stats().resyncs, defaults.max_recurring_desyncs);
+  EXPECT_EQ(broken.client.stats().recurring_desyncs, defaults.max_recurring_desyncs);
+  const std::string first_replay = broken.desyncs.front().replay_path;
+  ASSERT_FALSE(first_replay.empty()) << broken.desyncs.front().replay_error;
+  EXPECT_TRUE(std::filesystem::exists(first_replay));
+  ASSERT_FALSE(broken.errors.empty());
+  const client_sdk::ErrorEvent& diagnosis = broken.errors.back();
+  EXPECT_TRUE(diagnosis.fatal);
+  EXPECT_EQ(diagnosis.code, schema::ErrorCode::desync);
+  for (const std::string& part :
+       {std::string("this client's simulation is not deterministic with the server's: hashes "
+                    "diverge again 1 tick after each resync"),
+        "first desync at tick " + std::to_string(first_tick),
+        "replay written to " + first_replay}) {
+    EXPECT_NE(diagnosis.message.find(part), std::string::npos) << diagnosis.message;
+  }
+  EXPECT_EQ(broken.client.state(), client_sdk::ClientState::disconnected);
+  // The others play on.
+  const uint64_t until = witness.last_tick() + 30;
+  ASSERT_TRUE(pump_until({&witness}, [&] { return witness.last_tick() >= until; }));
+  EXPECT_TRUE(witness.desyncs.empty());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(NetClient, ThinClientGetsSnapshotsAtTheGrantedRate) {

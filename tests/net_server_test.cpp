@@ -161,6 +161,10 @@ class RawClient {
 
   bool closed() const { return closed_; }
   bool reset() const { return reset_; }
+  /// Frame bytes read so far (headers included), all and Snapshots only.
+  uint64_t bytes_in() const { return bytes_in_; }
+  uint64_t snapshot_bytes_in() const { return snapshot_bytes_in_; }
+  uint64_t largest_snapshot() const { return largest_snapshot_; }
 
  private:
   /// Waits until `deadline` for bytes and feeds at most `max_bytes` of them to the decoder.
@@ -183,6 +187,12 @@ class RawClient {
           Message message;
           const schema::DecodeResult result = schema::decode_body(body, &message);
           EXPECT_TRUE(result.ok()) << "the server sent an undecodable frame: " << result.detail;
+          bytes_in_ += schema::kFrameHeaderBytes + body.size();
+          if (std::holds_alternative<schema::Snapshot>(message)) {
+            snapshot_bytes_in_ += schema::kFrameHeaderBytes + body.size();
+            largest_snapshot_ =
+                std::max<uint64_t>(largest_snapshot_, schema::kFrameHeaderBytes + body.size());
+          }
           if (result.ok()) pending_.push_back(std::move(message));
         });
     EXPECT_EQ(error, schema::FrameError::none) << decoder_.error_text();
@@ -196,6 +206,7 @@ class RawClient {
   std::deque<Message> pending_;
   bool closed_ = false;
   bool reset_ = false;
+  uint64_t bytes_in_ = 0, snapshot_bytes_in_ = 0, largest_snapshot_ = 0;
 };
 
 // ---- the server in a background thread -----------------------------------------------------
@@ -1594,14 +1605,25 @@ TEST(NetServerConfig, FlagsAndConfigFileFillTheConfig) {
       ::testing::TempDir() + "lockstep_server_test_" + std::to_string(::getpid()) + ".toml";
   {
     std::ofstream file(path);
-    file << "tick-rate = 30\nmax-players = 8\nlate-inputs = \"drop\"\nscene = \"pile\"\n"
-            "read-timeout-ms = 1234\n";
+    file
+        << "tick-rate = 30\nmax-players = 8\nlate-inputs = \"drop\"\nscene = \"pile\"\n"
+           "read-timeout-ms = 1234\nresync-backoff-ms = 250\nmax-resync-requests-per-minute = 30\n";
   }
   server::ServerConfig config;
   CLI::App app;
   server::add_server_options(app, &config);
-  std::vector<std::string> args = {
-      "--queue-limit-bytes", "4000000", "--config", path, "--scene", "bounce", "--port", "9000"};
+  std::vector<std::string> args = {"--queue-limit-bytes",
+                                   "4000000",
+                                   "--config",
+                                   path,
+                                   "--scene",
+                                   "bounce",
+                                   "--port",
+                                   "9000",
+                                   "--resync-burst",
+                                   "3",
+                                   "--resync-max-backoff-ms",
+                                   "8000"};
   std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
   ASSERT_NO_THROW(app.parse(args));
   EXPECT_EQ(config.tick_rate_hz, 30u);
@@ -1612,6 +1634,10 @@ TEST(NetServerConfig, FlagsAndConfigFileFillTheConfig) {
   EXPECT_EQ(config.port, 9000);
   EXPECT_EQ(config.queue_limit_bytes, 4000000u);
   EXPECT_EQ(config.input_delay_ticks, 2u);  // untouched default
+  EXPECT_EQ(config.resync_burst, 3u);
+  EXPECT_EQ(config.resync_backoff, 250ms);
+  EXPECT_EQ(config.resync_max_backoff, 8000ms);
+  EXPECT_EQ(config.max_resync_requests_per_minute, 30u);
   EXPECT_TRUE(server::server_config_error(config).empty());
   std::remove(path.c_str());
 
@@ -1648,6 +1674,14 @@ TEST(NetServerConfig, StartRefusesBadConfigurations) {
        "buffered inputs per room"},
       {"bind address", [](server::ServerConfig& c) { c.bind_address = "not-an-ip"; },
        "bind address"},
+      {"resync backoff over its cap",
+       [](server::ServerConfig& c) {
+         c.resync_backoff = std::chrono::milliseconds(5000);
+         c.resync_max_backoff = std::chrono::milliseconds(100);
+       },
+       "resync backoff"},
+      {"no resync backoff", [](server::ServerConfig& c) { c.resync_backoff = {}; },
+       "resync backoff"},
   };
   for (const Case& c : cases) {
     server::ServerConfig config = test_config();
@@ -1826,6 +1860,108 @@ TEST(NetHostile, BytesPerSecondOverTheBudgetCloseTheConnection) {
   client.send_bytes(pings);
   expect_refused(client, ErrorCode::bad_request, "bytes per second");
   EXPECT_EQ(runner.stats().admission.over_byte_rate, 1u);
+}
+
+// Resync snapshots one client may be sent in `elapsed` under `config`'s budget (ResyncBudget)
+// when it asks all the time: the burst, then one per wait (backoff doubled up to its cap).
+uint64_t resyncs_allowed(const server::ServerConfig& config, Clock::duration elapsed) {
+  uint64_t allowed = config.resync_burst;
+  Clock::duration at{};
+  std::chrono::milliseconds wait = config.resync_backoff;
+  for (;;) {
+    at += wait;
+    if (at > elapsed) return allowed;
+    ++allowed;
+    wait = std::min(wait * 2, config.resync_max_backoff);
+  }
+}
+
+TEST(NetHostile, AResyncStormGetsSnapshotsOnlyAsTheBackoffAllowsAndOthersKeepTicking) {
+  server::ServerConfig config = test_config();
+  config.max_resync_requests_per_minute = 0;  // this test is about the backoff alone
+  config.resync_backoff = 100ms;              // short, so the test sees several steps
+  config.resync_max_backoff = 400ms;
+  config.flush_timeout = 200ms;  // the watchdog, which serves deferred resyncs, wakes every 50 ms
+  ServerRunner runner(config);
+  Player other = join(runner.port(), "alpha", "honest");
+  Player storm = join(runner.port(), "alpha", "storm");
+  const uint64_t join_bytes = storm.client->bytes_in();
+  const uint64_t join_snapshot_bytes = storm.client->snapshot_bytes_in();
+  // ResyncRequests as fast as the frame limit lets them through (80 % of it, so the frame budget
+  // never closes us), reading everything that comes back, until the backoff has had its say.
+  const Clock::time_point start = Clock::now();
+  uint64_t sent = 0, resync_snapshots = 0;
+  while (resync_snapshots < 7 && Clock::now() - start < kReplyTimeout) {
+    const double elapsed_ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    while (static_cast<double>(sent) < 1.0 + 0.8 * elapsed_ms * config.max_frames_per_s / 1000.0) {
+      storm.client->send(schema::ResyncRequest{"storm"});
+      ++sent;
+    }
+    std::optional<Message> message = storm.client->receive(2ms);  // (1 ms rounds down to none)
+    if (!message) continue;
+    if (std::holds_alternative<schema::Snapshot>(*message)) ++resync_snapshots;
+    ASSERT_FALSE(std::holds_alternative<schema::ErrorMessage>(*message))
+        << std::get<schema::ErrorMessage>(*message).reason;
+  }
+  const Clock::duration elapsed = Clock::now() - start;
+  ASSERT_EQ(resync_snapshots, 7u) << "the storm was not answered at all";
+  ASSERT_FALSE(storm.client->closed());
+  // The documented cap: the burst, then one snapshot per wait, whatever the request rate.
+  const uint64_t allowed = resyncs_allowed(config, elapsed);
+  EXPECT_LE(resync_snapshots, allowed);
+  const uint64_t snapshot_bytes = storm.client->snapshot_bytes_in() - join_snapshot_bytes;
+  const uint64_t largest_snapshot = storm.client->largest_snapshot();
+  EXPECT_LE(snapshot_bytes, allowed * largest_snapshot);
+  const double seconds = std::chrono::duration<double>(elapsed).count();
+  const double bytes_out_per_s =
+      static_cast<double>(storm.client->bytes_in() - join_bytes) / seconds;
+  // Without the budget every request was answered at the next tick: a snapshot per tick.
+  const double unlimited_per_s = static_cast<double>(largest_snapshot) * config.tick_rate_hz;
+  std::printf(
+      "resync storm: %llu requests in %.2f s, %llu resync snapshots (cap %llu), server "
+      "bytes out %.0f B/s (a snapshot per tick would be %.0f B/s)\n",
+      static_cast<unsigned long long>(sent), seconds,
+      static_cast<unsigned long long>(resync_snapshots), static_cast<unsigned long long>(allowed),
+      bytes_out_per_s, unlimited_per_s);
+  EXPECT_LT(bytes_out_per_s, unlimited_per_s / 4);
+  // The honest player's room kept ticking all along: every tick, verified, none missing.
+  ASSERT_TRUE(other.pump_until(other.last_tick + 60));
+  EXPECT_FALSE(other.gap);
+  EXPECT_EQ(other.mismatches, 0u);
+  EXPECT_GE(other.last_tick, storm.snapshot.tick + 60);
+}
+
+TEST(NetHostile, ResyncRequestsOverTheBudgetCloseTheConnectionWithTheReason) {
+  server::ServerConfig config = test_config();  // 12 requests a minute, burst 2
+  ServerRunner runner(config);
+  Player other = join(runner.port(), "alpha", "honest");
+  Player storm = join(runner.port(), "alpha", "storm");
+  std::vector<uint8_t> requests;  // as many as the frame budget takes in one go
+  for (uint32_t i = 0; i + 1 < config.max_frames_per_s; ++i) {
+    const std::vector<uint8_t> f = schema::encode_frame(schema::ResyncRequest{"storm"});
+    requests.insert(requests.end(), f.begin(), f.end());
+  }
+  storm.client->send_bytes(requests);
+  std::vector<Message> messages;
+  ASSERT_TRUE(storm.client->read_until_closed(kReplyTimeout, &messages));
+  size_t errors = 0, snapshots = 0;
+  for (const Message& m : messages) {
+    if (const auto* e = std::get_if<schema::ErrorMessage>(&m)) {
+      ++errors;
+      EXPECT_EQ(e->code, ErrorCode::bad_request);
+      EXPECT_TRUE(e->fatal);
+      EXPECT_NE(e->reason.find("over 12 resync requests per minute"), std::string::npos)
+          << e->reason;
+    }
+    if (std::holds_alternative<schema::Snapshot>(m)) ++snapshots;
+  }
+  EXPECT_EQ(errors, 1u);
+  EXPECT_LE(snapshots, config.resync_burst);  // a thousand requests, the burst at most
+  EXPECT_EQ(runner.stats().admission.over_resync_budget, 1u);
+  ASSERT_TRUE(other.pump_until(other.last_tick + 30));
+  EXPECT_FALSE(other.gap);
+  EXPECT_EQ(other.mismatches, 0u);
 }
 
 TEST(NetHostile, ConnectionsPerAddressAreCapped) {

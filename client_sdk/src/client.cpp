@@ -58,6 +58,17 @@ struct Client::Impl {
   replays::ReplayHeader replay_header;
   std::unique_ptr<replays::ReplayWindow> replay_window;
 
+  // Desync loops (options.max_recurring_desyncs): the tick of the last resync snapshot, and the
+  // run of desyncs that each came back soon after the resync before them.
+  std::optional<uint64_t> resynced_at_tick;
+  struct DesyncLoop {
+    uint64_t first_tick = 0;   // the desync that started the run
+    std::string first_replay;  // its replay file ("" when none was written)
+    std::string first_replay_error;
+    uint32_t recurring = 0;  // desyncs since, each within recurring_desync_ticks of a resync
+    uint64_t min_gap_ticks = 0, max_gap_ticks = 0;
+  } desync_loop;
+
   // Prediction (options.prediction): made at the join snapshot, reset at every later one.
   std::unique_ptr<Prediction> prediction;
   // Sync test (options.sync_test): remade at every snapshot.
@@ -72,8 +83,8 @@ struct Client::Impl {
   Clock::time_point last_inbound_due{}, last_outbound_due{};
 
   // Session counters, readable from any thread.
-  std::atomic<uint64_t> ticks_applied{0}, ticks_verified{0}, desyncs{0}, snapshots{0}, resyncs{0},
-      errors{0}, input_frames_sent{0}, inputs_sent{0};
+  std::atomic<uint64_t> ticks_applied{0}, ticks_verified{0}, desyncs{0}, recurring_desyncs{0},
+      snapshots{0}, resyncs{0}, errors{0}, input_frames_sent{0}, inputs_sent{0};
   std::atomic<uint64_t> ticks_predicted{0}, rollbacks{0}, ticks_resimulated{0},
       max_ticks_resimulated{0}, max_rollback_cost_us{0}, prediction_waits{0}, sync_test_ticks{0},
       sync_test_failures{0};
@@ -96,6 +107,12 @@ struct Client::Impl {
   void on_welcome(const schema::Welcome& welcome);
   void on_snapshot(const schema::Snapshot& snapshot);
   void on_tick_frame(const schema::TickFrame& frame);
+  /// Our hash after `tick` differs from the server's: report, write the replay, then resync or,
+  /// in a desync loop, give up with the diagnosis.
+  void on_desync(uint64_t tick, uint64_t local_hash, uint64_t server_hash);
+  /// Counts the desync at `tick` into desync_loop; true when the client should give up.
+  bool note_desync_loop(uint64_t tick, const DesyncEvent& event);
+  std::string desync_loop_diagnosis() const;
   /// A snapshot was restored: prediction and sync test (re)start from it.
   void restart_prediction();
   /// Rolls back if a confirmation disagreed, then predicts up to the next input tick.
@@ -317,7 +334,10 @@ void Client::Impl::on_snapshot(const schema::Snapshot& snapshot) {
   awaiting_snapshot = false;
   replay_keyframe();
   restart_prediction();
-  if (resync_requested) resyncs.fetch_add(1, std::memory_order_relaxed);
+  if (resync_requested) {
+    resyncs.fetch_add(1, std::memory_order_relaxed);
+    resynced_at_tick = snapshot.tick;
+  }
   resync_requested = false;
   snapshots.fetch_add(1, std::memory_order_relaxed);
   deliver(event);
@@ -385,24 +405,7 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
     replay_window->record_step(*world, frame.inputs, frame.state_hash, local_hash, frame.commands);
   }
   if (local_hash != frame.state_hash) {
-    desyncs.fetch_add(1, std::memory_order_relaxed);
-    schema::DesyncReport report;
-    report.tick = frame.tick;
-    report.client_hash = local_hash;
-    report.server_hash = frame.state_hash;
-    send(report);
-    // Until a snapshot arrives every later hash differs too: stop stepping.
-    awaiting_snapshot = true;
-    if (options.auto_resync) start_resync("desync at tick " + std::to_string(frame.tick));
-    DesyncEvent event;
-    event.tick = frame.tick;
-    event.local_hash = local_hash;
-    event.server_hash = frame.state_hash;
-    if (!options.replay_dir.empty()) {
-      event.replay_path = write_desync_replay(frame.tick, &event.replay_error);
-      if (event.replay_path.empty()) last_error = "replay not written: " + event.replay_error;
-    }
-    deliver(event);
+    on_desync(frame.tick, local_hash, frame.state_hash);
     return;
   }
   ticks_verified.fetch_add(1, std::memory_order_relaxed);
@@ -416,6 +419,71 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
   event.input_count = static_cast<uint32_t>(frame.inputs.size());
   event.world_view = world.get();
   deliver(event);
+}
+
+void Client::Impl::on_desync(uint64_t tick, uint64_t local_hash, uint64_t server_hash) {
+  desyncs.fetch_add(1, std::memory_order_relaxed);
+  schema::DesyncReport report;
+  report.tick = tick;
+  report.client_hash = local_hash;
+  report.server_hash = server_hash;
+  send(report);
+  // Until a snapshot arrives every later hash differs too: stop stepping.
+  awaiting_snapshot = true;
+  DesyncEvent event;
+  event.tick = tick;
+  event.local_hash = local_hash;
+  event.server_hash = server_hash;
+  if (!options.replay_dir.empty()) {
+    event.replay_path = write_desync_replay(tick, &event.replay_error);
+    if (event.replay_path.empty()) last_error = "replay not written: " + event.replay_error;
+  }
+  const bool give_up = note_desync_loop(tick, event);
+  if (!give_up && options.auto_resync) start_resync("desync at tick " + std::to_string(tick));
+  deliver(event);
+  if (give_up) fail(ErrorCode::desync, desync_loop_diagnosis(), true);
+}
+
+bool Client::Impl::note_desync_loop(uint64_t tick, const DesyncEvent& event) {
+  DesyncLoop& loop = desync_loop;
+  const bool recurring = resynced_at_tick && tick >= *resynced_at_tick &&
+                         tick - *resynced_at_tick <= options.recurring_desync_ticks;
+  if (!recurring) {
+    // A fresh run: the first desync's replay is the one worth reading (its window holds only
+    // ticks this client stepped from the join or from a healthy stretch).
+    loop = DesyncLoop{};
+    loop.first_tick = tick;
+    loop.first_replay = event.replay_path;
+    loop.first_replay_error = event.replay_error;
+    return false;
+  }
+  const uint64_t gap = tick - *resynced_at_tick;
+  loop.min_gap_ticks = loop.recurring == 0 ? gap : std::min(loop.min_gap_ticks, gap);
+  loop.max_gap_ticks = std::max(loop.max_gap_ticks, gap);
+  ++loop.recurring;
+  recurring_desyncs.fetch_add(1, std::memory_order_relaxed);
+  return options.max_recurring_desyncs > 0 && loop.recurring >= options.max_recurring_desyncs;
+}
+
+std::string Client::Impl::desync_loop_diagnosis() const {
+  const DesyncLoop& loop = desync_loop;
+  const std::string gap =
+      loop.min_gap_ticks == loop.max_gap_ticks
+          ? std::to_string(loop.max_gap_ticks)
+          : std::to_string(loop.min_gap_ticks) + "-" + std::to_string(loop.max_gap_ticks);
+  std::string replay;
+  if (!loop.first_replay.empty()) {
+    replay = "replay written to " + loop.first_replay;
+  } else if (!loop.first_replay_error.empty()) {
+    replay = "no replay: " + loop.first_replay_error;
+  } else {
+    replay = "no replay (set ClientOptions::replay_dir, lockstep-bot --replay-dir)";
+  }
+  return "this client's simulation is not deterministic with the server's: hashes diverge again " +
+         gap + (gap == "1" ? " tick" : " ticks") + " after each resync (" +
+         std::to_string(loop.recurring) + " resyncs in a row); first desync at tick " +
+         std::to_string(loop.first_tick) + ", " + replay +
+         ". Not resyncing again: build the client with the server's compiler and flags";
 }
 
 void Client::Impl::restart_prediction() {
@@ -805,6 +873,7 @@ ClientStats Client::stats() const {
   out.ticks_applied = load(s.ticks_applied);
   out.ticks_verified = load(s.ticks_verified);
   out.desyncs = load(s.desyncs);
+  out.recurring_desyncs = load(s.recurring_desyncs);
   out.snapshots = load(s.snapshots);
   out.resyncs = load(s.resyncs);
   out.errors = load(s.errors);

@@ -71,6 +71,12 @@ std::string server_config_error(const ServerConfig& c) {
   if (c.max_connections < 1) return "max connections must be at least 1";
   if (c.hello_timeout.count() < 1) return "hello timeout must be at least 1 ms";
   if (c.used_token_capacity < 1) return "used-token capacity must be at least 1";
+  if (c.resync_backoff.count() < 1 || c.resync_max_backoff < c.resync_backoff) {
+    return fmt::format(
+        "resync backoff must be at least 1 ms and at most the max resync backoff "
+        "(got {} ms and {} ms)",
+        c.resync_backoff.count(), c.resync_max_backoff.count());
+  }
   if (c.read_timeout.count() < 1 || c.flush_timeout.count() < 1) {
     return "read and flush timeouts must be at least 1 ms";
   }
@@ -242,6 +248,21 @@ void add_admission_options(CLI::App& app, ServerConfig* config) {
       ->capture_default_str();
   app.add_option("--max-bytes-per-s", config->max_bytes_per_s,
                  "Bytes a connection may send per second (0 = no limit)")
+      ->capture_default_str();
+  app.add_option("--resync-burst", config->resync_burst,
+                 "Resyncs a client gets at once before the backoff starts")
+      ->capture_default_str();
+  app.add_option_function<int64_t>(
+         "--resync-backoff-ms", [config](int64_t v) { config->resync_backoff = milliseconds(v); },
+         "Wait between resyncs after the burst, doubled per resync")
+      ->default_str(std::to_string(config->resync_backoff.count()));
+  app.add_option_function<int64_t>(
+         "--resync-max-backoff-ms",
+         [config](int64_t v) { config->resync_max_backoff = milliseconds(v); },
+         "Longest wait between two resyncs of one client")
+      ->default_str(std::to_string(config->resync_max_backoff.count()));
+  app.add_option("--max-resync-requests-per-minute", config->max_resync_requests_per_minute,
+                 "ResyncRequests a connection may send per minute; over it, closed (0 = no limit)")
       ->capture_default_str();
   app.add_option("--max-connections-per-ip", config->max_connections_per_ip,
                  "Open connections per remote address (0 = no limit)")

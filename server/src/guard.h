@@ -43,6 +43,7 @@ class Guard final {
   // Any thread.
   void count_frame_rate() { over_frame_rate_.fetch_add(1, std::memory_order_relaxed); }
   void count_byte_rate() { over_byte_rate_.fetch_add(1, std::memory_order_relaxed); }
+  void count_resync_budget() { over_resync_budget_.fetch_add(1, std::memory_order_relaxed); }
   void count_hello_timeout() { hello_timeouts_.fetch_add(1, std::memory_order_relaxed); }
   /// On the control thread.
   AdmissionStats stats() const {
@@ -50,6 +51,7 @@ class Guard final {
     s.over_frame_rate = over_frame_rate_.load(std::memory_order_relaxed);
     s.over_byte_rate = over_byte_rate_.load(std::memory_order_relaxed);
     s.hello_timeouts = hello_timeouts_.load(std::memory_order_relaxed);
+    s.over_resync_budget = over_resync_budget_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -59,8 +61,9 @@ class Guard final {
   std::unique_ptr<auth::UsedTokens> used_;
   std::map<std::string, uint32_t> connections_;                     // by address
   std::map<std::string, std::deque<Clock::time_point>> creations_;  // last minute's, by address
-  AdmissionStats stats_;                                            // but for the three below
-  std::atomic<uint64_t> over_frame_rate_{0}, over_byte_rate_{0}, hello_timeouts_{0};
+  AdmissionStats stats_;                                            // but for the four below
+  std::atomic<uint64_t> over_frame_rate_{0}, over_byte_rate_{0}, hello_timeouts_{0},
+      over_resync_budget_{0};
 };
 
 /// The address part of "address:port" (IPv6 too: the part before the last ':').

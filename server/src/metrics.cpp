@@ -263,6 +263,8 @@ void expose_admission(Exposition& e, const AdmissionStats& a) {
   e.sample("lockstep_connections_closed_by_limit_total{limit=\"frames_per_s\"}", a.over_frame_rate);
   e.sample("lockstep_connections_closed_by_limit_total{limit=\"bytes_per_s\"}", a.over_byte_rate);
   e.sample("lockstep_connections_closed_by_limit_total{limit=\"hello_timeout\"}", a.hello_timeouts);
+  e.sample("lockstep_connections_closed_by_limit_total{limit=\"resync_requests_per_minute\"}",
+           a.over_resync_budget);
 }
 
 void expose_threads(Exposition& e, const ServerStats& stats, const ExpositionExtras& extras) {

@@ -326,9 +326,13 @@ void Room::run_tick() {
     const bool thin_due = m.snapshot_interval_ticks > 0 && frame.tick >= m.next_snapshot_tick;
     if (!thin_due && !m.resync_pending) return;
     if (thin_due) m.next_snapshot_tick = frame.tick + m.snapshot_interval_ticks;
+    const bool resync = m.resync_pending && !thin_due;
     m.resync_pending = false;
     const std::shared_ptr<Session> session = m.session;
-    if (session->send(snapshot_frame())) ++snapshots_sent_;
+    const schema::SharedFrame snapshot = snapshot_frame();
+    if (resync ? session->send_resync_snapshot(snapshot) : session->send(snapshot)) {
+      ++snapshots_sent_;
+    }
   });
 }
 

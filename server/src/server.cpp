@@ -771,9 +771,10 @@ std::string summary_json(const ServerStats& stats) {
   }
   out += fmt::format(
       "}},\"tokens_accepted\":{},\"refused_per_ip_connections\":{},\"refused_room_rate\":{},"
-      "\"over_frame_rate\":{},\"over_byte_rate\":{},\"hello_timeouts\":{}}}",
+      "\"over_frame_rate\":{},\"over_byte_rate\":{},\"hello_timeouts\":{},"
+      "\"over_resync_budget\":{}}}",
       a.token_refusals[0], a.refused_per_ip_connections, a.refused_room_rate, a.over_frame_rate,
-      a.over_byte_rate, a.hello_timeouts);
+      a.over_byte_rate, a.hello_timeouts, a.over_resync_budget);
   out += fmt::format(
       ",\"file_writes\":{},\"file_writes_failed\":{},\"file_writes_dropped\":{},"
       "\"file_writes_abandoned\":{},\"threads\":{},\"thread_list\":[",

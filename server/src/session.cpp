@@ -22,6 +22,15 @@
 namespace lockstep::server {
 namespace {
 
+ResyncBudgetConfig resync_budget_config(const ServerConfig& c) {
+  ResyncBudgetConfig r;
+  r.burst = c.resync_burst;
+  r.backoff = c.resync_backoff;
+  r.max_backoff = c.resync_max_backoff;
+  r.max_requests_per_minute = c.max_resync_requests_per_minute;
+  return r;
+}
+
 constexpr auto use_nothrow = asio::experimental::as_tuple(asio::use_awaitable);
 
 // Frames gathered into one write: enough to send a burst of ticks in one syscall.
@@ -52,7 +61,8 @@ Session::Session(ServerCore& core, asio::ip::tcp::socket socket, uint64_t id, st
       watchdog_timer_(socket_.get_executor()),
       id_(id),
       remote_(std::move(remote)),
-      decoder_(schema::kMaxClientFrameBytes) {
+      decoder_(schema::kMaxClientFrameBytes),
+      resync_budget_(resync_budget_config(core.config), Clock::now()) {
   opened_ = last_read_ = budget_refilled_ = Clock::now();
   frame_budget_ = static_cast<double>(core.config.max_frames_per_s);
   byte_budget_ = static_cast<double>(core.config.max_bytes_per_s);
@@ -186,7 +196,7 @@ void Session::handle_body(std::span<const uint8_t> body) {
   } else if (const auto* report = std::get_if<schema::DesyncReport>(&message)) {
     room_->on_desync_report(*this, *report);
   } else if (std::holds_alternative<schema::ResyncRequest>(message)) {
-    room_->on_resync_request(*this);
+    on_resync_request();
   } else if (const auto* bye = std::get_if<schema::Disconnect>(&message)) {
     begin_close(nullptr, false, "left: " + sanitize_name(bye->reason));
   } else if (std::holds_alternative<schema::Hello>(message)) {
@@ -195,6 +205,32 @@ void Session::handle_body(std::span<const uint8_t> body) {
     protocol_error(schema::ErrorCode::unknown_message,
                    fmt::format("{} is not a client message", schema::message_name(message)));
   }
+}
+
+void Session::on_resync_request() {
+  const ResyncBudget::Decision decision = resync_budget_.request(Clock::now());
+  switch (decision.verdict) {
+    case ResyncVerdict::serve:
+      room_->on_resync_request(*this);
+      break;
+    case ResyncVerdict::defer:  // the watchdog serves it when due
+    case ResyncVerdict::fold:
+      break;
+    case ResyncVerdict::over_budget:
+      core_.guard.count_resync_budget();
+      protocol_error(
+          schema::ErrorCode::bad_request,
+          fmt::format("over {} resync requests per minute ({} asked, {} snapshots sent): a client "
+                      "whose hashes keep diverging cannot be healed by snapshots",
+                      core_.config.max_resync_requests_per_minute, resync_budget_.requests(),
+                      resync_budget_.sent()));
+      break;
+  }
+}
+
+bool Session::send_resync_snapshot(const schema::SharedFrame& frame) {
+  if (state_ != State::joined || !spend_bytes(frame->size())) return false;
+  return send(frame);
 }
 
 void Session::on_hello(const schema::Hello& hello) {
@@ -285,6 +321,7 @@ void Session::hand_over(std::span<const uint8_t> unread) {
   next->frame_budget_ = frame_budget_;
   next->byte_budget_ = byte_budget_;
   next->budget_refilled_ = budget_refilled_;
+  next->resync_budget_ = resync_budget_;
   next->bytes_in_ = bytes_in_;
   next->frames_in_ = frames_in_;
   next->player_name_ = player_name_;
@@ -529,6 +566,9 @@ asio::awaitable<void> Session::watchdog() {
     if (state_ == State::closing) {
       if (now >= close_deadline_) close_now(end_reason_);
       continue;
+    }
+    if (state_ == State::joined && room_ != nullptr && resync_budget_.take_due(now)) {
+      room_->on_resync_request(*this);  // a request the backoff held back
     }
     if (state_ == State::handshake && now - opened_ > core_.config.hello_timeout) {
       core_.guard.count_hello_timeout();

@@ -33,6 +33,7 @@
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/server.h"
+#include "resync_budget.h"
 
 namespace lockstep::server {
 
@@ -59,6 +60,9 @@ class Session final : public std::enable_shared_from_this<Session> {
   /// Queues a frame; false when the session is closing or the frame would overflow the queue
   /// (the session is then closed with slow_consumer).
   bool send(const schema::SharedFrame& frame);
+  /// Queues the snapshot that answers this client's ResyncRequest: its bytes are taken from the
+  /// client's byte budget first (max_bytes_per_s), so asking costs what the answer weighs.
+  bool send_resync_snapshot(const schema::SharedFrame& frame);
   /// Sends a non-fatal Error frame (input-level problems); counted, logged once per kind.
   void input_error(schema::ErrorCode code, const std::string& detail);
   /// Sends a fatal Error frame and closes once it is flushed; counted, logged once per kind.
@@ -114,6 +118,8 @@ class Session final : public std::enable_shared_from_this<Session> {
   bool consume(std::span<const uint8_t> bytes);
   void handle_body(std::span<const uint8_t> body);
   void on_hello(const schema::Hello& hello);
+  /// A ResyncRequest: served, deferred or folded by the resync budget, or the connection closed.
+  void on_resync_request();
   /// Moves the connection to pending_join_'s room thread with `unread` (bytes read after the
   /// Hello); on the control thread.
   void hand_over(std::span<const uint8_t> unread);
@@ -178,6 +184,7 @@ class Session final : public std::enable_shared_from_this<Session> {
   // Rate budgets (max_frames_per_s, max_bytes_per_s): refilled continuously, one second deep.
   double frame_budget_ = 0, byte_budget_ = 0;
   Clock::time_point budget_refilled_{};
+  ResyncBudget resync_budget_;
   /// Takes n bytes (and a frame per completed body, by the caller) from the budgets; false
   /// (and the session closing) when one runs out.
   bool spend_bytes(uint64_t n);

@@ -35,3 +35,11 @@ usage_refused "--image needs a name" --image ""
 bash scripts/docker-check.sh --help | grep -q -- '--debootstrap-base' ||
   { echo "FAIL: docker-check.sh --help does not list its options"; exit 1; }
 echo "docker-check.sh: bad command lines refused with exit 2"
+# scripts/desync-drill.sh refuses a missing or wrong build tree with exit 2 before building.
+for args in "" "/nonexistent" "scripts"; do
+  rc=0
+  # shellcheck disable=SC2086  # "" must become no argument at all
+  bash scripts/desync-drill.sh $args >/dev/null 2>&1 || rc=$?
+  [ "$rc" = 2 ] || { echo "FAIL: desync-drill.sh $args: exit $rc, want 2"; exit 1; }
+done
+echo "desync-drill.sh: bad build trees refused with exit 2"

@@ -20,10 +20,13 @@
 // commands (players' spawns and destroys, game rules' scores) and inputs, steps and compares the
 // state hash with the server's. A mismatch
 // raises a DesyncEvent, sends a DesyncReport and (with auto_resync) a ResyncRequest, and the next
-// Snapshot is restored. With ClientOptions::replay_dir the client also records a replay window and
-// writes it (with its own hashes beside the server's, and its own state at the bad tick) on a
-// desync. Thin mode: no stepping; the server streams Snapshots at the granted rate and each one is
-// restored into a local world only to give the handler a view of it.
+// Snapshot is restored. A desync that comes back soon after each resync is a client that cannot
+// follow the server at all (another compiler's floating point, say): after
+// max_recurring_desyncs of them the client gives up with a diagnosis instead of resyncing. With
+// ClientOptions::replay_dir the client also records a replay window and writes it (with its own
+// hashes beside the server's, and its own state at the bad tick) on a desync. Thin mode: no
+// stepping; the server streams Snapshots at the granted rate and each one is restored into a local
+// world only to give the handler a view of it.
 //
 // Predicted mode (ClientOptions::prediction, on top of lockstep): a second world runs ahead of
 // the verified one with our inputs at once and the others' guessed, and is rolled back and
@@ -93,6 +96,14 @@ struct ClientOptions {
   uint32_t replay_window_seconds = 10;
   /// A keyframe (world snapshot) every N ticks in the replay window.
   uint32_t replay_keyframe_interval_ticks = 120;
+  /// Lockstep mode: a desync within this many ticks of the resync snapshot that healed the one
+  /// before it is a recurring one (600 = 10 s at 60 Hz).
+  uint32_t recurring_desync_ticks = 600;
+  /// After this many recurring desyncs in a row the client stops resyncing: its simulation does
+  /// not agree with the server's and another snapshot will not change that. It closes with a
+  /// fatal ErrorEvent (code desync) naming the first desync's tick and replay file, instead of
+  /// pulling a full snapshot every few ticks. 0 = resync for ever.
+  uint32_t max_recurring_desyncs = 3;
 
   /// Lockstep mode only: also run a predicted world ahead of the confirmed one (prediction.h).
   /// The confirmed world (world(), confirmed_world()) still steps only TickFrames and is checked
@@ -205,9 +216,10 @@ struct ClientStats {
   uint64_t ticks_applied = 0;   // TickFrames stepped locally (lockstep) or received (thin)
   uint64_t ticks_verified = 0;  // stepped and equal to the server's hash
   uint64_t desyncs = 0;
-  uint64_t snapshots = 0;  // restored (join, resyncs, thin stream)
-  uint64_t resyncs = 0;    // snapshots that answered a ResyncRequest
-  uint64_t errors = 0;     // Error frames received plus local failures
+  uint64_t recurring_desyncs = 0;  // desyncs soon after a resync (ClientOptions)
+  uint64_t snapshots = 0;          // restored (join, resyncs, thin stream)
+  uint64_t resyncs = 0;            // snapshots that answered a ResyncRequest
+  uint64_t errors = 0;             // Error frames received plus local failures
   uint64_t input_frames_sent = 0;
   uint64_t inputs_sent = 0;
   uint64_t bytes_in = 0;  // wire bytes, frame headers included

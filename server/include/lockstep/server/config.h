@@ -124,6 +124,16 @@ struct ServerConfig {
   /// frames and bytes a client may send; over either → Error and close. 0 = no limit.
   uint32_t max_frames_per_s = 1'000;
   uint64_t max_bytes_per_s = 1'048'576;
+  /// Resyncs (a full snapshot for a ResyncRequest) per connection (server/src/resync_budget.h):
+  /// the first resync_burst at the next tick, then each resync_backoff after the one before,
+  /// doubled per resync up to resync_max_backoff (requests in between wait and are folded into
+  /// one); a minute without a resync starts over. Their snapshots count against
+  /// max_bytes_per_s. More than max_resync_requests_per_minute requests (a budget refilled
+  /// continuously, one minute deep) → Error and close. 0 = no limit on requests.
+  uint32_t resync_burst = 2;
+  std::chrono::milliseconds resync_backoff{1'000};
+  std::chrono::milliseconds resync_max_backoff{16'000};
+  uint32_t max_resync_requests_per_minute = 12;
   /// Open connections per remote address at most (0 = no limit); more are closed at accept.
   uint32_t max_connections_per_ip = 256;
   /// Rooms a remote address may create per minute at most (0 = no limit).

@@ -103,6 +103,7 @@ struct AdmissionStats {
   uint64_t refused_room_rate = 0;           // over max_rooms_per_ip_per_minute
   uint64_t over_frame_rate = 0;             // closed: over max_frames_per_s
   uint64_t over_byte_rate = 0;              // closed: over max_bytes_per_s
+  uint64_t over_resync_budget = 0;          // closed: over max_resync_requests_per_minute
   uint64_t hello_timeouts = 0;              // closed: no Hello within hello_timeout
 };
 
