@@ -253,12 +253,12 @@ void add_admission_options(CLI::App& app, ServerConfig* config) {
                  "Resyncs a client gets at once before the backoff starts")
       ->capture_default_str();
   app.add_option_function<int64_t>(
-         "--resync-backoff-ms", [config](int64_t v) { config->resync_backoff = milliseconds(v); },
+         "--resync-backoff-ms", [config](int64_t v) { config->resync_backoff = std::chrono::milliseconds(v); },
          "Wait between resyncs after the burst, doubled per resync")
       ->default_str(std::to_string(config->resync_backoff.count()));
   app.add_option_function<int64_t>(
          "--resync-max-backoff-ms",
-         [config](int64_t v) { config->resync_max_backoff = milliseconds(v); },
+         [config](int64_t v) { config->resync_max_backoff = std::chrono::milliseconds(v); },
          "Longest wait between two resyncs of one client")
       ->default_str(std::to_string(config->resync_max_backoff.count()));
   app.add_option("--max-resync-requests-per-minute", config->max_resync_requests_per_minute,
