@@ -283,6 +283,13 @@ bool parse_scene_line(LineReader& reader, Scene* scene) {
   return reader.finish("a scene line", {});
 }
 
+// Whether a line carries the field: it has a key, describes the shape type being read or written
+// (when there is one), and is no spawn argument unless those are wanted.
+bool on_the_line(const Field& field, const ShapeType* shape, bool spawn_arguments) {
+  return !field.key.empty() && (shape == nullptr || (field.shapes & shape_bit(*shape)) != 0) &&
+         (spawn_arguments || (field.flags & field_spawn_argument) == 0);
+}
+
 // One field's key: floats and vectors as numbers, u32 in decimal (bit sets also in hex), bools as
 // 0/1/true/false, enums by name.
 template <class T>
@@ -323,10 +330,7 @@ bool get_fields(LineReader& reader, T* object, const ShapeType* shape, bool spaw
     } else if constexpr (std::is_array_v<M>) {
       // Template names and the templates have lines of their own.
     } else {
-      if (field.key.empty() || (shape != nullptr && (field.shapes & shape_bit(*shape)) == 0) ||
-          (!spawn_arguments && (field.flags & field_spawn_argument) != 0)) {
-        return;
-      }
+      if (!on_the_line(field, shape, spawn_arguments)) return;
       if ((field.flags & field_text_required) != 0) {
         const std::string why =
             field.shapes == kEveryShape || shape == nullptr
@@ -720,10 +724,7 @@ void append_fields(std::string* out, const T& object, const T& defaults, const S
     } else if constexpr (std::is_array_v<M>) {
       // Template names and the templates have lines of their own.
     } else {
-      if (field.key.empty() || (shape != nullptr && (field.shapes & shape_bit(*shape)) == 0) ||
-          (!spawn_arguments && (field.flags & field_spawn_argument) != 0)) {
-        return;
-      }
+      if (!on_the_line(field, shape, spawn_arguments)) return;
       if ((field.flags & field_text_if_changed) != 0 &&
           std::memcmp(&value, &(defaults.*member), sizeof(M)) == 0) {
         return;

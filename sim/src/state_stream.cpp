@@ -66,9 +66,6 @@ constexpr size_t kSnapshotTrailerBytes = 8;  // checksum
 // 2: relax; 3: soft step, sleeping; 4: reuse; 5: input velocity limits, commands, templates.
 constexpr uint32_t kDefEncodingVersion = 5;
 
-template <class>
-inline constexpr bool kNotEncodable = false;
-
 // Bytes of a field of type T in the encodings: enums are u8, floats and u32 four bytes each.
 // Bools take no bytes of their own (they are bits of a flags byte).
 template <class T>
@@ -80,11 +77,9 @@ constexpr size_t encoded_bytes() {
     return 1;
   } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, uint32_t>) {
     return 4;
-  } else if constexpr (std::is_same_v<T, Vec3>) {
-    return 12;
   } else {
-    static_assert(kNotEncodable<T>, "a field type the state encoding does not know");
-    return 0;
+    static_assert(std::is_same_v<T, Vec3>, "a field type the state encoding does not know");
+    return 12;
   }
 }
 
