@@ -11,11 +11,13 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "field_lists.h"
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
@@ -642,6 +644,72 @@ TEST(SchemaProtocolDoc, ServerDefaultsAreTheConfigs) {
             defaults.max_frames_per_s);
   EXPECT_EQ(stated_once(messages, R"(`--max-bytes-per-s`, (\d+) MiB/s)") << 20,
             defaults.max_bytes_per_s);
+}
+
+// world.fbs's names for the fields of a sim list: a vector's components get _x, _y, _z, a
+// template's shape is flattened into it (its type as shape_type, its half extents as half_*),
+// and template_count is the templates vector's length.
+template <class T>
+void add_wire_names(std::set<std::string>* out) {
+  sim::Fields<T>::visit([out](const sim::Field& field, auto member) {
+    using M = sim::field_type_t<decltype(member)>;
+    std::string name(field.name);
+    if constexpr (std::is_same_v<T, sim::ShapeDef>) {
+      if (name == "type") name = "shape_type";
+      if (name == "half_extents") name = "half";
+    }
+    if constexpr (sim::kHasFields<M>) {
+      add_wire_names<M>(out);
+    } else if constexpr (std::is_same_v<M, sim::Vec3>) {
+      for (const char* axis : {"_x", "_y", "_z"})
+        out->insert(name + axis);
+    } else if (name != "template_count") {
+      out->insert(name);
+    }
+  });
+}
+
+// A table's fields in world.fbs but the deprecated ones.
+std::set<std::string> live_fields(const std::string& fbs, const std::string& table) {
+  std::set<std::string> names;
+  const auto tables = schema_tables(fbs);
+  for (const std::string& name : tables.at(table)) {
+    const size_t at = fbs.find(" " + name + ":");
+    const size_t end = fbs.find(';', at);
+    if (fbs.substr(at, end - at).find("(deprecated)") == std::string::npos) names.insert(name);
+  }
+  return names;
+}
+
+// FlatBuffers generates the codec's accessors field by field, so the codec cannot walk the sim's
+// lists: these two tests hold it and world.fbs to them instead.
+TEST(SchemaWorld, WorldFbsHasTheFieldsOfTheSimsLists) {
+  const std::string fbs = read_text(LOCKSTEP_WORLD_FBS);
+  std::set<std::string> world, body_template;
+  add_wire_names<sim::WorldDef>(&world);
+  add_wire_names<sim::BodyTemplate>(&body_template);
+  EXPECT_EQ(live_fields(fbs, "WorldDef"), world);
+  EXPECT_EQ(live_fields(fbs, "BodyTemplate"), body_template);
+}
+
+TEST(SchemaWorld, EveryWorldDefFieldRoundTripsThroughTheCodec) {
+  Welcome welcome;
+  sim::WorldDef def = sim::default_world_def();
+  sim::testing::change_every_leaf(def);  // templates[0] too, and template_count 0 -> 1
+  def.templates[1] = def.templates[0];
+  def.templates[1].name[0] = 'b';
+  def.template_count = 2;
+  ASSERT_EQ(sim::validate_world_def(def), sim::Error::none);
+  welcome.world_def = def;
+  welcome.world_def_fingerprint = sim::world_def_fingerprint(def);
+  const std::vector<uint8_t> frame = encode_frame(welcome);
+  Message decoded;
+  const DecodeResult r =
+      decode_body(std::span<const uint8_t>(frame).subspan(kFrameHeaderBytes), &decoded);
+  ASSERT_TRUE(r.ok()) << r.detail;
+  const Welcome& back = std::get<Welcome>(decoded);
+  ASSERT_TRUE(back.world_def.has_value());
+  EXPECT_EQ(sim::testing::first_difference(*back.world_def, def), "");
 }
 
 }  // namespace

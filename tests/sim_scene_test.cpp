@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collide.h"
+#include "field_lists.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
@@ -26,52 +27,10 @@ bool same_bits(Quat a, Quat b) {
   return same_bits(a.x, b.x) && same_bits(a.y, b.y) && same_bits(a.z, b.z) && same_bits(a.w, b.w);
 }
 
-bool same_shape(const ShapeDef& a, const ShapeDef& b) {
-  return a.type == b.type && same_bits(a.radius, b.radius) &&
-         same_bits(a.half_extents, b.half_extents) && same_bits(a.half_height, b.half_height) &&
-         same_bits(a.plane_normal, b.plane_normal) && same_bits(a.plane_offset, b.plane_offset) &&
-         same_bits(a.density, b.density) && same_bits(a.friction, b.friction) &&
-         same_bits(a.restitution, b.restitution) && a.category == b.category && a.mask == b.mask &&
-         a.sensor == b.sensor;
-}
-
-bool same_body(const BodyDef& a, const BodyDef& b) {
-  return a.type == b.type && same_bits(a.position, b.position) &&
-         same_bits(a.orientation, b.orientation) &&
-         same_bits(a.linear_velocity, b.linear_velocity) &&
-         same_bits(a.angular_velocity, b.angular_velocity) &&
-         same_bits(a.linear_damping, b.linear_damping) &&
-         same_bits(a.angular_damping, b.angular_damping) && same_shape(a.shape, b.shape) &&
-         a.owner_player == b.owner_player && a.allow_sleep == b.allow_sleep;
-}
-
-bool same_world_def(const WorldDef& a, const WorldDef& b) {
-  return same_bits(a.dt_s, b.dt_s) && same_bits(a.gravity, b.gravity) &&
-         a.velocity_iterations == b.velocity_iterations &&
-         a.relax_iterations == b.relax_iterations && a.substeps == b.substeps &&
-         same_bits(a.contact_hertz, b.contact_hertz) &&
-         same_bits(a.contact_damping_ratio, b.contact_damping_ratio) &&
-         same_bits(a.max_speculative_margin_m, b.max_speculative_margin_m) &&
-         same_bits(a.contact_reuse_distance_m, b.contact_reuse_distance_m) &&
-         same_bits(a.contact_reuse_angle_rad, b.contact_reuse_angle_rad) &&
-         same_bits(a.linear_slop_m, b.linear_slop_m) &&
-         same_bits(a.max_bias_velocity, b.max_bias_velocity) &&
-         same_bits(a.restitution_threshold, b.restitution_threshold) &&
-         same_bits(a.contact_margin_m, b.contact_margin_m) &&
-         same_bits(a.max_angular_speed, b.max_angular_speed) &&
-         same_bits(a.max_linear_speed, b.max_linear_speed) &&
-         same_bits(a.max_input_linear_impulse, b.max_input_linear_impulse) &&
-         same_bits(a.max_input_angular_impulse, b.max_input_angular_impulse) &&
-         same_bits(a.max_input_linear_velocity, b.max_input_linear_velocity) &&
-         same_bits(a.max_input_angular_velocity, b.max_input_angular_velocity) &&
-         a.max_bodies == b.max_bodies && a.max_contact_pairs == b.max_contact_pairs &&
-         a.max_contact_points == b.max_contact_points &&
-         a.max_candidate_pairs == b.max_candidate_pairs && a.max_events == b.max_events &&
-         a.max_inputs_per_tick == b.max_inputs_per_tick &&
-         a.measure_stage_times == b.measure_stage_times && a.enable_sleep == b.enable_sleep &&
-         same_bits(a.sleep_speed_threshold_mps, b.sleep_speed_threshold_mps) &&
-         same_bits(a.time_to_sleep_s, b.time_to_sleep_s) &&
-         a.relax_iterations == b.relax_iterations;
+// Bit-for-bit equality of two definitions, every field of their lists (fields.h) compared.
+template <class T>
+bool same_def(const T& a, const T& b) {
+  return testing::first_difference(a, b).empty();
 }
 
 Scene builtin(std::string_view name) {
@@ -267,7 +226,7 @@ TEST(BuiltinScenes, BuildingIsRepeatableBitForBit) {
     Scene a = builtin(name), b = builtin(name);
     ASSERT_EQ(a.bodies.size(), b.bodies.size());
     for (size_t i = 0; i < a.bodies.size(); ++i)
-      ASSERT_TRUE(same_body(a.bodies[i], b.bodies[i]));
+      ASSERT_TRUE(same_def(a.bodies[i], b.bodies[i]));
   }
 }
 
@@ -480,10 +439,10 @@ TEST(SceneText, RoundTripIsExactForEveryBuiltinScene) {
     std::string error;
     ASSERT_TRUE(parse_scene_text(text, &back, &error)) << name << ": " << error;
     EXPECT_EQ(back.name, scene.name);
-    EXPECT_TRUE(same_world_def(back.def, scene.def)) << name;
+    EXPECT_TRUE(same_def(back.def, scene.def)) << name;
     ASSERT_EQ(back.bodies.size(), scene.bodies.size()) << name;
     for (size_t i = 0; i < scene.bodies.size(); ++i) {
-      ASSERT_TRUE(same_body(back.bodies[i], scene.bodies[i])) << name << " body " << i;
+      ASSERT_TRUE(same_def(back.bodies[i], scene.bodies[i])) << name << " body " << i;
     }
     EXPECT_EQ(format_scene_text(back), text) << name;
   }
@@ -511,7 +470,7 @@ TEST(SceneText, RoundTripKeepsAwkwardFloats) {
   std::string error;
   ASSERT_TRUE(parse_scene_text(format_scene_text(scene), &back, &error)) << error;
   ASSERT_EQ(back.bodies.size(), 1u);
-  EXPECT_TRUE(same_body(back.bodies[0], body));
+  EXPECT_TRUE(same_def(back.bodies[0], body));
   EXPECT_TRUE(std::signbit(back.bodies[0].position.y));
 }
 
@@ -561,7 +520,7 @@ TEST(SceneText, ParsesTheDocumentedExample) {
   Scene empty;
   ASSERT_TRUE(parse_scene_text("# nothing\n\n   \n", &empty, &error)) << error;
   EXPECT_TRUE(empty.bodies.empty());
-  EXPECT_TRUE(same_world_def(empty.def, default_world_def()));
+  EXPECT_TRUE(same_def(empty.def, default_world_def()));
 }
 
 struct BadCase {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "lockstep/sim/fields.h"
 #include "lockstep/sim/world.h"
 
 namespace lockstep::schema {
@@ -116,9 +117,8 @@ bool decode_world_def(const wire::WorldDef& w, sim::WorldDef* out, std::string* 
     for (const wire::BodyTemplate* t : *templates) {
       sim::BodyTemplate& o = d.templates[d.template_count];
       const std::string_view name = t->name() ? t->name()->string_view() : std::string_view();
-      if (!sim::set_template_name(&o, name) ||
-          t->type() > static_cast<uint8_t>(sim::BodyType::dynamic) ||
-          t->shape_type() > static_cast<uint8_t>(sim::ShapeType::plane)) {
+      if (!sim::set_template_name(&o, name) || !sim::valid_enum_value<sim::BodyType>(t->type()) ||
+          !sim::valid_enum_value<sim::ShapeType>(t->shape_type())) {
         *error = "WorldDef template " + std::to_string(d.template_count) +
                  " has a bad name, body type or shape type";
         return false;

@@ -8,13 +8,15 @@
 // "C" locale); they are written back with the fewest of 6..9 significant digits that read back
 // to the same bits, so format -> parse is exact.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
+#include <type_traits>
 #include <vector>
 
+#include "lockstep/sim/fields.h"
 #include "lockstep/sim/scene.h"
 #include "shape.h"
 #include "world_data.h"
@@ -217,18 +219,17 @@ class LineReader {
   }
 
   /// One of `names` (index written to *out); an error lists the accepted names.
-  template <size_t N>
-  bool get_enum(std::string_view key, const std::string_view (&names)[N], size_t* out) {
+  bool get_enum(std::string_view key, std::span<const std::string_view> names, size_t* out) {
     Token* token = find(key);
     if (token == nullptr) return true;
-    for (size_t i = 0; i < N; ++i) {
+    for (size_t i = 0; i < names.size(); ++i) {
       if (token->value == names[i]) {
         *out = i;
         return true;
       }
     }
     std::string expected;
-    for (size_t i = 0; i < N; ++i) {
+    for (size_t i = 0; i < names.size(); ++i) {
       if (i != 0) expected += ", ";
       expected.append(names[i]);
     }
@@ -258,20 +259,6 @@ class LineReader {
   std::string& error_;
 };
 
-constexpr std::string_view kBodyTypes[] = {"static", "kinematic", "dynamic"};
-constexpr std::string_view kShapeTypes[] = {"sphere", "box", "capsule", "plane"};
-constexpr BodyType kBodyTypeValues[] = {BodyType::static_body, BodyType::kinematic,
-                                        BodyType::dynamic};
-constexpr ShapeType kShapeTypeValues[] = {ShapeType::sphere, ShapeType::box, ShapeType::capsule,
-                                          ShapeType::plane};
-
-// Every body key, so that a shape-specific key on the wrong shape gets a precise message.
-constexpr std::array<std::string_view, 23> kBodyKeys = {
-    "type",     "shape",       "radius",   "half",   "half_height",    "normal",          "offset",
-    "pos",      "rot",         "vel",      "angvel", "linear_damping", "angular_damping", "density",
-    "friction", "restitution", "category", "mask",   "owner",          "allow_sleep",     "bullet",
-    "sensor",   "name"};
-
 // Names of scene bodies and rules: 1..kMaxTemplateNameBytes of [A-Za-z0-9_.-], like templates.
 bool valid_scene_label(std::string_view name) {
   if (name.empty() || name.size() > kMaxTemplateNameBytes) return false;
@@ -296,97 +283,98 @@ bool parse_scene_line(LineReader& reader, Scene* scene) {
   return reader.finish("a scene line", {});
 }
 
+// Whether a line carries the field: it has a key, describes the shape type being read or written
+// (when there is one), and is no spawn argument unless those are wanted.
+bool on_the_line(const Field& field, const ShapeType* shape, bool spawn_arguments) {
+  return !field.key.empty() && (shape == nullptr || (field.shapes & shape_bit(*shape)) != 0) &&
+         (spawn_arguments || (field.flags & field_spawn_argument) == 0);
+}
+
+// One field's key: floats and vectors as numbers, u32 in decimal (bit sets also in hex), bools as
+// 0/1/true/false, enums by name.
+template <class T>
+bool get_field(LineReader& reader, const Field& field, T* value) {
+  if constexpr (std::is_same_v<T, float>) {
+    return reader.get_float(field.key, value);
+  } else if constexpr (std::is_same_v<T, Vec3>) {
+    return reader.get_vec3(field.key, value);
+  } else if constexpr (std::is_same_v<T, Quat>) {
+    return reader.get_quat(field.key, value);
+  } else if constexpr (std::is_same_v<T, uint32_t>) {
+    return (field.flags & field_text_hex) != 0 ? reader.get_bits(field.key, value)
+                                               : reader.get_u32(field.key, value);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return reader.get_bool(field.key, value);
+  } else {
+    static_assert(std::is_enum_v<T>, "a field type the scene text does not know");
+    size_t index = static_cast<size_t>(*value);
+    if (!reader.get_enum(field.key, enum_names(*value), &index)) return false;
+    *value = static_cast<T>(index);
+    return true;
+  }
+}
+
+// Reads the key of every field of *object's list that the line may carry, a nested definition in
+// place: fields of another shape type than the one being read are left to finish() (which names
+// them as not applying), spawn arguments too when `spawn_arguments` is false.
+template <class T>
+bool get_fields(LineReader& reader, T* object, const ShapeType* shape, bool spawn_arguments) {
+  if constexpr (std::is_same_v<T, ShapeDef>) shape = &object->type;
+  bool ok = true;
+  Fields<T>::visit([&](const Field& field, auto member) {
+    auto& value = object->*member;
+    using M = std::remove_cvref_t<decltype(value)>;
+    if (!ok) return;
+    if constexpr (kHasFields<M>) {
+      ok = get_fields(reader, &value, shape, spawn_arguments);
+    } else if constexpr (std::is_array_v<M>) {
+      // Template names and the templates have lines of their own.
+    } else {
+      if (!on_the_line(field, shape, spawn_arguments)) return;
+      if ((field.flags & field_text_required) != 0) {
+        const std::string why =
+            field.shapes == kEveryShape || shape == nullptr
+                ? std::string()
+                : "shape " + std::string(enum_names(*shape)[static_cast<size_t>(*shape)]) +
+                      " needs it";
+        ok = reader.require(field.key, why.empty() ? nullptr : why.c_str());
+        if (!ok) return;
+      }
+      ok = get_field(reader, field, &value);
+    }
+  });
+  return ok;
+}
+
 bool parse_world_line(LineReader& reader, WorldDef* def) {
-  bool ok = reader.get_float("dt", &def->dt_s) && reader.get_vec3("gravity", &def->gravity) &&
-            reader.get_u32("iterations", &def->velocity_iterations) &&
-            reader.get_u32("relax_iterations", &def->relax_iterations) &&
-            reader.get_u32("substeps", &def->substeps) &&
-            reader.get_float("contact_hertz", &def->contact_hertz) &&
-            reader.get_float("contact_damping_ratio", &def->contact_damping_ratio) &&
-            reader.get_float("linear_slop", &def->linear_slop_m) &&
-            reader.get_float("max_bias_velocity", &def->max_bias_velocity) &&
-            reader.get_float("restitution_threshold", &def->restitution_threshold) &&
-            reader.get_float("contact_margin", &def->contact_margin_m) &&
-            reader.get_float("max_speculative_margin", &def->max_speculative_margin_m) &&
-            reader.get_float("contact_reuse_distance", &def->contact_reuse_distance_m) &&
-            reader.get_float("contact_reuse_angle", &def->contact_reuse_angle_rad) &&
-            reader.get_float("max_angular_speed", &def->max_angular_speed) &&
-            reader.get_float("max_linear_speed", &def->max_linear_speed) &&
-            reader.get_float("max_input_linear_impulse", &def->max_input_linear_impulse) &&
-            reader.get_float("max_input_angular_impulse", &def->max_input_angular_impulse) &&
-            reader.get_float("max_input_linear_velocity", &def->max_input_linear_velocity) &&
-            reader.get_float("max_input_angular_velocity", &def->max_input_angular_velocity) &&
-            reader.get_u32("max_bodies", &def->max_bodies) &&
-            reader.get_u32("max_contact_pairs", &def->max_contact_pairs) &&
-            reader.get_u32("max_contact_points", &def->max_contact_points) &&
-            reader.get_u32("max_candidate_pairs", &def->max_candidate_pairs) &&
-            reader.get_u32("max_events", &def->max_events) &&
-            reader.get_u32("max_inputs_per_tick", &def->max_inputs_per_tick) &&
-            reader.get_u32("max_commands_per_tick", &def->max_commands_per_tick) &&
-            reader.get_bool("enable_sleep", &def->enable_sleep) &&
-            reader.get_float("sleep_speed_threshold", &def->sleep_speed_threshold_mps) &&
-            reader.get_float("time_to_sleep", &def->time_to_sleep_s) &&
-            reader.get_bool("measure_stage_times", &def->measure_stage_times) &&
-            reader.finish("a world line", {});
+  bool ok = get_fields(reader, def, nullptr, true) && reader.finish("a world line", {});
   if (!ok) return false;
   Error e = validate_world_def(*def);
   if (e != Error::none) return reader.fail(0, std::string("invalid world: ") + error_message(e));
   return true;
 }
 
-bool parse_body_line(LineReader& reader, BodyDef* body) {
-  if (!reader.require("type") || !reader.require("shape")) return false;
-  size_t type_index = 0, shape_index = 0;
-  if (!reader.get_enum("type", kBodyTypes, &type_index) ||
-      !reader.get_enum("shape", kShapeTypes, &shape_index)) {
-    return false;
-  }
-  body->type = kBodyTypeValues[type_index];
-  ShapeDef& shape = body->shape;
-  shape.type = kShapeTypeValues[shape_index];
+// Every key a body line may carry (of any shape), so that one of another shape is named as such.
+std::vector<std::string_view> body_keys() {
+  std::vector<std::string_view> keys = {"name"};
+  const auto add = [&keys](const Field& field, auto) {
+    if (!field.key.empty()) keys.push_back(field.key);
+  };
+  Fields<BodyDef>::visit(add);
+  Fields<ShapeDef>::visit(add);
+  return keys;
+}
 
-  bool ok = true;
-  std::string context = "shape " + std::string(kShapeTypes[shape_index]);
-  switch (shape.type) {
-    case ShapeType::sphere:
-      ok = reader.require("radius", "spheres need a radius") &&
-           reader.get_float("radius", &shape.radius);
-      break;
-    case ShapeType::box:
-      ok = reader.require("half", "boxes need half extents") &&
-           reader.get_vec3("half", &shape.half_extents);
-      break;
-    case ShapeType::capsule:
-      ok = reader.require("radius", "capsules need a radius") &&
-           reader.require("half_height", "capsules need a half height") &&
-           reader.get_float("radius", &shape.radius) &&
-           reader.get_float("half_height", &shape.half_height);
-      break;
-    case ShapeType::plane:
-      if (body->type != BodyType::static_body) {
-        return reader.fail(0, "plane shapes are only allowed on static bodies (type=" +
-                                  std::string(kBodyTypes[type_index]) + ")");
-      }
-      ok = reader.require("normal", "planes need a normal") &&
-           reader.get_vec3("normal", &shape.plane_normal) &&
-           reader.get_float("offset", &shape.plane_offset);
-      break;
+bool parse_body_line(LineReader& reader, BodyDef* body) {
+  if (!get_fields(reader, body, nullptr, true)) return false;
+  ShapeDef& shape = body->shape;
+  const std::string context =
+      "shape " + std::string(kShapeTypeNames[static_cast<size_t>(shape.type)]);
+  if (shape.type == ShapeType::plane && body->type != BodyType::static_body) {
+    return reader.fail(0, "plane shapes are only allowed on static bodies (type=" +
+                              std::string(kBodyTypeNames[static_cast<size_t>(body->type)]) + ")");
   }
-  ok = ok && reader.get_vec3("pos", &body->position) &&
-       reader.get_quat("rot", &body->orientation) &&
-       reader.get_vec3("vel", &body->linear_velocity) &&
-       reader.get_vec3("angvel", &body->angular_velocity) &&
-       reader.get_float("linear_damping", &body->linear_damping) &&
-       reader.get_float("angular_damping", &body->angular_damping) &&
-       reader.get_float("density", &shape.density) &&
-       reader.get_float("friction", &shape.friction) &&
-       reader.get_float("restitution", &shape.restitution) &&
-       reader.get_bits("category", &shape.category) && reader.get_bits("mask", &shape.mask) &&
-       reader.get_u32("owner", &body->owner_player) &&
-       reader.get_bool("allow_sleep", &body->allow_sleep) &&
-       reader.get_bool("bullet", &body->bullet) && reader.get_bool("sensor", &shape.sensor) &&
-       reader.finish(context, kBodyKeys);
-  if (!ok) return false;
+  if (!reader.finish(context, body_keys())) return false;
 
   // Values that parse but a world would refuse; named here so the message points at the line.
   Error e = validate_shape(shape);
@@ -414,13 +402,15 @@ bool parse_body_line(LineReader& reader, BodyDef* body) {
 bool parse_template_line(LineReader& reader, WorldDef* def) {
   if (!reader.require("name", "templates need a name")) return false;
   const Token* name = reader.find("name");
-  const std::string_view kCommandKeys[] = {"pos", "rot", "vel", "angvel", "owner"};
-  for (std::string_view key : kCommandKeys) {
-    if (const Token* token = reader.find(key)) {
-      return reader.fail(*token,
-                         "templates take no pose, velocity or owner (the spawn command "
-                         "gives them)");
+  const Token* spawn_argument = nullptr;
+  Fields<BodyDef>::visit([&reader, &spawn_argument](const Field& field, auto) {
+    if ((field.flags & field_spawn_argument) != 0 && spawn_argument == nullptr) {
+      spawn_argument = reader.find(field.key);
     }
+  });
+  if (spawn_argument != nullptr) {
+    return reader.fail(*spawn_argument,
+                       "templates take no pose, velocity or owner (the spawn command gives them)");
   }
   if (def->template_count >= kMaxBodyTemplates) {
     return reader.fail(0, "more than " + std::to_string(kMaxBodyTemplates) + " templates");
@@ -435,12 +425,7 @@ bool parse_template_line(LineReader& reader, WorldDef* def) {
   }
   BodyDef body = default_body_def();
   if (!parse_body_line(reader, &body)) return false;
-  t.type = body.type;
-  t.shape = body.shape;
-  t.linear_damping = body.linear_damping;
-  t.angular_damping = body.angular_damping;
-  t.allow_sleep = body.allow_sleep;
-  t.bullet = body.bullet;
+  set_template_properties(&t, body);
   if (t.type == BodyType::dynamic) {
     const MassProperties m = compute_mass_properties(t.shape);
     if (!(m.mass > 0.0f) || !std::isfinite(m.mass)) {
@@ -653,14 +638,14 @@ void append_float(std::string* out, float value) {
   out->append(buffer);
 }
 
-void append_key_float(std::string* out, const char* key, float value) {
+void append_key_float(std::string* out, std::string_view key, float value) {
   *out += ' ';
   out->append(key);
   *out += '=';
   append_float(out, value);
 }
 
-void append_key_floats(std::string* out, const char* key, const float* values, size_t count) {
+void append_key_floats(std::string* out, std::string_view key, const float* values, size_t count) {
   *out += ' ';
   out->append(key);
   *out += '=';
@@ -670,19 +655,19 @@ void append_key_floats(std::string* out, const char* key, const float* values, s
   }
 }
 
-void append_key_vec3(std::string* out, const char* key, Vec3 v) {
+void append_key_vec3(std::string* out, std::string_view key, Vec3 v) {
   float values[3] = {v.x, v.y, v.z};
   append_key_floats(out, key, values, 3);
 }
 
-void append_key_u32(std::string* out, const char* key, uint32_t value) {
+void append_key_u32(std::string* out, std::string_view key, uint32_t value) {
   *out += ' ';
   out->append(key);
   *out += '=';
   *out += std::to_string(value);
 }
 
-void append_key_bits(std::string* out, const char* key, uint32_t value) {
+void append_key_bits(std::string* out, std::string_view key, uint32_t value) {
   static constexpr char kHex[] = "0123456789abcdef";
   char text[11] = {'0', 'x'};
   for (int i = 0; i < 8; ++i)
@@ -694,11 +679,59 @@ void append_key_bits(std::string* out, const char* key, uint32_t value) {
   out->append(text);
 }
 
-bool same_bits(float a, float b) {
-  return std::memcmp(&a, &b, sizeof(float)) == 0;
+// A field's key=value, as get_field reads it back.
+template <class T>
+void append_field(std::string* out, const Field& field, const T& value) {
+  if constexpr (std::is_same_v<T, float>) {
+    append_key_float(out, field.key, value);
+  } else if constexpr (std::is_same_v<T, Vec3>) {
+    append_key_vec3(out, field.key, value);
+  } else if constexpr (std::is_same_v<T, Quat>) {
+    const float values[4] = {value.x, value.y, value.z, value.w};
+    append_key_floats(out, field.key, values, 4);
+  } else if constexpr (std::is_same_v<T, uint32_t>) {
+    if ((field.flags & field_text_hex) != 0) {
+      append_key_bits(out, field.key, value);
+    } else {
+      append_key_u32(out, field.key, value);
+    }
+  } else if constexpr (std::is_same_v<T, bool>) {
+    *out += ' ';
+    out->append(field.key);
+    *out += value ? "=1" : "=0";
+  } else {
+    static_assert(std::is_enum_v<T>, "a field type the scene text does not know");
+    *out += ' ';
+    out->append(field.key);
+    *out += '=';
+    out->append(enum_names(value)[static_cast<size_t>(value)]);
+  }
 }
-bool same_bits(Vec3 a, Vec3 b) {
-  return same_bits(a.x, b.x) && same_bits(a.y, b.y) && same_bits(a.z, b.z);
+
+// The keys of *object's fields that apply to the shape type being written (a nested definition
+// in place), in list order: those marked field_text_if_changed only when they differ from
+// `defaults` bit for bit (parsing starts from the same defaults, so the round trip is exact),
+// spawn arguments only when `spawn_arguments`.
+template <class T>
+void append_fields(std::string* out, const T& object, const T& defaults, const ShapeType* shape,
+                   bool spawn_arguments) {
+  if constexpr (std::is_same_v<T, ShapeDef>) shape = &object.type;
+  Fields<T>::visit([&](const Field& field, auto member) {
+    const auto& value = object.*member;
+    using M = std::remove_cvref_t<decltype(value)>;
+    if constexpr (kHasFields<M>) {
+      append_fields(out, value, defaults.*member, shape, spawn_arguments);
+    } else if constexpr (std::is_array_v<M>) {
+      // Template names and the templates have lines of their own.
+    } else {
+      if (!on_the_line(field, shape, spawn_arguments)) return;
+      if ((field.flags & field_text_if_changed) != 0 &&
+          std::memcmp(&value, &(defaults.*member), sizeof(M)) == 0) {
+        return;
+      }
+      append_field(out, field, value);
+    }
+  });
 }
 
 }  // namespace
@@ -815,99 +848,14 @@ namespace {
 // The `world` line: every WorldDef field, always (so a file says what it runs).
 void append_world_line(std::string* out, const WorldDef& def) {
   *out += "world";
-  append_key_float(out, "dt", def.dt_s);
-  append_key_vec3(out, "gravity", def.gravity);
-  append_key_u32(out, "iterations", def.velocity_iterations);
-  append_key_u32(out, "relax_iterations", def.relax_iterations);
-  append_key_u32(out, "substeps", def.substeps);
-  append_key_float(out, "contact_hertz", def.contact_hertz);
-  append_key_float(out, "contact_damping_ratio", def.contact_damping_ratio);
-  append_key_float(out, "linear_slop", def.linear_slop_m);
-  append_key_float(out, "max_bias_velocity", def.max_bias_velocity);
-  append_key_float(out, "restitution_threshold", def.restitution_threshold);
-  append_key_float(out, "contact_margin", def.contact_margin_m);
-  append_key_float(out, "max_speculative_margin", def.max_speculative_margin_m);
-  append_key_float(out, "contact_reuse_distance", def.contact_reuse_distance_m);
-  append_key_float(out, "contact_reuse_angle", def.contact_reuse_angle_rad);
-  append_key_float(out, "max_angular_speed", def.max_angular_speed);
-  append_key_float(out, "max_linear_speed", def.max_linear_speed);
-  append_key_float(out, "max_input_linear_impulse", def.max_input_linear_impulse);
-  append_key_float(out, "max_input_angular_impulse", def.max_input_angular_impulse);
-  append_key_float(out, "max_input_linear_velocity", def.max_input_linear_velocity);
-  append_key_float(out, "max_input_angular_velocity", def.max_input_angular_velocity);
-  append_key_u32(out, "max_bodies", def.max_bodies);
-  append_key_u32(out, "max_contact_pairs", def.max_contact_pairs);
-  append_key_u32(out, "max_contact_points", def.max_contact_points);
-  append_key_u32(out, "max_candidate_pairs", def.max_candidate_pairs);
-  append_key_u32(out, "max_events", def.max_events);
-  append_key_u32(out, "max_inputs_per_tick", def.max_inputs_per_tick);
-  append_key_u32(out, "max_commands_per_tick", def.max_commands_per_tick);
-  *out += def.enable_sleep ? " enable_sleep=1" : " enable_sleep=0";
-  append_key_float(out, "sleep_speed_threshold", def.sleep_speed_threshold_mps);
-  append_key_float(out, "time_to_sleep", def.time_to_sleep_s);
-  *out += def.measure_stage_times ? " measure_stage_times=1\n" : " measure_stage_times=0\n";
+  append_fields(out, def, def, nullptr, true);
+  *out += '\n';
 }
 
 // One body (with pose, velocity and owner: `pose`) or template (without) line's keys after its
-// name. Optional keys equal (bit for bit) to default_body_def() are left out; parsing starts from
-// the same defaults, so the round trip stays exact.
+// name; optional keys equal to default_body_def()'s are left out.
 void append_body_keys(std::string* out, const BodyDef& body, bool pose) {
-  const BodyDef defaults = default_body_def();
-  const ShapeDef& shape = body.shape;
-  *out += " type=";
-  for (size_t i = 0; i < std::size(kBodyTypeValues); ++i) {
-    if (kBodyTypeValues[i] == body.type) out->append(kBodyTypes[i]);
-  }
-  *out += " shape=";
-  switch (shape.type) {
-    case ShapeType::sphere:
-      *out += "sphere";
-      append_key_float(out, "radius", shape.radius);
-      break;
-    case ShapeType::box:
-      *out += "box";
-      append_key_vec3(out, "half", shape.half_extents);
-      break;
-    case ShapeType::capsule:
-      *out += "capsule";
-      append_key_float(out, "radius", shape.radius);
-      append_key_float(out, "half_height", shape.half_height);
-      break;
-    case ShapeType::plane:
-      *out += "plane";
-      append_key_vec3(out, "normal", shape.plane_normal);
-      append_key_float(out, "offset", shape.plane_offset);
-      break;
-  }
-  if (pose) {
-    append_key_vec3(out, "pos", body.position);
-    float rot[4] = {body.orientation.x, body.orientation.y, body.orientation.z, body.orientation.w};
-    append_key_floats(out, "rot", rot, 4);
-    if (!same_bits(body.linear_velocity, defaults.linear_velocity)) {
-      append_key_vec3(out, "vel", body.linear_velocity);
-    }
-    if (!same_bits(body.angular_velocity, defaults.angular_velocity)) {
-      append_key_vec3(out, "angvel", body.angular_velocity);
-    }
-  }
-  if (!same_bits(body.linear_damping, defaults.linear_damping)) {
-    append_key_float(out, "linear_damping", body.linear_damping);
-  }
-  if (!same_bits(body.angular_damping, defaults.angular_damping)) {
-    append_key_float(out, "angular_damping", body.angular_damping);
-  }
-  append_key_float(out, "density", shape.density);
-  append_key_float(out, "friction", shape.friction);
-  append_key_float(out, "restitution", shape.restitution);
-  if (shape.category != defaults.shape.category) append_key_bits(out, "category", shape.category);
-  if (shape.mask != defaults.shape.mask) append_key_bits(out, "mask", shape.mask);
-  if (pose && body.owner_player != defaults.owner_player)
-    append_key_u32(out, "owner", body.owner_player);
-  if (body.allow_sleep != defaults.allow_sleep) {
-    *out += body.allow_sleep ? " allow_sleep=1" : " allow_sleep=0";
-  }
-  if (body.bullet != defaults.bullet) *out += body.bullet ? " bullet=1" : " bullet=0";
-  if (shape.sensor != defaults.shape.sensor) *out += shape.sensor ? " sensor=1" : " sensor=0";
+  append_fields(out, body, default_body_def(), nullptr, pose);
   *out += '\n';
 }
 

@@ -10,6 +10,7 @@
 #include "shape.h"
 
 #include "collide_internal.h"
+#include "lockstep/sim/fields.h"
 
 namespace lockstep::sim {
 
@@ -19,12 +20,6 @@ constexpr float kPi = 3.14159265358979f;
 
 // Plane normals must be unit within this (validate_shape); collide renormalizes them.
 constexpr float kPlaneNormalTolerance = 1.0e-3f;
-
-bool all_finite(const ShapeDef& s) {
-  return is_finite(s.radius) && is_finite(s.half_extents) && is_finite(s.half_height) &&
-         is_finite(s.plane_normal) && is_finite(s.plane_offset) && is_finite(s.density) &&
-         is_finite(s.friction) && is_finite(s.restitution);
-}
 
 }  // namespace
 
@@ -118,7 +113,7 @@ Aabb compute_aabb(const ShapeDef& shape, const Transform& xf, float margin) {
 }
 
 Error validate_shape(const ShapeDef& shape) {
-  if (!all_finite(shape)) return Error::non_finite;
+  if (!all_floats_finite(shape)) return Error::non_finite;
   switch (shape.type) {
     case ShapeType::sphere:
       if (!(shape.radius > 0.0f)) return Error::invalid_argument;

@@ -9,13 +9,14 @@
 //   u32 state version, u64 WorldDef fingerprint, u64 tick,
 //   u32 slot count (1 + highest slot ever used), per slot:
 //     u32 generation, u8 alive, and for live slots:
-//     u8 body type, shape (u8 type, f32 radius, f32×3 half extents, f32 half height,
-//     f32×3 plane normal, f32 plane offset, f32 density, f32 friction, f32 restitution,
-//     u32 collision category, u32 collision mask),
+//     u8 body type, shape (the fields of its list in fields.h but the bools: u8 type, f32 radius,
+//     f32×3 half extents, f32 half height, f32×3 plane normal, f32 plane offset, f32 density,
+//     f32 friction, f32 restitution, u32 collision category, u32 collision mask),
 //     u32 owner player, f32 linear damping, f32 angular damping, f32×3 position,
 //     f32×4 orientation (x y z w), f32×3 linear velocity, f32×3 angular velocity,
 //     f32 mass, f32×3 principal inertia,
-//     u8 flags (bit 0 allow sleep, bit 1 asleep, bit 2 bullet, bit 3 sensor shape), f32 rest
+//     u8 flags (bit 0 allow sleep, bit 1 asleep, bit 2 bullet, then the shape's bools in list
+//     order from bit 3: the sensor flag), f32 rest
 //     timer, u32 island (the smallest slot of a sleeping body's island, else 0)
 //                                                                       (152 bytes per body)
 //   u32 warm-start manifold count, per manifold (ascending keys):
@@ -43,6 +44,7 @@
 #include <type_traits>
 
 #include "collide.h"
+#include "lockstep/sim/fields.h"
 #include "lockstep/sim/world.h"
 #include "state_stream.h"
 #include "world_data.h"
@@ -64,9 +66,45 @@ constexpr size_t kSnapshotTrailerBytes = 8;  // checksum
 // 2: relax; 3: soft step, sleeping; 4: reuse; 5: input velocity limits, commands, templates.
 constexpr uint32_t kDefEncodingVersion = 5;
 
+// Bytes of a field of type T in the encodings: enums are u8, floats and u32 four bytes each.
+// Bools take no bytes of their own (they are bits of a flags byte).
+template <class T>
+constexpr size_t encoded_bytes() {
+  if constexpr (std::is_same_v<T, bool>) {
+    return 0;
+  } else if constexpr (std::is_enum_v<T>) {
+    static_assert(sizeof(T) == 1);
+    return 1;
+  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, uint32_t>) {
+    return 4;
+  } else {
+    static_assert(std::is_same_v<T, Vec3>, "a field type the state encoding does not know");
+    return 12;
+  }
+}
+
+// A shape's bytes in the state encoding, and its bools, which are bits of the body's flags byte
+// from bit kShapeFlagShift on.
+constexpr size_t shape_state_bytes() {
+  size_t n = 0;
+  Fields<ShapeDef>::visit(
+      [&n](const Field&, auto member) { n += encoded_bytes<field_type_t<decltype(member)>>(); });
+  return n;
+}
+constexpr int shape_bool_count() {
+  int n = 0;
+  Fields<ShapeDef>::visit([&n](const Field&, auto member) {
+    if (std::is_same_v<field_type_t<decltype(member)>, bool>) ++n;
+  });
+  return n;
+}
+constexpr int kShapeFlagShift = 3;
+constexpr int kShapeFlagBits = shape_bool_count();
+static_assert(kShapeFlagShift + kShapeFlagBits <= 8, "the body's flags byte is full");
+
 constexpr size_t kStateHeaderBytes = 4 + 8 + 8 + 4;
 constexpr size_t kSlotBytes = 4 + 1;
-constexpr size_t kShapeBytes = 1 + 12 * 4 + 2 * 4;
+constexpr size_t kShapeBytes = shape_state_bytes();
 constexpr size_t kLiveBodyBytes =
     1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4 + 1 + 4 + 4;
 constexpr size_t kManifoldBytes = 8 + 1 + 3 * 4 + 4 * 4 + 3 * 4;
@@ -130,6 +168,20 @@ struct Writer {
     f32(q.z);
     f32(q.w);
   }
+  // A field's value, as encoded_bytes<T>() counts it.
+  template <class T>
+  void value(const T& v) {
+    if constexpr (std::is_enum_v<T>) {
+      u8(static_cast<uint8_t>(v));
+    } else if constexpr (std::is_same_v<T, float>) {
+      f32(v);
+    } else if constexpr (std::is_same_v<T, uint32_t>) {
+      u32(v);
+    } else {
+      static_assert(std::is_same_v<T, Vec3>, "a field type the state encoding does not know");
+      vec3(v);
+    }
+  }
 };
 
 // Bounds-checked little-endian reader; a read past the end sets `failed` and yields zeros.
@@ -175,7 +227,40 @@ struct Reader {
     q.w = f32();
     return q;
   }
+  // A field's value as Writer::value wrote it; false for an enum byte out of range.
+  template <class T>
+  bool value(T* out) {
+    if constexpr (std::is_enum_v<T>) {
+      const uint8_t raw = u8();
+      *out = static_cast<T>(raw);
+      return valid_enum_value<T>(raw);
+    } else if constexpr (std::is_same_v<T, float>) {
+      *out = f32();
+    } else if constexpr (std::is_same_v<T, uint32_t>) {
+      *out = u32();
+    } else {
+      static_assert(std::is_same_v<T, Vec3>, "a field type the state encoding does not know");
+      *out = vec3();
+    }
+    return true;
+  }
 };
+
+// A body's shape in the state encoding: its fields in list order but the bools, which it returns
+// as the bits of the body's flags byte they take. Inlined: an out-of-line call kept the write
+// position in memory (a third of the hash time on pile).
+[[gnu::always_inline]] inline uint8_t write_shape(Writer& o, const ShapeDef& shape) {
+  uint8_t flags = 0;
+  int bit = kShapeFlagShift;
+  for_each_field(shape, [&o, &flags, &bit](const Field&, const auto& value) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, bool>) {
+      flags = static_cast<uint8_t>(flags | (value ? 1 : 0) << bit++);
+    } else {
+      o.value(value);
+    }
+  });
+  return flags;
+}
 
 // Writes the state encoding to `out`. After every body and manifold, flush(out, n) returns the
 // new write position: the state hash feeds the bytes to XXH3 in cache-sized chunks and rewinds.
@@ -193,20 +278,7 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     if (!r.alive) continue;
     const BodySolverState& s = w.solver_bodies[slot];
     o.u8(static_cast<uint8_t>(r.type));
-    // The shape is written here rather than by a helper taking the writer by reference: an
-    // out-of-line call kept the write position in memory (a third of the hash time on pile).
-    const ShapeDef& shape = r.shape;
-    o.u8(static_cast<uint8_t>(shape.type));
-    o.f32(shape.radius);
-    o.vec3(shape.half_extents);
-    o.f32(shape.half_height);
-    o.vec3(shape.plane_normal);
-    o.f32(shape.plane_offset);
-    o.f32(shape.density);
-    o.f32(shape.friction);
-    o.f32(shape.restitution);
-    o.u32(shape.category);
-    o.u32(shape.mask);
+    const uint8_t shape_flags = write_shape(o, r.shape);
     o.u32(r.owner_player);
     o.f32(r.linear_damping);
     o.f32(r.angular_damping);
@@ -217,7 +289,7 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     o.f32(r.mass_kg);
     o.vec3(r.inertia);
     o.u8(static_cast<uint8_t>((r.allow_sleep ? 1 : 0) | (r.asleep ? 2 : 0) | (r.bullet ? 4 : 0) |
-                              (r.shape.sensor ? 8 : 0)));
+                              shape_flags));
     o.f32(r.sleep_timer_s);
     o.u32(r.island);
     o.n = flush(o.out, o.n);
@@ -290,6 +362,78 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
   return o.n;
 }
 
+// A definition in the WorldDef fingerprint: its fields in list order, floats, u32 and enums as
+// in the state encoding, a template name byte by byte, a nested definition in place, each run of
+// adjacent bools as one byte (bit i the run's i-th; a nested list ends a run), and only the
+// first template_count templates. Fields that change no result (measure_stage_times) are left out.
+class DefinitionWriter {
+ public:
+  DefinitionWriter(Writer& out, const WorldDef& def)
+      : out_(out),
+        template_count_(def.template_count <= kMaxBodyTemplates ? def.template_count : 0) {}
+
+  template <class T>
+  void fields(const T& object) {
+    for_each_field(object, [this](const Field& field, const auto& value) {
+      if ((field.flags & field_not_simulated) == 0) this->value(value);
+    });
+    flush_bits();
+  }
+
+  // Bytes enough for a T (every bool counted as a byte of its own).
+  template <class T>
+  static constexpr size_t max_bytes() {
+    size_t n = 0;
+    Fields<T>::visit([&n](const Field&, auto member) {
+      using M = field_type_t<decltype(member)>;
+      if constexpr (kHasFields<M>) {
+        n += max_bytes<M>();
+      } else if constexpr (std::is_same_v<M, BodyTemplate[kMaxBodyTemplates]>) {
+        n += kMaxBodyTemplates * max_bytes<BodyTemplate>();
+      } else if constexpr (std::is_same_v<M, bool> || std::is_array_v<M>) {
+        n += sizeof(M);
+      } else {
+        n += encoded_bytes<M>();
+      }
+    });
+    return n;
+  }
+
+ private:
+  template <class T>
+  void value(const T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+      if (bit_count_ == 8) flush_bits();
+      bits_ = static_cast<uint8_t>(bits_ | (v ? 1 : 0) << bit_count_++);
+      return;
+    }
+    flush_bits();
+    if constexpr (kHasFields<T>) {
+      fields(v);
+    } else if constexpr (std::is_same_v<T, BodyTemplate[kMaxBodyTemplates]>) {
+      for (uint32_t i = 0; i < template_count_; ++i)
+        fields(v[i]);
+    } else if constexpr (std::is_same_v<T, char[kMaxTemplateNameBytes + 1]>) {
+      for (char c : v)
+        out_.u8(static_cast<uint8_t>(c));
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      out_.value(v);
+    }
+  }
+
+  void flush_bits() {
+    if (bit_count_ == 0) return;
+    out_.u8(bits_);
+    bits_ = 0;
+    bit_count_ = 0;
+  }
+
+  Writer& out_;
+  uint32_t template_count_;
+  uint8_t bits_ = 0;
+  int bit_count_ = 0;
+};
+
 // ---- parsing ---------------------------------------------------------------------------------
 
 bool finite3(Vec3 v) {
@@ -302,22 +446,28 @@ bool positive_zero3(Vec3 v) {
           std::bit_cast<uint32_t>(v.z)) == 0;
 }
 
+// A shape as write_shape wrote it; its bools stay false until read_shape_flags.
 ShapeDef read_shape(Reader& in, bool* ok) {
   ShapeDef s;
-  const uint8_t type = in.u8();
-  if (type > static_cast<uint8_t>(ShapeType::plane)) *ok = false;
-  s.type = static_cast<ShapeType>(type);
-  s.radius = in.f32();
-  s.half_extents = in.vec3();
-  s.half_height = in.f32();
-  s.plane_normal = in.vec3();
-  s.plane_offset = in.f32();
-  s.density = in.f32();
-  s.friction = in.f32();
-  s.restitution = in.f32();
-  s.category = in.u32();
-  s.mask = in.u32();
+  for_each_field(s, [&in, ok](const Field&, auto& value) {
+    using T = std::remove_cvref_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, bool>) {
+      value = false;
+    } else if (!in.value(&value)) {
+      *ok = false;
+    }
+  });
   return s;
+}
+
+// The shape's bools from the body's flags byte.
+void read_shape_flags(uint8_t flags, ShapeDef* shape) {
+  int bit = kShapeFlagShift;
+  for_each_field(*shape, [flags, &bit](const Field&, auto& value) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, bool>) {
+      value = ((flags >> bit++) & 1) != 0;
+    }
+  });
 }
 
 // Parses the state encoding, stage by stage in the order it was written. With kApply false it
@@ -373,10 +523,9 @@ Error parse_body_slot(Reader& in, WorldData& w, uint32_t slot, uint32_t slot_cou
     return Error::none;
   }
   bool ok = true;
-  const uint8_t type_raw = in.u8();
-  if (type_raw > static_cast<uint8_t>(BodyType::dynamic)) ok = false;
-  const BodyType type = static_cast<BodyType>(type_raw);
-  const ShapeDef shape = read_shape(in, &ok);
+  BodyType type = BodyType::dynamic;
+  if (!in.value(&type)) ok = false;
+  ShapeDef shape = read_shape(in, &ok);
   const uint32_t owner = in.u32();
   const float linear_damping = in.f32();
   const float angular_damping = in.f32();
@@ -390,6 +539,7 @@ Error parse_body_slot(Reader& in, WorldData& w, uint32_t slot, uint32_t slot_cou
   const float sleep_timer = in.f32();
   const uint32_t island = in.u32();
   if (in.failed || !ok) return Error::snapshot_corrupt;
+  read_shape_flags(sleep_flags, &shape);
   if (validate_shape(shape) != Error::none) return Error::snapshot_corrupt;
   if (shape.type == ShapeType::plane && type != BodyType::static_body) {
     return Error::snapshot_corrupt;
@@ -423,9 +573,8 @@ Error parse_body_slot(Reader& in, WorldData& w, uint32_t slot, uint32_t slot_cou
   const bool allow_sleep = (sleep_flags & 1) != 0;
   const bool asleep = (sleep_flags & 2) != 0;
   const bool bullet = (sleep_flags & 4) != 0;
-  const bool sensor = (sleep_flags & 8) != 0;
-  if (sleep_flags > 15 || !std::isfinite(sleep_timer) || !(sleep_timer >= 0.0f) ||
-      !(sleep_timer <= def.time_to_sleep_s)) {
+  if ((sleep_flags >> (kShapeFlagShift + kShapeFlagBits)) != 0 || !std::isfinite(sleep_timer) ||
+      !(sleep_timer >= 0.0f) || !(sleep_timer <= def.time_to_sleep_s)) {
     return Error::snapshot_corrupt;
   }
   if ((!def.enable_sleep || !allow_sleep || type != BodyType::dynamic) &&
@@ -441,7 +590,7 @@ Error parse_body_slot(Reader& in, WorldData& w, uint32_t slot, uint32_t slot_cou
   rs.type = type;
   rs.owner_player = owner;
   rs.asleep = asleep;
-  rs.sensor = sensor;
+  rs.sensor = shape.sensor;
   rs.island = island;
   if constexpr (kApply) {
     BodyRecord& r = w.bodies[slot];
@@ -450,7 +599,6 @@ Error parse_body_slot(Reader& in, WorldData& w, uint32_t slot, uint32_t slot_cou
     r.type = type;
     r.owner_player = owner;
     r.shape = shape;
-    r.shape.sensor = sensor;
     r.linear_damping = linear_damping;
     r.angular_damping = angular_damping;
     r.position = position;
@@ -752,66 +900,10 @@ void update_state_hash(const WorldData& w) {
 }
 
 uint64_t world_def_fingerprint(const WorldDef& def) {
-  // measure_stage_times is left out: it never changes the simulation.
-  constexpr size_t kTemplateBytes = (kMaxTemplateNameBytes + 1) + 1 + kShapeBytes + 1 + 2 * 4 + 1;
-  uint8_t bytes[4 + 16 * 4 + 9 * 4 + 1 + 2 * 4 + 2 * 4 + 2 * 4 + 4 + 4 +
-                kMaxBodyTemplates * kTemplateBytes];
+  uint8_t bytes[4 + DefinitionWriter::max_bytes<WorldDef>()];
   Writer o{bytes};
   o.u32(kDefEncodingVersion);
-  o.f32(def.dt_s);
-  o.vec3(def.gravity);
-  o.u32(def.velocity_iterations);
-  o.u32(def.relax_iterations);
-  o.u32(def.substeps);
-  o.f32(def.contact_hertz);
-  o.f32(def.contact_damping_ratio);
-  o.f32(def.linear_slop_m);
-  o.f32(def.max_bias_velocity);
-  o.f32(def.restitution_threshold);
-  o.f32(def.contact_margin_m);
-  o.f32(def.max_speculative_margin_m);
-  o.f32(def.max_angular_speed);
-  o.f32(def.max_linear_speed);
-  o.f32(def.max_input_linear_impulse);
-  o.f32(def.max_input_angular_impulse);
-  o.u32(def.max_bodies);
-  o.u32(def.max_contact_pairs);
-  o.u32(def.max_contact_points);
-  o.u32(def.max_candidate_pairs);
-  o.u32(def.max_events);
-  o.u32(def.max_inputs_per_tick);
-  o.u8(def.enable_sleep ? 1 : 0);
-  o.f32(def.sleep_speed_threshold_mps);
-  o.f32(def.time_to_sleep_s);
-  o.f32(def.contact_reuse_distance_m);
-  o.f32(def.contact_reuse_angle_rad);
-  o.f32(def.max_input_linear_velocity);
-  o.f32(def.max_input_angular_velocity);
-  o.u32(def.max_commands_per_tick);
-  const uint32_t templates = def.template_count <= kMaxBodyTemplates ? def.template_count : 0;
-  o.u32(def.template_count);
-  for (uint32_t i = 0; i < templates; ++i) {
-    const BodyTemplate& t = def.templates[i];
-    for (char c : t.name)
-      o.u8(static_cast<uint8_t>(c));
-    o.u8(static_cast<uint8_t>(t.type));
-    const ShapeDef& shape = t.shape;
-    o.u8(static_cast<uint8_t>(shape.type));
-    o.f32(shape.radius);
-    o.vec3(shape.half_extents);
-    o.f32(shape.half_height);
-    o.vec3(shape.plane_normal);
-    o.f32(shape.plane_offset);
-    o.f32(shape.density);
-    o.f32(shape.friction);
-    o.f32(shape.restitution);
-    o.u32(shape.category);
-    o.u32(shape.mask);
-    o.u8(shape.sensor ? 1 : 0);
-    o.f32(t.linear_damping);
-    o.f32(t.angular_damping);
-    o.u8(static_cast<uint8_t>((t.allow_sleep ? 1 : 0) | (t.bullet ? 2 : 0)));
-  }
+  DefinitionWriter(o, def).fields(def);
   return XXH3_64bits(bytes, o.n);
 }
 

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "lockstep/sim/fields.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
 #include "world_data.h"
@@ -19,13 +20,14 @@ BodyDef default_body_def() {
 
 BodyDef template_body_def(const BodyTemplate& tmpl) {
   BodyDef body;
-  body.type = tmpl.type;
-  body.shape = tmpl.shape;
-  body.linear_damping = tmpl.linear_damping;
-  body.angular_damping = tmpl.angular_damping;
-  body.allow_sleep = tmpl.allow_sleep;
-  body.bullet = tmpl.bullet;
+  visit_body_properties<BodyDef, BodyTemplate>(
+      [&body, &tmpl](const Field&, auto to, auto from) { body.*to = tmpl.*from; });
   return body;
+}
+
+void set_template_properties(BodyTemplate* tmpl, const BodyDef& body) {
+  visit_body_properties<BodyTemplate, BodyDef>(
+      [tmpl, &body](const Field&, auto to, auto from) { tmpl->*to = body.*from; });
 }
 
 namespace {
@@ -131,31 +133,8 @@ Error validate_templates(const WorldDef& def) {
 }  // namespace
 
 Error validate_world_def(const WorldDef& def) {
-  // Finiteness of every float first: a NaN anywhere is reported as such.
-  const float floats[] = {def.dt_s,
-                          def.gravity.x,
-                          def.gravity.y,
-                          def.gravity.z,
-                          def.contact_hertz,
-                          def.contact_damping_ratio,
-                          def.linear_slop_m,
-                          def.max_bias_velocity,
-                          def.restitution_threshold,
-                          def.contact_margin_m,
-                          def.max_speculative_margin_m,
-                          def.contact_reuse_distance_m,
-                          def.contact_reuse_angle_rad,
-                          def.max_angular_speed,
-                          def.max_linear_speed,
-                          def.max_input_linear_impulse,
-                          def.max_input_angular_impulse,
-                          def.max_input_linear_velocity,
-                          def.max_input_angular_velocity,
-                          def.sleep_speed_threshold_mps,
-                          def.time_to_sleep_s};
-  for (float f : floats) {
-    if (!std::isfinite(f)) return Error::non_finite;
-  }
+  // Finiteness of every float first: a NaN anywhere is reported as such (templates below).
+  if (!all_floats_finite(def)) return Error::non_finite;
   // dt in (0, 1]: a zero step would divide by zero in the bias terms.
   if (!(def.dt_s > 0.0f && def.dt_s <= 1.0f)) return Error::invalid_argument;
   Error e = Error::none;

@@ -137,6 +137,8 @@ int find_template(const WorldDef& def, std::string_view name);
 /// The body a template makes (its type, shape, damping and flags), at the origin, at rest,
 /// without an owner: what a spawn command starts from.
 BodyDef template_body_def(const BodyTemplate& tmpl);
+/// The other way: a template's type, shape, damping and flags from a body's (name untouched).
+void set_template_properties(BodyTemplate* tmpl, const BodyDef& body);
 /// Writes `name` into a template (NUL-padded); false when it is empty, too long or has a byte
 /// outside [A-Za-z0-9_.-].
 bool set_template_name(BodyTemplate* tmpl, std::string_view name);
