@@ -13,7 +13,7 @@
 // so driving vn to a target takes λ = (target − vn)/K. The accumulated λ is clamped to ≥ 0
 // (contacts push, never pull). Rows with K below kMinInverseMass or not finite are skipped.
 //
-// Soft step (Box2D v3's scheme, world.cpp runs it). The step is cut into substeps of h = dt/N;
+// Soft step (Box2D v3's scheme, step.cpp runs it). The step is cut into substeps of h = dt/N;
 // each integrates velocities, warm starts, solves with the position bias, integrates positions
 // and relaxes (solves again without the bias). The separation is not frozen at the narrowphase:
 // every row recomputes it from how far its bodies have moved since the step began,

@@ -87,10 +87,12 @@ class World final {
   int32_t score(uint32_t player) const;
 
   // ---- step -----------------------------------------------------------------------------------
-  /// Advances one fixed dt: inputs → broadphase → narrowphase → warm-start match
-  /// and prepare → `substeps` × (velocities → warm start → biased passes → speed clamps →
-  /// positions → relax passes → restitution → speed clamps) → bullets → events and contact
-  /// cache → sleeping → state hash. Never allocates; docs/physics.md has the maths.
+  /// Advances one fixed dt through the stages of StepStage (types.h), in order: apply_commands →
+  /// apply_inputs → size_margins → update_broadphase → collide_pairs → prepare_contacts →
+  /// `substeps` × (integrate_velocities → warm_start → solve → integrate_positions → relax →
+  /// restitute) → store_velocities → sweep_bullets → emit_contact_events →
+  /// update_sensor_overlaps → store_contacts → update_islands → update_state_hash.
+  /// Never allocates; docs/physics.md has the maths.
   StepStatus step();
   uint64_t tick() const;
   /// XXH3-64 of the canonical state, as of the end of the last step (or creation/restore/edit).
