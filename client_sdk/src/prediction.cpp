@@ -111,9 +111,7 @@ void Prediction::Data::step(uint64_t tick) {
   std::sort(r.applied.begin(), r.applied.end(), sim::input_less);
   // A guess the world refuses (a body gone since) is simply not applied; the server's inputs are
   // checked on the confirmed world, not here.
-  for (const sim::Input& input : r.applied)
-    world->queue_input(input);
-  world->step();
+  world->step(sim::TickInput{{}, r.applied});
   r.hash = world->state_hash();
   r.stepped = true;
   r.hash_valid = true;

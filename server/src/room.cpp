@@ -194,6 +194,8 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
   const uint32_t max_commands = room->world_->def().max_commands_per_tick;
   room->pending_commands_.reserve(max_commands);
   room->applied_commands_.reserve(max_commands);
+  room->command_errors_.reserve(max_commands);
+  room->world_input_errors_.reserve(room->slot_capacity_);
   room->spawns_players_ = room->scene_->scene.player_template >= 0;
   if (room->spawns_players_) room->scene_has_owners_ = true;  // players own what they spawn
   room->leave_destroy_tick_.assign(max_players, 0);
@@ -314,32 +316,38 @@ void Room::run_tick() {
   queue_pending_commands(tick);
   const size_t slot_index = static_cast<size_t>(tick % window_ticks_);
   TickSlot& slot = slots_[slot_index];
+  std::span<const sim::Input> inputs;
+  if (slot.tick == tick) inputs = {&slot_inputs_[slot_index * slot_capacity_], slot.count};
+  command_errors_.resize(pending_commands_.size());
+  world_input_errors_.resize(inputs.size());
+
+  const Clock::time_point step_start = Clock::now();
+  const sim::StepStatus status =
+      world_->step(sim::TickInput{pending_commands_, inputs},
+                   sim::TickErrors{command_errors_, world_input_errors_});
+  const std::chrono::nanoseconds step_time = Clock::now() - step_start;
+  take_applied_commands(tick);
   applied_.clear();
-  if (slot.tick == tick) {
-    const sim::Input* inputs = &slot_inputs_[slot_index * slot_capacity_];
-    for (uint32_t i = 0; i < slot.count; ++i) {
-      const sim::Error e = world_->queue_input(inputs[i]);
-      if (e == sim::Error::none) {
-        applied_.push_back(inputs[i]);
-        continue;
-      }
-      // Out of range, or the world's per-tick input capacity: refused by the world.
-      ++inputs_rejected_;
-      const uint32_t player = inputs[i].player;
-      if (player >= 1 && player <= players_.size()) {
-        ++players_[player - 1].world_rejects;
-        players_[player - 1].last_world_reject = e;
-      }
+  for (uint32_t i = 0; i < inputs.size(); ++i) {
+    const sim::Error e = world_input_errors_[i];
+    if (e == sim::Error::none) {
+      applied_.push_back(inputs[i]);
+      continue;
     }
+    // Out of range, or the world's per-tick input capacity: refused by the world.
+    ++inputs_rejected_;
+    const uint32_t player = inputs[i].player;
+    if (player >= 1 && player <= players_.size()) {
+      ++players_[player - 1].world_rejects;
+      players_[player - 1].last_world_reject = e;
+    }
+  }
+  if (slot.tick == tick) {
     slot.tick = 0;
     slot.count = 0;
   }
   sort_inputs(applied_);
   inputs_accepted_ += applied_.size();
-
-  const Clock::time_point step_start = Clock::now();
-  const sim::StepStatus status = world_->step();
-  const std::chrono::nanoseconds step_time = Clock::now() - step_start;
   step_time_max_ = std::max(step_time_max_, step_time);
   step_time_total_ns_ += static_cast<uint64_t>(step_time.count());
   if (!status.ok() && !overflow_logged_) {
@@ -427,11 +435,14 @@ void Room::queue_pending_commands(uint64_t tick) {
       push_command(destroy, "leave");
     }
   }
+}
+
+void Room::take_applied_commands(uint64_t tick) {
   applied_commands_.clear();
-  for (const sim::Command& command : pending_commands_) {
-    const sim::Error e = world_->queue_command(command);
+  for (size_t i = 0; i < pending_commands_.size(); ++i) {
+    const sim::Error e = command_errors_[i];
     if (e == sim::Error::none) {
-      applied_commands_.push_back(command);
+      applied_commands_.push_back(pending_commands_[i]);
       continue;
     }
     ++commands_refused_;

@@ -804,4 +804,18 @@ StepStatus World::step() {
   return status;
 }
 
+StepStatus World::step(const TickInput& tick, const TickErrors& errors) {
+  // Commands before inputs. Either order gives the same world (each queue is sorted on its own,
+  // and neither check reads the other queue); this is the one place that picks it.
+  for (size_t i = 0; i < tick.commands.size(); ++i) {
+    const Error e = queue_command(tick.commands[i]);
+    if (i < errors.commands.size()) errors.commands[i] = e;
+  }
+  for (size_t i = 0; i < tick.inputs.size(); ++i) {
+    const Error e = queue_input(tick.inputs[i]);
+    if (i < errors.inputs.size()) errors.inputs[i] = e;
+  }
+  return step();
+}
+
 }  // namespace lockstep::sim
