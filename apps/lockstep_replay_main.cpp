@@ -25,6 +25,7 @@
 #include "lockstep/replays/recorder.h"
 #include "lockstep/replays/viewer_page.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
 #include "replay_file.h"
 
@@ -282,7 +283,7 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
     } else {
       scripted_pushes(seed, tick, players, dynamic_bodies, &candidates);
     }
-    if (authority && tick == desync_at) world->debug_perturb_position(victim, {0.5f, 0, 0});
+    if (authority && tick == desync_at) debug_perturb_position(*world, victim, {0.5f, 0, 0});
     errors.assign(candidates.size(), sim::Error::none);
     world->step(sim::TickInput{{}, candidates}, sim::TickErrors{{}, errors});
     applied.clear();

@@ -73,6 +73,7 @@
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/state_diff.h"
 #include "lockstep/sim/sync_test.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 
 namespace {

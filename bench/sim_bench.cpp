@@ -21,6 +21,7 @@
 #include "alloc_counter.h"
 #include "bench_scenes.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 #include "state_stream.h"
 

@@ -10,6 +10,7 @@
 
 #include "collide.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
 

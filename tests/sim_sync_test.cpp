@@ -12,6 +12,7 @@
 #include "alloc_counter.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/state_diff.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 
 namespace {
@@ -122,7 +123,7 @@ TEST(SimSyncTest, AChangeTheTesterDidNotSeeIsNamedAtTheNextTick) {
         break;
       }
     }
-    ASSERT_EQ(world->debug_perturb_position(moved, {0.25f, 0, 0}), Error::none);
+    ASSERT_EQ(debug_perturb_position(*world, moved, {0.25f, 0, 0}), Error::none);
     drive(*world, *tester, 5);
     ASSERT_TRUE(tester->failed()) << "K=" << k;
     EXPECT_EQ(tester->failure().tick, 31u);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "broadphase.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
 #include "solver/contact_solver.h"
@@ -384,13 +385,13 @@ TEST(SimWorld, SettersRejectNonFiniteAndOutOfRange) {
   expect_rejected(
       *world, Error::non_finite,
       [&] {
-        return world->debug_perturb_position(ball, {0, kNaN, 0});
+        return debug_perturb_position(*world, ball, {0, kNaN, 0});
       },
       "perturb NaN");
   expect_rejected(
       *world, Error::stale_handle,
       [&] {
-        return world->debug_perturb_position(BodyId{9, 0}, {0, 1, 0});
+        return debug_perturb_position(*world, BodyId{9, 0}, {0, 1, 0});
       },
       "perturb stale");
 

@@ -15,6 +15,7 @@
 #include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/state_diff.h"
 #include "lockstep/sim/sync_test.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
 
 namespace lockstep::client_sdk {
@@ -346,7 +347,7 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
   // check that matters. The test hook's edit goes in before them: nothing they check reads a
   // body's position.
   if (perturb_next_tick) {
-    world->debug_perturb_position(perturb_next_tick->first, perturb_next_tick->second);
+    debug_perturb_position(*world, perturb_next_tick->first, perturb_next_tick->second);
     perturb_next_tick.reset();
   }
   const sim::TickInput tick{frame.commands, frame.inputs};

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 
+#include "lockstep/sim/testing.h"
+
 namespace lockstep::client_sdk {
 
 namespace {
@@ -292,7 +294,7 @@ const Prediction::Counters& Prediction::counters() const {
 
 sim::Error Prediction::debug_perturb(sim::BodyId body, sim::Vec3 delta) {
   Data& d = *data_;
-  const sim::Error error = d.world->debug_perturb_position(body, delta);
+  const sim::Error error = debug_perturb_position(*d.world, body, delta);
   if (error == sim::Error::none) {
     for (Data::TickRecord& r : d.ring)
       r.hash_valid = false;

@@ -3,18 +3,17 @@
 // WorldDef::measure_stage_times is set (never part of the state). docs/design-decisions.md ("The
 // step, stage by stage") says why the stages are in this order; docs/physics.md has the maths.
 //
-// Position correction is Box2D v3's soft step (contact_solver.cpp has the rows): prepare_contacts
-// runs once per step (anchors, masses, inverse inertias), then every substep integrates the
-// velocities, warm starts, solves (the biased passes push overlaps out through a soft, heavily
-// damped spring whose target is recomputed from how far the bodies moved since the step began),
-// integrates the positions, relaxes (the same rows rigid, without the push, so the velocities
-// carried on no longer hold it: without them a stack is pushed apart every substep, falls back
-// and rocks) and restitutes.
-// Sleeping (island.h, the `[sleep]` marks): islands of bodies at rest sleep; a sleeping body is
-// neither integrated nor swept, and keeps its contacts and warm start until something wakes its
-// island.
-// The stages share WorldData and the step's counters (StepStats, StepStatus, SolverCounters).
-// Nothing here allocates: every array was sized in World::create.
+// Position correction is Box2D v3's soft step (contact_lanes_passes.inl has the rows):
+// prepare_contacts runs once per step (anchors, masses, inverse inertias), then every substep
+// integrates the velocities, warm starts, solves (the biased passes push overlaps out through a
+// soft, heavily damped spring whose target is recomputed from how far the bodies moved since the
+// step began), integrates the positions, relaxes (the same rows rigid, without the push, so the
+// velocities carried on no longer hold it: without them a stack is pushed apart every substep,
+// falls back and rocks) and restitutes. Sleeping (island.h, the `[sleep]` marks): islands of bodies
+// at rest sleep; a sleeping body is neither integrated nor swept, and keeps its contacts and warm
+// start until something wakes its island. The stages share WorldData and the step's counters
+// (StepStats, StepStatus, SolverCounters). Nothing here allocates: every array was sized in
+// World::create.
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -546,13 +545,13 @@ SubstepState prepare_contacts(WorldData& w, float gravity_step, bool moving, Sol
 
 // Last step's impulses applied again, as the substep's first guess.
 void warm_start(const WorldData& w, const SubstepState& sub) {
-  warm_start_lanes(w.lanes, sub.velocities);
+  warm_start_wide(w.lanes, sub.velocities);
 }
 
 // The biased passes (the soft push-out), then the speed clamps.
 void solve(WorldData& w, const SubstepState& sub, SolverCounters& sc) {
   for (uint32_t it = 0; it < w.def.velocity_iterations; ++it) {
-    solve_lanes(&w.lanes, sub.velocities, sub.deltas, true, &sc);
+    solve_wide(&w.lanes, sub.velocities, sub.deltas, true, &sc);
   }
   clamp_speeds(w, sub.velocities);
 }
@@ -560,13 +559,13 @@ void solve(WorldData& w, const SubstepState& sub, SolverCounters& sc) {
 // The relax passes: the same rows without the bias, with prepare's anchors and masses.
 void relax(WorldData& w, const SubstepState& sub, SolverCounters& sc) {
   for (uint32_t it = 0; it < w.def.relax_iterations; ++it) {
-    solve_lanes(&w.lanes, sub.velocities, sub.deltas, false, &sc);
+    solve_wide(&w.lanes, sub.velocities, sub.deltas, false, &sc);
   }
 }
 
-// Restitution of the impacts of this substep (restitute_lanes), then the speed clamps.
+// Restitution of the impacts of this substep (restitute_wide), then the speed clamps.
 void restitute(WorldData& w, const SubstepState& sub) {
-  restitute_lanes(&w.lanes, sub.velocities);
+  restitute_wide(&w.lanes, sub.velocities);
   clamp_speeds(w, sub.velocities);
 }
 

@@ -2,6 +2,7 @@
 // allowed between steps, and the read-only views. The step itself, one function per stage, is
 // in step.cpp. All memory is taken in World::create; nothing here allocates afterwards.
 #include "lockstep/sim/world.h"
+#include "lockstep/sim/testing.h"
 
 #include <algorithm>
 #include <bit>
@@ -616,8 +617,8 @@ uint32_t World::list_bodies(std::span<BodyId> out) const {
   return n;
 }
 
-Error World::debug_perturb_position(BodyId id, Vec3 delta) {
-  WorldData& w = *data_;
+Error debug_perturb_position(World& world, BodyId id, Vec3 delta) {
+  WorldData& w = world_data(world);
   uint32_t slot = 0;
   Error e = resolve_body(w, id, &slot);
   if (e == Error::none && !is_finite(delta)) e = Error::non_finite;

@@ -1,5 +1,5 @@
 // Contact constraints: the normal row and the 2x2 friction block per manifold point, solved by
-// sequential impulses with warm starting. The sign table is in contact_solver.cpp.
+// sequential impulses with warm starting. The sign table is at the top of contact_lanes_passes.inl.
 #pragma once
 
 #include <cstdint>

@@ -142,10 +142,6 @@ class World final {
   /// world is left untouched.
   Error restore_snapshot(std::span<const uint8_t> bytes);
 
-  /// Test hook: adds `delta` to a body's x position without any checks beyond finiteness
-  /// (used to inject a desync in tests and tools). Updates the state hash.
-  Error debug_perturb_position(BodyId id, Vec3 delta);
-
  private:
   friend struct WorldAccess;  // the library's own translation units (sim/src/world_data.h)
   explicit World(std::unique_ptr<WorldData> data);
