@@ -45,6 +45,7 @@
 #include "lockstep/client_sdk/client.h"
 #include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 
 namespace {
 

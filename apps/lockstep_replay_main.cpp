@@ -25,6 +25,7 @@
 #include "lockstep/replays/recorder.h"
 #include "lockstep/replays/viewer_page.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
 #include "replay_file.h"
 
@@ -273,6 +274,7 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
   if (!result.ok) return fail(result.error);
   std::vector<sim::Input> candidates(world->def().max_inputs_per_tick);
   std::vector<sim::Input> applied;
+  std::vector<sim::Error> errors;  // what the world said to each candidate
   for (uint64_t n = 0; n < ticks; ++n) {
     const uint64_t tick = world->tick() + 1;  // inputs for the step that makes `tick`
     if (!script.bodies.empty()) {
@@ -281,16 +283,13 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
     } else {
       scripted_pushes(seed, tick, players, dynamic_bodies, &candidates);
     }
+    if (authority && tick == desync_at) debug_perturb_position(*world, victim, {0.5f, 0, 0});
+    errors.assign(candidates.size(), sim::Error::none);
+    world->step(sim::TickInput{{}, candidates}, sim::TickErrors{{}, errors});
     applied.clear();
-    for (const sim::Input& in : candidates)
-      if (world->queue_input(in) == sim::Error::none) applied.push_back(in);
-    if (authority) {
-      for (const sim::Input& in : applied)
-        authority->queue_input(in);
-      authority->step();
-      if (tick == desync_at) world->debug_perturb_position(victim, {0.5f, 0, 0});
-    }
-    world->step();
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (errors[i] == sim::Error::none) applied.push_back(candidates[i]);
+    if (authority) authority->step(sim::TickInput{{}, applied});
     const uint64_t authoritative = authority ? authority->state_hash() : world->state_hash();
     const std::optional<uint64_t> own =
         authority ? std::optional<uint64_t>(world->state_hash()) : std::nullopt;

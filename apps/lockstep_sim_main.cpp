@@ -73,6 +73,7 @@
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/state_diff.h"
 #include "lockstep/sim/sync_test.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 
 namespace {
@@ -528,17 +529,70 @@ bool run_query_file(const std::string& path, const World& world) {
 
 }  // namespace
 
-// Queues and steps either directly or through a sync tester (which records and re-simulates).
+// Steps either directly or through a sync tester (which records and re-simulates).
 struct Driver {
   World& world;
   SyncTester* tester = nullptr;
-  Error queue_input(const Input& input) {
-    return tester ? tester->queue_input(world, input) : world.queue_input(input);
+  StepStatus step(const TickInput& tick, const TickErrors& errors) {
+    return tester ? tester->step(world, tick, errors) : world.step(tick, errors);
   }
-  Error queue_command(const Command& command) {
-    return tester ? tester->queue_command(world, command) : world.queue_command(command);
+};
+
+// One tick's commands and inputs as gathered from the scene's `at` lines (with their line
+// numbers) and the scripted players (line 0), and what the world said to each.
+struct TickBatch {
+  std::vector<Command> commands;
+  std::vector<uint32_t> command_lines;
+  std::vector<Input> inputs;
+  std::vector<uint32_t> input_lines;
+  std::vector<Error> command_errors;
+  std::vector<Error> input_errors;
+
+  void clear() {
+    commands.clear();
+    command_lines.clear();
+    inputs.clear();
+    input_lines.clear();
   }
-  StepStatus step() { return tester ? tester->step(world) : world.step(); }
+  void add(const ScriptedAction& action) {
+    if (action.is_command) {
+      commands.push_back(action.command);
+      command_lines.push_back(action.line);
+    } else {
+      inputs.push_back(action.input);
+      input_lines.push_back(action.line);
+    }
+  }
+  StepStatus step(Driver& driver) {
+    command_errors.assign(commands.size(), Error::none);
+    input_errors.assign(inputs.size(), Error::none);
+    return driver.step(TickInput{commands, inputs}, TickErrors{command_errors, input_errors});
+  }
+  // A warning per refused `at` line; the first refused scripted input only (*warned_scripted).
+  void warn_refusals(uint64_t tick, bool* warned_scripted) const {
+    for (size_t i = 0; i < commands.size(); ++i) {
+      if (command_errors[i] == Error::none) continue;
+      std::fprintf(stderr,
+                   "lockstep-sim: warning: tick %" PRIu64
+                   ": the command of line %u was rejected: %s\n",
+                   tick, command_lines[i], error_message(command_errors[i]));
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (input_errors[i] == Error::none) continue;
+      if (input_lines[i] != 0) {
+        std::fprintf(stderr,
+                     "lockstep-sim: warning: tick %" PRIu64
+                     ": the input of line %u was rejected: %s\n",
+                     tick, input_lines[i], error_message(input_errors[i]));
+      } else if (!*warned_scripted) {
+        std::fprintf(stderr,
+                     "lockstep-sim: warning: tick %" PRIu64
+                     ": an input was rejected (%s); later rejections are counted only\n",
+                     tick, error_message(input_errors[i]));
+        *warned_scripted = true;
+      }
+    }
+  }
 };
 
 // One line on stderr for a passed sync test; for a failed one the tick, the hashes and the
@@ -645,6 +699,7 @@ int main(int argc, char** argv) {
     }
   }
   Driver driver{*world, tester.get()};
+  TickBatch batch;
 
   uint32_t warned_overflow = 0;
   bool warned_input = false;
@@ -655,33 +710,22 @@ int main(int argc, char** argv) {
   }
   size_t next_action = 0;  // scene.actions: ascending ticks
   for (uint64_t t = 1; t <= options.ticks; ++t) {
-    // The scene file's `at tick=t` lines, in file order; command_less / input_less order them.
+    // The scene file's `at tick=t` lines, in file order, then the scripted players' inputs;
+    // command_less / input_less order them.
+    batch.clear();
     for (; next_action < scene.actions.size() && scene.actions[next_action].tick <= t;
          ++next_action) {
-      const ScriptedAction& action = scene.actions[next_action];
-      if (action.tick < t) continue;
-      const Error e = action.is_command ? driver.queue_command(action.command)
-                                        : driver.queue_input(action.input);
-      if (e != Error::none) {
-        std::fprintf(
-            stderr, "lockstep-sim: warning: tick %" PRIu64 ": the %s of line %u was rejected: %s\n",
-            t, action.is_command ? "command" : "input", action.line, error_message(e));
-      }
+      if (scene.actions[next_action].tick == t) batch.add(scene.actions[next_action]);
     }
     if (has_players) {
-      uint32_t count = scripted_inputs(options.seed, world->tick(), script, *world, inputs);
+      const uint32_t count = scripted_inputs(options.seed, world->tick(), script, *world, inputs);
       for (uint32_t i = 0; i < count; ++i) {
-        Error e = driver.queue_input(inputs[i]);
-        if (e != Error::none && !warned_input) {
-          std::fprintf(stderr,
-                       "lockstep-sim: warning: tick %" PRIu64
-                       ": an input was rejected (%s); later rejections are counted only\n",
-                       world->tick(), error_message(e));
-          warned_input = true;
-        }
+        batch.inputs.push_back(inputs[i]);
+        batch.input_lines.push_back(0);
       }
     }
-    StepStatus status = driver.step();
+    const StepStatus status = batch.step(driver);
+    batch.warn_refusals(t, &warned_input);
     uint32_t fresh = status.overflow & ~warned_overflow;
     if (fresh != 0) {
       std::fprintf(stderr,

@@ -14,6 +14,7 @@
 
 #include "alloc_counter.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 
 namespace {

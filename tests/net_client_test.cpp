@@ -35,6 +35,7 @@
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
 #include "net_test_harness.h"
 

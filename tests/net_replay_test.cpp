@@ -44,6 +44,7 @@
 #include "lockstep/server/ops.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "net_test_harness.h"
 
 namespace {

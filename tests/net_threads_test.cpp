@@ -24,6 +24,7 @@
 #include "lockstep/server/config.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "net_test_harness.h"
 
 namespace {

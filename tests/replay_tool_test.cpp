@@ -22,6 +22,7 @@
 #include "lockstep/replays/recorder.h"
 #include "lockstep/schema/replay_generated.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
 
 #if !defined(LOCKSTEP_REPLAY_TOOL) || !defined(LOCKSTEP_REPLAY_VERIFY_TOOL)
@@ -202,7 +203,7 @@ TEST(ReplayTool, DiffNamesTickBodyAndField) {
   for (int i = 0; i < 240; ++i) {
     server.step();
     client.step();
-    if (client.world->tick() == 200) client.world->debug_perturb_position(victim, {0.01f, 0, 0});
+    if (client.world->tick() == 200) debug_perturb_position(*client.world, victim, {0.01f, 0, 0});
     server_window.record_step(*server.world, server.applied, server.world->state_hash(),
                               std::nullopt);
     client_window.record_step(*client.world, client.applied, server.world->state_hash(),

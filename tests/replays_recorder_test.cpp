@@ -30,6 +30,7 @@
 #include "lockstep/schema/frame.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
 
 namespace {
@@ -679,7 +680,7 @@ TEST(ReplayDiff, NamesTheTickBodyAndFieldOfAPerturbation) {
       sim::BodyView v;
       ASSERT_EQ(client.world->get_body(victim, &v), sim::Error::none);
       clean_x = v.position.x;
-      ASSERT_EQ(client.world->debug_perturb_position(victim, delta), sim::Error::none);
+      ASSERT_EQ(debug_perturb_position(*client.world, victim, delta), sim::Error::none);
       ASSERT_EQ(client.world->get_body(victim, &v), sim::Error::none);
       perturbed_x = v.position.x;
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lockstep/replays/viewer_page.h"
+#include "lockstep/sim/testing.h"
 
 namespace {
 
@@ -37,7 +38,7 @@ replays::LoadedReplay made_client_dump(const replays::LoadedReplay& server, sim:
   std::string error;
   std::unique_ptr<sim::World> world = replays::simulate_replay_to(server, tick - 1, &error);
   EXPECT_NE(world, nullptr) << error;
-  EXPECT_EQ(world->debug_perturb_position(victim, {0.5f, 0, 0}), sim::Error::none);
+  EXPECT_EQ(debug_perturb_position(*world, victim, {0.5f, 0, 0}), sim::Error::none);
   const replays::ReplayTick& record = dump.ticks.back();
   for (const sim::Input& in : record.inputs)
     world->queue_input(in);

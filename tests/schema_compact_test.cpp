@@ -21,6 +21,7 @@
 #include "lockstep/schema/messages.h"
 #include "lockstep/schema/protocol_generated.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 
 namespace {

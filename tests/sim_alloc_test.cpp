@@ -11,6 +11,7 @@
 
 #include "alloc_counter.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 
 namespace {
@@ -73,7 +74,7 @@ TEST(SimAlloc, StepsSnapshotsAndEditsNeverAllocate) {
       (void)world->events();
       if (tick % 100 == 50) {
         // Between steps: edits (lazy hash), a snapshot, a restore, a create and a destroy.
-        world->debug_perturb_position(ids[10], {0, 1e-3f, 0});
+        debug_perturb_position(*world, ids[10], {0, 1e-3f, 0});
         (void)world->state_hash();
         size_t written = 0;
         EXPECT_EQ(world->save_snapshot(snapshot, &written), Error::none);

@@ -1,4 +1,5 @@
-// Bullet bodies: time of impact against static bodies (time_of_impact.cpp, world.cpp step 9c).
+// Bullet bodies: time of impact against static bodies (time_of_impact.cpp; the sweep_bullets stage
+// of step.cpp).
 //
 // Without the flag a dynamic body is caught by its speculative contacts as long as it moves less
 // than WorldDef::max_speculative_margin_m (1 m) a step; a 5 cm projectile at 200 m/s moves 3.3 m

@@ -365,7 +365,7 @@ SolveResult solve(const SolverScene& s, Mode mode, uint32_t bias_passes = 8,
   }
   const std::span<SolverVelocity> v(r.velocities.data(), body_count);
   lockstep::sim::gather_velocities(s.bodies, v);
-  lockstep::sim::warm_start_lanes(lanes, r.velocities);
+  lockstep::sim::warm_start_wide(lanes, r.velocities);
   // Body displacements since the step began: made up but fixed, so the rows' separations move.
   std::vector<SolverVelocity> deltas(body_count + 1, SolverVelocity{});
   for (uint32_t i = 0; i < body_count; ++i) {
@@ -374,10 +374,10 @@ SolveResult solve(const SolverScene& s, Mode mode, uint32_t bias_passes = 8,
     deltas[i].angular = {0.5f * f, f, -f};
   }
   for (uint32_t i = 0; i < bias_passes; ++i)
-    lockstep::sim::solve_lanes(&lanes, r.velocities, deltas, true, &r.counters);
+    lockstep::sim::solve_wide(&lanes, r.velocities, deltas, true, &r.counters);
   for (uint32_t i = 0; i < relax_passes; ++i)
-    lockstep::sim::solve_lanes(&lanes, r.velocities, deltas, false, &r.counters);
-  lockstep::sim::restitute_lanes(&lanes, r.velocities);
+    lockstep::sim::solve_wide(&lanes, r.velocities, deltas, false, &r.counters);
+  lockstep::sim::restitute_wide(&lanes, r.velocities);
   lockstep::sim::unpack_contact_lanes(lanes, r.points);
   r.point_lanes.assign(lanes.point_lanes.begin(),
                        lanes.point_lanes.begin() + lanes.point_lane_count);

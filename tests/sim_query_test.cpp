@@ -20,6 +20,7 @@
 #include "collide.h"
 #include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 #include "overlap_test.h"
 #include "ray_cast.h"

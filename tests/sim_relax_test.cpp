@@ -1,6 +1,6 @@
-// Relax iterations (world.cpp): in every substep of the soft step, passes without the soft
-// position bias after the positions are integrated, so the push-out velocity that separates an
-// overlap is not carried into the next substep. Also the WorldDef field's validation,
+// Relax iterations (the relax stage, step.cpp): in every substep of the soft step, passes without
+// the soft position bias after the positions are integrated, so the push-out velocity that
+// separates an overlap is not carried into the next substep. Also the WorldDef field's validation,
 // fingerprint and scene-text key.
 #include <gtest/gtest.h>
 
@@ -52,7 +52,7 @@ OneStep overlap_step(uint32_t relax_iterations) {
 }
 
 // The same step worked out in double for one body of mass m on one contact row, from the soft
-// step as documented (contact_solver.cpp, world.cpp). The cube on its face is that case: the
+// step as documented (contact_solver.cpp, step.cpp). The cube on its face is that case: the
 // centroid row acts at the face centre (inverse effective mass 1/m) and solves the whole
 // manifold, and the four corner rows after it add nothing (a soft row is idempotent, since
 // mass_scale + impulse_scale = 1, and each corner's K is 4/m: 1/m plus m·|r×n|²/I = 3/m with

@@ -11,6 +11,7 @@
 #include "collide.h"
 #include "field_lists.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
 

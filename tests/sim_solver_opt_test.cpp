@@ -320,9 +320,9 @@ struct OnePointScene {
     lockstep::sim::build_contact_lanes({&c, 1}, bodies, 2, &lanes);
     lockstep::sim::prepare_contact_lanes({&c, 1}, {&p, 1}, bodies, settings, &lanes, &counters);
     lockstep::sim::gather_velocities(bodies, {velocities.data(), 2});
-    lockstep::sim::warm_start_lanes(lanes, velocities);
+    lockstep::sim::warm_start_wide(lanes, velocities);
     const std::vector<SolverVelocity> deltas(3, SolverVelocity{});  // nothing moved yet
-    lockstep::sim::solve_lanes(&lanes, velocities, deltas, true, &counters);
+    lockstep::sim::solve_wide(&lanes, velocities, deltas, true, &counters);
     lockstep::sim::unpack_contact_lanes(lanes, {&p, 1});
   }
 

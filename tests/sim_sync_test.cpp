@@ -12,6 +12,7 @@
 #include "alloc_counter.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/state_diff.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 
 namespace {
@@ -24,6 +25,8 @@ using lockstep::sim::Input;
 using lockstep::sim::Scene;
 using lockstep::sim::StateFieldDiff;
 using lockstep::sim::SyncTester;
+using lockstep::sim::TickErrors;
+using lockstep::sim::TickInput;
 using lockstep::sim::World;
 
 std::unique_ptr<World> inputs_world() {
@@ -40,9 +43,7 @@ void drive(World& world, SyncTester& tester, uint64_t ticks) {
   std::vector<Input> inputs(world.def().max_inputs_per_tick);
   for (uint64_t t = 0; t < ticks; ++t) {
     const uint32_t n = lockstep::sim::scripted_inputs(7, world.tick(), script, world, inputs);
-    for (uint32_t i = 0; i < n; ++i)
-      tester.queue_input(world, inputs[i]);
-    tester.step(world);
+    tester.step(world, TickInput{{}, {inputs.data(), n}});
   }
 }
 
@@ -71,29 +72,29 @@ TEST(SimSyncTest, CommandsAreRecordedAndReplayed) {
   ASSERT_NE(tester, nullptr);
   BodyId spawned{};
   for (uint32_t t = 1; t <= 60; ++t) {
+    Command c;
     if (t == 5) {
-      Command c;
       c.type = CommandType::spawn;
       c.sequence = 1;
       c.position = {0, 3, 0};
-      ASSERT_EQ(tester->queue_command(*world, c), Error::none);
     }
     if (t == 20) {
-      Command c;
       c.type = CommandType::add_score;
       c.sequence = 3;
       c.owner_player = 2;
       c.score_delta = 5;
-      ASSERT_EQ(tester->queue_command(*world, c), Error::none);
     }
     if (t == 40) {
-      Command c;
       c.type = CommandType::destroy;
       c.sequence = 2;
       c.body = spawned;
-      ASSERT_EQ(tester->queue_command(*world, c), Error::none);
     }
-    tester->step(*world);
+    const bool has_command = t == 5 || t == 20 || t == 40;
+    Error e = Error::invalid_argument;
+    tester->step(*world, TickInput{{&c, has_command ? 1u : 0u}, {}}, TickErrors{{&e, 1}, {}});
+    if (has_command) {
+      ASSERT_EQ(e, Error::none) << "tick " << t;
+    }
     if (t == 5) spawned = world->command_results()[0].body;
   }
   EXPECT_FALSE(tester->failed()) << "tick " << tester->failure().tick;
@@ -122,7 +123,7 @@ TEST(SimSyncTest, AChangeTheTesterDidNotSeeIsNamedAtTheNextTick) {
         break;
       }
     }
-    ASSERT_EQ(world->debug_perturb_position(moved, {0.25f, 0, 0}), Error::none);
+    ASSERT_EQ(debug_perturb_position(*world, moved, {0.25f, 0, 0}), Error::none);
     drive(*world, *tester, 5);
     ASSERT_TRUE(tester->failed()) << "K=" << k;
     EXPECT_EQ(tester->failure().tick, 31u);
@@ -164,9 +165,7 @@ TEST(SimSyncTest, TheTestedTickAllocatesNothing) {
   lockstep::testing::AllocationCounter counter;
   for (int t = 0; t < 20; ++t) {
     const uint32_t n = lockstep::sim::scripted_inputs(7, world->tick(), script, *world, inputs);
-    for (uint32_t i = 0; i < n; ++i)
-      tester->queue_input(*world, inputs[i]);
-    tester->step(*world);
+    tester->step(*world, TickInput{{}, {inputs.data(), n}});
   }
   EXPECT_EQ(counter.count(), 0u);
   EXPECT_FALSE(tester->failed());

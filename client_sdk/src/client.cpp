@@ -15,6 +15,7 @@
 #include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/state_diff.h"
 #include "lockstep/sim/sync_test.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
 
 namespace lockstep::client_sdk {
@@ -361,30 +362,20 @@ void Client::Impl::on_tick_frame(const schema::TickFrame& frame) {
     }
     return;
   }
-  // The frame's commands and inputs as the server applied them (commands first, as the step
-  // does); a refusal here that the server accepted shows up as a hash mismatch below, which is
-  // the check that matters.
-  if (sync_tester) {
-    // The tester forwards them to the world and records them for its re-simulations.
-    for (const sim::Command& command : frame.commands)
-      sync_tester->queue_command(*world, command);
-    for (const sim::Input& input : frame.inputs)
-      sync_tester->queue_input(*world, input);
-  } else {
-    for (const sim::Command& command : frame.commands)
-      world->queue_command(command);
-    for (const sim::Input& input : frame.inputs)
-      world->queue_input(input);
-  }
+  // The frame's commands and inputs as the server applied them (World::step(TickInput) orders
+  // them); a refusal here that the server accepted shows up as a hash mismatch, which is the
+  // check that matters. The test hook's edit goes in before them: nothing they check reads a
+  // body's position.
   if (perturb_next_tick) {
-    world->debug_perturb_position(perturb_next_tick->first, perturb_next_tick->second);
+    debug_perturb_position(*world, perturb_next_tick->first, perturb_next_tick->second);
     perturb_next_tick.reset();
   }
+  const sim::TickInput tick{frame.commands, frame.inputs};
   if (sync_tester) {
-    sync_tester->step(*world);
+    sync_tester->step(*world, tick);  // it records them for its re-simulations
     check_sync_test(frame.tick);
   } else {
-    world->step();
+    world->step(tick);
   }
   ticks_applied.fetch_add(1, std::memory_order_relaxed);
   // Our bodies follow the spawns (owned by us) and destroys the commands made.

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 
+#include "lockstep/sim/testing.h"
+
 namespace lockstep::client_sdk {
 
 namespace {
@@ -111,9 +113,7 @@ void Prediction::Data::step(uint64_t tick) {
   std::sort(r.applied.begin(), r.applied.end(), sim::input_less);
   // A guess the world refuses (a body gone since) is simply not applied; the server's inputs are
   // checked on the confirmed world, not here.
-  for (const sim::Input& input : r.applied)
-    world->queue_input(input);
-  world->step();
+  world->step(sim::TickInput{{}, r.applied});
   r.hash = world->state_hash();
   r.stepped = true;
   r.hash_valid = true;
@@ -294,7 +294,7 @@ const Prediction::Counters& Prediction::counters() const {
 
 sim::Error Prediction::debug_perturb(sim::BodyId body, sim::Vec3 delta) {
   Data& d = *data_;
-  const sim::Error error = d.world->debug_perturb_position(body, delta);
+  const sim::Error error = debug_perturb_position(*d.world, body, delta);
   if (error == sim::Error::none) {
     for (Data::TickRecord& r : d.ring)
       r.hash_valid = false;

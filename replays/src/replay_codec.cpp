@@ -126,32 +126,137 @@ std::span<const uint8_t> RecordEncoder::tick(uint64_t tick, std::span<const sim:
   return out;
 }
 
+namespace {
+
+// A tick record of format 6 or later: the compact body of its tick's TickFrame.
+bool decode_compact_tick(std::span<const uint8_t> payload, DecodedRecord* out, std::string* error,
+                         const std::vector<sim::Input>* previous_tick_inputs) {
+  schema::compact::Tick tick;
+  std::optional<std::span<const sim::Input>> reference;
+  if (previous_tick_inputs != nullptr) reference = *previous_tick_inputs;
+  if (!schema::compact::read_tick(payload, true, &tick, error, reference)) {
+    // Name the tick when at least its number is readable.
+    size_t at = 1;
+    uint64_t number = 0;
+    std::string unreadable;
+    const bool named = schema::compact::read_varint(payload, &at, &number, &unreadable);
+    *error = (named ? "replay tick " + std::to_string(number) : std::string("replay tick record")) +
+             ": " + *error;
+    return false;
+  }
+  out->kind = RecordKind::tick;
+  ReplayTick& o = out->tick;
+  o.tick = tick.tick;
+  o.authoritative_hash = tick.state_hash;
+  o.client_hash = tick.client_hash;
+  o.inputs = std::move(tick.inputs);
+  o.commands = std::move(tick.commands);
+  return true;
+}
+
+bool decode_header(const rp::Header* h, DecodedRecord* out, std::string* error) {
+  // The Verifier accepts a union whose type is set while its table is absent.
+  if (!h) {
+    *error = "header record without its table";
+    return false;
+  }
+  if (!h->world_def()) {
+    *error = "header record without a WorldDef";
+    return false;
+  }
+  if (h->writer() != rp::WriterKind::Server && h->writer() != rp::WriterKind::Client) {
+    *error = "header record with an unknown writer kind";
+    return false;
+  }
+  out->kind = RecordKind::header;
+  ReplayHeader& o = out->header;
+  o.format_version = h->format_version();
+  o.lockstep_version = string_or_empty(h->lockstep_version());
+  if (!schema::decode_world_def(*h->world_def(), &o.world_def, error)) {
+    *error = "header " + *error;
+    return false;
+  }
+  o.world_def_fingerprint = h->world_def_fingerprint();
+  o.tick_rate_hz = h->tick_rate_hz();
+  o.scene = string_or_empty(h->scene());
+  o.first_tick = h->first_tick();
+  o.writer =
+      h->writer() == rp::WriterKind::Client ? ReplayWriterKind::client : ReplayWriterKind::server;
+  o.player_id = h->player_id();
+  o.room = string_or_empty(h->room());
+  o.physics_revision = h->physics_revision();
+  return true;
+}
+
+bool decode_keyframe(const rp::Keyframe* k, DecodedRecord* out, std::string* error) {
+  if (!k) {
+    *error = "keyframe record without its table";
+    return false;
+  }
+  const int forms =
+      (k->snapshot() ? 1 : 0) + (k->snapshot_packed() ? 1 : 0) + (k->snapshot_delta() ? 1 : 0);
+  if (forms == 0) {
+    *error = "keyframe record without a snapshot";
+    return false;
+  }
+  if (forms > 1) {
+    *error = "keyframe record with more than one snapshot";
+    return false;
+  }
+  if (k->snapshot_delta() && !k->snapshot_xxh3().has_value()) {
+    *error = "delta keyframe record without the checksum of its snapshot";
+    return false;
+  }
+  out->kind = RecordKind::keyframe;
+  out->keyframe.tick = k->tick();
+  out->keyframe.state_hash = k->state_hash();
+  out->keyframe_is_delta = k->snapshot_delta() != nullptr;
+  out->keyframe_snapshot_xxh3 = k->snapshot_xxh3().value_or(0);
+  if (k->snapshot()) {  // formats up to 5
+    out->keyframe.snapshot.assign(k->snapshot()->begin(), k->snapshot()->end());
+    return true;
+  }
+  const auto* packed = k->snapshot_delta() ? k->snapshot_delta() : k->snapshot_packed();
+  if (!schema::compact::read_packed(std::span<const uint8_t>(packed->data(), packed->size()),
+                                    schema::kMaxReplayRecordBytes, &out->keyframe.snapshot,
+                                    error)) {
+    *error = (out->keyframe_is_delta ? "delta keyframe record: " : "keyframe record: ") + *error;
+    return false;
+  }
+  return true;
+}
+
+// A tick record of formats up to 5: a FlatBuffers table.
+bool decode_table_tick(const rp::Tick* t, DecodedRecord* out, std::string* error) {
+  if (!t) {
+    *error = "tick record without its table";
+    return false;
+  }
+  out->kind = RecordKind::tick;
+  ReplayTick& o = out->tick;
+  o.tick = t->tick();
+  o.authoritative_hash = t->authoritative_hash();
+  o.client_hash = t->client_hash();
+  schema::read_player_inputs(t->inputs(), &o.inputs);
+  if (!schema::read_player_input_velocities(t->input_velocities(), &o.inputs)) {
+    *error = "replay tick " + std::to_string(o.tick) + ": input_velocities is not one per input";
+    return false;
+  }
+  std::string why;
+  if (!schema::read_world_commands(t->commands(), &o.commands, &why)) {
+    *error = "replay tick " + std::to_string(o.tick) + ": " + why;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scratch,
                    DecodedRecord* out, std::string* error,
                    const std::vector<sim::Input>* previous_tick_inputs) {
-  if (schema::compact::is_compact(payload)) {  // a tick record of format 6 or later
-    schema::compact::Tick tick;
-    std::optional<std::span<const sim::Input>> reference;
-    if (previous_tick_inputs != nullptr) reference = *previous_tick_inputs;
-    if (!schema::compact::read_tick(payload, true, &tick, error, reference)) {
-      // Name the tick when at least its number is readable.
-      size_t at = 1;
-      uint64_t number = 0;
-      std::string unreadable;
-      const bool named = schema::compact::read_varint(payload, &at, &number, &unreadable);
-      *error =
-          (named ? "replay tick " + std::to_string(number) : std::string("replay tick record")) +
-          ": " + *error;
-      return false;
-    }
-    out->kind = RecordKind::tick;
-    ReplayTick& o = out->tick;
-    o.tick = tick.tick;
-    o.authoritative_hash = tick.state_hash;
-    o.client_hash = tick.client_hash;
-    o.inputs = std::move(tick.inputs);
-    o.commands = std::move(tick.commands);
-    return true;
+  if (schema::compact::is_compact(payload)) {
+    return decode_compact_tick(payload, out, error, previous_tick_inputs);
   }
   // Header and keyframe records, and the tick records of formats up to 5: FlatBuffers.
   if (payload.size() < 8 ||
@@ -176,103 +281,12 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
   }
   const rp::ReplayRecord* record = rp::GetReplayRecord(scratch->data());
   switch (record->record_type()) {
-    case rp::Record::Header: {
-      // The Verifier accepts a union whose type is set while its table is absent.
-      const rp::Header* h = record->record_as_Header();
-      if (!h) {
-        *error = "header record without its table";
-        return false;
-      }
-      if (!h->world_def()) {
-        *error = "header record without a WorldDef";
-        return false;
-      }
-      if (h->writer() != rp::WriterKind::Server && h->writer() != rp::WriterKind::Client) {
-        *error = "header record with an unknown writer kind";
-        return false;
-      }
-      out->kind = RecordKind::header;
-      ReplayHeader& o = out->header;
-      o.format_version = h->format_version();
-      o.lockstep_version = string_or_empty(h->lockstep_version());
-      if (!schema::decode_world_def(*h->world_def(), &o.world_def, error)) {
-        *error = "header " + *error;
-        return false;
-      }
-      o.world_def_fingerprint = h->world_def_fingerprint();
-      o.tick_rate_hz = h->tick_rate_hz();
-      o.scene = string_or_empty(h->scene());
-      o.first_tick = h->first_tick();
-      o.writer = h->writer() == rp::WriterKind::Client ? ReplayWriterKind::client
-                                                       : ReplayWriterKind::server;
-      o.player_id = h->player_id();
-      o.room = string_or_empty(h->room());
-      o.physics_revision = h->physics_revision();
-      return true;
-    }
-    case rp::Record::Keyframe: {
-      const rp::Keyframe* k = record->record_as_Keyframe();
-      if (!k) {
-        *error = "keyframe record without its table";
-        return false;
-      }
-      const int forms =
-          (k->snapshot() ? 1 : 0) + (k->snapshot_packed() ? 1 : 0) + (k->snapshot_delta() ? 1 : 0);
-      if (forms == 0) {
-        *error = "keyframe record without a snapshot";
-        return false;
-      }
-      if (forms > 1) {
-        *error = "keyframe record with more than one snapshot";
-        return false;
-      }
-      if (k->snapshot_delta() && !k->snapshot_xxh3().has_value()) {
-        *error = "delta keyframe record without the checksum of its snapshot";
-        return false;
-      }
-      out->kind = RecordKind::keyframe;
-      out->keyframe.tick = k->tick();
-      out->keyframe.state_hash = k->state_hash();
-      out->keyframe_is_delta = k->snapshot_delta() != nullptr;
-      out->keyframe_snapshot_xxh3 = k->snapshot_xxh3().value_or(0);
-      if (k->snapshot()) {  // formats up to 5
-        out->keyframe.snapshot.assign(k->snapshot()->begin(), k->snapshot()->end());
-        return true;
-      }
-      const auto* packed = k->snapshot_delta() ? k->snapshot_delta() : k->snapshot_packed();
-      if (!schema::compact::read_packed(std::span<const uint8_t>(packed->data(), packed->size()),
-                                        schema::kMaxReplayRecordBytes, &out->keyframe.snapshot,
-                                        error)) {
-        *error =
-            (out->keyframe_is_delta ? "delta keyframe record: " : "keyframe record: ") + *error;
-        return false;
-      }
-      return true;
-    }
-    case rp::Record::Tick: {
-      const rp::Tick* t = record->record_as_Tick();
-      if (!t) {
-        *error = "tick record without its table";
-        return false;
-      }
-      out->kind = RecordKind::tick;
-      ReplayTick& o = out->tick;
-      o.tick = t->tick();
-      o.authoritative_hash = t->authoritative_hash();
-      o.client_hash = t->client_hash();
-      schema::read_player_inputs(t->inputs(), &o.inputs);
-      if (!schema::read_player_input_velocities(t->input_velocities(), &o.inputs)) {
-        *error =
-            "replay tick " + std::to_string(o.tick) + ": input_velocities is not one per input";
-        return false;
-      }
-      std::string why;
-      if (!schema::read_world_commands(t->commands(), &o.commands, &why)) {
-        *error = "replay tick " + std::to_string(o.tick) + ": " + why;
-        return false;
-      }
-      return true;
-    }
+    case rp::Record::Header:
+      return decode_header(record->record_as_Header(), out, error);
+    case rp::Record::Keyframe:
+      return decode_keyframe(record->record_as_Keyframe(), out, error);
+    case rp::Record::Tick:
+      return decode_table_tick(record->record_as_Tick(), out, error);
     default:
       *error = "replay record of an unknown kind (" +
                std::to_string(static_cast<unsigned>(record->record_type())) + ")";

@@ -265,13 +265,11 @@ std::string hex64(uint64_t value) {
 }
 
 uint32_t step_replay_tick(sim::World& world, const ReplayTick& tick) {
-  uint32_t rejected = 0;
-  for (const sim::Command& command : tick.commands)
-    if (world.queue_command(command) != sim::Error::none) ++rejected;
-  for (const sim::Input& input : tick.inputs)
-    if (world.queue_input(input) != sim::Error::none) ++rejected;
-  world.step();
-  return rejected;
+  const sim::WorldCounters before = world.counters();
+  world.step(sim::TickInput{tick.commands, tick.inputs});
+  const sim::WorldCounters& after = world.counters();
+  return static_cast<uint32_t>((after.commands_rejected - before.commands_rejected) +
+                               (after.inputs_rejected - before.inputs_rejected));
 }
 
 const ReplayKeyframe* keyframe_at(const LoadedReplay& replay, uint64_t tick) {

@@ -325,6 +325,119 @@ std::string file_label(const LoadedReplay& r) {
   return "server";
 }
 
+// The desync, by diff_replays' rules: against the other file, or for a client file alone,
+// between the server's view of the match (its authoritative hashes, re-simulated from the
+// first keyframe) and the client's own (its hashes, its keyframes). None for a server file alone.
+std::optional<DiffResult> find_desync(const LoadedReplay& replay, const LoadedReplay* against,
+                                      const ViewerOptions& options, std::string* other_label) {
+  if (against != nullptr) {
+    *other_label = file_label(*against) + " file";
+    return diff_replays(replay, *against, options.max_fields);
+  }
+  if (replay.header.writer != ReplayWriterKind::client) return std::nullopt;
+  LoadedReplay server_view;
+  server_view.header = replay.header;
+  server_view.header.writer = ReplayWriterKind::server;
+  server_view.keyframes = {replay.keyframes.front()};
+  server_view.ticks = replay.ticks;
+  for (ReplayTick& t : server_view.ticks)
+    t.client_hash.reset();
+  *other_label = "client's own state";
+  return diff_replays(server_view, replay, options.max_fields);
+}
+
+// The bodies whose contacts the page shows: every body of a small world, else owned and
+// differing bodies and the asked ones; in key order.
+std::vector<sim::BodyId> watched_bodies(const sim::World& world, const ViewerOptions& options,
+                                        const std::optional<DiffResult>& diff) {
+  std::set<uint64_t> watched_keys;
+  std::vector<sim::BodyId> ids(world.body_count());
+  ids.resize(world.list_bodies(ids));
+  for (const sim::BodyId id : ids) {
+    sim::BodyView v;
+    if (world.get_body(id, &v) != sim::Error::none) continue;
+    if (ids.size() <= kViewerAllContactsBodies || v.owner_player != 0)
+      watched_keys.insert(body_key(id));
+    for (const uint32_t slot : options.contact_bodies)
+      if (slot == id.index1) watched_keys.insert(body_key(id));
+  }
+  if (diff)
+    for (const FieldDiff& f : diff->fields)
+      if (!f.body.is_null()) watched_keys.insert(body_key(f.body));
+  std::vector<sim::BodyId> watched;
+  for (const uint64_t key : watched_keys)
+    watched.push_back(sim::BodyId{static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key)});
+  return watched;
+}
+
+// Run B: from the divergent tick, the other file's writer state (its newest keyframe at or
+// before the tick, re-simulated, following its later keyframes), up to `last_tick`.
+bool record_other_run(const LoadedReplay& other, uint64_t divergent, uint64_t last_tick,
+                      BodyTable* table, RunWriter* run_b, std::string* error) {
+  std::unique_ptr<sim::World> world_b = simulate_replay_to(other, divergent, error);
+  if (!world_b) return false;
+  const ReplayKeyframe* k = detail::keyframe_at(other, divergent);
+  if (k != nullptr && k->state_hash != world_b->state_hash() &&
+      world_b->restore_snapshot(k->snapshot) != sim::Error::none) {
+    *error = "keyframe at tick " + std::to_string(divergent) + " cannot be restored";
+    return false;
+  }
+  run_b->record(*world_b, table);
+  for (uint64_t t = divergent + 1; t <= std::min(other.last_tick(), last_tick); ++t) {
+    if (!advance(other, t, true, world_b.get(), error)) return false;
+    run_b->record(*world_b, table);
+  }
+  return true;
+}
+
+// The page's "hashes" member: per tick of run A's window, re-simulated, recorded
+// (authoritative), the client's own and the other file's.
+std::string hashes_meta(const LoadedReplay& replay, const LoadedReplay* against,
+                        const RunWriter& run_a) {
+  const bool client_file = replay.header.writer == ReplayWriterKind::client;
+  std::vector<std::optional<uint64_t>> resim, recorded, client, other_hashes;
+  for (uint64_t t = replay.header.first_tick; t <= replay.last_tick(); ++t) {
+    resim.push_back(run_a.hashes()[static_cast<size_t>(t - replay.header.first_tick)]);
+    recorded.push_back(recorded_hash(replay, t, false));
+    if (client_file) client.push_back(recorded_hash(replay, t, true));
+    if (against != nullptr)
+      other_hashes.push_back(
+          recorded_hash(*against, t, against->header.writer == ReplayWriterKind::client));
+  }
+  return "\"hashes\":{\"resim\":" + hashes_json(resim) + ",\"recorded\":" + hashes_json(recorded) +
+         ",\"client\":" + (client_file ? hashes_json(client) : "null") +
+         ",\"other\":" + (against != nullptr ? hashes_json(other_hashes) : "null") + "}";
+}
+
+// The page's "desync" member: the first divergent tick, the differing fields and the bodies
+// they belong to (indices into the body table), or null.
+std::string desync_meta(const std::optional<DiffResult>& diff, std::optional<uint64_t> divergent,
+                        const std::string& other_label, const BodyTable& table) {
+  if (!divergent) return "\"desync\":null";
+  std::string meta =
+      "\"desync\":{\"first_tick\":" + std::to_string(*divergent) +
+      ",\"compared_tick\":" + std::to_string(diff->compared_tick.value_or(*divergent)) +
+      ",\"note\":" + json_string(diff->note) + ",\"other\":" + json_string(other_label) +
+      ",\"fields\":[";
+  std::set<uint32_t> differing;
+  for (size_t i = 0; i < diff->fields.size(); ++i) {
+    const FieldDiff& f = diff->fields[i];
+    if (i) meta += ",\n";
+    meta += "{\"body\":\"" + body_name(f.body) + "\",\"field\":" + json_string(f.field) +
+            ",\"a\":" + number(f.value_a) + ",\"b\":" + number(f.value_b) +
+            ",\"ulps\":" + std::to_string(f.ulps) + "}";
+    if (const std::optional<uint32_t> index = table.find(f.body)) differing.insert(*index);
+  }
+  meta += "],\"bodies\":[";
+  bool first_body = true;
+  for (const uint32_t index : differing) {
+    if (!first_body) meta += ',';
+    first_body = false;
+    meta += std::to_string(index);
+  }
+  return meta + "]}";
+}
+
 }  // namespace
 
 ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* against,
@@ -333,25 +446,8 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
   const auto start = std::chrono::steady_clock::now();
   const bool client_file = replay.header.writer == ReplayWriterKind::client;
 
-  // The desync, by diff_replays' rules: against the other file, or for a client file alone,
-  // between the server's view of the match (its authoritative hashes, re-simulated from the
-  // first keyframe) and the client's own (its hashes, its keyframes).
-  std::optional<DiffResult> diff;
   std::string other_label;
-  if (against != nullptr) {
-    diff = diff_replays(replay, *against, options.max_fields);
-    other_label = file_label(*against) + " file";
-  } else if (client_file) {
-    LoadedReplay server_view;
-    server_view.header = replay.header;
-    server_view.header.writer = ReplayWriterKind::server;
-    server_view.keyframes = {replay.keyframes.front()};
-    server_view.ticks = replay.ticks;
-    for (ReplayTick& t : server_view.ticks)
-      t.client_hash.reset();
-    diff = diff_replays(server_view, replay, options.max_fields);
-    other_label = "client's own state";
-  }
+  const std::optional<DiffResult> diff = find_desync(replay, against, options, &other_label);
   if (diff && !diff->ok) {
     page.error = diff->error;
     return page;
@@ -369,26 +465,7 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
     return page;
   }
   const bool a_follows_keyframes = !(client_file && against == nullptr);
-  // Contacts: every body of a small world, else owned and differing bodies and the asked ones.
-  std::set<uint64_t> watched_keys;
-  std::vector<sim::BodyId> watched;
-  {
-    std::vector<sim::BodyId> ids(world->body_count());
-    ids.resize(world->list_bodies(ids));
-    for (const sim::BodyId id : ids) {
-      sim::BodyView v;
-      if (world->get_body(id, &v) != sim::Error::none) continue;
-      if (ids.size() <= kViewerAllContactsBodies || v.owner_player != 0)
-        watched_keys.insert(body_key(id));
-      for (const uint32_t slot : options.contact_bodies)
-        if (slot == id.index1) watched_keys.insert(body_key(id));
-    }
-    if (diff)
-      for (const FieldDiff& f : diff->fields)
-        if (!f.body.is_null()) watched_keys.insert(body_key(f.body));
-    for (const uint64_t key : watched_keys)
-      watched.push_back(sim::BodyId{static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key)});
-  }
+  const std::vector<sim::BodyId> watched = watched_bodies(*world, options, diff);
   run_a.record(*world, &table);
   run_a.record_contacts(*world, table, watched);
   for (uint64_t t = replay.header.first_tick + 1; t <= replay.last_tick(); ++t) {
@@ -399,47 +476,15 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
     run_a.record(*world, &table);
     run_a.record_contacts(*world, table, watched);
   }
-
-  // Run B: from the divergent tick, the other file's writer state (its newest keyframe at or
-  // before the tick, re-simulated, following its later keyframes).
   const LoadedReplay* other = against != nullptr ? against : (client_file ? &replay : nullptr);
   if (divergent && other != nullptr && *divergent >= other->header.first_tick &&
-      *divergent <= other->last_tick()) {
-    std::unique_ptr<sim::World> world_b = simulate_replay_to(*other, *divergent, &error);
-    if (!world_b) {
-      page.error = error;
-      return page;
-    }
-    const ReplayKeyframe* k = detail::keyframe_at(*other, *divergent);
-    if (k != nullptr && k->state_hash != world_b->state_hash() &&
-        world_b->restore_snapshot(k->snapshot) != sim::Error::none) {
-      page.error = "keyframe at tick " + std::to_string(*divergent) + " cannot be restored";
-      return page;
-    }
-    const uint64_t last_b = std::min(other->last_tick(), replay.last_tick());
-    run_b.record(*world_b, &table);
-    for (uint64_t t = *divergent + 1; t <= last_b; ++t) {
-      if (!advance(*other, t, true, world_b.get(), &error)) {
-        page.error = error;
-        return page;
-      }
-      run_b.record(*world_b, &table);
-    }
+      *divergent <= other->last_tick() &&
+      !record_other_run(*other, *divergent, replay.last_tick(), &table, &run_b, &error)) {
+    page.error = error;
+    return page;
   }
   page.simulate_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  // Hashes per tick of run A's window: re-simulated, recorded (authoritative), the client's own,
-  // and the other file's.
-  std::vector<std::optional<uint64_t>> resim, recorded, client, other_hashes;
-  for (uint64_t t = replay.header.first_tick; t <= replay.last_tick(); ++t) {
-    resim.push_back(run_a.hashes()[static_cast<size_t>(t - replay.header.first_tick)]);
-    recorded.push_back(recorded_hash(replay, t, false));
-    if (client_file) client.push_back(recorded_hash(replay, t, true));
-    if (against != nullptr)
-      other_hashes.push_back(
-          recorded_hash(*against, t, against->header.writer == ReplayWriterKind::client));
-  }
 
   std::string meta = "{\"file_writer\":" + json_string(file_label(replay)) +
                      ",\"scene\":" + json_string(replay.header.scene) +
@@ -452,10 +497,7 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
     if (i) meta += ",\n";
     meta += body_json(table.views[i]);
   }
-  meta += "],\"hashes\":{\"resim\":" + hashes_json(resim) +
-          ",\"recorded\":" + hashes_json(recorded) +
-          ",\"client\":" + (client_file ? hashes_json(client) : "null") +
-          ",\"other\":" + (against != nullptr ? hashes_json(other_hashes) : "null") + "}";
+  meta += "]," + hashes_meta(replay, against, run_a);
   meta +=
       ",\"run_b\":" + (run_b.ticks() > 0 ? "{\"first_tick\":" + std::to_string(run_b.first_tick()) +
                                                ",\"ticks\":" + std::to_string(run_b.ticks()) +
@@ -470,33 +512,7 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
     first = false;
     meta += std::to_string(*index);
   }
-  meta += "],\"desync\":";
-  if (divergent) {
-    meta += "{\"first_tick\":" + std::to_string(*divergent) +
-            ",\"compared_tick\":" + std::to_string(diff->compared_tick.value_or(*divergent)) +
-            ",\"note\":" + json_string(diff->note) + ",\"other\":" + json_string(other_label) +
-            ",\"fields\":[";
-    std::set<uint32_t> differing;
-    for (size_t i = 0; i < diff->fields.size(); ++i) {
-      const FieldDiff& f = diff->fields[i];
-      if (i) meta += ",\n";
-      meta += "{\"body\":\"" + body_name(f.body) + "\",\"field\":" + json_string(f.field) +
-              ",\"a\":" + number(f.value_a) + ",\"b\":" + number(f.value_b) +
-              ",\"ulps\":" + std::to_string(f.ulps) + "}";
-      if (const std::optional<uint32_t> index = table.find(f.body)) differing.insert(*index);
-    }
-    meta += "],\"bodies\":[";
-    bool first_body = true;
-    for (const uint32_t index : differing) {
-      if (!first_body) meta += ',';
-      first_body = false;
-      meta += std::to_string(index);
-    }
-    meta += "]}";
-  } else {
-    meta += "null";
-  }
-  meta += "}";
+  meta += "]," + desync_meta(diff, divergent, other_label, table) + "}";
 
   // The blobs first: base64 has no '_' or '/*', so no marker can appear inside them, while the
   // JSON carries free text (room names).

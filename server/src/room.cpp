@@ -144,6 +144,8 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
   const uint32_t max_commands = room->world_->def().max_commands_per_tick;
   room->pending_commands_.reserve(max_commands);
   room->applied_commands_.reserve(max_commands);
+  room->command_errors_.reserve(max_commands);
+  room->world_input_errors_.reserve(room->input_window_->slot_capacity());
   room->spawns_players_ = room->scene_->scene.player_template >= 0;
   if (room->spawns_players_) room->scene_has_owners_ = true;  // players own what they spawn
   room->leave_destroy_tick_.assign(max_players, 0);
@@ -253,16 +255,26 @@ Room::Member* Room::find_member(const Session& session) {
 void Room::run_tick() {
   const uint64_t tick = world_->tick() + 1;
   queue_pending_commands(tick);
+  const std::span<const sim::Input> inputs = input_window_->take(tick);
+  command_errors_.resize(pending_commands_.size());
+  world_input_errors_.resize(inputs.size());
+
+  const Clock::time_point step_start = Clock::now();
+  const sim::StepStatus status =
+      world_->step(sim::TickInput{pending_commands_, inputs},
+                   sim::TickErrors{command_errors_, world_input_errors_});
+  const std::chrono::nanoseconds step_time = Clock::now() - step_start;
+  take_applied_commands(tick);
   applied_.clear();
-  for (const sim::Input& input : input_window_->take(tick)) {
-    const sim::Error e = world_->queue_input(input);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const sim::Error e = world_input_errors_[i];
     if (e == sim::Error::none) {
-      applied_.push_back(input);
+      applied_.push_back(inputs[i]);
       continue;
     }
     // Out of range, or the world's per-tick input capacity: refused by the world.
     ++inputs_rejected_;
-    const uint32_t player = input.player;
+    const uint32_t player = inputs[i].player;
     if (player >= 1 && player <= players_.size()) {
       ++players_[player - 1].world_rejects;
       players_[player - 1].last_world_reject = e;
@@ -270,10 +282,6 @@ void Room::run_tick() {
   }
   sort_inputs(applied_);
   inputs_accepted_ += applied_.size();
-
-  const Clock::time_point step_start = Clock::now();
-  const sim::StepStatus status = world_->step();
-  const std::chrono::nanoseconds step_time = Clock::now() - step_start;
   step_time_max_ = std::max(step_time_max_, step_time);
   step_time_total_ns_ += static_cast<uint64_t>(step_time.count());
   if (!status.ok() && !overflow_logged_) {
@@ -365,11 +373,14 @@ void Room::queue_pending_commands(uint64_t tick) {
       push_command(destroy, "leave");
     }
   }
+}
+
+void Room::take_applied_commands(uint64_t tick) {
   applied_commands_.clear();
-  for (const sim::Command& command : pending_commands_) {
-    const sim::Error e = world_->queue_command(command);
+  for (size_t i = 0; i < pending_commands_.size(); ++i) {
+    const sim::Error e = command_errors_[i];
     if (e == sim::Error::none) {
-      applied_commands_.push_back(command);
+      applied_commands_.push_back(pending_commands_[i]);
       continue;
     }
     ++commands_refused_;

@@ -14,8 +14,9 @@
 //
 // Commands (spawn, destroy, add_score) are issued by the room itself (a joining player's body,
 // a departed player's bodies after the leave grace) and by its RoomRules after each step; they
-// wait in pending_commands_ (at most the WorldDef's max_commands_per_tick) and are queued into
-// the world before the next step, listed in its TickFrame and recorded like inputs.
+// wait in pending_commands_ (at most the WorldDef's max_commands_per_tick) and go into the
+// world with the next step's inputs (World::step(TickInput)), listed in its TickFrame and
+// recorded like inputs.
 //
 // Replays (room_replays.h): every room keeps a window of its last replay_window_seconds, fed
 // after each step, written on a DesyncReport (rate-limited) or at shutdown; with record_matches
@@ -158,8 +159,11 @@ class Room final : public std::enable_shared_from_this<Room> {
   bool begin_close();
   /// Checks one input; empty when it may be buffered, else why not.
   std::string check_input(uint32_t player_id, const sim::Input& input) const;
-  /// Queues the pending commands (and due leave destroys) into the world; fills applied_commands_.
+  /// Adds the due leave destroys to the pending commands, which the step then takes.
   void queue_pending_commands(uint64_t tick);
+  /// After the step: the pending commands the world accepted into applied_commands_ (refusals
+  /// counted and logged), then the pending list emptied.
+  void take_applied_commands(uint64_t tick);
   /// After the step: owned bodies follow the spawns and destroys; failures are counted.
   void apply_command_results();
 
@@ -194,6 +198,8 @@ class Room final : public std::enable_shared_from_this<Room> {
   std::unique_ptr<RoomRules> rules_;
   std::vector<sim::Command> pending_commands_;  // for the next step
   std::vector<sim::Command> applied_commands_;  // this step's, in command_less order
+  std::vector<sim::Error> command_errors_;      // what the world said to each pending command
+  std::vector<sim::Error> world_input_errors_;  // and to each input of the tick's slot
   uint32_t next_command_sequence_ = 1;
   bool spawns_players_ = false;  // the scene has a player template
   uint64_t leave_grace_ticks_ = 0;

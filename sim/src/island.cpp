@@ -37,8 +37,8 @@
 //    bodies and an awake dynamic or a moving kinematic body (the narrowphase would make one).
 //    Woken there, before the narrowphase, the island is awake for the whole of that step: the
 //    sweep runs again so its own pairs are found, the narrowphase makes its manifolds, the
-//    velocity stage (after the narrowphase, world.cpp) gives it gravity, and the solve starts
-//    from its carried warm-start impulses. The sweep repeats while it wakes anything; two
+//    integrate_velocities stage (after collide_pairs, step.cpp) gives it gravity, and the solve
+//    starts from its carried warm-start impulses. The sweep repeats while it wakes anything; two
 //    sleeping islands never have a manifold between them (the later one would have woken the
 //    earlier one before falling asleep, and sleeping bodies do not move), so it runs at most
 //    twice in practice.
@@ -202,7 +202,8 @@ void sweep_and_wake(WorldData& w) {
       if ((ka & kb & kKindAsleep) != 0) continue;  // never found: neither is active
       const BodyRecord& ra = w.bodies[sa];
       const BodyRecord& rb = w.bodies[sb];
-      // A sensor never wakes a body: its overlap with a sleeper is held (world.cpp) or waits.
+      // A sensor never wakes a body: its overlap with a sleeper is held (step.cpp,
+      // update_sensor_overlaps) or waits.
       if (ra.shape.sensor || rb.shape.sensor) continue;
       Manifold m;
       collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
@@ -316,7 +317,7 @@ void update_islands(WorldData& w, StepStats* stats) {
     const BodySolverState& s = w.solver_bodies[slot];
     // Moved this step too, not only moving: the soft contact's push-out moves a body that still
     // overlaps another while the relax passes leave it no velocity, and a pair must not fall
-    // asleep inside each other (Δp, Δθ: the solver's motion of the step, world.cpp).
+    // asleep inside each other (Δp, Δθ: the solver's motion of the step, step.cpp).
     const SolverVelocity& moved = w.solver_deltas[slot];
     const float extent2 = extent_squared(r.shape);
     const bool resting = r.allow_sleep && length_squared(s.linear_velocity) <= speed2 &&

@@ -11,6 +11,7 @@
 // the best hit cannot hold a better or equal one. Fractions are distance / length, monotone in
 // the distance, so comparing fractions of boxes and of shapes is consistent.
 #include "lockstep/sim/query.h"
+#include "lockstep/sim/testing.h"
 
 #include <cstring>
 #include <initializer_list>

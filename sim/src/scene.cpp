@@ -4,6 +4,7 @@
 // + - * / sqrt on floats (no trig, no <random> distributions), so the same scene is built bit
 // for bit on every platform of the determinism matrix. Randomness is our own SplitMix64.
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 
 #include <array>
 #include <cstdint>

@@ -1,5 +1,6 @@
 #include "lockstep/sim/sync_test.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -27,7 +28,9 @@ struct SyncTester::Data {
   std::vector<TickRecord> ring;  // tick t at t % ring.size()
   std::unique_ptr<World> copy;   // the re-simulation
   std::unique_ptr<World> recorded;
-  std::vector<uint8_t> scratch;  // the copy's snapshot
+  std::vector<uint8_t> scratch;       // the copy's snapshot
+  std::vector<Error> command_errors;  // what the world said to each command of the tick
+  std::vector<Error> input_errors;
   bool failed = false;
   SyncTestFailure failure;
   uint64_t compared = 0;
@@ -57,11 +60,7 @@ struct SyncTester::Data {
     }
     for (uint64_t t = from + 1; t <= present; ++t) {
       const TickRecord& r = at(t);
-      for (uint32_t i = 0; i < r.input_count; ++i)
-        copy->queue_input(r.inputs[i]);
-      for (uint32_t i = 0; i < r.command_count; ++i)
-        copy->queue_command(r.commands[i]);
-      copy->step();
+      copy->step(TickInput{{r.commands.data(), r.command_count}, {r.inputs.data(), r.input_count}});
       ++compared;
       if (copy->state_hash() != r.hash) {
         fail(t, r.hash, copy->state_hash(), false);
@@ -100,6 +99,8 @@ std::unique_ptr<SyncTester> SyncTester::create(const World& world, uint32_t roll
     r.commands.resize(def.max_commands_per_tick);
   }
   d->scratch.resize(max_bytes);
+  d->command_errors.resize(def.max_commands_per_tick);
+  d->input_errors.resize(def.max_inputs_per_tick);
   Error e = Error::none;
   d->copy = World::create(def, &e);
   if (d->copy == nullptr) return refuse(e);
@@ -110,24 +111,28 @@ std::unique_ptr<SyncTester> SyncTester::create(const World& world, uint32_t roll
   return std::unique_ptr<SyncTester>(new SyncTester(std::move(d)));
 }
 
-Error SyncTester::queue_input(World& world, const Input& input) {
-  const Error e = world.queue_input(input);
-  TickRecord& r = data_->at(world.tick() + 1);
-  if (e == Error::none && r.input_count < r.inputs.size()) r.inputs[r.input_count++] = input;
-  return e;
-}
-
-Error SyncTester::queue_command(World& world, const Command& command) {
-  const Error e = world.queue_command(command);
-  TickRecord& r = data_->at(world.tick() + 1);
-  if (e == Error::none && r.command_count < r.commands.size())
-    r.commands[r.command_count++] = command;
-  return e;
-}
-
-StepStatus SyncTester::step(World& world) {
-  const StepStatus status = world.step();
+StepStatus SyncTester::step(World& world, const TickInput& tick, const TickErrors& errors) {
   Data& d = *data_;
+  if (d.command_errors.size() < tick.commands.size()) d.command_errors.resize(tick.commands.size());
+  if (d.input_errors.size() < tick.inputs.size()) d.input_errors.resize(tick.inputs.size());
+  const std::span<Error> command_errors(d.command_errors.data(), tick.commands.size());
+  const std::span<Error> input_errors(d.input_errors.data(), tick.inputs.size());
+  TickRecord& r = d.at(world.tick() + 1);
+  const StepStatus status = world.step(tick, TickErrors{command_errors, input_errors});
+  // What the world accepted is what the re-simulations apply (a refused one would be refused
+  // there again, but the record holds only the world's per-tick capacity).
+  for (size_t i = 0; i < tick.commands.size(); ++i) {
+    if (command_errors[i] == Error::none && r.command_count < r.commands.size())
+      r.commands[r.command_count++] = tick.commands[i];
+  }
+  for (size_t i = 0; i < tick.inputs.size(); ++i) {
+    if (input_errors[i] == Error::none && r.input_count < r.inputs.size())
+      r.inputs[r.input_count++] = tick.inputs[i];
+  }
+  std::copy_n(command_errors.begin(), std::min(command_errors.size(), errors.commands.size()),
+              errors.commands.begin());
+  std::copy_n(input_errors.begin(), std::min(input_errors.size(), errors.inputs.size()),
+              errors.inputs.begin());
   const uint64_t present = world.tick();
   if (!d.save(world, &d.at(present))) {
     if (!d.failed) d.fail(present, world.state_hash(), 0, false);

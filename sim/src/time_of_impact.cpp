@@ -1,12 +1,12 @@
 // Time of impact of a bullet body against the static shapes along its motion in one step.
 //
-// Speculative contacts (world.cpp: margins sized by speed, at most max_speculative_margin_m)
-// stop anything that moves less than the margin in a step. A body flagged `bullet` may move
-// farther: after the substeps its motion of the step, from the pose it started at to the pose it
-// ended at, is swept against every static body whose box its swept box overlaps (the broadphase
-// grew a bullet's box by its whole travel), and when the sweep hits one the body goes back to the
-// pose of the first hit, keeping its velocity: the next step's speculative contact, a few
-// millimetres away, then stops or bounces it at the surface instead of behind it.
+// Speculative contacts (step.cpp, size_margins: margins sized by speed, at most
+// max_speculative_margin_m) stop anything that moves less than the margin in a step. A body flagged
+// `bullet` may move farther: after the substeps its motion of the step, from the pose it started at
+// to the pose it ended at, is swept against every static body whose box its swept box overlaps (the
+// broadphase grew a bullet's box by its whole travel), and when the sweep hits one the body goes
+// back to the pose of the first hit, keeping its velocity: the next step's speculative contact, a
+// few millimetres away, then stops or bounces it at the surface instead of behind it.
 //
 // The sweep is conservative advancement along the translation d (the end orientation is kept
 // along the whole sweep: a projectile's turn within one step is ignored). At parameter t the

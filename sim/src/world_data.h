@@ -154,6 +154,20 @@ BodyDef spawn_body_def(const WorldDef& def, const Command& command);
 /// Recomputes derived per-body data (inverse mass and inertia, world inertia) from a record.
 void refresh_body_derived(WorldData& w, uint32_t slot);
 
+/// The slot of a live body's handle; null_handle or stale_handle otherwise.
+Error resolve_body(const WorldData& w, BodyId id, uint32_t* slot);
+/// The handle of the live body in `slot`.
+BodyId body_id(const WorldData& w, uint32_t slot);
+/// create_body and spawn commands: checks, then the lowest free slot. Counts nothing.
+Error add_body(WorldData& w, const BodyDef& def, BodyId* out_id);
+/// destroy_body and destroy commands: the body, its cache entries, sensor overlaps and queued
+/// inputs go. Counts nothing.
+Error remove_body(WorldData& w, BodyId id);
+
+/// 2^-kInputScaleLog2 as a float: multiplying an input's integer by it is exact (no rounding
+/// beyond int→float).
+inline constexpr float kInputScale = 1.0f / static_cast<float>(1 << kInputScaleLog2);
+
 /// A world's internal data, for the library's own translation units (queries, say) and the
 /// white-box tests and benchmarks; not part of the public API (world.h names only the friend).
 struct WorldAccess {

@@ -12,6 +12,7 @@
 #include "lockstep/replays/replay_header.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
 
 namespace {

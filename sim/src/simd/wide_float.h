@@ -35,9 +35,8 @@
 #endif
 
 // Every operation is always inlined, even at -O0: each is one instruction (or a few), and a
-// call per operation made a clang -O0 build of the solver a third slower (debug builds of a game
-// predict with this code too). Inlining changes no result: the same IEEE operations run
-// in the same order.
+// call per operation slows the unoptimised builds that a game's debug build predicts with. Inlining
+// changes no result: the same IEEE operations run in the same order.
 #define LOCKSTEP_WIDE_INLINE [[gnu::always_inline]] inline
 
 namespace lockstep::sim::wide {

@@ -306,12 +306,12 @@ void clear_lane(ManifoldLanes* m, PointLanes* rows, uint32_t lane, uint32_t zero
 namespace {
 
 #include "solver/friction_block_wide.inl"
-// (the passes call solve_boundary_lanes: this order)
+// (the passes call solve_boundary_wide: this order)
 #include "solver/contact_lanes_passes.inl"
 
 // The baseline passes solve one batch at a time: two at once (W16, four xmm registers per value)
-// measured 40 % slower with SSE2's sixteen registers (pyramid3d 300 ticks 2.9 -> 4.0 s). The
-// AVX kernel pairs them (contact_lanes_avx.cpp: 2.8 -> 2.4 s).
+// run out of SSE2's sixteen registers and were slower. The AVX kernel pairs them
+// (contact_lanes_avx.cpp). bench/README.md (session 5) has both measurements.
 constexpr bool kPairBaseline = false;
 
 const LaneKernelCode kLaneKernelBaseline = {&prepare_batch, &warm_start_all<kPairBaseline>,
@@ -371,16 +371,16 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
   }
 }
 
-void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
+void warm_start_wide(const ContactLanes& lanes, std::span<SolverVelocity> velocities) {
   code_of(lanes.kernel).warm_start(lanes, velocities);
 }
 
-void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities,
-                 std::span<const SolverVelocity> deltas, bool use_bias, SolverCounters* counters) {
+void solve_wide(ContactLanes* lanes, std::span<SolverVelocity> velocities,
+                std::span<const SolverVelocity> deltas, bool use_bias, SolverCounters* counters) {
   code_of(lanes->kernel).solve(lanes, velocities, deltas, use_bias, counters);
 }
 
-void restitute_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities) {
+void restitute_wide(ContactLanes* lanes, std::span<SolverVelocity> velocities) {
   if (lanes->bounce_batches == 0) return;  // nothing may bounce this step
   code_of(lanes->kernel).restitute(lanes, velocities);
 }

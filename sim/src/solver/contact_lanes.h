@@ -16,7 +16,7 @@
 //
 // Lanes. Each batch holds its manifolds' data transposed, one float per lane (ManifoldLanes and,
 // per point index, PointLanes), and the iterations do on each lane the float operations of
-// contact_solver.cpp's formulas with wide::W8 (two W4: SSE2, NEON or four scalars, one IEEE
+// contact_lanes_passes.inl's formulas with wide::W8 (two W4: SSE2, NEON or four scalars, one IEEE
 // operation per lane: the same bits everywhere). Lanes without a manifold, and point rows beyond
 // a lane's point count, have a zero effective mass and are masked off: nothing they compute is
 // applied or stored (a masked lane may add +0 to a velocity, which changes nothing because the
@@ -180,20 +180,20 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
                            ContactLanes* lanes, SolverCounters* counters);
 
 /// Applies the accumulated (warm-start) impulses of every batch.
-void warm_start_lanes(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
+void warm_start_wide(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
 
 /// One pass over every batch (colour by colour); `use_bias` false is a relax pass. `deltas`
 /// holds, per body slot, how far it moved since the step began (linear: Δp in m, angular: Δθ in
 /// rad), from which each row recomputes its separation.
-void solve_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities,
-                 std::span<const SolverVelocity> deltas, bool use_bias, SolverCounters* counters);
+void solve_wide(ContactLanes* lanes, std::span<SolverVelocity> velocities,
+                std::span<const SolverVelocity> deltas, bool use_bias, SolverCounters* counters);
 
 /// The restitution pass: points that met this step and approached faster than the threshold
-/// before it are driven to vn = −e·vn₀, once each (contact_solver.cpp).
-void restitute_lanes(ContactLanes* lanes, std::span<SolverVelocity> velocities);
+/// before it are driven to vn = −e·vn₀, once each (contact_lanes_passes.inl).
+void restitute_wide(ContactLanes* lanes, std::span<SolverVelocity> velocities);
 
-/// One compiled copy of the vector code: prepare_contact_lanes' per-batch half, warm_start_lanes
-/// and solve_lanes. contact_lanes.cpp has the baseline's; contact_lanes_avx.cpp the x86 copies.
+/// One compiled copy of the vector code: prepare_contact_lanes' per-batch half, warm_start_wide
+/// and solve_wide. contact_lanes.cpp has the baseline's; contact_lanes_avx.cpp the x86 copies.
 struct LaneKernelCode {
   void (*prepare_batch)(const SolverSettings& settings, const PrepareInputs& in, ManifoldLanes* m,
                         PointLanes* rows, EigenLanes* eigens, SolverCounters* counters);

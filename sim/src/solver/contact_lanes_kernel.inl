@@ -14,7 +14,7 @@ namespace wide = lockstep::sim::LOCKSTEP_KERNEL_WIDE;
 namespace {
 
 #include "solver/friction_block_wide.inl"
-// (the passes call solve_boundary_lanes: this order)
+// (the passes call solve_boundary_wide: this order)
 #include "solver/contact_lanes_passes.inl"
 
 }  // namespace

@@ -11,12 +11,77 @@
 // What bounds the passes is latency: within a batch every row waits for the velocities the row
 // before it wrote (velocity → impulse → velocity), and a friction block on the circle is a chain
 // of divisions and square roots. So the AVX kernel solves two batches of one colour side by side
-// (B = 2: sixteen lanes, two independent chains; pyramid3d 300 ticks 2.8 → 2.4 s), which changes
-// no bit: manifolds of one colour share no dynamic body. The baseline keeps B = 1 (SSE2 has too
-// few registers for it: contact_lanes.cpp). A point keeps only its anchors, I⁻¹(r×n), its masses
-// and targets and its impulses (92 bytes); the pass forms the relative velocity from the anchors,
-// (vA + ωA×rA) − (vB + ωB×rB), dots it with n, t1, t2, and applies a friction impulse P as
+// (B = 2: sixteen lanes, two independent chains; bench/README.md, session 5, has the gain), which
+// changes no bit: manifolds of one colour share no dynamic body. The baseline keeps B = 1 (SSE2
+// has too few registers for it: contact_lanes.cpp). A point keeps only its anchors, I⁻¹(r×n), its
+// masses and targets and its impulses (92 bytes); the pass forms the relative velocity from the
+// anchors, (vA + ωA×rA) − (vB + ωB×rB), dots it with n, t1, t2, and applies a friction impulse P as
 // ΔωA = IA⁻¹(rA×P) with the manifold's inverse inertias.
+//
+// Sign table (docs/physics.md; every formula below follows it, never a local variant):
+//   n points from B to A (the narrowphase convention, collide.h).
+//   Relative velocity is A minus B:  v_rel = (vA + ωA×rA) − (vB + ωB×rB),  vn = n·v_rel.
+//   vn < 0 means the bodies approach; vn > 0 means they separate.
+//   A positive normal impulse pushes them apart: A gets +P, B gets −P, with P = λ·n.
+//   Friction uses the same rule along the tangents: A gets +(J1·t1 + J2·t2), B the opposite.
+//   λ and J are impulses (N·s), not forces: they change velocities directly, never times dt.
+//
+// Normal row. An impulse λ along n changes vn by K·λ with the inverse effective mass
+//   K = mA⁻¹ + mB⁻¹ + n·((IA⁻¹(rA×n))×rA) + n·((IB⁻¹(rB×n))×rB)   (1/kg),
+// so driving vn to a target takes λ = (target − vn)/K. The accumulated λ is clamped to ≥ 0
+// (contacts push, never pull). Rows with K below kMinInverseMass or not finite are skipped.
+//
+// Soft step (Box2D v3's scheme, step.cpp runs it). The step is cut into substeps of h = dt/N;
+// each integrates velocities, warm starts, solves with the position bias, integrates positions
+// and relaxes (solves again without the bias). The separation is not frozen at the narrowphase:
+// every row recomputes it from how far its bodies have moved since the step began,
+//   s = s₀ + n·((ΔpA + ΔθA×rA) − (ΔpB + ΔθB×rB)),
+// so the bias is anchored to where the bodies are now, not where they were (a frozen bias pushes
+// a settled stack apart every substep, and it rocks). Then, with vn the row's normal velocity:
+//   s > 0:  speculative, rigid: the bodies may close the gap within this substep, no more:
+//           target −s/h, i.e. λ = −(vn + s/h)/K.
+//   s ≤ 0:  soft (biased passes): λ = −mass_scale·(vn + bias)/K − impulse_scale·λ_acc with
+//           bias = max(bias_rate·min(s + slop, 0), −max_bias_velocity) (Softness): the overlap
+//           beyond the slop is pushed out like a stiff, heavily damped spring, whatever the
+//           masses — a 100:1 stack is not driven harder than a 1:1 one.
+//           Relax passes: rigid, target 0 (the bias velocity is taken back out).
+// Restitution has its own pass, after each substep's relax (restitute_wide): a point whose
+// normal velocity before the step, vn₀, was below −restitution_threshold and whose row has
+// pushed during this step (its largest accumulated λ > 0: the surfaces met) is driven to
+// vn = −e·vn₀, once: its vn₀ is then cleared. Bouncing in the substep of the impact rather than
+// at the end of the step leaves at most one substep of flight out (the bounce does not depend on
+// where in the step the impact falls), and vn₀, taken before this step's gravity, mirrors the
+// discrete fall. Slower contacts are inelastic so resting stacks do not jitter.
+//
+// Friction block. Per point the two tangent directions (t1, t2) = tangent_basis(n) form one
+// 2x2 block with K_t,ij = (mA⁻¹ + mB⁻¹)δij + (rA×ti)·IA⁻¹(rA×tj) + (rB×ti)·IB⁻¹(rB×tj).
+// Each pass: v_t = (t1·v_rel, t2·v_rel), v_free = v_t − K_t·J_old, radius R = μ·λ_n (the
+// current accumulated normal impulse), J_new = solve_friction_block(K_t, v_free, R); only
+// J_new − J_old is applied. When the block cannot be solved (K_t not positive definite, ...)
+// the pass keeps J_old and counts the row as skipped. There is no radial clamping anywhere.
+//
+// Centroid row. Before its points, each manifold with two or more active points solves one
+// extra normal row: the same impulse δ added to every active point, i.e. an impulse n·δ at the
+// centroid of the anchors (equal force and torque). Its inverse effective mass is cnt·K(centroid);
+// its separation is the points' mean s₀ moved with the centroid (the separation is linear in the
+// anchor), its soft coefficients the manifold's and its accumulated impulse the points' sum; δ is
+// clamped so that no point's accumulated λ_n drops below 0. This is projected Gauss-Seidel along
+// the feasible direction (1, …, 1) of the manifold's impulses: it only speeds convergence. Why it
+// stays: plain point-by-point sweeps leave an unconverged manifold lopsided (the first point swept
+// takes the most), which tilts a settling stack; without it the 10-box stack, aligned, drifts
+// 33 mm in 10 s under the soft step (0.2 mm with it), and the 2° turned stack 41 mm (1.4 mm).
+//
+// Order: manifolds coloured (contact_lanes.h: greedily in pair-key order, no two manifolds of a
+// colour share a dynamic body), colour after colour, in key order within a colour; per manifold
+// the centroid row, then the points in manifold order, per point the normal row first and then
+// the friction block (so the block sees this pass's λ_n in its radius).
+//
+// Iterations (contact_lanes.cpp). Prepare computes K, K_t, s₀, vn₀ and I⁻¹(r×n) per point and
+// writes them, transposed, into batches of eight manifolds of one colour (one per lane); the
+// passes run every lane at once with wide::W8 (SSE2, NEON or scalar: one IEEE operation per lane,
+// the same bits everywhere). Every substep's passes use prepare's anchors, masses and world
+// inverse inertias, on a compact copy of the velocities (SolverVelocity, gathered before and
+// scattered after the substeps).
 
 using W = wide::W8;
 using M = wide::M8;
@@ -304,7 +369,7 @@ void warm_start_batch(const ManifoldLanes* const (&m)[B], const PointLanes* cons
 // disk) and `rest` (undecided: near the circle, or inputs the pre-test does not take). Per lane,
 // exactly what solve_friction_block_fast does: `rest` lanes with valid inputs take the exact disk
 // test (inside: J0), the others solve_friction_block_prepared; then every lane outside the disk
-// is solved on the circle at once, all lanes in one solve_boundary_lanes call (the same bits per
+// is solved on the circle at once, all lanes in one solve_boundary_wide call (the same bits per
 // lane as solve_boundary; the Newton loop is latency-bound, so one lane alone costs about as much
 // as eight, and packing lanes into fewer calls measured slower than solving them in place).
 template <int B, class T = typename Pack<B>::W>
@@ -361,14 +426,14 @@ void solve_friction_off_interior(int circle, int rest, int valid, T ka, T kb, T 
                                ld(eigen, &EigenLanes::e1y)};
   T jx, jy;
   const auto solved =
-      solve_boundary_lanes(e, vf1, vf2, radius, wide::Lanes<T>::mask(boundary), &jx, &jy);
+      solve_boundary_wide<T>(e, vf1, vf2, radius, wide::Lanes<T>::mask(boundary), &jx, &jy);
   *j1 = wide::select(solved, jx, *j1);
   *j2 = wide::select(solved, jy, *j2);
   counters->skipped_friction_rows +=
       static_cast<uint32_t>(std::popcount(static_cast<unsigned>(boundary & ~wide::bits(solved))));
 }
 
-// The soft step's row coefficients at current separation s (contact_solver.cpp): speculative
+// The soft step's row coefficients at current separation s (top of this file): speculative
 // (s > 0) rows are rigid with bias s/h; overlapping rows are soft with the lane's Softness in the
 // biased passes, rigid with bias 0 in the relax passes. The row's impulse is then
 // −normal_mass·mass_scale·(vn + bias) − impulse_scale·λ_acc.
@@ -624,7 +689,7 @@ void solve_all(ContactLanes* lanes, std::span<SolverVelocity> velocities,
       });
 }
 
-// Restitution of one batch (contact_solver.cpp): every point that met this step (its largest
+// Restitution of one batch (top of this file): every point that met this step (its largest
 // accumulated λ_n > 0) and approached faster than the threshold before it (vn₀ < −threshold) is
 // driven to vn = −e·vn₀, accumulated λ_n ≥ 0; its vn₀ is then cleared so it bounces once.
 void restitute_batch(const ManifoldLanes& m, PointLanes* points, int lane_bits,
@@ -699,10 +764,10 @@ void store_friction_eigen(W ka, W kb, W kc, EigenLanes* out) {
 }
 
 // ---- prepare ------------------------------------------------------------------------------
-// (Here rather than in contact_lanes.cpp so that the AVX kernel compiles it too: 4.7 % of a
-// pyramid3d step with SSE2, 2.8 % with AVX.)
+// (Here rather than in contact_lanes.cpp so that the AVX kernel compiles it too: bench/README.md
+// has its share of a step with either.)
 //
-// contact_solver.cpp's prepare formulas on the eight lanes of a batch: effective masses, K_t and
+// The prepare formulas (top of this file) on the eight lanes of a batch: effective masses, K_t and
 // its determinant, targets (bias, speculative, restitution) and the centroid row. Each lane does
 // the float operations of the scalar formulas (math.h's dot, cross and Mat3 product, in order);
 // the branches are selects. Lanes and rows without a point get zeros.

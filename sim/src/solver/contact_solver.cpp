@@ -1,60 +1,11 @@
-// Contact solver: sequential impulses on the normal rows and the exact 2x2 friction blocks.
-//
-// Sign table (docs/physics.md; every formula in this file follows it, never a local variant):
-//   n points from B to A (the narrowphase convention, collide.h).
-//   Relative velocity is A minus B:  v_rel = (vA + ωA×rA) − (vB + ωB×rB),  vn = n·v_rel.
-//   vn < 0 means the bodies approach; vn > 0 means they separate.
-//   A positive normal impulse pushes them apart: A gets +P, B gets −P, with P = λ·n.
-//   Friction uses the same rule along the tangents: A gets +(J1·t1 + J2·t2), B the opposite.
-//   λ and J are impulses (N·s), not forces: they change velocities directly, never times dt.
-//
-// Normal row. An impulse λ along n changes vn by K·λ with the inverse effective mass
-//   K = mA⁻¹ + mB⁻¹ + n·((IA⁻¹(rA×n))×rA) + n·((IB⁻¹(rB×n))×rB)   (1/kg),
-// so driving vn to a target takes λ = (target − vn)/K. The accumulated λ is clamped to ≥ 0
-// (contacts push, never pull). Rows with K below kMinInverseMass or not finite are skipped.
-//
-// Soft step (Box2D v3's scheme, world.cpp runs it). The step is cut into substeps of h = dt/N;
-// each integrates velocities, warm starts, solves with the position bias, integrates positions
-// and relaxes (solves again without the bias). The separation is not frozen at the narrowphase:
-// every row recomputes it from how far its bodies have moved since the step began,
-//   s = s₀ + n·((ΔpA + ΔθA×rA) − (ΔpB + ΔθB×rB)),
-// so the bias is anchored to where the bodies are now, not where they were (a frozen bias pushes
-// a settled stack apart every substep, and it rocks). Then, with vn the row's normal velocity:
-//   s > 0:  speculative, rigid: the bodies may close the gap within this substep, no more:
-//           target −s/h, i.e. λ = −(vn + s/h)/K.
-//   s ≤ 0:  soft (biased passes): λ = −mass_scale·(vn + bias)/K − impulse_scale·λ_acc with
-//           bias = max(bias_rate·min(s + slop, 0), −max_bias_velocity) (Softness): the overlap
-//           beyond the slop is pushed out like a stiff, heavily damped spring, whatever the
-//           masses — a 100:1 stack is not driven harder than a 1:1 one.
-//           Relax passes: rigid, target 0 (the bias velocity is taken back out).
-// Restitution has its own pass, after each substep's relax (restitute_lanes): a point whose
-// normal velocity before the step, vn₀, was below −restitution_threshold and whose row has
-// pushed during this step (its largest accumulated λ > 0: the surfaces met) is driven to
-// vn = −e·vn₀, once: its vn₀ is then cleared. Bouncing in the substep of the impact rather than
-// at the end of the step leaves at most one substep of flight out (the bounce does not depend on
-// where in the step the impact falls), and vn₀, taken before this step's gravity, mirrors the
-// discrete fall. Slower contacts are inelastic so resting stacks do not jitter.
-//
-// Friction block. Per point the two tangent directions (t1, t2) = tangent_basis(n) form one
-// 2x2 block with K_t,ij = (mA⁻¹ + mB⁻¹)δij + (rA×ti)·IA⁻¹(rA×tj) + (rB×ti)·IB⁻¹(rB×tj).
-// Each pass: v_t = (t1·v_rel, t2·v_rel), v_free = v_t − K_t·J_old, radius R = μ·λ_n (the
-// current accumulated normal impulse), J_new = solve_friction_block(K_t, v_free, R); only
-// J_new − J_old is applied. When the block cannot be solved (K_t not positive definite, ...)
-// the pass keeps J_old and counts the row as skipped. There is no radial clamping anywhere.
+// Contact solver, the parts outside the passes: the solver settings and the soft
+// coefficients, the combine rules, warm-start matching, the compact velocities and the
+// warm-start cache. The rows themselves (sign table, normal row, soft step, restitution,
+// friction block, centroid row, pass order) are derived at the top of contact_lanes_passes.inl,
+// beside the code that solves them.
 //
 // Combine rules: μ = sqrt(μA·μB) (a frictionless shape makes the pair frictionless);
 // e = max(eA, eB) (a bouncy ball bounces on any floor).
-//
-// Centroid row. Before its points, each manifold with two or more active points solves one
-// extra normal row: the same impulse δ added to every active point, i.e. an impulse n·δ at the
-// centroid of the anchors (equal force and torque). Its inverse effective mass is cnt·K(centroid);
-// its separation is the points' mean s₀ moved with the centroid (the separation is linear in the
-// anchor), its soft coefficients the manifold's and its accumulated impulse the points' sum; δ is
-// clamped so that no point's accumulated λ_n drops below 0. This is projected Gauss-Seidel along
-// the feasible direction (1, …, 1) of the manifold's impulses: it only speeds convergence. Why it
-// stays: plain point-by-point sweeps leave an unconverged manifold lopsided (the first point swept
-// takes the most), which tilts a settling stack; without it the 10-box stack, aligned, drifts
-// 33 mm in 10 s under the soft step (0.2 mm with it), and the 2° turned stack 41 mm (1.4 mm).
 //
 // Warm start. Last step's manifolds are found by a merge join on the pair key; within one, a
 // point takes the impulses of the old point with the same feature id, else of the nearest
@@ -65,21 +16,6 @@
 // crossing a side plane of the reference face as a box slides: a point restarted from zero
 // kicks a resting stack, and a slender stack rocks almost without loss (Housner:
 // r = 1 − 3/2·sin²α) until it falls.
-//
-// Order: manifolds coloured (contact_lanes.h: greedily in pair-key order, no two manifolds of a
-// colour share a dynamic body), colour after colour, in key order within a colour; per manifold
-// the centroid row, then the points in manifold order, per point the normal row first and then
-// the friction block (so the block sees this pass's λ_n in its radius).
-//
-// Iterations (contact_lanes.cpp). Prepare computes K, K_t, s₀, vn₀ and I⁻¹(r×n)
-// per point and writes them, transposed, into batches of eight manifolds of one colour (one per
-// lane); the passes run every lane at once with wide::W8 (SSE2, NEON or scalar: one IEEE
-// operation per lane, the same bits everywhere). The relative velocity is formed from the
-// anchors, v_rel = (vA + ωA×rA) − (vB + ωB×rB), and a friction impulse P = J1·t1 + J2·t2 is
-// applied as ΔωA = IA⁻¹(rA×P): the passes are bound by the memory they stream, and anchors cost
-// a third of the precomputed Jacobian rows. Every substep's passes use prepare's anchors, masses
-// and world inverse inertias. The iterations work on a compact copy of the
-// velocities (SolverVelocity, gathered before and scattered after the passes).
 #include "solver/contact_solver.h"
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // Contact constraints: the normal row and the 2x2 friction block per manifold point, solved by
-// sequential impulses with warm starting. The sign table is in contact_solver.cpp.
+// sequential impulses with warm starting. The sign table is at the top of contact_lanes_passes.inl.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +32,7 @@ struct ContactPoint {
   Vec3 anchor_a{};  // r_A: body A's centre to the point, world axes (m)
   Vec3 anchor_b{};  // r_B (m)
   // r_A in body A's frame (m) where the narrowphase found the point (a reused manifold keeps it,
-  // world.cpp): warm-start matching by position, and with reference_separation the point's
+  // step.cpp): warm-start matching by position, and with reference_separation the point's
   // place on both surfaces.
   Vec3 local_anchor_a{};
   float separation_m = 0;
@@ -55,7 +55,7 @@ static_assert(sizeof(SolverVelocity) == 32, "two 16-byte rows");
 
 /// The relative pose of a pair when the narrowphase last ran for it, in body A's frame: B's
 /// origin, B's rotation relative to A's, and the manifold normal. While the pair's relative pose
-/// stays within the WorldDef reuse bounds of it, the points found then are reused (world.cpp).
+/// stays within the WorldDef reuse bounds of it, the points found then are reused (step.cpp).
 struct ManifoldReference {
   Vec3 position{};
   Quat rotation{};

@@ -1,13 +1,14 @@
 // friction_block_detail::solve_boundary for four, eight or sixteen points at once: the template
-// solve_boundary_lanes<W> (W = wide::W4, W8 or W16). No include guard: the body of an anonymous
+// solve_boundary_wide<W> (W = wide::W4, W8 or W16). No include guard: the body of an anonymous
 // namespace, included by friction_block_wide.cpp (the W4 and W8 functions of
 // friction_block_wide.h), contact_lanes.cpp (the passes) and, on x86, contact_lanes_kernel.inl
 // (`wide` = wide_avx or wide_avx512, under contact_lanes_avx.cpp's target pragmas). The includer
 // provides <cfloat>, friction_block_wide.h and solver/friction_block.h.
 //
-// Why. The contact solver solves four manifolds in lock step, one per SIMD lane, and
-// about half of pyramid3d's friction blocks end on the circle, where the scalar secular-equation
-// solve was 17 % of the step's instructions. Here one instruction stream serves four points.
+// Why. The contact solver solves eight manifolds in lock step (kLaneCount, contact_lanes.h), one
+// per SIMD lane, and about half of pyramid3d's friction blocks end on the circle, where the scalar
+// secular-equation solve was the largest single cost of the step (bench/README.md). Here one
+// instruction stream serves eight points.
 //
 // Exactness. Every lane performs the scalar code's float operations, in its order and with its
 // operands (wide::W4 is one IEEE-754 operation per lane; -ffp-contract=off as everywhere in sim),
@@ -29,9 +30,9 @@ using friction_block_detail::kMaxIterations;
 // One body for every width: W is wide::W4, W8 (two W4: two dependency chains in flight) or W16
 // (the AVX kernel's two batches side by side).
 template <class W>
-typename wide::Lanes<W>::Mask solve_boundary_lanes(const FrictionEigenWide<W>& eig, W vx, W vy,
-                                                   W radius, typename wide::Lanes<W>::Mask lanes,
-                                                   W* jx, W* jy) {
+typename wide::Lanes<W>::Mask solve_boundary_wide(const FrictionEigenWide<W>& eig, W vx, W vy,
+                                                  W radius, typename wide::Lanes<W>::Mask lanes,
+                                                  W* jx, W* jy) {
   using L = wide::Lanes<W>;
   using Mask = typename L::Mask;
   const W zero = L::splat(0.0f);

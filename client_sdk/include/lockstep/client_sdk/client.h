@@ -294,7 +294,8 @@ class Client final {
   void close();
 
   /// Test hook: before the next tick is stepped, moves `body` by `delta` in the local world
-  /// (World::debug_perturb_position), so that tick's hash differs from the server's.
+  /// (sim::debug_perturb_position, lockstep/sim/testing.h), so that tick's hash differs from the
+  /// server's.
   void debug_perturb_next_tick(sim::BodyId body, sim::Vec3 delta);
 
   /// Test hook (prediction mode): moves `body` in the predicted world now, outside the tick;

@@ -112,7 +112,8 @@ class Prediction final {
   uint64_t confirmed_tick() const;
   uint32_t max_prediction_ticks() const;
   /// Test hook: moves a body of the predicted world outside the tick
-  /// (World::debug_perturb_position); the next confirmation sees the difference and rolls back.
+  /// (sim::debug_perturb_position, lockstep/sim/testing.h); the next confirmation sees the
+  /// difference and rolls back.
   sim::Error debug_perturb(sim::BodyId body, sim::Vec3 delta);
 
   struct Counters {

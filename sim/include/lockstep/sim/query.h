@@ -75,9 +75,4 @@ QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& 
 QueryResult shape_cast(const World& world, const ShapeDef& shape, const Transform& start,
                        Vec3 translation, const QueryFilter& filter, RayHit* hit);
 
-/// XXH3-64 of the results of a fixed set of queries over |x|, |z| ≤ 10 m, 0 ≤ y ≤ 20 m (rays
-/// down a grid and across at several heights, all-hit rays, sphere casts and overlaps), for
-/// checking that queries give the same bits on every platform (the query golden).
-uint64_t query_probe_hash(const World& world);
-
 }  // namespace lockstep::sim

@@ -1,6 +1,6 @@
 // Scenes: a WorldDef plus the bodies to create in order, built in (pyramid, pile, bounce,
-// inputs, pyramid3d) or read from the line-based text format (docs/scene-format.md), and the
-// deterministic input script that drives the bodies players own.
+// inputs, pyramid3d) or read from the line-based text format (docs/scene-format.md). The
+// deterministic input script that drives the bodies players own is in testing.h.
 //
 // Scenes are set-up data: building one allocates (std::string, std::vector), which is fine
 // because it happens before any step. Built-in scenes use integer arithmetic, + - * / and sqrt
@@ -76,29 +76,6 @@ uint32_t scene_player_count(const Scene& scene);
 
 /// Default seed of the input script (lockstep-sim --seed overrides it).
 inline constexpr uint64_t kDefaultInputSeed = 0x5eed'1234'abcd'0001ull;
-
-/// The bodies the input script pushes, collected once from a world (allocates: call it before
-/// stepping). Bodies are in slot order; owner_players[i] owns bodies[i].
-struct InputScript {
-  std::vector<BodyId> bodies;
-  std::vector<uint32_t> owner_players;
-  // Tuning, in fixed-point input units (N·s · 2^kInputScaleLog2) and ticks.
-  int32_t max_push = 24 << kInputScaleLog2;  // per horizontal axis, per tick
-  int32_t jump = 600 << kInputScaleLog2;     // upward impulse of a jump
-  uint32_t jump_one_in = 120;                // a body jumps with probability 1/jump_one_in
-  float jump_below_height_m = 0.4f;          // ... when its centre is below this (on the floor)
-  uint32_t heading_period_ticks = 30;        // how long a body keeps its preferred heading
-  float arena_half_extent_m = 5.0f;          // beyond |x| or |z| of this, push back inwards
-};
-
-/// Collects the player-owned bodies of `world` (owner_player != 0) in slot order.
-InputScript make_input_script(const World& world);
-
-/// Writes the inputs of `tick` into `out` (sorted by player, then sequence) and returns how many
-/// were written (at most out.size()). Pure function of (seed, tick, script, body positions):
-/// SplitMix64 and integer arithmetic make the impulses; positions are only compared.
-uint32_t scripted_inputs(uint64_t seed, uint64_t tick, const InputScript& script,
-                         const World& world, std::span<Input> out);
 
 /// Parses the text scene format (docs/scene-format.md). On failure returns false and sets
 /// *error to one line naming where ("line 7 col 12") and what went wrong; *out is untouched.

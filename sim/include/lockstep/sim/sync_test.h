@@ -3,21 +3,22 @@
 // step reads that a snapshot does not restore (a rollback client would desync on it) and state
 // the hash does not cover (the re-simulated snapshot differs while the hashes agree).
 //
-// Usage: make a SyncTester when the world is where the test starts; each tick queue the inputs
-// and commands through the tester (it forwards them to the world and records them), then call
-// its step() instead of World::step(). Every change to the world between ticks must go through
-// it: an edit it does not see is exactly the kind of state it reports. All memory is taken at
-// creation (rollback_ticks + 1 snapshots and input records, and two scratch worlds).
+// Usage: make a SyncTester when the world is where the test starts; each tick call its step()
+// with the tick's commands and inputs instead of World::step(TickInput) (it applies them to the
+// world and records what the world accepted). Every change to the world between ticks must go
+// through it: an edit it does not see is exactly the kind of state it reports. All memory is
+// taken at creation (rollback_ticks + 1 snapshots and input records, and two scratch worlds),
+// except that a tick carrying more commands or inputs than the world's per-tick capacities
+// grows the tester's list of their errors.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
 #include "lockstep/sim/types.h"
+#include "lockstep/sim/world.h"
 
 namespace lockstep::sim {
-
-class World;
 
 /// The first disagreement a sync test found.
 struct SyncTestFailure {
@@ -40,16 +41,12 @@ class SyncTester final {
   SyncTester(const SyncTester&) = delete;
   SyncTester& operator=(const SyncTester&) = delete;
 
-  /// World::queue_input, recorded for the re-simulations when the world accepts it.
-  Error queue_input(World& world, const Input& input);
-  /// World::queue_command, recorded likewise.
-  Error queue_command(World& world, const Command& command);
-
-  /// Steps `world`, then restores the copy to the state rollback_ticks back (or the start) and
-  /// steps it again to the present, comparing every tick's hash with the world's, and the final
+  /// World::step(tick, errors) on `world`, recording the commands and inputs it accepted; then
+  /// restores the copy to the state rollback_ticks back (or the start) and steps it again to the
+  /// present with the recorded ticks, comparing every tick's hash with the world's, and the final
   /// snapshot's bytes. Returns the world's StepStatus. After the first failure nothing more is
   /// checked (failed() stays true); the world itself keeps stepping.
-  StepStatus step(World& world);
+  StepStatus step(World& world, const TickInput& tick = {}, const TickErrors& errors = {});
 
   bool failed() const;
   const SyncTestFailure& failure() const;

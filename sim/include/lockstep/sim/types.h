@@ -284,6 +284,35 @@ struct StepStatus {
   bool ok() const { return overflow == overflow_none; }
 };
 
+/// The stages of World::step, in the order they run: the one list of them. Each is a function
+/// of the same name in sim/src/step.cpp, and its wall-clock time is StepStats::stage_ns[stage].
+/// The six from integrate_velocities to restitute run once per substep (their times add up).
+/// docs/design-decisions.md ("The step, stage by stage") says what each one does.
+enum class StepStage : uint8_t {
+  apply_commands,          // spawns, destroys and score changes queued for the tick
+  apply_inputs,            // target velocities, then impulses, in the total input order
+  size_margins,            // each body's speculative margin: how far it can move this step
+  update_broadphase,       // the bodies' boxes, the sweep, waking islands by contact
+  collide_pairs,           // the narrowphase: each candidate pair's manifold, reused or collided
+  prepare_contacts,        // warm-start match, the lanes, anchors and effective masses
+  integrate_velocities,    // per substep: gravity and damping
+  warm_start,              // per substep: last impulses applied again
+  solve,                   // per substep: the biased (soft) passes, then the speed clamps
+  integrate_positions,     // per substep: positions and orientations
+  relax,                   // per substep: the same rows rigid, without the push-out
+  restitute,               // per substep: the bounce of new impacts, then the speed clamps
+  store_velocities,        // the solver's velocities back into the bodies
+  sweep_bullets,           // bullets put back to their time of impact against static bodies
+  emit_contact_events,     // contact begin and end events
+  update_sensor_overlaps,  // sensor overlaps and their events
+  store_contacts,          // impulses back into the points, the warm-start cache
+  update_islands,          // rest timers, islands, islands falling asleep
+  update_state_hash,       // the state hash of the new tick
+};
+inline constexpr uint32_t kStepStageCount = static_cast<uint32_t>(StepStage::update_state_hash) + 1;
+/// The stage's name as written in StepStage ("collide_pairs"); "?" outside the enum.
+const char* step_stage_name(StepStage stage);
+
 /// Counters and timings of the last step, written during the step and read after it.
 struct StepStats {
   uint64_t tick = 0;
@@ -313,16 +342,20 @@ struct StepStats {
   uint32_t sensor_begin_events = 0;
   uint32_t sensor_end_events = 0;
   uint32_t dropped_sensor_overlaps = 0;  // overlaps beyond capacity (the highest keys)
-  // Wall-clock stage times in nanoseconds (zero when WorldDef::measure_stage_times is off).
-  uint64_t ns_inputs_integrate = 0;
-  uint64_t ns_broadphase = 0;
-  uint64_t ns_narrowphase = 0;
-  uint64_t ns_solve = 0;
-  uint64_t ns_integrate_positions = 0;
-  uint64_t ns_contacts = 0;  // contact events, impulses back to the points, warm-start cache
-  uint64_t ns_islands = 0;   // islands, sleep timers, falling asleep
-  uint64_t ns_hash = 0;      // the state hash alone
-  uint64_t ns_total = 0;     // the sum of the stages above
+  // Wall-clock times in nanoseconds (zero when WorldDef::measure_stage_times is off): per stage,
+  // indexed by StepStage, and the whole step (the sum of the stages).
+  uint64_t stage_ns[kStepStageCount] = {};
+  uint64_t ns_total = 0;
+
+  /// The time of one stage (ns).
+  uint64_t ns(StepStage stage) const { return stage_ns[static_cast<uint32_t>(stage)]; }
+  /// The time of the stages from `first` to `last` inclusive, in StepStage order (ns).
+  uint64_t ns(StepStage first, StepStage last) const {
+    uint64_t sum = 0;
+    for (uint32_t i = static_cast<uint32_t>(first); i <= static_cast<uint32_t>(last); ++i)
+      sum += stage_ns[i];
+    return sum;
+  }
 };
 
 /// Totals since creation (or restore) that are not part of the simulated state.

@@ -1,6 +1,7 @@
 // The simulation world: a fixed-dt, allocation-free rigid-body step with a state hash.
 //
-// Usage: create a World from a WorldDef, add bodies, then per tick queue inputs and call step().
+// Usage: create a World from a WorldDef, add bodies, then per tick call step() with the tick's
+// commands and inputs (a TickInput).
 // Between steps everything may be read; nothing runs inside a step but the simulation itself.
 #pragma once
 
@@ -40,6 +41,20 @@ Error validate_world_def(const WorldDef& def);
 /// allocated): a tool reading a WorldDef from an untrusted file checks it against a budget first.
 /// Exact up to the allocator's rounding.
 uint64_t world_memory_bytes(const WorldDef& def);
+
+/// Everything one tick consumes: the commands and the inputs stamped for it (World::step).
+struct TickInput {
+  std::span<const Command> commands;
+  std::span<const Input> inputs;
+};
+
+/// What each command and input of a TickInput met when it was queued: Error::none, or why the
+/// world refused it (queue_command's and queue_input's errors). A span shorter than its list
+/// reports its first entries only; empty spans report nothing.
+struct TickErrors {
+  std::span<Error> commands;
+  std::span<Error> inputs;
+};
 
 class World final {
  public:
@@ -87,11 +102,16 @@ class World final {
   int32_t score(uint32_t player) const;
 
   // ---- step -----------------------------------------------------------------------------------
-  /// Advances one fixed dt: inputs → broadphase → narrowphase → warm-start match
-  /// and prepare → `substeps` × (velocities → warm start → biased passes → speed clamps →
-  /// positions → relax passes → restitution → speed clamps) → bullets → events and contact
-  /// cache → sleeping → state hash. Never allocates; docs/physics.md has the maths.
+  /// Advances one fixed dt through the stages of StepStage (types.h), in order: apply_commands →
+  /// apply_inputs → size_margins → update_broadphase → collide_pairs → prepare_contacts →
+  /// `substeps` × (integrate_velocities → warm_start → solve → integrate_positions → relax →
+  /// restitute) → store_velocities → sweep_bullets → emit_contact_events →
+  /// update_sensor_overlaps → store_contacts → update_islands → update_state_hash.
+  /// Never allocates; docs/physics.md has the maths.
   StepStatus step();
+  /// Applies a tick: queues its commands, then its inputs (each refusal counted, and reported in
+  /// *errors when given), then step(). The one order every caller that applies a tick shares.
+  StepStatus step(const TickInput& tick, const TickErrors& errors = {});
   uint64_t tick() const;
   /// XXH3-64 of the canonical state, as of the end of the last step (or creation/restore/edit).
   uint64_t state_hash() const;
@@ -121,10 +141,6 @@ class World final {
   /// Replaces the state with a snapshot from a world with the same WorldDef. On any error the
   /// world is left untouched.
   Error restore_snapshot(std::span<const uint8_t> bytes);
-
-  /// Test hook: adds `delta` to a body's x position without any checks beyond finiteness
-  /// (used to inject a desync in tests and tools). Updates the state hash.
-  Error debug_perturb_position(BodyId id, Vec3 delta);
 
  private:
   friend struct WorldAccess;  // the library's own translation units (sim/src/world_data.h)
