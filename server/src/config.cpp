@@ -253,7 +253,8 @@ void add_admission_options(CLI::App& app, ServerConfig* config) {
                  "Resyncs a client gets at once before the backoff starts")
       ->capture_default_str();
   app.add_option_function<int64_t>(
-         "--resync-backoff-ms", [config](int64_t v) { config->resync_backoff = std::chrono::milliseconds(v); },
+         "--resync-backoff-ms",
+         [config](int64_t v) { config->resync_backoff = std::chrono::milliseconds(v); },
          "Wait between resyncs after the burst, doubled per resync")
       ->default_str(std::to_string(config->resync_backoff.count()));
   app.add_option_function<int64_t>(
