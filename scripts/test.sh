@@ -68,7 +68,10 @@ begin_stage() {
   stage_names+=("$1")
   stage_start=$(date +%s)
 }
-end_stage() { stage_seconds+=($(($(date +%s) - stage_start))); }
+end_stage() {
+  stage_seconds+=($(($(date +%s) - stage_start)))
+  echo "-- ${stage_names[-1]}: ${stage_seconds[-1]} s"
+}
 print_stages() {
   echo "test.sh: stage times (s)"
   local i
@@ -165,6 +168,7 @@ finish_soak() {
   wait "$soak_pid" || rc=$?
   stage_names+=("soak ($soak_minutes min, beside the asan build)")
   stage_seconds+=($(($(date +%s) - soak_begin)))
+  echo "-- ${stage_names[-1]}: ${stage_seconds[-1]} s"
   soak_pid=""
   echo "== soak output =="
   cat "$soak_log"
