@@ -148,19 +148,66 @@ TEST(InputWindow, AReconnectKeepsItsSequencesAndANewcomerStartsAfresh) {
 
 TEST(InputWindow, LateInputsCountAgainstTheCapOfTheTickTheyAreMovedTo) {
   InputWindow window(small_window());
-  // Cap 3 per player per tick: two on time for tick 10, then three late ones moved to 10.
+  // Cap 3 per player per tick: two on time for tick 10; a late frame of two does not fit beside
+  // them and goes to tick 11, a late one of one fills tick 10.
   EXPECT_EQ(window.offer(1, frame(10, {input(1), input(2)}), 10, 0, kAcceptAll).accepted, 2u);
-  const InputOffer late =
-      window.offer(1, frame(8, {input(3), input(4), input(5)}), 10, 0, kAcceptAll);
-  EXPECT_EQ(late.error, ErrorCode::input_rejected);
-  EXPECT_EQ(late.accepted, 1u);
-  EXPECT_EQ(late.rejected, 2u);
-  EXPECT_EQ(late.reason,
-            "2 of 3 inputs of InputFrame 7 rejected; first: more than 3 inputs for tick 10");
+  const InputOffer late = window.offer(1, frame(8, {input(3), input(4)}), 10, 0, kAcceptAll);
+  EXPECT_EQ(late.error, ErrorCode::none);
+  EXPECT_EQ(late.accepted, 2u);
+  EXPECT_EQ(late.target_tick, 11u);
+  EXPECT_EQ(window.offer(1, frame(9, {input(5)}), 10, 0, kAcceptAll).target_tick, 10u);
   // The other player has a cap of its own.
   EXPECT_EQ(window.offer(2, frame(10, {input(1), input(2), input(3)}), 10, 0, kAcceptAll).accepted,
             3u);
-  EXPECT_EQ(window.take(10).size(), 6u);
+  EXPECT_EQ(sequences_at(window, 10), (std::vector<uint32_t>{1, 2, 5, 1, 2, 3}));
+  EXPECT_EQ(sequences_at(window, 11), (std::vector<uint32_t>{3, 4}));
+  EXPECT_EQ(window.counters().late, 3u);
+  EXPECT_EQ(window.counters().rejected, 0u);
+}
+
+TEST(InputWindow, ABurstOfLateFramesSpreadsOverTheNextTicksInOrder) {
+  InputWindow window(small_window());
+  // A client stalled and then flushed five frames of two inputs, all for ticks already stepped.
+  // Under the cap of 3, one frame fits a tick: the five go to ticks 10..14, in the order sent.
+  for (uint32_t i = 0; i < 5; ++i) {
+    const InputOffer offer = window.offer(
+        1, frame(4 + i, {input(2 * i + 1), input(2 * i + 2)}, 20 + i), 10, 0, kAcceptAll);
+    EXPECT_EQ(offer.error, ErrorCode::none) << offer.reason;
+    EXPECT_EQ(offer.target_tick, 10u + i);
+  }
+  for (uint32_t i = 0; i < 5; ++i)
+    EXPECT_EQ(sequences_at(window, 10 + i), (std::vector<uint32_t>{2 * i + 1, 2 * i + 2}));
+  EXPECT_EQ(window.counters().late, 10u);
+  EXPECT_EQ(window.counters().rejected, 0u);
+}
+
+TEST(InputWindow, OnTimeInputsOverTheCapAndALateFrameLargerThanTheCapAreRefused) {
+  InputWindow window(small_window());
+  // Stamped for tick 12 on time: held to tick 12's cap, never moved.
+  const InputOffer on_time = window.offer(
+      1, frame(12, {input(1), input(2), input(3), input(4)}), 10, 0, kAcceptAll);
+  EXPECT_EQ(on_time.error, ErrorCode::input_rejected);
+  EXPECT_EQ(on_time.accepted, 3u);
+  EXPECT_EQ(on_time.reason,
+            "1 of 4 inputs of InputFrame 7 rejected; first: more than 3 inputs for tick 12");
+  // A late frame that no tick could hold whole is moved to the next tick and its excess refused.
+  const InputOffer late = window.offer(
+      1, frame(8, {input(5), input(6), input(7), input(8)}), 10, 0, kAcceptAll);
+  EXPECT_EQ(late.target_tick, 10u);
+  EXPECT_EQ(late.accepted, 3u);
+  EXPECT_EQ(late.reason,
+            "1 of 4 inputs of InputFrame 7 rejected; first: more than 3 inputs for tick 10");
+  // When every tick of the window is full, a late frame is refused at the next tick.
+  InputWindow full(small_window());
+  for (uint64_t tick = 10; tick < 18; ++tick) {
+    const uint32_t s = static_cast<uint32_t>(3 * tick);
+    EXPECT_EQ(full.offer(1, frame(tick, {input(s), input(s + 1), input(s + 2)}), 10, 0,
+                         kAcceptAll).accepted, 3u);
+  }
+  const InputOffer no_room = full.offer(1, frame(9, {input(1)}), 10, 0, kAcceptAll);
+  EXPECT_EQ(no_room.accepted, 0u);
+  EXPECT_EQ(no_room.reason,
+            "1 of 1 inputs of InputFrame 7 rejected; first: more than 3 inputs for tick 10");
 }
 
 TEST(InputWindow, TheRoomsCheckRefusesSomeInputsOfAFrameAndNotOthers) {

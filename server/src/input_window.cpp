@@ -36,6 +36,20 @@ size_t InputWindow::open_slot(uint64_t tick) {
   return index;
 }
 
+uint32_t InputWindow::player_count(uint32_t player, uint64_t tick) const {
+  const size_t index = static_cast<size_t>(tick % config_.window_ticks);
+  if (slots_[index].tick != tick) return 0;  // the slot is free or holds an older tick
+  return slot_player_counts_[index * config_.max_players + (player - 1)];
+}
+
+uint64_t InputWindow::first_tick_with_room(uint32_t player, uint64_t from, uint64_t end,
+                                           uint64_t inputs) const {
+  for (uint64_t tick = from; tick < end; ++tick) {
+    if (player_count(player, tick) + inputs <= config_.max_inputs_per_player_per_tick) return tick;
+  }
+  return from;  // no tick has room: the inputs over the cap are refused at `from`
+}
+
 InputOffer InputWindow::offer(uint32_t player, const schema::InputFrame& frame, uint64_t next_tick,
                               uint64_t backlog_ticks, const InputCheck& check) {
   InputOffer result;
@@ -60,7 +74,10 @@ InputOffer InputWindow::offer(uint32_t player, const schema::InputFrame& frame, 
       result.rejected = static_cast<uint32_t>(count);
       return result;
     }
-    target = next_tick;
+    // Frames that were late together (a burst after a stall, a queue flushed at once) would all
+    // land on one tick and go over its cap: each goes to the first tick from next_tick on where
+    // this player still has room for the whole frame, so an honest client loses none of them.
+    target = first_tick_with_room(player, next_tick, next_tick + window, count);
   }
   if (target >= next_tick + window && target < next_tick + window + backlog_ticks) {
     // The client's clock follows the schedule; this room is behind it (ticks due but not run:

@@ -11,7 +11,10 @@
 // to it.
 //
 // An InputFrame whose target_tick is t, when the room's next tick is n (docs/protocol.md, Inputs):
-//   t < n                    late: applied at n (apply_next_tick) or refused (drop, input_late);
+//   t < n                    late: refused under drop (input_late); under apply_next_tick,
+//                            applied at the first tick from n on where the player has room for
+//                            the whole frame under its cap (n itself unless a burst of late
+//                            frames filled it), so frames late together are not refused;
 //   n ≤ t < n + window       taken as stamped;
 //   n + window ≤ t < n + window + backlog
 //                            the room is behind its schedule and the client's clock is not:
@@ -20,7 +23,8 @@
 // Then each input: a repeat of a sequence the player had accepted from an earlier frame is
 // dropped silently (input_dedup.h); one the room's check refuses, one over the per-player cap of
 // its tick, or one that does not fit the slot is refused. A late input counts against the cap of
-// the tick it is moved to, like any other input for that tick.
+// the tick it is moved to, like any other input for that tick; a frame larger than the cap by
+// itself is moved to n and its excess refused.
 #pragma once
 
 #include <cstdint>
@@ -98,6 +102,11 @@ class InputWindow final {
 
   /// The slot of `tick`, emptied first when it still holds an older tick.
   size_t open_slot(uint64_t tick);
+  /// Inputs `player` has buffered for `tick`.
+  uint32_t player_count(uint32_t player, uint64_t tick) const;
+  /// The first tick in [from, end) where `player` has room for `inputs` more, else `from`.
+  uint64_t first_tick_with_room(uint32_t player, uint64_t from, uint64_t end,
+                                uint64_t inputs) const;
 
   InputWindowConfig config_;
   uint32_t slot_capacity_ = 0;
