@@ -3,6 +3,8 @@
 #   scripts/fuzz.sh [TARGET|all] [SECONDS]   default: all targets, 30 s each; 0 s = build only
 #   LOCKSTEP_FUZZ_PARALLEL=N                 targets run N at a time (default: 2, 1 on one core)
 #   LOCKSTEP_FUZZ_JOBS=N                     compile jobs for the build (default 2; test.sh: cores + 2)
+#   LOCKSTEP_FUZZ_BUILD=DIR                  the build to use (default build/fuzz); test.sh passes
+#                                            build/asan, the asan preset, which has the harnesses
 # Builds build/fuzz with Debian's clang-14 (-fsanitize=fuzzer,address,undefined), starts from the
 # committed seeds (tests/fuzz/corpus/TARGET) plus a working corpus in build/fuzz/corpus/TARGET,
 # and fails on the first finding (the crashing input is left in build/fuzz/findings/).

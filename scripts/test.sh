@@ -91,8 +91,8 @@ cmake --preset ci
 cmake --build --preset ci -j "$build_jobs"
 end_stage
 
-# The fuzz build and the matrix's builds start now in the background at the lowest priority
-# (the drill's bot, below, at a low one):
+# The matrix's builds start now in the background at the lowest priority (the drill's bot, below,
+# at a low one):
 # they take only the CPU that the tests below leave idle (the net tests wait on real clients, a
 # third of the cores on two idle ones), so the tests run as if alone. Their stages raise them to
 # normal priority and wait for them, then run; a build that failed is built again there and
@@ -132,9 +132,6 @@ stop_background() {
   [ -z "${soak_pid:-}" ] || kill_tree "$soak_pid"
 }
 trap stop_background EXIT
-if [ "${LOCKSTEP_SKIP_FUZZ:-0}" != 1 ]; then
-  start_background fuzz 19 env LOCKSTEP_FUZZ_JOBS="$jobs" bash scripts/fuzz.sh all 0
-fi
 matrix_args=(--jobs "$build_jobs" --slow-ticks "$slow_ticks")
 if [ $full = 1 ]; then matrix_args+=(--inject-nondeterminism); else matrix_args+=(--representative); fi
 if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ]; then
@@ -203,11 +200,14 @@ fi
 finish_soak
 
 if [ "${LOCKSTEP_SKIP_FUZZ:-0}" != 1 ]; then
-  # Every libFuzzer target from the committed seeds, in a clang build of its own (build/fuzz); a
-  # finding fails the run (docs/security.md).
+  # Every libFuzzer target from the committed seeds; a finding fails the run (docs/security.md).
+  # The asan preset is a clang build with the harnesses in it, so they are built already; without
+  # it, scripts/fuzz.sh builds its own (build/fuzz).
+  fuzz_build=build/asan
+  [ "${LOCKSTEP_SKIP_ASAN:-0}" != 1 ] || fuzz_build=build/fuzz
   begin_stage "fuzz (clang-14 libFuzzer + ASan/UBSan, $fuzz_seconds s a target)"
-  finish_background fuzz
-  LOCKSTEP_FUZZ_JOBS=${LOCKSTEP_FUZZ_JOBS:-$build_jobs} bash scripts/fuzz.sh all "$fuzz_seconds"
+  LOCKSTEP_FUZZ_BUILD=$fuzz_build LOCKSTEP_FUZZ_JOBS=${LOCKSTEP_FUZZ_JOBS:-$build_jobs} \
+    bash scripts/fuzz.sh all "$fuzz_seconds"
   end_stage
 fi
 
