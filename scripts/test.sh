@@ -91,12 +91,11 @@ cmake --preset ci
 cmake --build --preset ci -j "$build_jobs"
 end_stage
 
-# The matrix's builds start now in the background at the lowest priority (the drill's bot, below,
-# at a low one):
-# they take only the CPU that the tests below leave idle (the net tests wait on real clients, a
-# third of the cores on two idle ones), so the tests run as if alone. Their stages raise them to
-# normal priority and wait for them, then run; a build that failed is built again there and
-# reports its error. Logs: build/background-*.log.
+# The determinism matrix (its builds and its runs) starts now in the background at the lowest
+# priority, the drill's bot (below) at a low one: they take only the CPU that the stages in front
+# leave idle (the net tests wait on real clients, a third of the cores on two idle ones; the asan
+# build ends in serial links), so those run as if alone. Their stages raise them to normal
+# priority and wait for them. Logs: build/background-*.log.
 declare -A background_pid=()
 start_background() {
   local name=$1 niceness=$2
@@ -135,7 +134,10 @@ trap stop_background EXIT
 matrix_args=(--jobs "$build_jobs" --slow-ticks "$slow_ticks")
 if [ $full = 1 ]; then matrix_args+=(--inject-nondeterminism); else matrix_args+=(--representative); fi
 if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ]; then
-  start_background matrix 19 bash scripts/determinism-matrix.sh "${matrix_args[@]}" --build-only
+  # The whole matrix, builds and runs: its runs too take only the CPU the stages before it leave
+  # (the serial links at the end of the asan build, the net tests' waits).
+  matrix_begin=$(date +%s)
+  start_background matrix 19 bash scripts/determinism-matrix.sh "${matrix_args[@]}"
 fi
 
 # The desync drill's deliberately broken bot, needed first (right after the ci tests): ahead of
@@ -215,9 +217,20 @@ if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ]; then
   begin_stage "cross-platform determinism matrix"
   # As many targets built side by side, each with one compile job, and then as many runs, as the
   # builds above have jobs. The change check builds the representative set; --full every target.
-  finish_background matrix
-  bash scripts/determinism-matrix.sh "${matrix_args[@]}"
+  # Started after the ci build (above); here raised to normal priority and waited for. Its table,
+  # or its failure, is in its log.
+  matrix_rc=0
+  renice_tree "${background_pid[matrix]}"
+  wait "${background_pid[matrix]}" || matrix_rc=$?
+  unset "background_pid[matrix]"
+  cat build/background-matrix.log
   end_stage
+  stage_names+=("  (the matrix from its start in the background)")
+  stage_seconds+=($(($(stat -c %Y build/background-matrix.log) - matrix_begin)))
+  if [ $matrix_rc -ne 0 ]; then
+    echo "test.sh: the determinism matrix failed (exit $matrix_rc)" >&2
+    exit 1
+  fi
 fi
 
 print_stages
