@@ -184,15 +184,15 @@ TEST(InputWindow, ABurstOfLateFramesSpreadsOverTheNextTicksInOrder) {
 TEST(InputWindow, OnTimeInputsOverTheCapAndALateFrameLargerThanTheCapAreRefused) {
   InputWindow window(small_window());
   // Stamped for tick 12 on time: held to tick 12's cap, never moved.
-  const InputOffer on_time = window.offer(
-      1, frame(12, {input(1), input(2), input(3), input(4)}), 10, 0, kAcceptAll);
+  const InputOffer on_time =
+      window.offer(1, frame(12, {input(1), input(2), input(3), input(4)}), 10, 0, kAcceptAll);
   EXPECT_EQ(on_time.error, ErrorCode::input_rejected);
   EXPECT_EQ(on_time.accepted, 3u);
   EXPECT_EQ(on_time.reason,
             "1 of 4 inputs of InputFrame 7 rejected; first: more than 3 inputs for tick 12");
   // A late frame that no tick could hold whole is moved to the next tick and its excess refused.
-  const InputOffer late = window.offer(
-      1, frame(8, {input(5), input(6), input(7), input(8)}), 10, 0, kAcceptAll);
+  const InputOffer late =
+      window.offer(1, frame(8, {input(5), input(6), input(7), input(8)}), 10, 0, kAcceptAll);
   EXPECT_EQ(late.target_tick, 10u);
   EXPECT_EQ(late.accepted, 3u);
   EXPECT_EQ(late.reason,
@@ -201,8 +201,9 @@ TEST(InputWindow, OnTimeInputsOverTheCapAndALateFrameLargerThanTheCapAreRefused)
   InputWindow full(small_window());
   for (uint64_t tick = 10; tick < 18; ++tick) {
     const uint32_t s = static_cast<uint32_t>(3 * tick);
-    EXPECT_EQ(full.offer(1, frame(tick, {input(s), input(s + 1), input(s + 2)}), 10, 0,
-                         kAcceptAll).accepted, 3u);
+    EXPECT_EQ(full.offer(1, frame(tick, {input(s), input(s + 1), input(s + 2)}), 10, 0, kAcceptAll)
+                  .accepted,
+              3u);
   }
   const InputOffer no_room = full.offer(1, frame(9, {input(1)}), 10, 0, kAcceptAll);
   EXPECT_EQ(no_room.accepted, 0u);
