@@ -377,7 +377,7 @@ SolveResult solve(const SolverScene& s, Mode mode, uint32_t bias_passes = 8,
     lockstep::sim::solve_wide(&lanes, r.velocities, deltas, true, &r.counters);
   for (uint32_t i = 0; i < relax_passes; ++i)
     lockstep::sim::solve_wide(&lanes, r.velocities, deltas, false, &r.counters);
-  lockstep::sim::restitute_wide(&lanes, r.velocities);
+  lockstep::sim::restitute_wide(&lanes, r.velocities, deltas);
   lockstep::sim::unpack_contact_lanes(lanes, r.points);
   r.point_lanes.assign(lanes.point_lanes.begin(),
                        lanes.point_lanes.begin() + lanes.point_lane_count);

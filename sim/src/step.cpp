@@ -528,6 +528,7 @@ SubstepState prepare_contacts(WorldData& w, float gravity_step, bool moving, Sol
       make_solver_settings(def.dt_s, def.substeps, def.contact_hertz, def.contact_damping_ratio,
                            def.linear_slop_m, def.max_bias_velocity, def.restitution_threshold);
   settings.gravity_step = gravity_step;
+  settings.gravity_substep = settings.substep_s * def.gravity;
   settings.up = normalize_or(-def.gravity, Vec3{});
   settings.support_speed = 2.0f * gravity_step;
   build_contact_lanes(constraints, bodies, slots, &w.lanes);
@@ -565,7 +566,7 @@ void relax(WorldData& w, const SubstepState& sub, SolverCounters& sc) {
 
 // Restitution of the impacts of this substep (restitute_wide), then the speed clamps.
 void restitute(WorldData& w, const SubstepState& sub) {
-  restitute_wide(&w.lanes, sub.velocities);
+  restitute_wide(&w.lanes, sub.velocities, sub.deltas);
   clamp_speeds(w, sub.velocities);
 }
 

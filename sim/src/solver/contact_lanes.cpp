@@ -351,6 +351,7 @@ void prepare_contact_lanes(std::span<const ContactConstraint> constraints,
   lanes->restitution_threshold = settings.restitution_threshold;
   lanes->bounce_batches = 0;
   lanes->gravity_step = settings.gravity_step;
+  lanes->gravity_substep = settings.gravity_substep;
   for (uint32_t i = 0; i < lanes->batch_count; ++i) {
     ManifoldLanes& m = lanes->batches[i];
     PointLanes* const rows = &lanes->point_lanes[m.first_point_lanes];
@@ -380,9 +381,10 @@ void solve_wide(ContactLanes* lanes, std::span<SolverVelocity> velocities,
   code_of(lanes->kernel).solve(lanes, velocities, deltas, use_bias, counters);
 }
 
-void restitute_wide(ContactLanes* lanes, std::span<SolverVelocity> velocities) {
+void restitute_wide(ContactLanes* lanes, std::span<SolverVelocity> velocities,
+                    std::span<const SolverVelocity> deltas) {
   if (lanes->bounce_batches == 0) return;  // nothing may bounce this step
-  code_of(lanes->kernel).restitute(lanes, velocities);
+  code_of(lanes->kernel).restitute(lanes, velocities, deltas);
 }
 
 void unpack_contact_lanes(const ContactLanes& lanes, std::span<ContactPoint> points) {

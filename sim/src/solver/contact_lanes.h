@@ -158,6 +158,7 @@ struct ContactLanes {
   float max_bias_velocity = 0;
   float restitution_threshold = 0;
   float gravity_step = 0;       // |g|·dt: how much faster than before the step a contact may meet
+  Vec3 gravity_substep{};       // g·h: one substep's kick (restitution)
   uint32_t bounce_batches = 0;  // batches with a point that may bounce (restitution)
   LaneKernel kernel = LaneKernel::baseline;  // best_lane_kernel() at init; tests may pick either
 };
@@ -190,7 +191,8 @@ void solve_wide(ContactLanes* lanes, std::span<SolverVelocity> velocities,
 
 /// The restitution pass: points that met this step and approached faster than the threshold
 /// before it are driven to vn = −e·vn₀, once each (contact_lanes_passes.inl).
-void restitute_wide(ContactLanes* lanes, std::span<SolverVelocity> velocities);
+void restitute_wide(ContactLanes* lanes, std::span<SolverVelocity> velocities,
+                    std::span<const SolverVelocity> deltas);
 
 /// One compiled copy of the vector code: prepare_contact_lanes' per-batch half, warm_start_wide
 /// and solve_wide. contact_lanes.cpp has the baseline's; contact_lanes_avx.cpp the x86 copies.
@@ -200,7 +202,8 @@ struct LaneKernelCode {
   void (*warm_start)(const ContactLanes& lanes, std::span<SolverVelocity> velocities);
   void (*solve)(ContactLanes* lanes, std::span<SolverVelocity> velocities,
                 std::span<const SolverVelocity> deltas, bool use_bias, SolverCounters* counters);
-  void (*restitute)(ContactLanes* lanes, std::span<SolverVelocity> velocities);
+  void (*restitute)(ContactLanes* lanes, std::span<SolverVelocity> velocities,
+                    std::span<const SolverVelocity> deltas);
 };
 #if defined(LOCKSTEP_SIMD_AVX_KERNEL)
 extern const LaneKernelCode kLaneKernelAvx;  // call only when lane_kernel_available(avx)

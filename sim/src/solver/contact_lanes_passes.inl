@@ -47,11 +47,14 @@
 //           Relax passes: rigid, target 0 (the bias velocity is taken back out).
 // Restitution has its own pass, after each substep's relax (restitute_wide): a point whose
 // normal velocity before the step, vn₀, was below −restitution_threshold and whose row has
-// pushed during this step (its largest accumulated λ > 0: the surfaces met) is driven to
-// vn = −e·vn₀, once: its vn₀ is then cleared. Bouncing in the substep of the impact rather than
-// at the end of the step leaves at most one substep of flight out (the bounce does not depend on
-// where in the step the impact falls), and vn₀, taken before this step's gravity, mirrors the
-// discrete fall. Slower contacts are inelastic so resting stacks do not jitter.
+// pushed during this step (its largest accumulated λ > 0: the surfaces met) is driven once to
+// the rebound restitute_batch derives (its vn₀ is then cleared): −e·vn₀ across gravity, and
+// along it corrected for the half substep between velocities and positions and for the gap the
+// bounce is decided at, so that an e = 1 ball keeps its height and e < 1 gives e²·h. Bouncing in
+// the substep of the impact rather than at the end of the step leaves at most one substep of flight
+// out (the bounce does not depend on where in the step the impact falls), and vn₀, taken before
+// this step's gravity, mirrors the discrete fall. Slower contacts are inelastic so resting stacks
+// do not jitter.
 //
 // Friction block. Per point the two tangent directions (t1, t2) = tangent_basis(n) form one
 // 2x2 block with K_t,ij = (mA⁻¹ + mB⁻¹)δij + (rA×ti)·IA⁻¹(rA×tj) + (rB×ti)·IB⁻¹(rB×tj).
@@ -691,17 +694,41 @@ void solve_all(ContactLanes* lanes, std::span<SolverVelocity> velocities,
 
 // Restitution of one batch (top of this file): every point that met this step (its largest
 // accumulated λ_n > 0) and approached faster than the threshold before it (vn₀ < −threshold) is
-// driven to vn = −e·vn₀, accumulated λ_n ≥ 0; its vn₀ is then cleared so it bounces once.
+// driven once to the rebound below, accumulated λ_n ≥ 0; its vn₀ is then cleared.
+//
+// The rebound. Let Δ = n·g·h·([A dynamic] − [B dynamic]) be what one substep of gravity does to
+// vn, a = −Δ/h the normal deceleration it means, and s ≥ 0 the point's gap now. A substep kicks
+// the velocity (v += g·h) and then moves the body with it (x += v·h), so its velocities sit half
+// a substep off its positions: vn₀ is the approach half a kick before now, and the approach speed
+// now is V = −vn₀ − Δ/2. The bounce is decided at a gap s (the speculative row stops the bodies
+// one substep ahead of the touch): continuing at V they touch the surface at speed
+// √(V² + 2·a·s), leave it at e times that, and are back at the gap s with the speed
+//   R = √(e²·V² − 2·a·(1 − e²)·s)   (0 when that is negative: they never get back to s).
+// R belongs to now; the next substep kicks first and moves with R + Δ/2 (half a kick on), so the
+// target is vn = R − Δ/2. With s = 0 this is −e·vn₀ − (1 + e)/2·Δ; across gravity (a wall) Δ = 0
+// and it is −e·vn₀ at any gap. The plain −e·vn₀ (Box2D v3's rule) left an e = 1 ball one
+// substep's travel of height short at each bounce (1.3 % from 2 m); without the gap term, an
+// e < 1 ball bounced from the gap as if it were the surface, up to (1 − e²)·s too high.
 void restitute_batch(const ManifoldLanes& m, PointLanes* points, int lane_bits,
-                     float restitution_threshold, SolverVelocity* v) {
+                     float restitution_threshold, const Vec3& gravity_substep, float inv_substep,
+                     SolverVelocity* v, const SolverVelocity* deltas) {
   const ManifoldLanes* const ms[1] = {&m};
-  BodyLanes<W> b;
+  BodyLanes<W> b, d;
   gather_pair(ms, v, &b);
+  gather_pair(ms, deltas, &d);  // Δp, Δθ since the step began: the gap now
   const M lanes = wide::lane_mask8(lane_bits);
   const W zero = wide::splat8(0.0f), min_speed = wide::splat8(-restitution_threshold);
   const W ima = wide::load8(m.inv_mass_a), imb = wide::load8(m.inv_mass_b);
   const W e = wide::load8(m.restitution);
   const V3 n = load3(m.normal);
+  // Δ per lane: gravity moves only dynamic bodies (inverse mass > 0).
+  const V3 g = {wide::splat8(gravity_substep.x), wide::splat8(gravity_substep.y),
+                wide::splat8(gravity_substep.z)};
+  const W one = wide::splat8(1.0f), half = wide::splat8(0.5f), two = wide::splat8(2.0f);
+  const W kick =
+      dot(n, g) * (wide::select(ima != zero, one, zero) - wide::select(imb != zero, one, zero));
+  const W decel = -kick * wide::splat8(inv_substep);
+  const W half_kick = half * kick;
   // Only the lanes prepare marked: a lane's answer must not depend on which others share its call.
   const M candidates = wide::lane_mask8(static_cast<int>(m.bounce_lanes));
   for (uint32_t k = 0; k < m.point_rows; ++k) {
@@ -713,8 +740,14 @@ void restitute_batch(const ManifoldLanes& m, PointLanes* points, int lane_bits,
     if (!wide::any(bounce)) continue;
     const V3 ra = load3(p.anchor_a), rb = load3(p.anchor_b);
     const W vn = dot(n, relative_velocity(b, ra, rb));
+    W gap = wide::load8(p.separation) + dot(n, relative_velocity(d, ra, rb));
+    gap = wide::select(gap > zero, gap, zero);
+    const W approach = -vn0 - half_kick;
+    W rebound2 = (e * e) * (approach * approach) - ((two * decel) * (one - e * e)) * gap;
+    rebound2 = wide::select(rebound2 > zero, rebound2, zero);
+    const W target = wide::sqrt(rebound2) - half_kick;
     const W impulse = wide::load8(p.normal_impulse);
-    const W lambda = -normal_mass * (vn + e * vn0);
+    const W lambda = normal_mass * (target - vn);
     W total = impulse + lambda;
     total = wide::select(total < zero, zero, total);
     const W applied = wide::select(bounce, total - impulse, zero);
@@ -726,7 +759,8 @@ void restitute_batch(const ManifoldLanes& m, PointLanes* points, int lane_bits,
   scatter_pair(ms, b, lane_bits, v);
 }
 
-void restitute_all(ContactLanes* lanes, std::span<SolverVelocity> velocities) {
+void restitute_all(ContactLanes* lanes, std::span<SolverVelocity> velocities,
+                   std::span<const SolverVelocity> deltas) {
   PointLanes* const rows = lanes->point_lanes.data();
   for_each_batch<false>(
       *lanes,
@@ -734,7 +768,8 @@ void restitute_all(ContactLanes* lanes, std::span<SolverVelocity> velocities) {
         const ManifoldLanes& m = lanes->batches[i];
         if ((static_cast<uint32_t>(bits) & m.bounce_lanes) == 0) return;
         restitute_batch(m, &rows[m.first_point_lanes], bits, lanes->restitution_threshold,
-                        velocities.data());
+                        lanes->gravity_substep, lanes->inv_substep, velocities.data(),
+                        deltas.data());
       },
       [](uint32_t, int) {});
 }

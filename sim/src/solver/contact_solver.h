@@ -119,6 +119,7 @@ struct SolverSettings {
   float max_bias_velocity = 0;
   float restitution_threshold = 0;
   float gravity_step = 0;  // |g|·dt (m/s)
+  Vec3 gravity_substep{};  // g·h (m/s): one substep's kick, as integrate_velocities applies it
   // Support mass scaling (gather_lane in contact_lanes.cpp): `up` is −g/|g| (zero without
   // gravity); a manifold between two dynamic bodies whose normal is within 45° of `up` and whose
   // bodies close slower than `support_speed` treats the lower body as at least as heavy as the
