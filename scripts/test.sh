@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds lockstep and runs its tests: the README's second command, and what .ci/run runs.
 #
-#   scripts/test.sh          the change check, sized for CI's budget (docs/ci.md: 28 minutes
+#   scripts/test.sh          the change check, sized for CI's budget (docs/ci.md: 25 minutes
 #                            on two idle cores): everything that can catch a regression in a change
 #   scripts/test.sh --full   the release check: all of the change check, plus the whole
 #                            determinism matrix over the full golden chains, every test under
@@ -12,11 +12,13 @@
 #           golden replays at gcc -O2), physics, net, ops, browser, source, package
 #   drill   the desync drill: a bot built with FMA contraction caught and diagnosed
 #   soak    the 1-minute soak of the service, beside the sanitizer build
-#   asan    ASan+UBSan over the tests that read untrusted bytes, the net paths and the solver
-#   fuzz    every libFuzzer target for 10 s from the committed corpus
-#   matrix  the representative determinism targets: x86-64 clang -O3, i686, aarch64 and wasm32;
-#           the emulated targets compare the first 600 ticks of each golden chain, every target
-#           every golden replay in full
+#   asan    ASan+UBSan (clang 14) over the tests that read untrusted bytes, the net paths and the
+#           solver; the same build has the libFuzzer harnesses
+#   fuzz    every libFuzzer target for 10 s from the committed corpus, from the asan build
+#   matrix  the representative determinism targets: x86-64 clang -O3, i686, aarch64 and wasm32,
+#           built and run in the background from the end of the ci build; the emulated targets
+#           compare the first 600 ticks of each golden chain (a prefix another chain checks in
+#           full is not run twice), every target every golden replay in full
 #
 # Knobs for a developer (CI sets none of them):
 #   LOCKSTEP_SKIP_{ASAN,MATRIX,FUZZ,SOAK}=1   skip that stage
