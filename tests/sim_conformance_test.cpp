@@ -688,6 +688,31 @@ TEST(ConformanceBounce, ApexIsESquaredTimesHeightForEveryPhase) {
 // stored before the solve, applied after the position update) leaves at the fall's velocity less
 // one substep of gravity: the rise misses one substep of travel, 2.6 cm from 2 m at each bounce.
 
+// Steps `steps` times and returns the bottom height of the sphere of radius `radius` at the top of
+// each rise (between its velocity turning upward and turning down again). A non-finite state
+// fails the test and ends the list.
+std::vector<double> bounce_apexes(World& world, BodyId id, float radius, int steps) {
+  std::vector<double> apexes;
+  bool rising = false;
+  double apex = -1e30;
+  for (int s = 1; s <= steps; ++s) {
+    step(world);
+    const BodyView b = view(world, id);
+    EXPECT_TRUE(finite(b));
+    if (!finite(b)) break;
+    const double bottom = double(b.position.y) - radius;
+    if (b.linear_velocity.y > 0) {
+      rising = true;
+      apex = std::max(apex, bottom);
+    } else if (rising) {
+      apexes.push_back(std::max(apex, bottom));
+      rising = false;
+      apex = -1e30;
+    }
+  }
+  return apexes;
+}
+
 TEST(ConformanceBounce, ElasticBallKeepsEveryApexForEveryPhase) {
   constexpr float kRadius = 0.25f;
   double worst = 0;
@@ -699,23 +724,7 @@ TEST(ConformanceBounce, ElasticBallKeepsEveryApexForEveryPhase) {
     BodyDef ball = sphere_def(Vec3{0, float(h) + kRadius, 0}, kRadius);
     ball.shape.restitution = 1.0f;
     BodyId id = add(*world, ball);
-    std::vector<double> apexes;
-    bool rising = false;
-    double apex = -1e30;
-    for (int s = 1; s <= 800; ++s) {
-      step(*world);
-      BodyView b = view(*world, id);
-      ASSERT_TRUE(finite(b));
-      const double bottom = double(b.position.y) - kRadius;
-      if (b.linear_velocity.y > 0) {
-        rising = true;
-        apex = std::max(apex, bottom);
-      } else if (rising) {
-        apexes.push_back(std::max(apex, bottom));
-        rising = false;
-        apex = -1e30;
-      }
-    }
+    const std::vector<double> apexes = bounce_apexes(*world, id, kRadius, 800);
     ASSERT_GE(apexes.size(), 10u) << "h = " << h;
     std::string line;
     for (size_t k = 0; k < 10; ++k) {
@@ -748,23 +757,7 @@ TEST(ConformanceBounce, FirstApexIsESquaredTimesHeightForEveryCoefficientAndHeig
         const BodyId id = add(*world, ball);
         // Long enough for five bounces of e = 1 (each 2·√(2h/g)) after the first fall.
         const int steps = int(60.0 * 11.0 * std::sqrt(2.0 * h / 9.81)) + 30;
-        std::vector<double> apexes;
-        bool rising = false;
-        double apex = -1e30;
-        for (int s = 1; s <= steps; ++s) {
-          step(*world);
-          const BodyView b = view(*world, id);
-          ASSERT_TRUE(finite(b));
-          const double bottom = double(b.position.y) - radius;
-          if (b.linear_velocity.y > 0) {
-            rising = true;
-            apex = std::max(apex, bottom);
-          } else if (rising) {
-            apexes.push_back(std::max(apex, bottom));
-            rising = false;
-            apex = -1e30;
-          }
-        }
+        const std::vector<double> apexes = bounce_apexes(*world, id, radius, steps);
         SCOPED_TRACE("r = " + std::to_string(radius) + ", e = " + std::to_string(e) +
                      ", h = " + std::to_string(h));
         ASSERT_FALSE(apexes.empty());
