@@ -155,7 +155,7 @@ float PenetrationProbe::deepest_m(std::span<const PosedShape> bodies) {
   boxes_.resize(n);
   order_.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    boxes_[i] = compute_aabb(bodies[i].shape, bodies[i].xf, 0.0f);
+    boxes_[i] = compute_aabb(bodies[i].shape, lockstep::sim::ShapeLibrary{}, bodies[i].xf, 0.0f);
     order_[i] = static_cast<uint32_t>(i);
   }
   std::sort(order_.begin(), order_.end(), [this](uint32_t a, uint32_t b) {
@@ -171,7 +171,8 @@ float PenetrationProbe::deepest_m(std::span<const PosedShape> bodies) {
       if (boxes_[j].lower.x > boxes_[i].upper.x) break;
       if (!bodies[i].dynamic && !bodies[j].dynamic) continue;
       if (!overlaps(boxes_[i], boxes_[j])) continue;
-      collide(bodies[i].shape, bodies[i].xf, bodies[j].shape, bodies[j].xf, 0.0f, &manifold);
+      collide(bodies[i].shape, bodies[i].xf, bodies[j].shape, bodies[j].xf,
+              lockstep::sim::ShapeLibrary{}, 0.0f, &manifold);
       for (int k = 0; k < manifold.count; ++k) {
         deepest = std::max(deepest, -manifold.points[k].separation);
       }
@@ -183,7 +184,7 @@ float PenetrationProbe::deepest_m(std::span<const PosedShape> bodies) {
 double mechanical_energy_j(const PosedShape& body, Vec3 linear_velocity, Vec3 angular_velocity,
                            Vec3 gravity) {
   if (!body.dynamic) return 0;
-  const MassProperties mp = compute_mass_properties(body.shape);
+  const MassProperties mp = compute_mass_properties(body.shape, lockstep::sim::ShapeLibrary{});
   const Vec3 w = inv_rotate(body.xf.q, angular_velocity);  // body axes, where I is diagonal
   const double m = mp.mass;
   const double linear = 0.5 * m * static_cast<double>(dot(linear_velocity, linear_velocity));

@@ -177,7 +177,8 @@ class BulletEngine final : public Engine {
         break;
     }
     const bool dynamic = def.type == BodyType::dynamic;
-    const MassProperties mp = dynamic ? compute_mass_properties(s) : MassProperties{};
+    const MassProperties mp =
+        dynamic ? compute_mass_properties(s, lockstep::sim::ShapeLibrary{}) : MassProperties{};
     btRigidBody::btRigidBodyConstructionInfo info(mp.mass, nullptr, shape.get(), to_bt(mp.inertia));
     const Quat q = normalize(def.orientation);
     info.m_startWorldTransform = btTransform(btQuaternion(q.x, q.y, q.z, q.w), to_bt(def.position));

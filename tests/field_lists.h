@@ -50,6 +50,8 @@ void change_value(T& value) {
     value = !value;
   } else if constexpr (std::is_enum_v<T>) {
     value = static_cast<T>((static_cast<size_t>(value) + 1) % enum_names(value).size());
+  } else if constexpr (std::is_array_v<T> && !std::is_same_v<T, char[kMaxTemplateNameBytes + 1]>) {
+    change_value(value[0]);  // a list of values (a hull's points): its first
   } else {
     static_assert(std::is_same_v<T, char[kMaxTemplateNameBytes + 1]>, "a field type to change");
     value[0] = value[0] == 'a' ? 'b' : 'a';

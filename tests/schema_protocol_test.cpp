@@ -409,7 +409,7 @@ std::vector<std::string> doc_section_fields(const std::string& md, const std::st
 TEST(SchemaProtocol, DocListsTheWorldTablesFieldForField) {
   const std::string md = read_text(LOCKSTEP_PROTOCOL_DOC);
   const auto tables = schema_tables(read_text(LOCKSTEP_WORLD_FBS));
-  for (const char* name : {"WorldCommand", "WorldDef", "BodyTemplate"}) {
+  for (const char* name : {"WorldCommand", "WorldDef", "BodyTemplate", "Hull"}) {
     SCOPED_TRACE(name);
     const auto table = tables.find(name);
     ASSERT_NE(table, tables.end()) << "not in world.fbs";
@@ -663,7 +663,7 @@ void add_wire_names(std::set<std::string>* out) {
     } else if constexpr (std::is_same_v<M, sim::Vec3>) {
       for (const char* axis : {"_x", "_y", "_z"})
         out->insert(name + axis);
-    } else if (name != "template_count") {
+    } else if (name != "template_count" && name != "hull_count") {
       out->insert(name);
     }
   });
@@ -699,6 +699,12 @@ TEST(SchemaWorld, EveryWorldDefFieldRoundTripsThroughTheCodec) {
   def.templates[1] = def.templates[0];
   def.templates[1].name[0] = 'b';
   def.template_count = 2;
+  // One hull that builds (the changed leaves made hull 0 a single point): a tetrahedron.
+  def.hulls[0] = sim::HullDef{};
+  def.hulls[0].point_count = 4;
+  def.hulls[0].points[1] = {1, 0, 0};
+  def.hulls[0].points[2] = {0, 1, 0};
+  def.hulls[0].points[3] = {0, 0, 1};
   ASSERT_EQ(sim::validate_world_def(def), sim::Error::none);
   welcome.world_def = def;
   welcome.world_def_fingerprint = sim::world_def_fingerprint(def);

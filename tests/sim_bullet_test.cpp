@@ -131,12 +131,14 @@ TEST(SimBullet, TimeOfImpactOfASphereAtABoxIsTheAnalyticOne) {
   box.type = ShapeType::box;
   box.half_extents = {0.5f, 0.5f, 0.5f};
   const float t = lockstep::sim::time_of_impact(sphere, {-2, 0, 0}, {2, 0, 0}, {}, box,
-                                                lockstep::sim::Transform{{0, 0, 0}, {}}, 0.001f);
+                                                lockstep::sim::Transform{{0, 0, 0}, {}},
+                                                lockstep::sim::ShapeLibrary{}, 0.001f);
   EXPECT_GE(t, (1.4f - 0.001f) / 4.0f);
   EXPECT_LE(t, 1.4f / 4.0f + 1e-6f);
   // Missing the box (passing 1 m above it): no hit.
   EXPECT_EQ(lockstep::sim::time_of_impact(sphere, {-2, 1.0f, 0}, {2, 1.0f, 0}, {}, box,
-                                          lockstep::sim::Transform{{0, 0, 0}, {}}, 0.001f),
+                                          lockstep::sim::Transform{{0, 0, 0}, {}},
+                                          lockstep::sim::ShapeLibrary{}, 0.001f),
             1.0f);
 }
 

@@ -63,7 +63,7 @@ Transform xf(Vec3 p, Quat q = Quat{}) {
 Manifold run(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
              float margin = kMargin) {
   Manifold m;
-  collide(a, xa, b, xb, margin, &m);
+  collide(a, xa, b, xb, lockstep::sim::ShapeLibrary{}, margin, &m);
   return m;
 }
 
@@ -483,7 +483,7 @@ TEST(CollidePlane, TinyBoxKeepsFourPointsDeterministically) {
   with_history.previous_count = 4;
   for (int k = 0; k < 4; ++k)
     with_history.previous_features[k] = others[static_cast<size_t>(3 - k)];  // any order
-  collide(b, x, plane(n, 0), xf({}), kMargin, &with_history);
+  collide(b, x, plane(n, 0), xf({}), lockstep::sim::ShapeLibrary{}, kMargin, &with_history);
   expect_corners(with_history, others_index);
   // collide() keeps the input history.
   EXPECT_EQ(with_history.previous_count, 4);
@@ -500,7 +500,7 @@ TEST(CollidePlane, TinyBoxKeepsFourPointsDeterministically) {
   partial_history.previous_count = 3;
   for (int k = 0; k < 3; ++k)
     partial_history.previous_features[k] = partial[static_cast<size_t>(k)];
-  collide(b, x, plane(n, 0), xf({}), kMargin, &partial_history);
+  collide(b, x, plane(n, 0), xf({}), lockstep::sim::ShapeLibrary{}, kMargin, &partial_history);
   expect_corners(partial_history, want);
 }
 
@@ -536,7 +536,7 @@ TEST(CollidePlane, ADeepCornerIsNeverLeftOut) {
     m.previous_count = static_cast<int>(history.size());
     for (size_t k = 0; k < history.size(); ++k)
       m.previous_features[k] = history[k];
-    collide(b, x, plane(n, 0), xf({}), kMargin, &m);
+    collide(b, x, plane(n, 0), xf({}), lockstep::sim::ShapeLibrary{}, kMargin, &m);
     ASSERT_EQ(m.count, 4);
     float gap = 0;
     const std::vector<int> want = expected_reduction(corner, feature, n, history, &gap);
@@ -962,7 +962,7 @@ TEST(MassProperties, SphereAndBoxClosedForm) {
   const double pi = 3.14159265358979;
   ShapeDef s = sphere(0.7f);
   s.density = 900;
-  MassProperties mp = compute_mass_properties(s);
+  MassProperties mp = compute_mass_properties(s, lockstep::sim::ShapeLibrary{});
   double m = 900 * 4.0 / 3.0 * pi * 0.343;
   EXPECT_NEAR(mp.mass, m, m * 1e-5);
   for (float i : {mp.inertia.x, mp.inertia.y, mp.inertia.z})
@@ -970,14 +970,14 @@ TEST(MassProperties, SphereAndBoxClosedForm) {
 
   ShapeDef b = box(0.5f, 1.0f, 1.5f);
   b.density = 200;
-  mp = compute_mass_properties(b);
+  mp = compute_mass_properties(b, lockstep::sim::ShapeLibrary{});
   m = 200.0 * 1.0 * 2.0 * 3.0;
   EXPECT_NEAR(mp.mass, m, m * 1e-6);
   EXPECT_NEAR(mp.inertia.x, m / 12 * (4.0 + 9.0), m * 1e-5);
   EXPECT_NEAR(mp.inertia.y, m / 12 * (1.0 + 9.0), m * 1e-5);
   EXPECT_NEAR(mp.inertia.z, m / 12 * (1.0 + 4.0), m * 1e-5);
 
-  EXPECT_EQ(compute_mass_properties(plane({0, 1, 0}, 0)).mass, 0.0f);
+  EXPECT_EQ(compute_mass_properties(plane({0, 1, 0}, 0), lockstep::sim::ShapeLibrary{}).mass, 0.0f);
 }
 
 // Monte-Carlo integration over the capsule's bounding box, fixed seed. 1e6 samples give a
@@ -990,7 +990,7 @@ TEST(MassProperties, CapsuleAgainstMonteCarlo) {
     SCOPED_TRACE(d.h);
     ShapeDef c = capsule(d.r, d.h);
     c.density = 1000;
-    MassProperties mp = compute_mass_properties(c);
+    MassProperties mp = compute_mass_properties(c, lockstep::sim::ShapeLibrary{});
     std::mt19937 rng(12345);
     std::uniform_real_distribution<double> ux(-d.r, d.r), uy(-d.h - d.r, d.h + d.r);
     const int n = 1000000;
@@ -1013,7 +1013,8 @@ TEST(MassProperties, CapsuleAgainstMonteCarlo) {
   }
   // Zero length is exactly a sphere.
   ShapeDef c = capsule(0.4f, 0.0f);
-  MassProperties a = compute_mass_properties(c), b = compute_mass_properties(sphere(0.4f));
+  MassProperties a = compute_mass_properties(c, lockstep::sim::ShapeLibrary{}),
+                 b = compute_mass_properties(sphere(0.4f), lockstep::sim::ShapeLibrary{});
   EXPECT_NEAR(a.mass, b.mass, b.mass * 1e-6f);
   EXPECT_NEAR(a.inertia.x, b.inertia.x, b.inertia.x * 1e-6f);
   EXPECT_NEAR(a.inertia.y, b.inertia.y, b.inertia.y * 1e-6f);
@@ -1056,7 +1057,7 @@ TEST(Aabb, ContainsShapeAtRandomOrientationsAndIsTight) {
     Transform x = xf({up(rng), up(rng), up(rng)}, random_quat(rng));
     // Box: the 8 vertices are the extreme points, and they touch the box.
     ShapeDef b = box(0.3f, 0.7f, 1.1f);
-    Aabb a = compute_aabb(b, x, 0);
+    Aabb a = compute_aabb(b, lockstep::sim::ShapeLibrary{}, x, 0);
     Vec3 lo{1e30f, 1e30f, 1e30f}, hi{-1e30f, -1e30f, -1e30f};
     for (int v = 0; v < 8; ++v) {
       Vec3 c{(v & 1) ? 0.3f : -0.3f, (v & 2) ? 0.7f : -0.7f, (v & 4) ? 1.1f : -1.1f};
@@ -1067,12 +1068,12 @@ TEST(Aabb, ContainsShapeAtRandomOrientationsAndIsTight) {
     expect_vec_near(a.lower, lo, 1e-5f);
     expect_vec_near(a.upper, hi, 1e-5f);
     // Margin grows every side.
-    Aabb g = compute_aabb(b, x, 0.1f);
+    Aabb g = compute_aabb(b, lockstep::sim::ShapeLibrary{}, x, 0.1f);
     expect_vec_near(g.lower, a.lower - Vec3{0.1f, 0.1f, 0.1f}, 1e-5f);
     // Capsule and sphere: random surface points.
     ShapeDef c = capsule(0.25f, 0.6f);
-    Aabb ac = compute_aabb(c, x, 0);
-    Aabb as = compute_aabb(sphere(0.4f), x, 0);
+    Aabb ac = compute_aabb(c, lockstep::sim::ShapeLibrary{}, x, 0);
+    Aabb as = compute_aabb(sphere(0.4f), lockstep::sim::ShapeLibrary{}, x, 0);
     Vec3 axis = rotate(x.q, {0, 0.6f, 0});
     for (int k = 0; k < 20; ++k) {
       Vec3 u = random_unit(rng);
@@ -1089,30 +1090,30 @@ TEST(Aabb, ContainsShapeAtRandomOrientationsAndIsTight) {
 TEST(Aabb, PlanesAreBoundedOnTheirSolidSideOnly) {
   const float e = kPlaneExtent;
   // y-up ground through the origin: the box stops at the plane in y.
-  Aabb a = compute_aabb(plane({0, 1, 0}, 0), xf({}), 0.02f);
+  Aabb a = compute_aabb(plane({0, 1, 0}, 0), lockstep::sim::ShapeLibrary{}, xf({}), 0.02f);
   EXPECT_FLOAT_EQ(a.upper.y, 0.02f);
   EXPECT_FLOAT_EQ(a.lower.y, -e - 0.02f);
   EXPECT_FLOAT_EQ(a.lower.x, -e - 0.02f);
   EXPECT_FLOAT_EQ(a.upper.z, e + 0.02f);
   // Body offset moves it; a downward normal bounds the other side.
-  a = compute_aabb(plane({0, 1, 0}, 0.5f), xf({0, 3, 0}), 0);
+  a = compute_aabb(plane({0, 1, 0}, 0.5f), lockstep::sim::ShapeLibrary{}, xf({0, 3, 0}), 0);
   EXPECT_FLOAT_EQ(a.upper.y, 3.5f);
-  a = compute_aabb(plane({0, -1, 0}, 2), xf({}), 0);
+  a = compute_aabb(plane({0, -1, 0}, 2), lockstep::sim::ShapeLibrary{}, xf({}), 0);
   EXPECT_FLOAT_EQ(a.lower.y, -2.0f);
   EXPECT_FLOAT_EQ(a.upper.y, e);
-  a = compute_aabb(plane({1, 0, 0}, 1), xf({}), 0);
+  a = compute_aabb(plane({1, 0, 0}, 1), lockstep::sim::ShapeLibrary{}, xf({}), 0);
   EXPECT_FLOAT_EQ(a.upper.x, 1.0f);
   EXPECT_FLOAT_EQ(a.upper.y, e);
   // A tilted plane: its solid side within the cube [-E, E]³ reaches y = 0.6·E / 0.8 at
   // x = -E; x is not bounded (the bound 0.8·E / 0.6 lies outside the cube).
-  a = compute_aabb(plane({0.6f, 0.8f, 0}, 0), xf({}), 0);
+  a = compute_aabb(plane({0.6f, 0.8f, 0}, 0), lockstep::sim::ShapeLibrary{}, xf({}), 0);
   EXPECT_FLOAT_EQ(a.upper.y, 0.75f * e);
   EXPECT_FLOAT_EQ(a.upper.x, e);
   EXPECT_FLOAT_EQ(a.lower.y, -e);
   EXPECT_FLOAT_EQ(a.lower.x, -e);
   // A ground rotated 90° about z (normal -x in world): solid side x > 0. The rotated normal
   // keeps ~1e-7 of y, which over E = 1e6 m is worth 0.1 m: the bound stays conservative.
-  a = compute_aabb(plane({0, 1, 0}, 0), xf({}, kQz90), 0);
+  a = compute_aabb(plane({0, 1, 0}, 0), lockstep::sim::ShapeLibrary{}, xf({}, kQz90), 0);
   EXPECT_LE(a.lower.x, 0.0f);
   EXPECT_GT(a.lower.x, -0.5f);
   EXPECT_FLOAT_EQ(a.upper.x, e);
@@ -1121,55 +1122,60 @@ TEST(Aabb, PlanesAreBoundedOnTheirSolidSideOnly) {
 // ---- validation ------------------------------------------------------------------------------
 
 TEST(ValidateShape, AcceptsGoodAndRejectsBad) {
-  EXPECT_EQ(validate_shape(sphere(0.5f)), Error::none);
-  EXPECT_EQ(validate_shape(box(0.1f, 2, 3)), Error::none);
-  EXPECT_EQ(validate_shape(capsule(0.1f, 0)), Error::none);
-  EXPECT_EQ(validate_shape(plane({0, 1, 0}, -3)), Error::none);
-  EXPECT_EQ(validate_shape(plane({0, 1.0005f, 0}, 0)), Error::none);  // within 1e-3
+  EXPECT_EQ(validate_shape(sphere(0.5f), lockstep::sim::ShapeLibrary{}), Error::none);
+  EXPECT_EQ(validate_shape(box(0.1f, 2, 3), lockstep::sim::ShapeLibrary{}), Error::none);
+  EXPECT_EQ(validate_shape(capsule(0.1f, 0), lockstep::sim::ShapeLibrary{}), Error::none);
+  EXPECT_EQ(validate_shape(plane({0, 1, 0}, -3), lockstep::sim::ShapeLibrary{}), Error::none);
+  EXPECT_EQ(validate_shape(plane({0, 1.0005f, 0}, 0), lockstep::sim::ShapeLibrary{}),
+            Error::none);  // within 1e-3
 
   const float nan = std::nanf(""), inf = INFINITY;
   ShapeDef s = sphere(nan);
-  EXPECT_EQ(validate_shape(s), Error::non_finite);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::non_finite);
   s = box(1, inf, 1);
-  EXPECT_EQ(validate_shape(s), Error::non_finite);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::non_finite);
   s = capsule(0.2f, 0.3f);
   s.half_height = -inf;
-  EXPECT_EQ(validate_shape(s), Error::non_finite);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::non_finite);
   s = sphere(1);
   s.friction = nan;
-  EXPECT_EQ(validate_shape(s), Error::non_finite);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::non_finite);
   s = plane({0, nan, 0}, 0);
-  EXPECT_EQ(validate_shape(s), Error::non_finite);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::non_finite);
   s = plane({0, 1, 0}, inf);
-  EXPECT_EQ(validate_shape(s), Error::non_finite);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::non_finite);
 
-  EXPECT_EQ(validate_shape(sphere(-0.5f)), Error::invalid_argument);
-  EXPECT_EQ(validate_shape(sphere(0)), Error::invalid_argument);
-  EXPECT_EQ(validate_shape(box(1, 0, 1)), Error::invalid_argument);
-  EXPECT_EQ(validate_shape(box(1, 1, -1)), Error::invalid_argument);
-  EXPECT_EQ(validate_shape(capsule(0.2f, -0.1f)), Error::invalid_argument);
-  EXPECT_EQ(validate_shape(capsule(-0.2f, 0.1f)), Error::invalid_argument);
-  EXPECT_EQ(validate_shape(plane({0, 2, 0}, 0)), Error::invalid_argument);
-  EXPECT_EQ(validate_shape(plane({0, 0, 0}, 0)), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(sphere(-0.5f), lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(sphere(0), lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(box(1, 0, 1), lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(box(1, 1, -1), lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(capsule(0.2f, -0.1f), lockstep::sim::ShapeLibrary{}),
+            Error::invalid_argument);
+  EXPECT_EQ(validate_shape(capsule(-0.2f, 0.1f), lockstep::sim::ShapeLibrary{}),
+            Error::invalid_argument);
+  EXPECT_EQ(validate_shape(plane({0, 2, 0}, 0), lockstep::sim::ShapeLibrary{}),
+            Error::invalid_argument);
+  EXPECT_EQ(validate_shape(plane({0, 0, 0}, 0), lockstep::sim::ShapeLibrary{}),
+            Error::invalid_argument);
   s = box(1, 1, 1);
   s.density = 0;
-  EXPECT_EQ(validate_shape(s), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
   s = plane({0, 1, 0}, 0);
   s.density = 0;  // planes have no mass
-  EXPECT_EQ(validate_shape(s), Error::none);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::none);
   s = sphere(1);
   s.friction = -0.1f;
-  EXPECT_EQ(validate_shape(s), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
   s.friction = 0.5f;
   s.restitution = 1.5f;
-  EXPECT_EQ(validate_shape(s), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
   s.restitution = -0.1f;
-  EXPECT_EQ(validate_shape(s), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
   s = sphere(1e20f);  // mass overflows float
-  EXPECT_EQ(validate_shape(s), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
   s = sphere(1);
   s.type = static_cast<ShapeType>(7);
-  EXPECT_EQ(validate_shape(s), Error::invalid_argument);
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
 }
 
 // ---- fuzz ------------------------------------------------------------------------------------
@@ -1204,6 +1210,8 @@ float surface_distance(const ShapeDef& s, const Transform& x, Vec3 p) {
       Vec3 n = rotate(x.q, s.plane_normal);
       return std::fabs(dot(n, p - x.p) - s.plane_offset);
     }
+    case ShapeType::hull:  // sim_hull_test covers hulls
+      break;
   }
   return 0;
 }
@@ -1222,6 +1230,7 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
       case ShapeType::capsule:
         return capsule(size(rng), unit(rng) < 0.1f ? 0.0f : size(rng));
       case ShapeType::plane:
+      case ShapeType::hull:
         break;
     }
     return plane(random_unit(rng), pos(rng));
@@ -1375,7 +1384,7 @@ TEST(CollideFuzz, RepeatedCallsAreBitIdentical) {
     Manifold m1 = run(a, xa, b, xb), m2;
     m2.count = 3;
     m2.points[3].feature = 77;  // stale data must be cleared
-    collide(a, xa, b, xb, kMargin, &m2);
+    collide(a, xa, b, xb, lockstep::sim::ShapeLibrary{}, kMargin, &m2);
     ASSERT_EQ(m1.count, m2.count);
     EXPECT_TRUE(m1.normal == m2.normal);
     for (int i = 0; i < kMaxManifoldPoints; ++i) {

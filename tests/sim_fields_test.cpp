@@ -89,7 +89,13 @@ WorldDef def_with_a_template() {
 // Every simulated field of a WorldDef, its template's included, changes the fingerprint (so a
 // snapshot or replay of another def is refused); measure_stage_times does not.
 TEST(FieldLists, EveryWorldDefFieldReachesTheFingerprint) {
-  const WorldDef base = def_with_a_template();
+  // With a hull, so the hull fields are in use (a world without hulls leaves them out).
+  WorldDef base = def_with_a_template();
+  base.hull_count = 1;
+  base.hulls[0].point_count = 4;
+  base.hulls[0].points[1] = {1, 0, 0};
+  base.hulls[0].points[2] = {0, 1, 0};
+  base.hulls[0].points[3] = {0, 0, 1};
   const uint64_t base_fingerprint = world_def_fingerprint(base);
   size_t leaf = 0, leaves = 0;
   for_each_leaf(base, [&](const std::string&, const Field&, const auto&) { ++leaves; });
@@ -103,6 +109,10 @@ TEST(FieldLists, EveryWorldDefFieldReachesTheFingerprint) {
       change_value(value);
       name = n;
       simulated = (field.flags & field_not_simulated) == 0;
+      // A template's hull index is encoded only for a hull shape; the template is a sphere
+      // (HullIndexReachesTheStateHashAndSnapshots covers the index).
+      if ((field.flags & field_encoded_if_used) != 0 && n.find("shape.hull") != std::string::npos)
+        simulated = false;
     });
     SCOPED_TRACE(name);
     EXPECT_EQ(world_def_fingerprint(def) != base_fingerprint, simulated);
@@ -118,6 +128,40 @@ TEST(FieldLists, TheFingerprintIsTheOneBeforeTheLists) {
   def.templates[0].bullet = true;
   def.templates[0].shape.sensor = true;
   EXPECT_EQ(world_def_fingerprint(def), 0xa15a92e286621b50ull);
+}
+
+// A hull shape's index is in the state hash and snapshots (other shapes leave it out, so a
+// world without hulls hashes as before hulls existed).
+TEST(FieldLists, HullIndexReachesTheStateHashAndSnapshots) {
+  WorldDef def = default_world_def();
+  def.hull_count = 2;
+  for (uint32_t h = 0; h < 2; ++h) {
+    def.hulls[h].point_count = 4;
+    def.hulls[h].points[1] = {1, 0, 0};
+    def.hulls[h].points[2] = {0, 1, 0};
+    def.hulls[h].points[3] = {0, 0, 1.0f + static_cast<float>(h)};
+  }
+  uint64_t hashes[2];
+  for (uint32_t h = 0; h < 2; ++h) {
+    std::unique_ptr<World> world = World::create(def);
+    ASSERT_NE(world, nullptr);
+    BodyDef body = default_body_def();
+    body.type = BodyType::static_body;
+    body.shape.type = ShapeType::hull;
+    body.shape.hull = h;
+    BodyId id;
+    ASSERT_EQ(world->create_body(body, &id), Error::none);
+    hashes[h] = world->state_hash();
+    std::vector<uint8_t> snapshot(world->snapshot_size());
+    ASSERT_EQ(world->save_snapshot(snapshot, nullptr), Error::none);
+    std::unique_ptr<World> copy = World::create(def);
+    ASSERT_EQ(copy->restore_snapshot(snapshot), Error::none);
+    BodyView view;
+    ASSERT_EQ(copy->get_body(id, &view), Error::none);
+    EXPECT_EQ(view.shape.hull, h);
+    EXPECT_EQ(copy->state_hash(), hashes[h]);
+  }
+  EXPECT_NE(hashes[0], hashes[1]);
 }
 
 BodyDef test_body() {
@@ -146,12 +190,15 @@ TEST(FieldLists, EveryBodyDefFieldReachesTheStateHashAndSnapshots) {
     BodyDef body = base;
     size_t i = 0;
     std::string name;
-    for_each_leaf(body, [&](const std::string& n, const Field&, auto& value) {
+    bool only_if_used = false;
+    for_each_leaf(body, [&](const std::string& n, const Field& field, auto& value) {
       if (i++ != leaf) return;
       change_value(value);
       name = n;
+      only_if_used = (field.flags & field_encoded_if_used) != 0;
     });
     SCOPED_TRACE(name);
+    if (only_if_used) continue;  // the hull index of a sphere: HullIndexReachesTheStateHash
     std::unique_ptr<World> world = World::create(default_world_def());
     BodyId id;
     ASSERT_EQ(world->create_body(body, &id), Error::none);
@@ -188,8 +235,16 @@ TEST(FieldLists, EveryFieldRoundTripsThroughTheSceneText) {
     if (!field.key.empty() && name.find("templates") != 0) change_value(value);
   });
   scene.def.max_bodies = 8;
+  // The hull shapes' points: one hull, which the text writes on each line that uses it.
+  scene.def.hull_count = 1;
+  scene.def.hulls[0] = HullDef{};
+  scene.def.hulls[0].point_count = 4;
+  scene.def.hulls[0].points[1] = {1, 0, 0};
+  scene.def.hulls[0].points[2] = {0, 1, 0};
+  scene.def.hulls[0].points[3] = {0, 0, 1};
   for (size_t s = 0; s < std::size(kShapeTypeNames); ++s) {
-    const BodyDef body = changed_body(static_cast<ShapeType>(s));
+    BodyDef body = changed_body(static_cast<ShapeType>(s));
+    body.shape.hull = 0;
     scene.bodies.push_back(body);
     BodyTemplate& t = scene.def.templates[scene.def.template_count++];
     change_every_leaf(t);

@@ -631,8 +631,8 @@ std::vector<RayHit> brute_force_hits(const World& world, Vec3 origin, Vec3 trans
     const BodyRecord& r = w.bodies[slot];
     if (!r.alive) continue;
     CastHit c;
-    if (!cast_against_shape(r.shape, Transform{r.position, r.orientation}, origin, dir, len, radius,
-                            &c)) {
+    if (!cast_against_shape(r.shape, Transform{r.position, r.orientation}, ShapeLibrary{}, origin,
+                            dir, len, radius, &c)) {
       continue;
     }
     RayHit h;
@@ -700,7 +700,7 @@ TEST(SimQueryPile, TreeFindsWhatAScanOfEveryBodyFinds) {
       const BodyRecord& r = w.bodies[slot];
       if (!r.alive) continue;
       if (shapes_overlap(shape, Transform{pose.p, normalize(pose.q)}, r.shape,
-                         Transform{r.position, r.orientation})) {
+                         Transform{r.position, r.orientation}, ShapeLibrary{})) {
         expected.push_back(BodyId{slot + 1, r.generation});
       }
     }
@@ -735,10 +735,10 @@ TEST(SimQueryOverlapTest, AgreesWithTheNarrowphase) {
           Transform{{rng.uniform(-1.5f, 1.5f), rng.uniform(-1.5f, 1.5f), rng.uniform(-1.5f, 1.5f)},
                     rng.orientation()};
     }
-    const bool answer = shapes_overlap(s[0], x[0], s[1], x[1]);
-    EXPECT_EQ(answer, shapes_overlap(s[1], x[1], s[0], x[0]));
+    const bool answer = shapes_overlap(s[0], x[0], s[1], x[1], ShapeLibrary{});
+    EXPECT_EQ(answer, shapes_overlap(s[1], x[1], s[0], x[0], ShapeLibrary{}));
     Manifold m;
-    collide(s[0], x[0], s[1], x[1], 1.0e-4f, &m);
+    collide(s[0], x[0], s[1], x[1], lockstep::sim::ShapeLibrary{}, 1.0e-4f, &m);
     if (m.count == 0) {
       EXPECT_FALSE(answer) << "pair " << i;
       ++apart;

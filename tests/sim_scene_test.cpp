@@ -70,6 +70,7 @@ float enclosing_radius(const ShapeDef& s) {
     case ShapeType::capsule:
       return s.radius + s.half_height;
     case ShapeType::plane:
+    case ShapeType::hull:  // no built-in scene has hulls
       break;
   }
   return 1e30f;
@@ -123,7 +124,7 @@ TEST(BuiltinScenes, CapacitiesFitAndDefsAreValid) {
     EXPECT_EQ(validate_world_def(scene.def), Error::none) << name;
     EXPECT_LE(scene.bodies.size(), scene.def.max_bodies) << name;
     for (const BodyDef& b : scene.bodies) {
-      ASSERT_EQ(validate_shape(b.shape), Error::none) << name;
+      ASSERT_EQ(validate_shape(b.shape, lockstep::sim::ShapeLibrary{}), Error::none) << name;
       // Orientations are normalized: |q|² within a few float ulps of 1.
       EXPECT_NEAR(dot(b.orientation, b.orientation), 1.0f, 1e-6f) << name;
     }
@@ -245,7 +246,8 @@ TEST(BuiltinScenes, NoBodiesStartOverlapping) {
     std::vector<Aabb> boxes(n);
     for (size_t i = 0; i < n; ++i) {
       const BodyDef& b = scene.bodies[i];
-      boxes[i] = compute_aabb(b.shape, Transform{b.position, b.orientation}, 0.0f);
+      boxes[i] = compute_aabb(b.shape, lockstep::sim::ShapeLibrary{},
+                              Transform{b.position, b.orientation}, 0.0f);
     }
     int pairs_checked = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -257,7 +259,7 @@ TEST(BuiltinScenes, NoBodiesStartOverlapping) {
         ++pairs_checked;
         Manifold m;
         collide(a.shape, Transform{a.position, a.orientation}, b.shape,
-                Transform{b.position, b.orientation}, 0.0f, &m);
+                Transform{b.position, b.orientation}, lockstep::sim::ShapeLibrary{}, 0.0f, &m);
         for (int k = 0; k < m.count; ++k) {
           ASSERT_GE(m.points[k].separation, kTouch) << name << ": bodies " << i << ", " << j;
         }
@@ -546,7 +548,7 @@ TEST(SceneText, EachMalformedLineIsNamed) {
       {"missing capsule height", "body type=dynamic shape=capsule radius=1",
        "missing key 'half_height'"},
       {"unknown shape", "body type=dynamic shape=cube half=1,1,1",
-       "unknown shape 'cube' (expected sphere, box, capsule, plane)"},
+       "unknown shape 'cube' (expected sphere, box, capsule, plane, hull)"},
       {"unknown body type", "body type=ghost shape=sphere radius=1",
        "unknown type 'ghost' (expected static, kinematic, dynamic)"},
       {"plane on a dynamic body", "body type=dynamic shape=plane normal=0,1,0",

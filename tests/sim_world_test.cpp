@@ -649,9 +649,11 @@ std::vector<uint64_t> brute_force_pairs(const World& world) {
       if (!a.alive || !b.alive) continue;
       if (a.type != BodyType::dynamic && b.type != BodyType::dynamic) continue;
       const auto ba =
-          lockstep::sim::compute_aabb(a.shape, {a.position, a.orientation}, w.def.contact_margin_m);
+          lockstep::sim::compute_aabb(a.shape, lockstep::sim::ShapeLibrary{},
+                                      {a.position, a.orientation}, w.def.contact_margin_m);
       const auto bb =
-          lockstep::sim::compute_aabb(b.shape, {b.position, b.orientation}, w.def.contact_margin_m);
+          lockstep::sim::compute_aabb(b.shape, lockstep::sim::ShapeLibrary{},
+                                      {b.position, b.orientation}, w.def.contact_margin_m);
       if (lockstep::sim::overlaps(ba, bb)) keys.push_back(lockstep::sim::pair_key(i, j));
     }
   }

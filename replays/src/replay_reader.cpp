@@ -254,6 +254,8 @@ const char* shape_type_name(sim::ShapeType type) {
       return "capsule";
     case sim::ShapeType::plane:
       return "plane";
+    case sim::ShapeType::hull:
+      return "hull";
   }
   return "unknown";
 }

@@ -26,13 +26,31 @@ fb::Offset<wire::WorldDef> encode_world_def(fb::FlatBufferBuilder& b, const sim:
           s.half_extents.x, s.half_extents.y, s.half_extents.z, s.half_height, s.plane_normal.x,
           s.plane_normal.y, s.plane_normal.z, s.plane_offset, s.density, s.friction, s.restitution,
           s.category, s.mask, s.sensor, t.linear_damping, t.angular_damping, t.allow_sleep,
-          t.bullet));
+          t.bullet, s.hull));
     }
     templates = b.CreateVector(list);
+  }
+  fb::Offset<fb::Vector<fb::Offset<wire::Hull>>> hulls;
+  const uint32_t hull_count = d.hull_count <= sim::kMaxHulls ? d.hull_count : sim::kMaxHulls;
+  if (hull_count > 0) {
+    std::vector<fb::Offset<wire::Hull>> list;
+    for (uint32_t i = 0; i < hull_count; ++i) {
+      const sim::HullDef& h = d.hulls[i];
+      const uint32_t n = h.point_count <= sim::kMaxHullPoints ? h.point_count : 0;
+      std::vector<float> values;
+      for (uint32_t k = 0; k < n; ++k) {
+        values.push_back(h.points[k].x);
+        values.push_back(h.points[k].y);
+        values.push_back(h.points[k].z);
+      }
+      list.push_back(wire::CreateHull(b, b.CreateVector(values)));
+    }
+    hulls = b.CreateVector(list);
   }
   wire::WorldDefBuilder w(b);
   w.add_max_commands_per_tick(d.max_commands_per_tick);
   if (template_count > 0) w.add_templates(templates);
+  if (hull_count > 0) w.add_hulls(hulls);
   w.add_dt_s(d.dt_s);
   w.add_gravity_x(d.gravity.x);
   w.add_gravity_y(d.gravity.y);
@@ -141,7 +159,32 @@ bool decode_world_def(const wire::WorldDef& w, sim::WorldDef* out, std::string* 
       o.angular_damping = t->angular_damping();
       o.allow_sleep = t->allow_sleep();
       o.bullet = t->bullet();
+      s.hull = t->hull();
       ++d.template_count;
+    }
+  }
+  d.hull_count = 0;
+  if (const auto* hulls = w.hulls()) {
+    if (hulls->size() > sim::kMaxHulls) {
+      *error = "WorldDef with " + std::to_string(hulls->size()) + " hulls (at most " +
+               std::to_string(sim::kMaxHulls) + ")";
+      return false;
+    }
+    for (const wire::Hull* h : *hulls) {
+      const auto* points = h->points();
+      const uint32_t values = points != nullptr ? points->size() : 0;
+      if (values % 3 != 0 || values / 3 < sim::kMinHullPoints || values / 3 > sim::kMaxHullPoints) {
+        *error = "WorldDef hull " + std::to_string(d.hull_count) + " has " +
+                 std::to_string(values) + " coordinates (x, y, z for 4 to " +
+                 std::to_string(sim::kMaxHullPoints) + " points)";
+        return false;
+      }
+      sim::HullDef& o = d.hulls[d.hull_count];
+      o = sim::HullDef{};
+      o.point_count = values / 3;
+      for (uint32_t k = 0; k < o.point_count; ++k)
+        o.points[k] = {points->Get(3 * k), points->Get(3 * k + 1), points->Get(3 * k + 2)};
+      ++d.hull_count;
     }
   }
   return true;

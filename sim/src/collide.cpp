@@ -349,19 +349,24 @@ int canonical_rank(ShapeType type) {
       return 1;
     case ShapeType::box:
       return 2;
-    case ShapeType::plane:
+    case ShapeType::hull:
       return 3;
+    case ShapeType::plane:
+      return 4;
   }
-  return 4;
+  return 5;
 }
 
 // a's rank ≤ b's rank. Inlined into both branches of collide(): one call less per pair.
 [[gnu::always_inline]] inline void collide_canonical(const ShapeDef& a, const Transform& xa,
                                                      const ShapeDef& b, const Transform& xb,
-                                                     float margin, Manifold* out) {
+                                                     const ShapeLibrary& library, float margin,
+                                                     Manifold* out) {
   switch (a.type) {
     case ShapeType::sphere:
       switch (b.type) {
+        case ShapeType::hull:
+          return collide_round_hull(a, xa, library.hull(b), xb, margin, out);
         case ShapeType::sphere:
           return sphere_sphere(a, xa, b, xb, margin, out);
         case ShapeType::capsule:
@@ -376,6 +381,8 @@ int canonical_rank(ShapeType type) {
       switch (b.type) {
         case ShapeType::capsule:
           return capsule_capsule(a, xa, b, xb, margin, out);
+        case ShapeType::hull:
+          return collide_round_hull(a, xa, library.hull(b), xb, margin, out);
         case ShapeType::box:
           return collide_capsule_box(a, xa, b, xb, margin, out);
         case ShapeType::plane:
@@ -387,8 +394,19 @@ int canonical_rank(ShapeType type) {
       switch (b.type) {
         case ShapeType::box:
           return collide_box_box(a, xa, b, xb, margin, out);
+        case ShapeType::hull:
+          return collide_box_hull(a, xa, library.hull(b), xb, margin, out);
         case ShapeType::plane:
           return box_plane(a, xa, b, xb, margin, out);
+        default:
+          return;
+      }
+    case ShapeType::hull:
+      switch (b.type) {
+        case ShapeType::hull:
+          return collide_hull_hull(library.hull(a), xa, library.hull(b), xb, margin, out);
+        case ShapeType::plane:
+          return collide_hull_plane(library.hull(a), xa, b, xb, margin, out);
         default:
           return;
       }
@@ -400,7 +418,7 @@ int canonical_rank(ShapeType type) {
 }  // namespace
 
 void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
-             float margin, Manifold* out) {
+             const ShapeLibrary& library, float margin, Manifold* out) {
   // Clear every slot so a reused manifold carries no stale bytes past `count` (the previous
   // features are an input and stay).
   Manifold cleared;
@@ -409,9 +427,9 @@ void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Tr
     cleared.previous_features[k] = out->previous_features[k];
   *out = cleared;
   if (canonical_rank(a.type) <= canonical_rank(b.type)) {
-    collide_canonical(a, xa, b, xb, margin, out);
+    collide_canonical(a, xa, b, xb, library, margin, out);
   } else {
-    collide_canonical(b, xb, a, xa, margin, out);
+    collide_canonical(b, xb, a, xa, library, margin, out);
     out->normal = -out->normal;
   }
   if (out->count == 0) out->normal = Vec3{0, 1, 0};

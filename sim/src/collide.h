@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "hull.h"
 #include "lockstep/sim/math.h"
 #include "lockstep/sim/types.h"
 
@@ -35,8 +36,9 @@ struct Manifold {
 
 /// Fills `out` with up to 4 points whose separation is at most `margin` (m). `out->count` is 0
 /// when the shapes are farther apart than the margin or the pair has no collision (plane–plane).
-/// Deterministic: the same inputs give the same bits, including the order of points.
+/// Deterministic: the same inputs give the same bits, including the order of points. `library`
+/// holds the hulls the shapes name.
 void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
-             float margin, Manifold* out);
+             const ShapeLibrary& library, float margin, Manifold* out);
 
 }  // namespace lockstep::sim

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "collide.h"
+#include "hull.h"
 #include "lockstep/sim/math.h"
 #include "lockstep/sim/types.h"
 
@@ -21,6 +22,9 @@ enum PairTag : uint32_t {
   kTagCapsulePlane = 7,
   kTagBoxBox = 8,
   kTagBoxPlane = 9,
+  kTagRoundHull = 10,  // sphere or capsule against a hull
+  kTagPolyHull = 11,   // box or hull against a hull
+  kTagHullPlane = 12,
 };
 
 constexpr uint32_t feature_id(PairTag tag, uint32_t payload) {
@@ -94,5 +98,18 @@ void collide_capsule_box(const ShapeDef& capsule, const Transform& xa, const Sha
                          const Transform& xb, float margin, Manifold* out);
 void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
                      float margin, Manifold* out);
+
+// Hull routines (collide_hull.cpp). Normal from B to A, as in collide().
+void collide_hull_plane(const HullGeometry& hull, const Transform& xa, const ShapeDef& plane,
+                        const Transform& xb, float margin, Manifold* out);
+void collide_round_hull(const ShapeDef& round, const Transform& xa, const HullGeometry& hull,
+                        const Transform& xb, float margin, Manifold* out);
+void collide_box_hull(const ShapeDef& box, const Transform& xa, const HullGeometry& hull,
+                      const Transform& xb, float margin, Manifold* out);
+void collide_hull_hull(const HullGeometry& a, const Transform& xa, const HullGeometry& b,
+                       const Transform& xb, float margin, Manifold* out);
+/// The point of the hull's surface closest to p (body space): true when p lies inside the solid
+/// (then *on and *distance are not set), else *on and the distance to it.
+bool closest_point_on_hull(const HullGeometry& hull, Vec3 p, Vec3* on, float* distance);
 
 }  // namespace lockstep::sim::collide_detail

@@ -41,6 +41,10 @@ const char* error_message(Error error) {
       return "a spawn command names a template the WorldDef does not have";
     case Error::unknown_player:
       return "a player index outside 1..kMaxPlayers";
+    case Error::degenerate_hull:
+      return "hull points with fewer than 4 distinct points, all coplanar, or no volume";
+    case Error::unknown_hull:
+      return "a hull shape names a hull the WorldDef does not have";
   }
   return "unknown error";
 }

@@ -78,21 +78,6 @@ bool is_moving_kinematic(const WorldData& w, uint32_t slot) {
   return !(s.linear_velocity == Vec3{}) || !(s.angular_velocity == Vec3{});
 }
 
-// The square of the largest distance from a shape's centre to a point of it (m²).
-float extent_squared(const ShapeDef& shape) {
-  switch (shape.type) {
-    case ShapeType::sphere:
-      return shape.radius * shape.radius;
-    case ShapeType::box:
-      return length_squared(shape.half_extents);
-    case ShapeType::capsule:
-      return (shape.half_height + shape.radius) * (shape.half_height + shape.radius);
-    case ShapeType::plane:
-      break;
-  }
-  return 0.0f;  // planes are static
-}
-
 uint32_t find_root(uint32_t* parent, uint32_t slot) {
   while (parent[slot] != slot) {
     parent[slot] = parent[parent[slot]];  // path halving: roots never change
@@ -207,7 +192,7 @@ void sweep_and_wake(WorldData& w) {
       if (ra.shape.sensor || rb.shape.sensor) continue;
       Manifold m;
       collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
-              Transform{rb.position, rb.orientation}, margin, &m);
+              Transform{rb.position, rb.orientation}, w.library(), margin, &m);
       if (m.count <= 0) continue;
       mark_island_of(w, (ka & kKindAsleep) ? sa : sb);
       woke = true;
@@ -319,7 +304,8 @@ void update_islands(WorldData& w, StepStats* stats) {
     // overlaps another while the relax passes leave it no velocity, and a pair must not fall
     // asleep inside each other (Δp, Δθ: the solver's motion of the step, step.cpp).
     const SolverVelocity& moved = w.solver_deltas[slot];
-    const float extent2 = extent_squared(r.shape);
+    const float radius = bounding_radius(r.shape, w.library());
+    const float extent2 = radius * radius;
     const bool resting = r.allow_sleep && length_squared(s.linear_velocity) <= speed2 &&
                          length_squared(s.angular_velocity) * extent2 <= speed2 &&
                          length_squared(moved.linear) <= moved_limit2 &&
@@ -368,8 +354,8 @@ void update_islands(WorldData& w, StepStats* stats) {
     BodySolverState& s = w.solver_bodies[slot];
     s.linear_velocity = Vec3{};
     s.angular_velocity = Vec3{};
-    w.aabbs[slot] =
-        compute_aabb(r.shape, Transform{r.position, r.orientation}, def.contact_margin_m);
+    w.aabbs[slot] = compute_aabb(r.shape, w.library(), Transform{r.position, r.orientation},
+                                 def.contact_margin_m);
     ++sleeping;
   }
   for (uint32_t slot = 0; slot < slots; ++slot)
@@ -404,8 +390,8 @@ void wake_contacts_of(WorldData& w, uint32_t slot) {
 
 void wake_overlapping(WorldData& w, uint32_t slot) {
   const BodyRecord& r = w.bodies[slot];
-  const Aabb box =
-      compute_aabb(r.shape, Transform{r.position, r.orientation}, w.def.contact_margin_m);
+  const Aabb box = compute_aabb(r.shape, w.library(), Transform{r.position, r.orientation},
+                                w.def.contact_margin_m);
   for (uint32_t other = 0; other < w.slot_count; ++other) {
     if (w.bodies[other].asleep && overlaps(w.aabbs[other], box)) mark_island_of(w, other);
   }
@@ -415,8 +401,8 @@ void wake_overlapping(WorldData& w, uint32_t slot) {
 void refresh_sleeping_box(WorldData& w, uint32_t slot) {
   const BodyRecord& r = w.bodies[slot];
   if (!r.asleep) return;
-  w.aabbs[slot] =
-      compute_aabb(r.shape, Transform{r.position, r.orientation}, w.def.contact_margin_m);
+  w.aabbs[slot] = compute_aabb(r.shape, w.library(), Transform{r.position, r.orientation},
+                               w.def.contact_margin_m);
 }
 
 }  // namespace lockstep::sim

@@ -10,7 +10,8 @@
 //   box–box:      the 15 separating axes (3 + 3 face normals, 9 edge cross products), the
 //                 rotation's absolute values raised by kParallelEps so that near-parallel edges,
 //                 whose cross product is ~0, never make a separating axis out of rounding;
-//   with a plane: the deepest point of the other shape (support along −n) against the plane.
+//   with a plane: the deepest point of the other shape (support along −n) against the plane;
+//   with a hull:  the narrowphase (collide) without a margin.
 // Separation must be strict on every test, so shapes that touch exactly overlap.
 #include "overlap_test.h"
 
@@ -165,6 +166,7 @@ float lowest_above_plane(const ShapeDef& s, const Transform& xf, Vec3 n, float o
                           h.z * collide_detail::abs_f(dot(n, r.c2));
       return dot(n, xf.p) - reach - offset;
     }
+    case ShapeType::hull:  // shapes_overlap hands hulls to the narrowphase
     case ShapeType::plane:
       break;
   }
@@ -174,7 +176,15 @@ float lowest_above_plane(const ShapeDef& s, const Transform& xf, Vec3 n, float o
 }  // namespace
 
 bool shapes_overlap(const ShapeDef& a_in, const Transform& xa_in, const ShapeDef& b_in,
-                    const Transform& xb_in) {
+                    const Transform& xb_in, const ShapeLibrary& library) {
+  if (a_in.type == ShapeType::hull || b_in.type == ShapeType::hull) {
+    // Hulls: the narrowphase's manifold without a margin; a point at separation ≤ 0 touches.
+    Manifold m;
+    collide(a_in, xa_in, b_in, xb_in, library, 0.0f, &m);
+    for (int k = 0; k < m.count; ++k)
+      if (m.points[k].separation <= 0.0f) return true;
+    return false;
+  }
   const bool swap = rank_of(a_in.type) > rank_of(b_in.type);
   const ShapeDef& a = swap ? b_in : a_in;
   const ShapeDef& b = swap ? a_in : b_in;

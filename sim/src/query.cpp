@@ -97,8 +97,10 @@ Error make_ray(Vec3 origin, Vec3 translation, Ray* ray) {
   return Error::none;
 }
 
-Error check_shape(const ShapeDef& s) {
+Error check_shape(const ShapeDef& s, const WorldData& w) {
   switch (s.type) {
+    case ShapeType::hull:
+      return s.hull < w.hulls.size() ? Error::none : Error::unknown_hull;
     case ShapeType::sphere:
       if (!is_finite(s.radius)) return Error::non_finite;
       return within_size(s.radius) ? Error::none : Error::invalid_argument;
@@ -249,8 +251,8 @@ void walk_box(const QueryTree& tree, const Aabb& box, Visit&& visit) {
 bool cast_body(const WorldData& w, uint32_t slot, const Ray& ray, float radius, RayHit* hit) {
   const BodyRecord& r = w.bodies[slot];
   CastHit c;
-  if (!cast_against_shape(r.shape, Transform{r.position, r.orientation}, ray.origin, ray.direction,
-                          ray.length, radius, &c)) {
+  if (!cast_against_shape(r.shape, Transform{r.position, r.orientation}, w.library(), ray.origin,
+                          ray.direction, ray.length, radius, &c)) {
     return false;
   }
   hit->body = id_of(w, slot);
@@ -343,7 +345,7 @@ QueryResult ray_cast_all(const World& world, Vec3 origin, Vec3 translation,
 QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& pose,
                     const QueryFilter& filter, std::span<BodyId> bodies) {
   if (bodies.empty()) return failed(Error::invalid_argument);
-  Error e = check_shape(shape);
+  Error e = check_shape(shape, world_data(world));
   if (e != Error::none) return failed(e);
   Transform xf;
   e = check_pose(pose, &xf);
@@ -354,13 +356,14 @@ QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& 
       bodies.size() < 0xffffffffu ? static_cast<uint32_t>(bodies.size()) : 0xffffffffu;
   // Grown like the bodies' boxes, so touching shapes are never cut by box rounding.
   const Vec3 a = abs_elements(xf.p);
-  const float margin = 1.0e-4f + 1.0e-6f * (a.x + a.y + a.z + bounding_radius(shape));
-  const Aabb query_box = compute_aabb(shape, xf, margin);
+  const float margin = 1.0e-4f + 1.0e-6f * (a.x + a.y + a.z + bounding_radius(shape, w.library()));
+  const Aabb query_box = compute_aabb(shape, w.library(), xf, margin);
   QueryResult result;
   auto visit = [&](uint32_t slot) {
     if (!passes_filter(w, slot, filter)) return;
     const BodyRecord& r = w.bodies[slot];
-    if (!shapes_overlap(shape, xf, r.shape, Transform{r.position, r.orientation})) return;
+    if (!shapes_overlap(shape, xf, r.shape, Transform{r.position, r.orientation}, w.library()))
+      return;
     ++result.found;
     const BodyId id = id_of(w, slot);
     uint32_t i = result.count;
@@ -386,7 +389,7 @@ QueryResult shape_cast(const World& world, const ShapeDef& shape, const Transfor
                        Vec3 translation, const QueryFilter& filter, RayHit* hit) {
   if (hit == nullptr) return failed(Error::invalid_argument);
   if (shape.type != ShapeType::sphere) return failed(Error::invalid_argument);
-  Error e = check_shape(shape);
+  Error e = check_shape(shape, world_data(world));
   if (e != Error::none) return failed(e);
   Transform xf;
   e = check_pose(start, &xf);

@@ -31,9 +31,9 @@ uint32_t morton_cell(float v, float lower, float scale) {
 
 // A body's box is grown a little so that the exact tests, whose rounding grows with the size of
 // the coordinates, never place a point of the shape outside it.
-float box_margin(const BodyRecord& r) {
+float box_margin(const BodyRecord& r, const ShapeLibrary& library) {
   const Vec3 a = abs_elements(r.position);
-  return 1.0e-4f + 1.0e-6f * (a.x + a.y + a.z + bounding_radius(r.shape));
+  return 1.0e-4f + 1.0e-6f * (a.x + a.y + a.z + bounding_radius(r.shape, library));
 }
 
 Aabb merge(const Aabb& a, const Aabb& b) {
@@ -90,7 +90,8 @@ void query_tree_build(QueryTree* tree, const WorldData& w) {
       tree->planes[tree->plane_count++] = slot;
       continue;
     }
-    const Aabb box = compute_aabb(r.shape, Transform{r.position, r.orientation}, box_margin(r));
+    const Aabb box = compute_aabb(r.shape, w.library(), Transform{r.position, r.orientation},
+                                  box_margin(r, w.library()));
     tree->boxes[slot] = box;
     const Vec3 c = box.lower + box.upper;
     c_min = min_elements(c_min, c);

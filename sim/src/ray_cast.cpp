@@ -196,10 +196,71 @@ bool cast_capsule(const ShapeDef& capsule, Vec3 o, Vec3 u, float max_distance, f
   return true;
 }
 
+// A ray against a hull grown by `radius`. A ray (radius 0) is clipped by every face plane: it
+// enters at the last entering plane. A swept sphere advances conservatively: the exact distance
+// from its centre to the hull, less the radius, is a step it can take without touching, so it
+// steps by it until within kCastTolerance (a hit) or past max_distance (a miss).
+bool cast_hull(const HullGeometry& hull, const Transform& xf, Vec3 origin, Vec3 direction,
+               float max_distance, float radius, CastHit* hit, bool* inside) {
+  const Vec3 o = inv_rotate(xf.q, origin - xf.p);
+  const Vec3 u = inv_rotate(xf.q, direction);
+  if (radius == 0.0f) {
+    float t0 = 0.0f, t1 = max_distance;
+    uint32_t entered = kMaxHullFaces;
+    for (uint32_t f = 0; f < hull.face_count; ++f) {
+      const Vec3 n = hull.face_normals[f];
+      const float num = hull.face_offsets[f] - dot(n, o);
+      const float den = dot(n, u);
+      if (den == 0.0f) {
+        if (num < 0.0f) return false;
+      } else if (den < 0.0f) {
+        const float t = num / den;
+        if (t > t0) t0 = t, entered = f;
+      } else {
+        const float t = num / den;
+        if (t < t1) t1 = t;
+      }
+      if (t0 > t1) return false;
+    }
+    if (entered == kMaxHullFaces) {
+      *inside = true;
+      return true;
+    }
+    hit->distance = t0;
+    hit->normal = rotate(xf.q, hull.face_normals[entered]);
+    return true;
+  }
+  constexpr float kCastTolerance = 1.0e-4f;
+  float t = 0.0f;
+  for (int i = 0; i < 64; ++i) {
+    Vec3 on;
+    float distance = 0.0f;
+    const Vec3 c = o + u * t;
+    if (collide_detail::closest_point_on_hull(hull, c, &on, &distance)) {
+      if (t == 0.0f) *inside = true;
+      return t == 0.0f;
+    }
+    const float gap = distance - radius;
+    if (gap <= kCastTolerance) {
+      if (t == 0.0f && gap <= 0.0f) {
+        *inside = true;
+        return true;
+      }
+      hit->distance = t;
+      hit->normal = rotate(xf.q, normalize_or(c - on, -u));
+      return true;
+    }
+    t += gap;
+    if (t > max_distance) return false;
+  }
+  return false;
+}
+
 }  // namespace
 
-bool cast_against_shape(const ShapeDef& shape, const Transform& xf, Vec3 origin, Vec3 direction,
-                        float max_distance, float radius, CastHit* hit) {
+bool cast_against_shape(const ShapeDef& shape, const Transform& xf, const ShapeLibrary& library,
+                        Vec3 origin, Vec3 direction, float max_distance, float radius,
+                        CastHit* hit) {
   bool inside = false;
   bool found = false;
   switch (shape.type) {
@@ -231,6 +292,14 @@ bool cast_against_shape(const ShapeDef& shape, const Transform& xf, Vec3 origin,
       if (!(t <= max_distance)) return false;
       hit->distance = t;
       hit->normal = n;
+      return true;
+    }
+    case ShapeType::hull: {
+      CastHit local;
+      found = cast_hull(library.hull(shape), xf, origin, direction, max_distance, radius, &local,
+                        &inside);
+      if (!found || inside) break;
+      *hit = local;
       return true;
     }
     case ShapeType::box:

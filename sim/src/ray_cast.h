@@ -1,6 +1,7 @@
 // A ray, or a sphere swept along a segment, against one shape (the queries' exact tests).
 #pragma once
 
+#include "hull.h"
 #include "lockstep/sim/math.h"
 #include "lockstep/sim/types.h"
 
@@ -18,7 +19,8 @@ struct CastHit {
 /// `xf` grown by `radius` ≥ 0 (0: a ray; r: a sphere of radius r). Shapes are closed: a start
 /// inside or on the grown shape is a hit at distance 0 with normal −direction, and a ray that
 /// only grazes the surface hits it. False when nothing is met within max_distance.
-bool cast_against_shape(const ShapeDef& shape, const Transform& xf, Vec3 origin, Vec3 direction,
-                        float max_distance, float radius, CastHit* hit);
+bool cast_against_shape(const ShapeDef& shape, const Transform& xf, const ShapeLibrary& library,
+                        Vec3 origin, Vec3 direction, float max_distance, float radius,
+                        CastHit* hit);
 
 }  // namespace lockstep::sim

@@ -362,12 +362,78 @@ std::vector<std::string_view> body_keys() {
   };
   Fields<BodyDef>::visit(add);
   Fields<ShapeDef>::visit(add);
+  keys.push_back("points");
   return keys;
 }
 
-bool parse_body_line(LineReader& reader, BodyDef* body) {
+// A hull shape's `points=x,y,z,x,y,z,...` key: the hull is built to check it, then added to the
+// WorldDef's hulls (or found there: shapes with the same points share one hull), and the shape
+// names it. *built gets the hull for the checks that follow.
+bool get_hull_points(LineReader& reader, WorldDef* def, ShapeDef* shape, HullGeometry* built) {
+  if (!reader.require("points", "a hull shape lists its points")) return false;
+  Token* token = reader.find("points");
+  HullDef hull;
+  std::string_view rest = token->value;
+  float values[3 * kMaxHullPoints];
+  size_t count = 0;
+  for (;;) {
+    const size_t comma = rest.find(',');
+    const std::string_view part = rest.substr(0, comma);
+    if (count == 3 * kMaxHullPoints) {
+      return reader.fail(*token, "more than " + std::to_string(kMaxHullPoints) + " points");
+    }
+    if (!read_float(part, &values[count])) {
+      return reader.fail(*token, quoted(part) + " is not a finite number");
+    }
+    ++count;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (count % 3 != 0) {
+    return reader.fail(*token, "needs x,y,z for every point: " + std::to_string(count) +
+                                   " numbers is not a multiple of 3");
+  }
+  hull.point_count = static_cast<uint32_t>(count / 3);
+  for (uint32_t i = 0; i < hull.point_count; ++i)
+    hull.points[i] = Vec3{values[3 * i], values[3 * i + 1], values[3 * i + 2]};
+  if (hull.point_count < kMinHullPoints) {
+    return reader.fail(*token, "a hull needs at least " + std::to_string(kMinHullPoints) +
+                                   " points, got " + std::to_string(hull.point_count));
+  }
+  const Error e = build_hull(hull, built);
+  if (e == Error::degenerate_hull) {
+    return reader.fail(*token, "the " + std::to_string(hull.point_count) +
+                                   " points are coplanar, or too close together, to span a solid");
+  }
+  if (e != Error::none) {
+    return reader.fail(*token, std::to_string(hull.point_count) + " points: " + error_message(e));
+  }
+  for (uint32_t i = 0; i < def->hull_count; ++i) {
+    const HullDef& known = def->hulls[i];
+    if (known.point_count == hull.point_count &&
+        std::memcmp(known.points, hull.points, sizeof(Vec3) * hull.point_count) == 0) {
+      shape->hull = i;
+      return true;
+    }
+  }
+  if (def->hull_count >= kMaxHulls) {
+    return reader.fail(*token,
+                       "more than " + std::to_string(kMaxHulls) + " different hulls in one scene");
+  }
+  def->hulls[def->hull_count] = hull;
+  shape->hull = def->hull_count++;
+  return true;
+}
+
+bool parse_body_line(LineReader& reader, WorldDef* def, BodyDef* body) {
   if (!get_fields(reader, body, nullptr, true)) return false;
   ShapeDef& shape = body->shape;
+  HullGeometry built;
+  if (shape.type == ShapeType::hull && !get_hull_points(reader, def, &shape, &built)) return false;
+  // The checks below see the hull at index 0 of a library of one.
+  ShapeDef checked = shape;
+  checked.hull = 0;
+  const ShapeLibrary library{&built, shape.type == ShapeType::hull ? 1u : 0u};
   const std::string context =
       "shape " + std::string(kShapeTypeNames[static_cast<size_t>(shape.type)]);
   if (shape.type == ShapeType::plane && body->type != BodyType::static_body) {
@@ -377,7 +443,7 @@ bool parse_body_line(LineReader& reader, BodyDef* body) {
   if (!reader.finish(context, body_keys())) return false;
 
   // Values that parse but a world would refuse; named here so the message points at the line.
-  Error e = validate_shape(shape);
+  Error e = validate_shape(checked, library);
   if (e != Error::none) {
     return reader.fail(0, "invalid " + context + ": " + error_message(e));
   }
@@ -424,10 +490,13 @@ bool parse_template_line(LineReader& reader, WorldDef* def) {
     return reader.fail(*name, "a second template named " + quoted(name->value));
   }
   BodyDef body = default_body_def();
-  if (!parse_body_line(reader, &body)) return false;
+  if (!parse_body_line(reader, def, &body)) return false;
   set_template_properties(&t, body);
   if (t.type == BodyType::dynamic) {
-    const MassProperties m = compute_mass_properties(t.shape);
+    std::vector<HullGeometry> hulls;
+    if (build_world_hulls(*def, &hulls) != Error::none) return reader.fail(0, "hulls do not build");
+    const MassProperties m =
+        compute_mass_properties(t.shape, ShapeLibrary{hulls.data(), def->hull_count});
     if (!(m.mass > 0.0f) || !std::isfinite(m.mass)) {
       return reader.fail(0, "a dynamic template needs a positive mass (density)");
     }
@@ -787,7 +856,7 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
         scene.named_bodies.push_back(
             NamedBody{std::string(name->value), static_cast<uint32_t>(scene.bodies.size())});
       }
-      if (!parse_body_line(reader, &body)) return false;
+      if (!parse_body_line(reader, &scene.def, &body)) return false;
       scene.bodies.push_back(body);
     } else if (directive == "player") {
       if (player_line != 0) {
@@ -854,8 +923,20 @@ void append_world_line(std::string* out, const WorldDef& def) {
 
 // One body (with pose, velocity and owner: `pose`) or template (without) line's keys after its
 // name; optional keys equal to default_body_def()'s are left out.
-void append_body_keys(std::string* out, const BodyDef& body, bool pose) {
+void append_body_keys(std::string* out, const WorldDef& def, const BodyDef& body, bool pose) {
   append_fields(out, body, default_body_def(), nullptr, pose);
+  if (body.shape.type == ShapeType::hull && body.shape.hull < def.hull_count &&
+      body.shape.hull < kMaxHulls) {
+    const HullDef& hull = def.hulls[body.shape.hull];
+    const uint32_t n = hull.point_count <= kMaxHullPoints ? hull.point_count : kMaxHullPoints;
+    float values[3 * kMaxHullPoints];
+    for (uint32_t i = 0; i < n; ++i) {
+      values[3 * i] = hull.points[i].x;
+      values[3 * i + 1] = hull.points[i].y;
+      values[3 * i + 2] = hull.points[i].z;
+    }
+    append_key_floats(out, "points", values, 3 * n);
+  }
   *out += '\n';
 }
 
@@ -896,14 +977,14 @@ std::string format_scene_text(const Scene& scene) {
     const BodyTemplate& t = scene.def.templates[i];
     out += "template name=";
     out.append(t.name, strnlen(t.name, sizeof(t.name)));
-    append_body_keys(&out, template_body_def(t), false);
+    append_body_keys(&out, scene.def, template_body_def(t), false);
   }
   for (size_t i = 0; i < scene.bodies.size(); ++i) {
     out += "body";
     for (const NamedBody& named : scene.named_bodies) {
       if (named.index == i) out += " name=" + named.name;
     }
-    append_body_keys(&out, scene.bodies[i], true);
+    append_body_keys(&out, scene.def, scene.bodies[i], true);
   }
   append_player_lines(&out, scene);
   if (!scene.rules.empty()) out += "rules name=" + scene.rules + "\n";

@@ -23,7 +23,7 @@ constexpr float kPlaneNormalTolerance = 1.0e-3f;
 
 }  // namespace
 
-MassProperties compute_mass_properties(const ShapeDef& shape) {
+MassProperties compute_mass_properties(const ShapeDef& shape, const ShapeLibrary& library) {
   MassProperties mp;
   switch (shape.type) {
     case ShapeType::sphere: {
@@ -54,13 +54,21 @@ MassProperties compute_mass_properties(const ShapeDef& shape) {
       mp.inertia = {across, along, across};
       break;
     }
+    case ShapeType::hull: {
+      const HullGeometry& h = library.hull(shape);
+      mp.mass = shape.density * h.volume;
+      mp.inertia = h.principal_inertia * shape.density;
+      mp.principal_frame = h.principal_frame;
+      break;
+    }
     case ShapeType::plane:
       break;
   }
   return mp;
 }
 
-Aabb compute_aabb(const ShapeDef& shape, const Transform& xf, float margin) {
+Aabb compute_aabb(const ShapeDef& shape, const ShapeLibrary& library, const Transform& xf,
+                  float margin) {
   Vec3 m{margin, margin, margin};
   switch (shape.type) {
     case ShapeType::sphere: {
@@ -82,6 +90,17 @@ Aabb compute_aabb(const ShapeDef& shape, const Transform& xf, float margin) {
       float e = shape.radius + margin;
       Vec3 ext = abs_elements(axis) + Vec3{e, e, e};
       return {xf.p - ext, xf.p + ext};
+    }
+    case ShapeType::hull: {
+      // The rotated box of the hull's body-space box.
+      const HullGeometry& h = library.hull(shape);
+      const Mat3 r = to_mat3(xf.q);
+      const Vec3 c = (h.lower + h.upper) * 0.5f, half = (h.upper - h.lower) * 0.5f;
+      const Vec3 centre = r * c + xf.p;
+      Vec3 ext =
+          abs_elements(r.c0) * half.x + abs_elements(r.c1) * half.y + abs_elements(r.c2) * half.z;
+      ext += m;
+      return {centre - ext, centre + ext};
     }
     case ShapeType::plane: {
       // The solid half-space {n·x ≤ d} cut by the cube [−E, E]³: along axis i the tight bound
@@ -112,9 +131,12 @@ Aabb compute_aabb(const ShapeDef& shape, const Transform& xf, float margin) {
   return {xf.p - m, xf.p + m};
 }
 
-Error validate_shape(const ShapeDef& shape) {
+Error validate_shape(const ShapeDef& shape, const ShapeLibrary& library) {
   if (!all_floats_finite(shape)) return Error::non_finite;
   switch (shape.type) {
+    case ShapeType::hull:
+      if (shape.hull >= library.hull_count) return Error::unknown_hull;
+      break;
     case ShapeType::sphere:
       if (!(shape.radius > 0.0f)) return Error::invalid_argument;
       break;
@@ -140,7 +162,7 @@ Error validate_shape(const ShapeDef& shape) {
   if (shape.type != ShapeType::plane) {
     if (!(shape.density > 0.0f)) return Error::invalid_argument;
     // Sizes and densities so large or small that mass or inertia leave the float range.
-    MassProperties mp = compute_mass_properties(shape);
+    MassProperties mp = compute_mass_properties(shape, library);
     if (!(mp.mass > 0.0f) || !is_finite(mp.mass) || !is_finite(mp.inertia) ||
         !(mp.inertia.x > 0.0f && mp.inertia.y > 0.0f && mp.inertia.z > 0.0f)) {
       return Error::invalid_argument;
@@ -149,8 +171,10 @@ Error validate_shape(const ShapeDef& shape) {
   return Error::none;
 }
 
-float bounding_radius(const ShapeDef& shape) {
+float bounding_radius(const ShapeDef& shape, const ShapeLibrary& library) {
   switch (shape.type) {
+    case ShapeType::hull:
+      return library.hull(shape).radius;
     case ShapeType::sphere:
       return shape.radius;
     case ShapeType::box:

@@ -105,6 +105,15 @@ static_assert(kShapeFlagShift + kShapeFlagBits <= 8, "the body's flags byte is f
 constexpr size_t kStateHeaderBytes = 4 + 8 + 8 + 4;
 constexpr size_t kSlotBytes = 4 + 1;
 constexpr size_t kShapeBytes = shape_state_bytes();
+// Bytes of a shape's fields that the encoding leaves out for its type (field_encoded_if_used).
+constexpr size_t shape_bytes_left_out(ShapeType type) {
+  size_t n = 0;
+  Fields<ShapeDef>::visit([&n, type](const Field& field, auto member) {
+    if ((field.flags & field_encoded_if_used) != 0 && (field.shapes & shape_bit(type)) == 0)
+      n += encoded_bytes<field_type_t<decltype(member)>>();
+  });
+  return n;
+}
 constexpr size_t kLiveBodyBytes =
     1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4 + 1 + 4 + 4;
 constexpr size_t kManifoldBytes = 8 + 1 + 3 * 4 + 4 * 4 + 3 * 4;
@@ -119,7 +128,8 @@ uint32_t scored_player_count(const WorldData& w) {
     --n;
   return n;
 }
-static_assert(kSlotBytes + kLiveBodyBytes == 152);
+// At most: a hull shape also writes its hull index (field_encoded_if_used), the others do not.
+static_assert(kSlotBytes + kLiveBodyBytes == 156);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
 // impulse, f32×3 friction impulse, f32×3 anchor, f32 separation), so on little-endian hosts its
@@ -252,7 +262,9 @@ struct Reader {
 [[gnu::always_inline]] inline uint8_t write_shape(Writer& o, const ShapeDef& shape) {
   uint8_t flags = 0;
   int bit = kShapeFlagShift;
-  for_each_field(shape, [&o, &flags, &bit](const Field&, const auto& value) {
+  for_each_field(shape, [&o, &flags, &bit, &shape](const Field& field, const auto& value) {
+    if ((field.flags & field_encoded_if_used) != 0 && (field.shapes & shape_bit(shape.type)) == 0)
+      return;
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, bool>) {
       flags = static_cast<uint8_t>(flags | (value ? 1 : 0) << bit++);
     } else {
@@ -370,12 +382,15 @@ class DefinitionWriter {
  public:
   DefinitionWriter(Writer& out, const WorldDef& def)
       : out_(out),
-        template_count_(def.template_count <= kMaxBodyTemplates ? def.template_count : 0) {}
+        template_count_(def.template_count <= kMaxBodyTemplates ? def.template_count : 0),
+        hull_count_(def.hull_count <= kMaxHulls ? def.hull_count : 0) {}
 
   template <class T>
   void fields(const T& object) {
-    for_each_field(object, [this](const Field& field, const auto& value) {
-      if ((field.flags & field_not_simulated) == 0) this->value(value);
+    for_each_field(object, [this, &object](const Field& field, const auto& value) {
+      if ((field.flags & field_not_simulated) != 0) return;
+      if ((field.flags & field_encoded_if_used) != 0 && !in_use(object, field)) return;
+      this->value(value);
     });
     flush_bits();
   }
@@ -390,6 +405,8 @@ class DefinitionWriter {
         n += max_bytes<M>();
       } else if constexpr (std::is_same_v<M, BodyTemplate[kMaxBodyTemplates]>) {
         n += kMaxBodyTemplates * max_bytes<BodyTemplate>();
+      } else if constexpr (std::is_same_v<M, HullDef[kMaxHulls]>) {
+        n += kMaxHulls * (sizeof(uint32_t) + kMaxHullPoints * encoded_bytes<Vec3>());
       } else if constexpr (std::is_same_v<M, bool> || std::is_array_v<M>) {
         n += sizeof(M);
       } else {
@@ -400,6 +417,15 @@ class DefinitionWriter {
   }
 
  private:
+  bool in_use(const ShapeDef& shape, const Field& field) const {
+    return (field.shapes & shape_bit(shape.type)) != 0;
+  }
+  bool in_use(const WorldDef&, const Field&) const { return hull_count_ != 0; }
+  template <class T>
+  bool in_use(const T&, const Field&) const {
+    return true;
+  }
+
   template <class T>
   void value(const T& v) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -413,6 +439,14 @@ class DefinitionWriter {
     } else if constexpr (std::is_same_v<T, BodyTemplate[kMaxBodyTemplates]>) {
       for (uint32_t i = 0; i < template_count_; ++i)
         fields(v[i]);
+    } else if constexpr (std::is_same_v<T, HullDef[kMaxHulls]>) {
+      // The first hull_count hulls, each its point count and its first point_count points.
+      for (uint32_t i = 0; i < hull_count_; ++i) {
+        const uint32_t n = v[i].point_count <= kMaxHullPoints ? v[i].point_count : 0;
+        out_.value(n);
+        for (uint32_t k = 0; k < n; ++k)
+          out_.value(v[i].points[k]);
+      }
     } else if constexpr (std::is_same_v<T, char[kMaxTemplateNameBytes + 1]>) {
       for (char c : v)
         out_.u8(static_cast<uint8_t>(c));
@@ -430,6 +464,7 @@ class DefinitionWriter {
 
   Writer& out_;
   uint32_t template_count_;
+  uint32_t hull_count_;
   uint8_t bits_ = 0;
   int bit_count_ = 0;
 };
@@ -449,8 +484,11 @@ bool positive_zero3(Vec3 v) {
 // A shape as write_shape wrote it; its bools stay false until read_shape_flags.
 ShapeDef read_shape(Reader& in, bool* ok) {
   ShapeDef s;
-  for_each_field(s, [&in, ok](const Field&, auto& value) {
+  for_each_field(s, [&in, ok, &s](const Field& field, auto& value) {
     using T = std::remove_cvref_t<decltype(value)>;
+    // The type comes first, so it is known when a field written only for some types is reached.
+    if ((field.flags & field_encoded_if_used) != 0 && (field.shapes & shape_bit(s.type)) == 0)
+      return;
     if constexpr (std::is_same_v<T, bool>) {
       value = false;
     } else if (!in.value(&value)) {
@@ -540,7 +578,7 @@ Error parse_body_slot(Reader& in, WorldData& w, uint32_t slot, uint32_t slot_cou
   const uint32_t island = in.u32();
   if (in.failed || !ok) return Error::snapshot_corrupt;
   read_shape_flags(sleep_flags, &shape);
-  if (validate_shape(shape) != Error::none) return Error::snapshot_corrupt;
+  if (validate_shape(shape, w.library()) != Error::none) return Error::snapshot_corrupt;
   if (shape.type == ShapeType::plane && type != BodyType::static_body) {
     return Error::snapshot_corrupt;
   }
@@ -862,6 +900,8 @@ void write_u64_le(uint8_t* p, uint64_t v) {
 size_t encoded_state_size(const WorldData& w) {
   size_t n = kStateHeaderBytes + static_cast<size_t>(w.slot_count) * kSlotBytes +
              static_cast<size_t>(w.body_count) * kLiveBodyBytes;
+  for (uint32_t slot = 0; slot < w.slot_count; ++slot)
+    if (w.bodies[slot].alive) n -= shape_bytes_left_out(w.bodies[slot].shape.type);
   n += 4 + static_cast<size_t>(w.cache.manifold_count) * kManifoldBytes +
        static_cast<size_t>(w.cache.point_count) * kPointBytes;
   n += 4 + static_cast<size_t>(w.sensor_pair_count) * 8;

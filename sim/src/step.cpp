@@ -177,13 +177,14 @@ void apply_inputs(WorldData& w, StepStats& st) {
 void size_margins(WorldData& w, float gravity_step) {
   const WorldDef& def = w.def;
   const float spare_margin = def.max_speculative_margin_m - def.contact_margin_m;
+  const ShapeLibrary library = w.library();
   for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
     const BodyRecord& r = w.bodies[slot];
     float margin = 0.0f;
     if (r.alive && r.type != BodyType::static_body) {
       const BodySolverState& s = w.solver_bodies[slot];
-      float speed =
-          length(s.linear_velocity) + length(s.angular_velocity) * bounding_radius(r.shape);
+      float speed = length(s.linear_velocity) +
+                    length(s.angular_velocity) * bounding_radius(r.shape, library);
       if (r.type == BodyType::dynamic) speed += gravity_step;
       margin = speed * def.dt_s;
       if (!(margin <= spare_margin)) margin = spare_margin;
@@ -199,6 +200,7 @@ void size_margins(WorldData& w, float gravity_step) {
 // Returns the number of bullets.
 uint32_t update_broadphase(WorldData& w, float gravity_step, StepStats& st, StepStatus& status) {
   const WorldDef& def = w.def;
+  const ShapeLibrary library = w.library();
   uint32_t bullets = 0;
   for (uint32_t slot = 0; slot < w.slot_count; ++slot) {
     const BodyRecord& r = w.bodies[slot];
@@ -210,7 +212,7 @@ uint32_t update_broadphase(WorldData& w, float gravity_step, StepStats& st, Step
       if (travel > margin) margin = travel;
       ++bullets;
     }
-    w.aabbs[slot] = compute_aabb(r.shape, Transform{r.position, r.orientation}, margin);
+    w.aabbs[slot] = compute_aabb(r.shape, library, Transform{r.position, r.orientation}, margin);
   }
   sweep_and_wake(w);
   st.candidate_pairs = w.broadphase.pair_count;
@@ -328,7 +330,8 @@ bool reuse_manifold(const ContactCache& cache, const CachedManifold& cm, const B
 // record the pose it ran at as the new reference.
 void collide_manifold(const ContactCache& cache, const CachedManifold* cm, const BodyRecord& ra,
                       const BodyRecord& rb, const Vec3& relative_position,
-                      const Quat& relative_rotation, float margin, FoundManifold* found) {
+                      const Quat& relative_rotation, const ShapeLibrary& library, float margin,
+                      FoundManifold* found) {
   Manifold& m = found->m;
   if (cm != nullptr) {
     m.previous_count = static_cast<int>(cm->point_count);
@@ -336,7 +339,7 @@ void collide_manifold(const ContactCache& cache, const CachedManifold* cm, const
       m.previous_features[k] = cache.points[cm->first_point + k].feature;
   }
   collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
-          Transform{rb.position, rb.orientation}, margin, &m);
+          Transform{rb.position, rb.orientation}, library, margin, &m);
   found->reference.position = relative_position;
   found->reference.rotation = relative_rotation;
   found->reference.normal = inv_rotate(ra.orientation, m.normal);
@@ -439,7 +442,8 @@ void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
                        &found)) {
       ++st.reused_manifolds;
     } else {
-      collide_manifold(w.cache, cm, ra, rb, relative_position, relative_rotation, margin, &found);
+      collide_manifold(w.cache, cm, ra, rb, relative_position, relative_rotation, w.library(),
+                       margin, &found);
     }
     if (found.m.count <= 0) continue;
     add_constraint(w, key, found, st, status);
@@ -595,9 +599,9 @@ void sweep_bullets(WorldData& w, StepStats& st) {
       if (sa != slot && sb != slot) continue;
       const BodyRecord& other = w.bodies[sa == slot ? sb : sa];
       if (other.type != BodyType::static_body) continue;
-      const float t =
-          time_of_impact(r.shape, start, end, r.orientation, other.shape,
-                         Transform{other.position, other.orientation}, w.def.linear_slop_m);
+      const float t = time_of_impact(r.shape, start, end, r.orientation, other.shape,
+                                     Transform{other.position, other.orientation}, w.library(),
+                                     w.def.linear_slop_m);
       if (t < first) first = t;
     }
     if (first < 1.0f) {
@@ -663,7 +667,7 @@ void update_sensor_overlaps(WorldData& w, StepStats& st, StepStatus& status) {
     const BodyRecord& rb = w.bodies[pair_slot_b(key)];
     Manifold m;
     collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
-            Transform{rb.position, rb.orientation}, 0.0f, &m);
+            Transform{rb.position, rb.orientation}, w.library(), 0.0f, &m);
     bool touching = false;
     for (int k = 0; k < m.count; ++k)
       touching = touching || m.points[k].separation <= 0.0f;

@@ -34,7 +34,8 @@ constexpr int kMaxAdvances = 32;
 }  // namespace
 
 float time_of_impact(const ShapeDef& moving, Vec3 start, Vec3 end, Quat orientation,
-                     const ShapeDef& fixed, const Transform& fixed_pose, float target) {
+                     const ShapeDef& fixed, const Transform& fixed_pose,
+                     const ShapeLibrary& library, float target) {
   const Vec3 d = end - start;
   const float travel = length(d);
   if (!(travel > target)) return 1.0f;  // moves less than the tolerance: nothing to sweep
@@ -42,7 +43,8 @@ float time_of_impact(const ShapeDef& moving, Vec3 start, Vec3 end, Quat orientat
   for (int i = 0; i < kMaxAdvances; ++i) {
     const Vec3 p = start + t * d;
     Manifold m;
-    collide(moving, Transform{p, orientation}, fixed, fixed_pose, (1.0f - t) * travel + target, &m);
+    collide(moving, Transform{p, orientation}, fixed, fixed_pose, library,
+            (1.0f - t) * travel + target, &m);
     if (m.count == 0) return 1.0f;  // farther than the rest of the travel
     float s = m.points[0].separation;
     for (int k = 1; k < m.count; ++k) {

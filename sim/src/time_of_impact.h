@@ -2,6 +2,7 @@
 // (bullet bodies; time_of_impact.cpp has the method and why it never steps over a surface).
 #pragma once
 
+#include "hull.h"
 #include "lockstep/sim/math.h"
 #include "lockstep/sim/types.h"
 
@@ -11,6 +12,7 @@ namespace lockstep::sim {
 /// within `target` (m) of `fixed`; 1 when it does not within the travel, or when it is within
 /// `target` already at the start (its contacts keep it out).
 float time_of_impact(const ShapeDef& moving, Vec3 start, Vec3 end, Quat orientation,
-                     const ShapeDef& fixed, const Transform& fixed_pose, float target);
+                     const ShapeDef& fixed, const Transform& fixed_pose,
+                     const ShapeLibrary& library, float target);
 
 }  // namespace lockstep::sim

@@ -246,7 +246,10 @@ void refresh_body_derived(WorldData& w, uint32_t slot) {
   s.inv_mass = 1.0f / r.mass_kg;
   const Vec3 inv_local{1.0f / r.inertia.x, 1.0f / r.inertia.y, 1.0f / r.inertia.z};
   w.bodies[slot].inv_inertia_local = inv_local;
-  s.inv_inertia_world = rotate_diagonal(to_mat3(r.orientation), inv_local);
+  // A hull's principal axes are turned in its body frame (hull.h); the others' are the body axes.
+  Mat3 axes = to_mat3(r.orientation);
+  if (r.shape.type == ShapeType::hull) axes = axes * to_mat3(w.hulls[r.shape.hull].principal_frame);
+  s.inv_inertia_world = rotate_diagonal(axes, inv_local);
 }
 
 World::World(std::unique_ptr<WorldData> data) : data_(std::move(data)) {}
@@ -297,15 +300,15 @@ uint64_t world_memory_bytes(const WorldDef& def) {
   const uint64_t tree = bodies > 0 ? bodies : 1;
   n += tree *
        (sizeof(QueryItem) + sizeof(QueryNode) + sizeof(uint64_t) + sizeof(Aabb) + sizeof(uint32_t));
+  n += uint64_t{def.hull_count <= kMaxHulls ? def.hull_count : kMaxHulls} * sizeof(HullGeometry);
   return n;
 }
 
 std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
-  const Error e = validate_world_def(def);
+  auto d = std::make_unique<WorldData>();
+  const Error e = validate_world_def_and_build(def, &d->hulls);
   if (error != nullptr) *error = e;
   if (e != Error::none) return nullptr;
-
-  auto d = std::make_unique<WorldData>();
   d->def = def;
   d->def_fingerprint = world_def_fingerprint(def);
   d->bodies.assign(def.max_bodies, BodyRecord{});
@@ -352,8 +355,8 @@ const WorldDef& World::def() const {
 
 namespace {
 
-Error validate_body_def(const WorldDef& wd, const BodyDef& def, Quat* orientation,
-                        MassProperties* mass) {
+Error validate_body_def(const WorldDef& wd, const ShapeLibrary& library, const BodyDef& def,
+                        Quat* orientation, MassProperties* mass) {
   if (def.type != BodyType::static_body && def.type != BodyType::kinematic &&
       def.type != BodyType::dynamic) {
     return Error::invalid_argument;
@@ -363,7 +366,7 @@ Error validate_body_def(const WorldDef& wd, const BodyDef& def, Quat* orientatio
       !std::isfinite(def.angular_damping)) {
     return Error::non_finite;
   }
-  const Error shape_error = validate_shape(def.shape);
+  const Error shape_error = validate_shape(def.shape, library);
   if (shape_error != Error::none) return shape_error;
   if (def.shape.type == ShapeType::plane && def.type != BodyType::static_body) {
     return Error::wrong_body_type;
@@ -385,7 +388,7 @@ Error validate_body_def(const WorldDef& wd, const BodyDef& def, Quat* orientatio
   }
   *mass = MassProperties{};
   if (def.type == BodyType::dynamic) {
-    *mass = compute_mass_properties(def.shape);
+    *mass = compute_mass_properties(def.shape, library);
     if (!std::isfinite(mass->mass) || !(mass->mass > 0.0f) || !is_finite(mass->inertia) ||
         !(mass->inertia.x > 0.0f) || !(mass->inertia.y > 0.0f) || !(mass->inertia.z > 0.0f)) {
       return Error::invalid_argument;
@@ -400,7 +403,7 @@ Error validate_body_def(const WorldDef& wd, const BodyDef& def, Quat* orientatio
 Error add_body(WorldData& w, const BodyDef& def, BodyId* out_id) {
   Quat orientation{};
   MassProperties mass{};
-  const Error e = validate_body_def(w.def, def, &orientation, &mass);
+  const Error e = validate_body_def(w.def, w.library(), def, &orientation, &mass);
   if (e != Error::none) return e;
   if (w.body_count >= w.def.max_bodies) return Error::capacity_bodies;
 

@@ -136,7 +136,20 @@ struct WorldData {
   std::vector<RestoreSlot> restore_slots;
   // Spatial queries' tree of the current poses (not state: rebuilt when the state changes).
   mutable QueryTree query_tree;
+  // The WorldDef's hulls, built at creation (hull.h); shapes reach them through library().
+  std::vector<HullGeometry> hulls;
+
+  ShapeLibrary library() const {
+    return ShapeLibrary{hulls.data(), static_cast<uint32_t>(hulls.size())};
+  }
 };
+
+/// Builds the first def.hull_count hulls of a WorldDef into *out (resized to fit): the first
+/// error, or Error::none. validate_world_def runs it; World::create keeps what it built.
+Error build_world_hulls(const WorldDef& def, std::vector<HullGeometry>* out);
+
+/// validate_world_def, keeping the hulls it builds.
+Error validate_world_def_and_build(const WorldDef& def, std::vector<HullGeometry>* hulls);
 
 /// The checks of an input that do not need the body's slot: its owner and type (the caller
 /// resolved the handle), flags, and the fixed-point limits. Shared by queue_input and the

@@ -94,7 +94,7 @@ namespace {
 // Templates: valid unique names, valid shapes, bodies a spawn could create (a plane only on a
 // static template, a dynamic one with positive mass), damping in range. Entries at and beyond
 // template_count are ignored (neither checked nor fingerprinted).
-Error validate_templates(const WorldDef& def) {
+Error validate_templates(const WorldDef& def, const ShapeLibrary& library) {
   if (def.template_count > kMaxBodyTemplates) return Error::invalid_argument;
   for (uint32_t i = 0; i < def.template_count; ++i) {
     const BodyTemplate& t = def.templates[i];
@@ -110,7 +110,7 @@ Error validate_templates(const WorldDef& def) {
     if (!std::isfinite(t.linear_damping) || !std::isfinite(t.angular_damping)) {
       return Error::non_finite;
     }
-    Error e = validate_shape(t.shape);
+    Error e = validate_shape(t.shape, library);
     if (e != Error::none) return e;
     if (t.shape.type == ShapeType::plane && t.type != BodyType::static_body) {
       return Error::wrong_body_type;
@@ -120,7 +120,7 @@ Error validate_templates(const WorldDef& def) {
       return Error::invalid_argument;
     }
     if (t.type == BodyType::dynamic) {
-      const MassProperties m = compute_mass_properties(t.shape);
+      const MassProperties m = compute_mass_properties(t.shape, library);
       if (!std::isfinite(m.mass) || !(m.mass > 0.0f) || !is_finite(m.inertia) ||
           !(m.inertia.x > 0.0f) || !(m.inertia.y > 0.0f) || !(m.inertia.z > 0.0f)) {
         return Error::invalid_argument;
@@ -132,7 +132,22 @@ Error validate_templates(const WorldDef& def) {
 
 }  // namespace
 
+Error build_world_hulls(const WorldDef& def, std::vector<HullGeometry>* out) {
+  if (def.hull_count > kMaxHulls) return Error::invalid_argument;
+  out->assign(def.hull_count, HullGeometry{});
+  for (uint32_t i = 0; i < def.hull_count; ++i) {
+    const Error e = build_hull(def.hulls[i], &(*out)[i]);
+    if (e != Error::none) return e;
+  }
+  return Error::none;
+}
+
 Error validate_world_def(const WorldDef& def) {
+  std::vector<HullGeometry> hulls;
+  return validate_world_def_and_build(def, &hulls);
+}
+
+Error validate_world_def_and_build(const WorldDef& def, std::vector<HullGeometry>* hulls) {
   // Finiteness of every float first: a NaN anywhere is reported as such (templates below).
   if (!all_floats_finite(def)) return Error::non_finite;
   // dt in (0, 1]: a zero step would divide by zero in the bias terms.
@@ -181,7 +196,9 @@ Error validate_world_def(const WorldDef& def) {
   if ((e = check_capacity(def.max_events, kMaxEventsLimit)) != Error::none) return e;
   if ((e = check_capacity(def.max_inputs_per_tick, kMaxInputsLimit)) != Error::none) return e;
   if ((e = check_capacity(def.max_commands_per_tick, kMaxCommandsLimit)) != Error::none) return e;
-  return validate_templates(def);
+  if ((e = build_world_hulls(def, hulls)) != Error::none) return e;
+  const ShapeLibrary library{hulls->data(), static_cast<uint32_t>(hulls->size())};
+  return validate_templates(def, library);
 }
 
 }  // namespace lockstep::sim

@@ -33,6 +33,10 @@ enum FieldFlags : uint32_t {
   field_text_if_changed = 1u << 2,  // scene text: written only when not the default (bit for bit)
   field_text_hex = 1u << 3,         // scene text: a bit set, written as 0x and 8 hex digits
   field_spawn_argument = 1u << 4,   // BodyDef: given by a spawn command, not by its template
+  // The binary encodings (state, snapshots, the WorldDef fingerprint) write it only when in use:
+  // a ShapeDef field for the shape types in Field::shapes, a WorldDef list when it is not empty.
+  // A world without hulls encodes, and hashes, as it did before hulls existed.
+  field_encoded_if_used = 1u << 5,
 };
 
 /// Field::shapes bit of a shape type.
@@ -51,7 +55,7 @@ struct Field {
 
 /// Scene-text names of the enum values, indexed by value; a value past the end is invalid.
 inline constexpr std::string_view kBodyTypeNames[] = {"static", "kinematic", "dynamic"};
-inline constexpr std::string_view kShapeTypeNames[] = {"sphere", "box", "capsule", "plane"};
+inline constexpr std::string_view kShapeTypeNames[] = {"sphere", "box", "capsule", "plane", "hull"};
 
 constexpr std::span<const std::string_view> enum_names(BodyType) {
   return kBodyTypeNames;
@@ -93,6 +97,19 @@ struct Fields<ShapeDef> {
     v(Field{"category", "category", field_text_if_changed | field_text_hex}, &ShapeDef::category);
     v(Field{"mask", "mask", field_text_if_changed | field_text_hex}, &ShapeDef::mask);
     v(Field{"sensor", "sensor", field_text_if_changed}, &ShapeDef::sensor);
+    // The text spells a hull by its points (`points=`), not by its index.
+    v(Field{"hull", "", field_encoded_if_used, shape_bit(ShapeType::hull)}, &ShapeDef::hull);
+  }
+};
+
+template <>
+struct Fields<HullDef> {
+  static constexpr bool kListed = true;
+  template <class V>
+  [[gnu::always_inline]] static constexpr void visit(V&& v) {
+    // The encodings write the first point_count points only.
+    v(Field{"point_count", ""}, &HullDef::point_count);
+    v(Field{"points", ""}, &HullDef::points);
   }
 };
 
@@ -179,6 +196,10 @@ struct Fields<WorldDef> {
     // the encodings.
     v(Field{"template_count", ""}, &W::template_count);
     v(Field{"templates", ""}, &W::templates);
+    // The hulls in use: the first hull_count entries in the encodings; the text writes each
+    // hull's points on the shapes that use it.
+    v(Field{"hull_count", "", field_encoded_if_used}, &W::hull_count);
+    v(Field{"hulls", "", field_encoded_if_used}, &W::hulls);
   }
 };
 

@@ -38,15 +38,19 @@ enum class Error : uint8_t {
   capacity_commands,   // WorldDef::max_commands_per_tick reached for this tick
   unknown_template,    // a spawn command names a template the WorldDef does not have
   unknown_player,      // a player index outside 1..kMaxPlayers (add_score commands)
+  degenerate_hull,     // hull points: fewer than 4 distinct, all coplanar, or no volume
+  unknown_hull,        // a hull shape names an index past WorldDef::hull_count
 };
 
 /// One-line English description of an error (static storage).
 const char* error_message(Error error);
 
-enum class ShapeType : uint8_t { sphere = 0, box = 1, capsule = 2, plane = 3 };
+enum class ShapeType : uint8_t { sphere = 0, box = 1, capsule = 2, plane = 3, hull = 4 };
 
 /// A collision shape in body space. Capsules lie along the body's local y axis; planes are
 /// only allowed on static bodies and are given in body space as {x : dot(normal, x) = offset}.
+/// A hull is the convex hull of the points of WorldDef::hulls[hull], built once when the world
+/// is created; its centre of mass is the body's origin (docs/physics.md, Convex hulls).
 struct ShapeDef {
   ShapeType type = ShapeType::sphere;
   float radius = 0.5f;                  // sphere, capsule (m)
@@ -67,6 +71,7 @@ struct ShapeDef {
   // body (never with another sensor). Usable on static and kinematic bodies (a goal zone, a
   // moving trigger).
   bool sensor = false;
+  uint32_t hull = 0;  // hull: index into WorldDef::hulls
 };
 
 enum class BodyType : uint8_t { static_body = 0, kinematic = 1, dynamic = 2 };
@@ -108,6 +113,21 @@ struct BodyTemplate {
   float angular_damping = 0;  // 1/s
   bool allow_sleep = true;
   bool bullet = false;
+};
+
+/// Capacities of WorldDef::hulls: hull definitions, and points in one.
+inline constexpr uint32_t kMaxHulls = 32;
+inline constexpr uint32_t kMinHullPoints = 4;
+inline constexpr uint32_t kMaxHullPoints = 64;
+
+/// The points whose convex hull a hull shape is, in body space (m). Points closer together than
+/// a thousandth of the hull's size count as one, points inside the hull or on a face's interior
+/// are dropped; the hull must keep at least 4 points off one plane. The centre of mass of the
+/// solid hull becomes the body's origin: the builder moves the points by it (the frame is not
+/// rotated), so a body placed at p has its centre of mass at p (docs/physics.md, Convex hulls).
+struct HullDef {
+  uint32_t point_count = 0;  // kMinHullPoints..kMaxHullPoints
+  Vec3 points[kMaxHullPoints] = {};
 };
 
 /// World definition; start from default_world_def(). Everything is fixed at creation.
@@ -165,6 +185,9 @@ struct WorldDef {
   // Templates that spawn commands name by index (scene `template` lines, by name).
   uint32_t template_count = 0;
   BodyTemplate templates[kMaxBodyTemplates] = {};
+  // Hulls that hull shapes name by index (scene `shape=hull points=...` keys add them).
+  uint32_t hull_count = 0;
+  HullDef hulls[kMaxHulls] = {};
 };
 
 /// Sensible defaults for a world.

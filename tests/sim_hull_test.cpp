@@ -1,0 +1,487 @@
+// Convex hulls: the builder (topology, mass properties against independent sums, refusals), the
+// narrowphase with every other shape, the scene text, and physics scenes with stated bounds
+// (a box given as a hull against the box, a pyramid on its apex, a tetrahedron on an incline).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collide.h"
+#include "hull.h"
+#include "lockstep/sim/scene.h"
+#include "lockstep/sim/world.h"
+#include "shape.h"
+
+namespace {
+
+using namespace lockstep::sim;
+
+HullDef hull_of(const std::vector<Vec3>& points) {
+  HullDef h;
+  h.point_count = static_cast<uint32_t>(points.size());
+  for (size_t i = 0; i < points.size() && i < kMaxHullPoints; ++i)
+    h.points[i] = points[i];
+  return h;
+}
+
+std::vector<Vec3> box_points(Vec3 h) {
+  std::vector<Vec3> p;
+  for (int i = 0; i < 8; ++i)
+    p.push_back({(i & 1) ? h.x : -h.x, (i & 2) ? h.y : -h.y, (i & 4) ? h.z : -h.z});
+  return p;
+}
+
+// ---- the builder -------------------------------------------------------------------------------
+
+TEST(HullBuild, BoxHasEightCornersSixQuadsTwelveEdgesAndTheBoxInertia) {
+  HullGeometry g;
+  ASSERT_EQ(build_hull(hull_of(box_points({0.5f, 1.0f, 1.5f})), &g), Error::none);
+  EXPECT_EQ(g.vertex_count, 8u);
+  EXPECT_EQ(g.face_count, 6u);
+  EXPECT_EQ(g.edge_count, 12u);
+  for (uint32_t f = 0; f < g.face_count; ++f)
+    EXPECT_EQ(g.face_size[f], 4u);
+  EXPECT_NEAR(g.volume, 6.0f, 1e-5f);
+  // m/12·(b² + c²) per axis with full sizes 1, 2, 3 and m = 6 (unit density).
+  const float m = 6.0f;
+  Vec3 expect{m / 12 * (4 + 9), m / 12 * (1 + 9), m / 12 * (1 + 4)};
+  // The principal frame of a box is its own (the builder keeps the identity when the tensor is
+  // diagonal), so the eigenvalues come in axis order.
+  EXPECT_NEAR(g.principal_inertia.x, expect.x, 1e-4f * expect.x);
+  EXPECT_NEAR(g.principal_inertia.y, expect.y, 1e-4f * expect.y);
+  EXPECT_NEAR(g.principal_inertia.z, expect.z, 1e-4f * expect.z);
+  EXPECT_EQ(g.principal_frame.w, 1.0f);
+  EXPECT_NEAR(length(g.centre_of_mass), 0.0f, 1e-6f);
+  EXPECT_NEAR(g.radius, std::sqrt(0.25f + 1.0f + 2.25f), 1e-6f);
+}
+
+TEST(HullBuild, InteriorEdgeFaceAndNearDuplicatePointsAreNotVertices) {
+  std::vector<Vec3> p = box_points({1, 1, 1});
+  p.push_back({0, 0, 0});            // inside
+  p.push_back({0, 1, 0});            // a face's centre
+  p.push_back({1, 1, 0});            // an edge's midpoint
+  p.push_back({1, 1, 1.0005f});      // within the weld distance of a corner
+  p.push_back({0.2f, -0.3f, 0.1f});  // inside
+  HullGeometry g;
+  ASSERT_EQ(build_hull(hull_of(p), &g), Error::none);
+  EXPECT_EQ(g.vertex_count, 8u);
+  EXPECT_EQ(g.face_count, 6u);
+  EXPECT_EQ(g.edge_count, 12u);
+}
+
+TEST(HullBuild, TetrahedronMassPropertiesMatchASampledIntegral) {
+  // The corner tetrahedron of the unit cube, shifted: volume 1/6, centre of mass at a quarter.
+  const Vec3 o{2, -1, 3};
+  HullGeometry g;
+  ASSERT_EQ(build_hull(hull_of({o, o + Vec3{1, 0, 0}, o + Vec3{0, 1, 0}, o + Vec3{0, 0, 1}}), &g),
+            Error::none);
+  EXPECT_EQ(g.vertex_count, 4u);
+  EXPECT_EQ(g.face_count, 4u);
+  EXPECT_EQ(g.edge_count, 6u);
+  EXPECT_NEAR(g.volume, 1.0f / 6.0f, 1e-6f);
+  EXPECT_NEAR(g.centre_of_mass.x, o.x + 0.25f, 1e-5f);
+  EXPECT_NEAR(g.centre_of_mass.y, o.y + 0.25f, 1e-5f);
+  EXPECT_NEAR(g.centre_of_mass.z, o.z + 0.25f, 1e-5f);
+  // The inertia tensor about the centre of mass by a midpoint sum over a 160³ grid (double), its
+  // trace and determinant against the builder's eigenvalues (both are invariant under the
+  // rotation to the principal frame).
+  const int n = 160;
+  double s[3][3] = {};
+  double vol = 0;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      for (int k = 0; k < n; ++k) {
+        const double x = (i + 0.5) / n, y = (j + 0.5) / n, z = (k + 0.5) / n;
+        if (x + y + z > 1.0) continue;
+        const double r[3] = {x - 0.25, y - 0.25, z - 0.25};
+        for (int a = 0; a < 3; ++a)
+          for (int b = 0; b < 3; ++b)
+            s[a][b] += r[a] * r[b];
+        vol += 1;
+      }
+    }
+  }
+  const double cell = 1.0 / (double(n) * n * n);
+  double inertia[3][3];
+  const double tr = (s[0][0] + s[1][1] + s[2][2]) * cell;
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b)
+      inertia[a][b] = (a == b ? tr : 0.0) - s[a][b] * cell;
+  const double trace = inertia[0][0] + inertia[1][1] + inertia[2][2];
+  const double det =
+      inertia[0][0] * (inertia[1][1] * inertia[2][2] - inertia[1][2] * inertia[2][1]) -
+      inertia[0][1] * (inertia[1][0] * inertia[2][2] - inertia[1][2] * inertia[2][0]) +
+      inertia[0][2] * (inertia[1][0] * inertia[2][1] - inertia[1][1] * inertia[2][0]);
+  const Vec3 e = g.principal_inertia;
+  EXPECT_NEAR(vol * cell, 1.0 / 6.0, 0.01 / 6.0);
+  EXPECT_NEAR(double(e.x) + e.y + e.z, trace, 0.02 * trace);
+  EXPECT_NEAR(double(e.x) * e.y * e.z, det, 0.05 * det);
+  // The principal frame diagonalizes the builder's tensor: I = R·diag(e)·Rᵀ has the tetrahedron's
+  // symmetry (equal diagonal entries; equal off-diagonal ones).
+  const Mat3 r = to_mat3(g.principal_frame);
+  const Mat3 full = rotate_diagonal(r, e);
+  EXPECT_NEAR(full.c0.x, inertia[0][0], 0.02 * inertia[0][0]);
+  EXPECT_NEAR(full.c1.y, inertia[1][1], 0.02 * inertia[1][1]);
+  EXPECT_NEAR(full.c1.x, inertia[0][1], 0.05 * std::fabs(inertia[0][1]));
+}
+
+TEST(HullBuild, RefusesDegeneratePointSets) {
+  HullGeometry g;
+  EXPECT_EQ(build_hull(hull_of({{0, 0, 0}, {1, 0, 0}, {0, 1, 0}}), &g), Error::degenerate_hull);
+  // Coplanar.
+  EXPECT_EQ(build_hull(hull_of({{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}, {2, 3, 0}}), &g),
+            Error::degenerate_hull);
+  // Collinear, and four copies of one point.
+  EXPECT_EQ(build_hull(hull_of({{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {3, 0, 0}}), &g),
+            Error::degenerate_hull);
+  EXPECT_EQ(build_hull(hull_of({{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}}), &g),
+            Error::degenerate_hull);
+  std::vector<Vec3> p = box_points({1, 1, 1});
+  p[3].y = std::nanf("");
+  EXPECT_EQ(build_hull(hull_of(p), &g), Error::non_finite);
+  HullDef too_many = hull_of(box_points({1, 1, 1}));
+  too_many.point_count = kMaxHullPoints + 1;
+  EXPECT_EQ(build_hull(too_many, &g), Error::invalid_argument);
+}
+
+TEST(HullBuild, SixtyFourPointsOnASphereGiveAClosedHullWithinTheirBall) {
+  // A Fibonacci sphere with rational steps (no trig): every point is a vertex.
+  std::vector<Vec3> p;
+  for (int i = 0; i < 64; ++i) {
+    const float y = 1.0f - (2.0f * static_cast<float>(i) + 1.0f) / 64.0f;
+    const float r = std::sqrt(1.0f - y * y);
+    const float a = 2.39996323f * static_cast<float>(i);
+    p.push_back({r * std::cos(a), y, r * std::sin(a)});
+  }
+  HullGeometry g;
+  ASSERT_EQ(build_hull(hull_of(p), &g), Error::none);
+  EXPECT_EQ(g.vertex_count, 64u);
+  EXPECT_EQ(g.vertex_count + g.face_count, g.edge_count + 2);
+  // Inside the unit ball, and most of it: 4/3·π = 4.19.
+  EXPECT_GT(g.volume, 3.8f);
+  EXPECT_LT(g.volume, 4.19f);
+  // Every vertex is on or inside every face plane.
+  for (uint32_t f = 0; f < g.face_count; ++f)
+    for (uint32_t v = 0; v < g.vertex_count; ++v)
+      EXPECT_LE(dot(g.face_normals[f], g.vertices[v]) - g.face_offsets[f], 1e-4f);
+}
+
+// ---- the narrowphase
+// -----------------------------------------------------------------------------
+
+struct HullFixture {
+  std::vector<HullGeometry> hulls;
+  ShapeLibrary library() const { return {hulls.data(), static_cast<uint32_t>(hulls.size())}; }
+  ShapeDef add(const std::vector<Vec3>& points) {
+    HullGeometry g;
+    EXPECT_EQ(build_hull(hull_of(points), &g), Error::none);
+    hulls.push_back(g);
+    ShapeDef s;
+    s.type = ShapeType::hull;
+    s.hull = static_cast<uint32_t>(hulls.size() - 1);
+    return s;
+  }
+};
+
+ShapeDef box_shape(Vec3 h) {
+  ShapeDef s;
+  s.type = ShapeType::box;
+  s.half_extents = h;
+  return s;
+}
+
+TEST(HullCollide, HullBoxOnABoxMatchesBoxOnBox) {
+  HullFixture fx;
+  const ShapeDef hull = fx.add(box_points({0.5f, 0.5f, 0.5f}));
+  const ShapeDef box = box_shape({0.5f, 0.5f, 0.5f});
+  const ShapeDef ground = box_shape({5, 0.5f, 5});
+  const Transform xg{{0, -0.5f, 0}, {}};
+  for (float gap : {-0.01f, 0.0f, 0.005f}) {
+    const Transform x{{0.1f, 0.5f + gap, -0.2f}, {}};
+    Manifold mh, mb;
+    collide(hull, x, ground, xg, fx.library(), 0.02f, &mh);
+    collide(box, x, ground, xg, fx.library(), 0.02f, &mb);
+    ASSERT_EQ(mh.count, 4) << gap;
+    ASSERT_EQ(mb.count, 4);
+    EXPECT_NEAR(mh.normal.y, 1.0f, 1e-6f);
+    for (int k = 0; k < 4; ++k)
+      EXPECT_NEAR(mh.points[k].separation, gap, 1e-5f);
+  }
+  // Apart beyond the margin: nothing.
+  Manifold m;
+  collide(hull, Transform{{0, 0.55f, 0}, {}}, ground, xg, fx.library(), 0.02f, &m);
+  EXPECT_EQ(m.count, 0);
+}
+
+TEST(HullCollide, EveryShapeAgainstAHullFindsTheGapAlongTheRightNormal) {
+  HullFixture fx;
+  const ShapeDef hull = fx.add(box_points({1, 1, 1}));
+  const Transform xh{{0, 0, 0}, {}};
+  ShapeDef sphere;
+  sphere.type = ShapeType::sphere;
+  sphere.radius = 0.5f;
+  Manifold m;
+  // Sphere above the top face, 0.01 apart.
+  collide(sphere, Transform{{0.3f, 1.51f, 0.2f}, {}}, hull, xh, fx.library(), 0.02f, &m);
+  ASSERT_EQ(m.count, 1);
+  EXPECT_NEAR(m.points[0].separation, 0.01f, 1e-5f);
+  EXPECT_NEAR(m.normal.y, 1.0f, 1e-6f);
+  // Sphere off a corner: the normal points from the corner to the centre.
+  const Vec3 c{1.3f, 1.3f, 1.3f};
+  collide(sphere, Transform{c, {}}, hull, xh, fx.library(), 0.1f, &m);
+  ASSERT_EQ(m.count, 1);
+  const float d = length(c - Vec3{1, 1, 1});
+  EXPECT_NEAR(m.points[0].separation, d - 0.5f, 1e-5f);
+  EXPECT_NEAR(m.normal.x, 1.0f / std::sqrt(3.0f), 1e-5f);
+  // Capsule lying on the top face: two points.
+  ShapeDef capsule;
+  capsule.type = ShapeType::capsule;
+  capsule.radius = 0.25f;
+  capsule.half_height = 0.5f;
+  const Quat lying{0, 0, 0.70710678f, 0.70710678f};  // y axis to −x
+  collide(capsule, Transform{{0, 1.25f, 0}, lying}, hull, xh, fx.library(), 0.02f, &m);
+  ASSERT_EQ(m.count, 2);
+  for (int k = 0; k < 2; ++k)
+    EXPECT_NEAR(m.points[k].separation, 0.0f, 1e-5f);
+  EXPECT_NEAR(m.normal.y, 1.0f, 1e-6f);
+  // Plane under a tilted hull: its lowest corners.
+  ShapeDef plane;
+  plane.type = ShapeType::plane;
+  collide(hull, Transform{{0, 1.0f, 0}, {}}, plane, Transform{}, fx.library(), 0.02f, &m);
+  ASSERT_EQ(m.count, 4);
+  EXPECT_NEAR(m.points[0].separation, 0.0f, 1e-6f);
+  // Hull on hull, an edge across an edge (one turned 45° about x, the other about z).
+  const float s = 0.38268343f, w = 0.92387953f;  // 45°: half angle 22.5°
+  const Quat about_x{s, 0, 0, w}, about_z{0, 0, s, w};
+  const float reach = std::sqrt(2.0f);
+  collide(hull, Transform{{0, reach, 0}, about_x}, hull, Transform{{0, -reach - 0.01f, 0}, about_z},
+          fx.library(), 0.02f, &m);
+  ASSERT_EQ(m.count, 1);
+  EXPECT_NEAR(m.points[0].separation, 0.01f, 1e-4f);
+  EXPECT_NEAR(m.normal.y, 1.0f, 1e-4f);
+}
+
+// ---- the scene text
+// ------------------------------------------------------------------------------
+
+TEST(HullScene, PointsParseShareOneHullAndRoundTrip) {
+  const std::string text =
+      "scene version=1\n"
+      "body type=static shape=plane normal=0,1,0 pos=0,0,0 rot=0,0,0,1\n"
+      "body type=dynamic shape=hull points=0,0,0,1,0,0,0,1,0,0,0,1 pos=0,1,0 rot=0,0,0,1\n"
+      "body type=dynamic shape=hull points=0,0,0,1,0,0,0,1,0,0,0,1 pos=2,1,0 rot=0,0,0,1\n"
+      "template name=pyramid type=dynamic shape=hull points=-1,0,-1,1,0,-1,1,0,1,-1,0,1,0,1,0\n";
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_text(text, &scene, &error)) << error;
+  EXPECT_EQ(scene.def.hull_count, 2u);
+  EXPECT_EQ(scene.bodies[1].shape.hull, 0u);
+  EXPECT_EQ(scene.bodies[2].shape.hull, 0u);
+  EXPECT_EQ(scene.def.templates[0].shape.hull, 1u);
+  Scene again;
+  ASSERT_TRUE(parse_scene_text(format_scene_text(scene), &again, &error)) << error;
+  EXPECT_EQ(format_scene_text(again), format_scene_text(scene));
+  auto world = build_world(scene);
+  ASSERT_NE(world, nullptr);
+  for (int i = 0; i < 120; ++i)
+    world->step();
+  BodyView v;
+  ASSERT_EQ(world->get_body(BodyId{2, 0}, &v), Error::none);
+  EXPECT_GT(v.position.y, 0.0f);
+  EXPECT_LT(v.position.y, 1.0f);
+}
+
+TEST(HullScene, BadPointsAreRefusedWithLineColumnAndReason) {
+  struct Case {
+    const char* line;
+    const char* expect;
+  } cases[] = {
+      {"body type=dynamic shape=hull points=0,0,0,1,0,0,0,1,0 pos=0,1,0 rot=0,0,0,1", "at least 4"},
+      {"body type=dynamic shape=hull points=0,0,0,1,0,0,0,1,0,2,2,0 pos=0,1,0 rot=0,0,0,1",
+       "coplanar"},
+      {"body type=dynamic shape=hull points=0,0,0,1,0,0,0,1 pos=0,1,0 rot=0,0,0,1",
+       "multiple of 3"},
+      {"body type=dynamic shape=hull points=0,0,0,1,0,0,0,1,0,0,0,nan pos=0,1,0 rot=0,0,0,1",
+       "not a finite number"},
+      {"body type=dynamic shape=hull pos=0,1,0 rot=0,0,0,1", "missing key 'points'"},
+      {"body type=dynamic shape=sphere radius=1 points=0,0,0,1,0,0,0,1,0,0,0,1 pos=0,1,0 "
+       "rot=0,0,0,1",
+       "does not apply"},
+  };
+  for (const Case& c : cases) {
+    Scene scene;
+    std::string error;
+    EXPECT_FALSE(parse_scene_text(std::string("scene version=1\n") + c.line + "\n", &scene, &error))
+        << c.line;
+    EXPECT_NE(error.find("line 2"), std::string::npos) << error;
+    EXPECT_NE(error.find(c.expect), std::string::npos) << error;
+  }
+}
+
+// ---- physics
+// -------------------------------------------------------------------------------------
+
+struct Bench {
+  std::unique_ptr<World> world;
+  WorldDef def = default_world_def();
+  uint32_t hull(const std::vector<Vec3>& points) {
+    def.hulls[def.hull_count] = hull_of(points);
+    return def.hull_count++;
+  }
+  void create() {
+    Error e;
+    world = World::create(def, &e);
+    ASSERT_EQ(e, Error::none);
+  }
+  BodyId ground(float friction = 0.5f, Quat q = {}) {
+    BodyDef b = default_body_def();
+    b.type = BodyType::static_body;
+    b.shape = box_shape({20, 0.5f, 20});
+    b.shape.friction = friction;
+    b.position = rotate(q, Vec3{0, -0.5f, 0});
+    b.orientation = q;
+    BodyId id;
+    EXPECT_EQ(world->create_body(b, &id), Error::none);
+    return id;
+  }
+  BodyId body(ShapeDef shape, Vec3 p, Quat q = {}, float friction = 0.5f) {
+    BodyDef b = default_body_def();
+    b.shape = shape;
+    b.shape.friction = friction;
+    b.position = p;
+    b.orientation = q;
+    BodyId id;
+    EXPECT_EQ(world->create_body(b, &id), Error::none);
+    return id;
+  }
+  BodyView view(BodyId id) {
+    BodyView v;
+    EXPECT_EQ(world->get_body(id, &v), Error::none);
+    return v;
+  }
+  void run(int steps) {
+    for (int i = 0; i < steps; ++i)
+      world->step();
+  }
+};
+
+ShapeDef hull_shape(uint32_t index) {
+  ShapeDef s;
+  s.type = ShapeType::hull;
+  s.hull = index;
+  return s;
+}
+
+TEST(HullPhysics, BoxAsHullRestsAndSlidesLikeTheBox) {
+  Bench b;
+  const uint32_t h = b.hull(box_points({0.5f, 0.5f, 0.5f}));
+  b.create();
+  b.ground();
+  const BodyId as_hull = b.body(hull_shape(h), {-3, 0.6f, 0});
+  const BodyId as_box = b.body(box_shape({0.5f, 0.5f, 0.5f}), {3, 0.6f, 0});
+  b.run(120);
+  const float rest_h = b.view(as_hull).position.y, rest_b = b.view(as_box).position.y;
+  std::printf("[figures] rest height: hull %.5f m, box %.5f m\n", rest_h, rest_b);
+  EXPECT_NEAR(rest_h, rest_b, 1e-3f);
+  // Slide at 4 m/s with μ 0.5: stopping distance v²/(2μg) = 1.631 m for both.
+  ASSERT_EQ(b.world->set_linear_velocity(as_hull, {0, 0, 4}), Error::none);
+  ASSERT_EQ(b.world->set_linear_velocity(as_box, {0, 0, 4}), Error::none);
+  const float z_h = b.view(as_hull).position.z, z_b = b.view(as_box).position.z;
+  b.run(120);
+  const float d_h = b.view(as_hull).position.z - z_h, d_b = b.view(as_box).position.z - z_b;
+  std::printf("[figures] slide: hull %.4f m, box %.4f m, theory 1.631 m\n", d_h, d_b);
+  EXPECT_NEAR(d_h, d_b, 0.02f * d_b);
+  EXPECT_NEAR(d_h, 1.631f, 0.04f);
+}
+
+TEST(HullPhysics, TurnedStackOfTenHullBoxesStands) {
+  Bench b;
+  const uint32_t h = b.hull(box_points({0.5f, 0.5f, 0.5f}));
+  b.create();
+  b.ground();
+  std::vector<BodyId> ids;
+  for (int i = 0; i < 10; ++i) {
+    // Box i turned i·9° about y (half angles by rational sine/cosine pairs are not needed: the
+    // quaternion is normalized by the world).
+    const float half = 0.0785398f * static_cast<float>(i) / 2.0f;
+    const Quat q{0, std::sin(half), 0, std::cos(half)};
+    ids.push_back(b.body(hull_shape(h), {0, 0.5f + static_cast<float>(i), 0}, q));
+  }
+  b.run(600);
+  const BodyView top = b.view(ids.back());
+  const float drift = std::sqrt(top.position.x * top.position.x + top.position.z * top.position.z);
+  std::printf("[figures] turned hull stack after 10 s: top at %.4f m (ideal 9.5), drift %.4f m\n",
+              top.position.y, drift);
+  EXPECT_GT(top.position.y, 9.5f - 0.05f);
+  EXPECT_LT(drift, 0.01f);
+}
+
+// A square pyramid rests on its base or on a side face: each is stable (the centre of mass, a
+// quarter of the height above the base, lies over every face), so which one depends on how it
+// falls. Dropped on its apex, tilted 10°, it must come to rest flat on one face (a face normal
+// straight down within 0.5°), at the height that face gives its centre of mass, never on the apex
+// or an edge.
+TEST(HullPhysics, PyramidDroppedOnItsApexComesToRestFlatOnAFace) {
+  Bench b;
+  const std::vector<Vec3> points{
+      {-0.5f, 0, -0.5f}, {0.5f, 0, -0.5f}, {0.5f, 0, 0.5f}, {-0.5f, 0, 0.5f}, {0, 0.8f, 0}};
+  const uint32_t h = b.hull(points);
+  HullGeometry g;
+  ASSERT_EQ(build_hull(hull_of(points), &g), Error::none);
+  b.create();
+  b.ground();
+  // Apex down, tilted 10°: 170° about x (half angle 85°).
+  const Quat tilted{0.9961947f, 0, 0, 0.0871557f};
+  const BodyId id = b.body(hull_shape(h), {0, 1.5f, 0}, tilted);
+  b.run(600);
+  const BodyView v = b.view(id);
+  float lowest = 2.0f;
+  uint32_t face = 0;
+  for (uint32_t f = 0; f < g.face_count; ++f) {
+    const float down = rotate(v.orientation, g.face_normals[f]).y;
+    if (down < lowest) lowest = down, face = f;
+  }
+  std::printf(
+      "[figures] pyramid after 10 s: face %u down, normal·y = %.6f, centre %.4f m (face "
+      "plane %.4f m from it)\n",
+      face, lowest, v.position.y, g.face_offsets[face]);
+  EXPECT_LT(lowest, -0.99996f);  // cos 0.5°
+  EXPECT_NEAR(v.position.y, g.face_offsets[face], 0.003f);
+}
+
+TEST(HullPhysics, TetrahedronOnAThirtyDegreeInclineHoldsOrSlides) {
+  for (float mu : {0.7f, 0.3f}) {
+    Bench b;
+    const uint32_t h = b.hull({{-0.5f, 0, -0.4f}, {0.5f, 0, -0.4f}, {0, 0, 0.5f}, {0, 0.6f, 0}});
+    b.create();
+    // The incline: the ground turned 30° about x (its surface descends toward +z... or −z).
+    const float half = 0.261799388f;  // 15°
+    const Quat q{std::sin(half), 0, 0, std::cos(half)};
+    b.ground(mu, q);
+    const Vec3 normal = rotate(q, Vec3{0, 1, 0});
+    const Vec3 down_slope =
+        normalize_or(Vec3{0, -9.81f, 0} - normal * dot(normal, Vec3{0, -9.81f, 0}), Vec3{});
+    const BodyId id = b.body(hull_shape(h), normal * 0.16f, q, mu);
+    b.run(30);  // settle
+    const Vec3 p0 = b.view(id).position;
+    const float v0 = dot(b.view(id).linear_velocity, down_slope);
+    b.run(60);
+    const Vec3 p1 = b.view(id).position;
+    const float v1 = dot(b.view(id).linear_velocity, down_slope);
+    const float moved = dot(p1 - p0, down_slope);
+    if (mu > 0.5f) {
+      std::printf("[figures] tetrahedron, 30 deg, mu 0.7: moved %.5f m in 1 s\n", moved);
+      EXPECT_LT(std::fabs(moved), 0.005f);
+    } else {
+      const float a = (v1 - v0) / 1.0f;
+      const float theory = 9.81f * (0.5f - 0.3f * 0.8660254f);
+      std::printf("[figures] tetrahedron, 30 deg, mu 0.3: a = %.4f m/s² (theory %.4f)\n", a,
+                  theory);
+      EXPECT_NEAR(a, theory, 0.03f * theory);
+    }
+  }
+}
+
+}  // namespace
