@@ -485,3 +485,137 @@ TEST(HullPhysics, TetrahedronOnAThirtyDegreeInclineHoldsOrSlides) {
 }
 
 }  // namespace
+
+namespace {
+
+// The hulls golden scene (tests/scenes/hulls.txt) behaves: after 20 s every hull lies inside the
+// walled box, above the floor and at rest (so the golden chain records a pile, not an explosion).
+TEST(HullPhysics, TheGoldenPileSettlesInsideItsBox) {
+  std::FILE* f = std::fopen(LOCKSTEP_SCENES_DIR "/hulls.txt", "rb");
+  ASSERT_NE(f, nullptr);
+  std::string text;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0)
+    text.append(buffer, n);
+  std::fclose(f);
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_text(text, &scene, &error)) << error;
+  auto world = build_world(scene);
+  ASSERT_NE(world, nullptr);
+  size_t next_action = 0;
+  for (uint64_t tick = 1; tick <= 1200; ++tick) {
+    for (; next_action < scene.actions.size() && scene.actions[next_action].tick == tick;
+         ++next_action) {
+      ASSERT_EQ(world->queue_command(scene.actions[next_action].command), Error::none);
+    }
+    world->step();
+  }
+  BodyId ids[128];
+  const uint32_t count = world->list_bodies(ids);
+  int hulls = 0;
+  float fastest = 0, lowest = 10;
+  for (uint32_t i = 0; i < count; ++i) {
+    BodyView v;
+    ASSERT_EQ(world->get_body(ids[i], &v), Error::none);
+    if (v.shape.type != ShapeType::hull) continue;
+    ++hulls;
+    EXPECT_LT(std::fabs(v.position.x), 3.0f);
+    EXPECT_LT(std::fabs(v.position.z), 3.0f);
+    lowest = std::fmin(lowest, v.position.y);
+    fastest = std::fmax(fastest, length(v.linear_velocity));
+  }
+  std::printf(
+      "[figures] hulls golden pile after 20 s: %d hulls, lowest centre %.4f m, fastest "
+      "%.4f m/s\n",
+      hulls, lowest, fastest);
+  EXPECT_EQ(hulls, 64 + 8);
+  EXPECT_GT(lowest, 0.1f);  // every hull's centre is at least 0.1 m above its lowest point
+  EXPECT_LT(fastest, 0.05f);
+}
+
+// No energy gain: hulls bouncing in a closed frictionless box with e = 1 and no gravity never
+// exceed their starting kinetic energy (linear and rotational) by more than 3 % over 10 s.
+TEST(HullPhysics, ElasticHullsInAClosedBoxGainNoEnergy) {
+  Bench b;
+  b.def.gravity = {0, 0, 0};
+  b.def.enable_sleep = false;
+  std::vector<std::vector<Vec3>> shapes = {
+      box_points({0.3f, 0.2f, 0.25f}),
+      {{-0.3f, -0.2f, -0.25f}, {0.3f, -0.2f, -0.25f}, {0, -0.2f, 0.3f}, {0, 0.35f, 0}},
+      {{-0.3f, -0.15f, -0.3f},
+       {0.3f, -0.15f, -0.3f},
+       {0.3f, -0.15f, 0.3f},
+       {-0.3f, -0.15f, 0.3f},
+       {0, 0.35f, 0}}};
+  std::vector<HullGeometry> geometry(shapes.size());
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    b.hull(shapes[k]);
+    ASSERT_EQ(build_hull(hull_of(shapes[k]), &geometry[k]), Error::none);
+  }
+  b.create();
+  const float wall = 2.5f;
+  for (int axis = 0; axis < 3; ++axis) {
+    for (float side : {-1.0f, 1.0f}) {
+      BodyDef d = default_body_def();
+      d.type = BodyType::static_body;
+      Vec3 half{wall + 0.5f, wall + 0.5f, wall + 0.5f};
+      Vec3 p{};
+      if (axis == 0) half.x = 0.5f, p.x = side * (wall + 0.5f);
+      if (axis == 1) half.y = 0.5f, p.y = side * (wall + 0.5f);
+      if (axis == 2) half.z = 0.5f, p.z = side * (wall + 0.5f);
+      d.shape = box_shape(half);
+      d.shape.friction = 0;
+      d.shape.restitution = 1;
+      d.position = p;
+      BodyId id;
+      ASSERT_EQ(b.world->create_body(d, &id), Error::none);
+    }
+  }
+  struct Item {
+    BodyId id;
+    size_t shape;
+  };
+  std::vector<Item> items;
+  for (int i = 0; i < 18; ++i) {
+    BodyDef d = default_body_def();
+    d.shape = hull_shape(static_cast<uint32_t>(i % 3));
+    d.shape.friction = 0;
+    d.shape.restitution = 1;
+    d.position = {-1.6f + 1.6f * static_cast<float>(i % 3),
+                  -1.2f + 1.2f * static_cast<float>((i / 3) % 3), i < 9 ? -0.8f : 0.8f};
+    const float a = 0.7f * static_cast<float>(i);
+    d.linear_velocity = {3.0f * std::cos(a), 2.0f * std::sin(1.3f * a), 3.0f * std::sin(a)};
+    d.angular_velocity = {std::sin(a), 2.0f * std::cos(a), 1.0f};
+    BodyId id;
+    ASSERT_EQ(b.world->create_body(d, &id), Error::none);
+    items.push_back({id, static_cast<size_t>(i % 3)});
+  }
+  auto energy = [&]() {
+    double e = 0;
+    for (const Item& it : items) {
+      const BodyView v = b.view(it.id);
+      e += 0.5 * v.mass_kg * double(dot(v.linear_velocity, v.linear_velocity));
+      const HullGeometry& g = geometry[it.shape];
+      const float density = v.mass_kg / g.volume;
+      // ω in the principal frame: Rpᵀ·Rbᵀ·ω.
+      const Vec3 w = inv_rotate(g.principal_frame, inv_rotate(v.orientation, v.angular_velocity));
+      e += 0.5 * density *
+           (double(g.principal_inertia.x) * w.x * w.x + double(g.principal_inertia.y) * w.y * w.y +
+            double(g.principal_inertia.z) * w.z * w.z);
+    }
+    return e;
+  };
+  const double start = energy();
+  double most = start;
+  for (int s = 0; s < 600; ++s) {
+    b.world->step();
+    most = std::fmax(most, energy());
+  }
+  std::printf("[figures] elastic hulls: start %.3f J, most %.3f J (%.2f %%), end %.3f J\n", start,
+              most, 100.0 * (most / start - 1.0), energy());
+  EXPECT_LE(most, 1.03 * start);
+}
+
+}  // namespace

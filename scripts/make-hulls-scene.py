@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Writes tests/scenes/hulls.txt, the golden scene of convex hulls (docs/determinism.md).
+
+A pile of mixed hulls dropped into a walled box: tetrahedra, 5-point pyramids, 8-point boxes,
+16- and 24-point rounded stones, and hull templates that scripted `at` lines spawn in. Every
+coordinate is written with 6 decimals, so the text (not this script's floating point) is what
+every platform reads. Run it again only to change the scene; the golden chain follows it.
+"""
+import math
+import sys
+
+
+def fmt(v):
+    s = f"{v:.6f}".rstrip("0").rstrip(".")
+    return "0" if s in ("-0", "") else s
+
+
+def points(ps):
+    return ",".join(fmt(c) for p in ps for c in p)
+
+
+def stone(n, rx, ry, rz):
+    # A Fibonacci sphere of n points, squashed: a rounded pebble.
+    out = []
+    for i in range(n):
+        y = 1 - (2 * i + 1) / n
+        r = math.sqrt(max(0.0, 1 - y * y))
+        a = 2.399963229728653 * i
+        out.append((rx * r * math.cos(a), ry * y, rz * r * math.sin(a)))
+    return out
+
+
+tetra = [(-0.3, -0.2, -0.25), (0.3, -0.2, -0.25), (0, -0.2, 0.3), (0, 0.35, 0)]
+pyramid = [(-0.3, -0.15, -0.3), (0.3, -0.15, -0.3), (0.3, -0.15, 0.3), (-0.3, -0.15, 0.3),
+           (0, 0.35, 0)]
+box = [((i & 1) and 0.25 or -0.25, (i & 2) and 0.2 or -0.2, (i & 4) and 0.3 or -0.3)
+       for i in range(8)]
+stone16 = stone(16, 0.3, 0.22, 0.26)
+stone24 = stone(24, 0.28, 0.28, 0.34)
+shapes = [tetra, pyramid, box, stone16, stone24]
+
+lines = [
+    "# Hulls golden scene, written by scripts/make-hulls-scene.py: tetrahedra, 5-point pyramids,",
+    "# 8-point boxes and 16/24-point rounded stones dropped into a walled box, then more spawned",
+    "# from hull templates by `at` lines (tests/golden/hulls.txt).",
+    "scene version=1 name=hulls",
+    "world max_bodies=128 max_commands_per_tick=8",
+]
+for k, s in enumerate(shapes):
+    lines.append(f"template name=hull{k} type=dynamic shape=hull points={points(s)} friction=0.6")
+lines += [
+    "body type=static shape=plane normal=0,1,0",
+    "body type=static shape=box half=3,1,0.25 pos=0,1,-3.25 rot=0,0,0,1",
+    "body type=static shape=box half=3,1,0.25 pos=0,1,3.25 rot=0,0,0,1",
+    "body type=static shape=box half=0.25,1,3 pos=-3.25,1,0 rot=0,0,0,1",
+    "body type=static shape=box half=0.25,1,3 pos=3.25,1,0 rot=0,0,0,1",
+]
+count = 0
+for layer in range(4):
+    for i in range(4):
+        for j in range(4):
+            s = shapes[(i + 2 * j + 3 * layer) % len(shapes)]
+            x = -1.8 + 1.2 * i + 0.1 * (layer % 2)
+            z = -1.8 + 1.2 * j - 0.1 * (layer % 2)
+            y = 0.6 + 0.8 * layer
+            # A turn about a tilted axis, different for each body.
+            a = 0.3 + 0.37 * count
+            ax = (math.sin(a), 0.6, math.cos(a))
+            n = math.sqrt(sum(c * c for c in ax))
+            h = 0.5 * (0.4 + 0.13 * count)
+            q = tuple(c / n * math.sin(h) for c in ax) + (math.cos(h),)
+            norm = math.sqrt(sum(c * c for c in q))
+            q = tuple(c / norm for c in q)
+            lines.append(f"body type=dynamic shape=hull points={points(s)} friction=0.6 "
+                         f"pos={fmt(x)},{fmt(y)},{fmt(z)} rot={','.join(fmt(c) for c in q)}")
+            count += 1
+for t in range(8):
+    tick = 60 + 30 * t
+    lines.append(f"at tick={tick} spawn template=hull{t % len(shapes)} "
+                 f"pos={fmt(-1 + 0.3 * t)},4,{fmt(0.5 - 0.2 * t)} rot=0,0,0,1")
+out = sys.argv[1] if len(sys.argv) > 1 else "tests/scenes/hulls.txt"
+with open(out, "w") as f:
+    f.write("\n".join(lines) + "\n")
