@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "alloc_counter.h"
+#include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/testing.h"
 #include "lockstep/sim/world.h"
@@ -95,6 +98,61 @@ TEST(SimAlloc, StepsSnapshotsAndEditsNeverAllocate) {
   // The scene really collided: on average thousands of contact points per step at the end.
   EXPECT_GT(contact_points / 600, 1000u);
   EXPECT_GT(world->counters().inputs_accepted, 0u);
+}
+
+// With hulls: the hulls golden scene's pile and spawns, snapshots, a hull body created and
+// destroyed, and ray and overlap queries against and with hulls never allocate.
+TEST(SimAlloc, HullsNeverAllocate) {
+  std::FILE* f = std::fopen(LOCKSTEP_SCENES_DIR "/hulls.txt", "rb");
+  ASSERT_NE(f, nullptr);
+  std::string text;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0)
+    text.append(buffer, n);
+  std::fclose(f);
+  lockstep::sim::Scene scene;
+  std::string message;
+  ASSERT_TRUE(lockstep::sim::parse_scene_text(text, &scene, &message)) << message;
+  Error error = Error::none;
+  std::unique_ptr<World> world = lockstep::sim::build_world(scene, &error);
+  ASSERT_NE(world, nullptr);
+  std::vector<uint8_t> snapshot(world->max_snapshot_size());
+  BodyDef extra = scene.bodies.back();
+  extra.position = {0, 5, 0};
+  BodyId found[16];
+  uint64_t allocations = 0;
+  uint64_t contact_points = 0;
+  size_t next_action = 0;
+  {
+    AllocationCounter counter;
+    for (uint64_t tick = 1; tick <= 600; ++tick) {
+      for (; next_action < scene.actions.size() && scene.actions[next_action].tick == tick;
+           ++next_action) {
+        EXPECT_EQ(world->queue_command(scene.actions[next_action].command), Error::none);
+      }
+      world->step();
+      contact_points += world->last_step_stats().contact_points;
+      (void)world->state_hash();
+      if (tick % 100 == 50) {
+        size_t written = 0;
+        EXPECT_EQ(world->save_snapshot(snapshot, &written), Error::none);
+        EXPECT_EQ(world->restore_snapshot({snapshot.data(), written}), Error::none);
+        BodyId id{};
+        EXPECT_EQ(world->create_body(extra, &id), Error::none);
+        EXPECT_EQ(world->destroy_body(id), Error::none);
+        lockstep::sim::RayHit hit;
+        const auto ray = lockstep::sim::ray_cast(*world, {0, 5, 0.1f}, {0, -10, 0}, {}, &hit);
+        EXPECT_EQ(ray.count, 1u);
+        const auto near =
+            lockstep::sim::overlap(*world, extra.shape, {{0, 0.5f, 0}, {}}, {}, found);
+        EXPECT_EQ(near.error, Error::none);
+      }
+    }
+    allocations = counter.count();
+  }
+  EXPECT_EQ(allocations, 0u);
+  EXPECT_GT(contact_points / 600, 100u);
 }
 
 // Spawn and destroy commands and velocity inputs every tick: the command stage never allocates.
