@@ -282,7 +282,30 @@ std::string base64(const std::vector<uint8_t>& bytes) {
   return out;
 }
 
-std::string body_json(const sim::BodyView& v) {
+// A hull's drawing: its vertices (body space) and faces, as
+// "hull":{"v":[x,y,z,...],"f":[[i,...],...]}.
+std::string hull_json(const sim::World& world, const sim::ShapeDef& s) {
+  sim::HullView h;
+  if (s.type != sim::ShapeType::hull || world.get_hull(s.hull, &h) != sim::Error::none) return "";
+  std::string out = ",\"hull_index\":" + std::to_string(s.hull) + ",\"hull\":{\"v\":[";
+  for (uint32_t i = 0; i < h.vertex_count; ++i) {
+    if (i) out += ',';
+    out += number(h.vertices[i].x) + "," + number(h.vertices[i].y) + "," + number(h.vertices[i].z);
+  }
+  out += "],\"f\":[";
+  uint32_t at = 0;
+  for (uint32_t f = 0; f < h.face_count; ++f) {
+    out += f ? ",[" : "[";
+    for (uint32_t k = 0; k < h.face_sizes[f]; ++k) {
+      if (k) out += ',';
+      out += std::to_string(h.face_indices[at++]);
+    }
+    out += ']';
+  }
+  return out + "]}";
+}
+
+std::string body_json(const sim::World& world, const sim::BodyView& v) {
   const sim::ShapeDef& s = v.shape;
   return "{\"id\":\"" + body_name(v.id) + "\",\"type\":\"" + detail::body_type_name(v.type) +
          "\",\"shape\":\"" + detail::shape_type_name(s.type) +
@@ -291,7 +314,7 @@ std::string body_json(const sim::BodyView& v) {
          ",\"hx\":" + number(s.half_extents.x) + ",\"hy\":" + number(s.half_extents.y) +
          ",\"hz\":" + number(s.half_extents.z) + ",\"hh\":" + number(s.half_height) + ",\"n\":[" +
          number(s.plane_normal.x) + "," + number(s.plane_normal.y) + "," +
-         number(s.plane_normal.z) + "],\"d\":" + number(s.plane_offset) + "}";
+         number(s.plane_normal.z) + "],\"d\":" + number(s.plane_offset) + hull_json(world, s) + "}";
 }
 
 std::string hashes_json(const std::vector<std::optional<uint64_t>>& hashes) {
@@ -495,7 +518,7 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
                      ",\"quanta_per_metre\":" + number(kQuantaPerMetre) + ",\"bodies\":[";
   for (size_t i = 0; i < table.views.size(); ++i) {
     if (i) meta += ",\n";
-    meta += body_json(table.views[i]);
+    meta += body_json(*world, table.views[i]);
   }
   meta += "]," + hashes_meta(replay, against, run_a);
   meta +=

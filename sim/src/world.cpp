@@ -488,6 +488,18 @@ bool World::is_alive(BodyId id) const {
   return resolve_body(*data_, id, &slot) == Error::none;
 }
 
+Error World::get_hull(uint32_t index, HullView* out) const {
+  const WorldData& w = *data_;
+  if (out == nullptr || index >= w.hulls.size()) return Error::invalid_argument;
+  const HullGeometry& h = w.hulls[index];
+  out->vertex_count = h.vertex_count;
+  out->face_count = h.face_count;
+  out->vertices = h.vertices;
+  out->face_sizes = h.face_size;
+  out->face_indices = h.face_vertices;
+  return Error::none;
+}
+
 Error World::get_body(BodyId id, BodyView* out) const {
   const WorldData& w = *data_;
   uint32_t slot = 0;

@@ -18,6 +18,17 @@ namespace lockstep::sim {
 struct WorldData;  // internal; see sim/src/world_data.h
 
 /// Read-only view of a body between steps.
+/// A hull as the world built it (WorldDef::hulls[i]), for drawing and export: vertices in body
+/// space with the centre of mass at the origin, and faces as vertex index lists, each
+/// counter-clockwise seen from outside, one after another. Valid while the world lives.
+struct HullView {
+  uint32_t vertex_count = 0;
+  uint32_t face_count = 0;
+  const Vec3* vertices = nullptr;
+  const uint8_t* face_sizes = nullptr;    // face_count entries
+  const uint8_t* face_indices = nullptr;  // the sum of face_sizes entries
+};
+
 struct BodyView {
   BodyId id{};
   BodyType type = BodyType::dynamic;
@@ -77,6 +88,8 @@ class World final {
   bool is_alive(BodyId id) const;
   /// Fills *out for a live body.
   Error get_body(BodyId id, BodyView* out) const;
+  /// The built hull WorldDef::hulls[index] (invalid_argument past hull_count).
+  Error get_hull(uint32_t index, HullView* out) const;
   Error set_linear_velocity(BodyId id, Vec3 velocity);
   Error set_angular_velocity(BodyId id, Vec3 velocity);
   Error set_transform(BodyId id, Vec3 position, Quat orientation);
