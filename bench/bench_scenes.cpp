@@ -8,12 +8,16 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "collide.h"
 #include "split_mix64.h"
 
 namespace lockstep::bench {
+
+sim::Scene make_hulls_scene(uint32_t n);
 namespace {
 
 using namespace lockstep::sim;
@@ -110,7 +114,29 @@ Scene make_grid_scene(uint32_t n) {
 bool make_bench_scene(std::string_view name, BenchScene* out) {
   BenchScene result;
   uint32_t n = 0;
-  if (name == "rain") {
+  if (name.substr(0, 6) == "hulls-" && parse_grid_name("grid-" + std::string(name.substr(6)), &n)) {
+    result.scene = make_hulls_scene(n);
+  } else if (name == "pyramid-hulls") {
+    make_builtin_scene("pyramid", &result.scene);
+    // Every distinct box becomes an 8-point hull of the same size.
+    WorldDef& def = result.scene.def;
+    for (BodyDef& body : result.scene.bodies) {
+      if (body.shape.type != ShapeType::box) continue;
+      const Vec3 h = body.shape.half_extents;
+      uint32_t index = def.hull_count;
+      for (uint32_t k = 0; k < def.hull_count; ++k)
+        if (def.hulls[k].points[7] == h) index = k;
+      if (index == def.hull_count) {
+        if (def.hull_count == kMaxHulls) return false;
+        HullDef& hull = def.hulls[def.hull_count++];
+        hull.point_count = 8;
+        for (uint32_t c = 0; c < 8; ++c)
+          hull.points[c] = {(c & 1) ? h.x : -h.x, (c & 2) ? h.y : -h.y, (c & 4) ? h.z : -h.z};
+      }
+      body.shape.type = ShapeType::hull;
+      body.shape.hull = index;
+    }
+  } else if (name == "rain") {
     result.rain = true;
     result.scene = make_rain_scene(result.rain_spec);
   } else if (parse_grid_name(name, &n)) {
@@ -123,6 +149,68 @@ bool make_bench_scene(std::string_view name, BenchScene* out) {
   result.scene.def.enable_sleep = false;
   *out = std::move(result);
   return true;
+}
+
+Scene make_hulls_scene(uint32_t n) {
+  Scene scene;
+  scene.name = "hulls-" + std::to_string(n);
+  scene.def = default_world_def();
+  WorldDef& def = scene.def;
+  // Five hulls: an 8-point box, a tetrahedron, a 5-point pyramid and 16- and 24-point stones
+  // (Fibonacci spheres, squashed).
+  auto add = [&def](std::initializer_list<Vec3> points) {
+    HullDef& h = def.hulls[def.hull_count++];
+    for (Vec3 p : points) h.points[h.point_count++] = p;
+  };
+  add({{-0.25f, -0.2f, -0.3f}, {0.25f, -0.2f, -0.3f}, {-0.25f, 0.2f, -0.3f}, {0.25f, 0.2f, -0.3f},
+       {-0.25f, -0.2f, 0.3f}, {0.25f, -0.2f, 0.3f}, {-0.25f, 0.2f, 0.3f}, {0.25f, 0.2f, 0.3f}});
+  add({{-0.3f, -0.2f, -0.25f}, {0.3f, -0.2f, -0.25f}, {0, -0.2f, 0.3f}, {0, 0.35f, 0}});
+  add({{-0.3f, -0.15f, -0.3f}, {0.3f, -0.15f, -0.3f}, {0.3f, -0.15f, 0.3f}, {-0.3f, -0.15f, 0.3f},
+       {0, 0.35f, 0}});
+  for (uint32_t count : {16u, 24u}) {
+    HullDef& h = def.hulls[def.hull_count++];
+    for (uint32_t i = 0; i < count; ++i) {
+      const float y = 1.0f - (2.0f * static_cast<float>(i) + 1.0f) / static_cast<float>(count);
+      const float r = std::sqrt(1.0f - y * y);
+      const float a = 2.39996323f * static_cast<float>(i);
+      h.points[h.point_count++] = {0.3f * r * std::cos(a), 0.24f * y, 0.27f * r * std::sin(a)};
+    }
+  }
+  const uint32_t side = 10;  // 100 hulls a layer
+  const float spacing = 0.8f;
+  const float half = 0.5f * spacing * static_cast<float>(side) + 0.2f;
+  def.max_bodies = n + 8;
+  def.max_contact_pairs = 16 * (n + 8);
+  def.max_contact_points = 4 * def.max_contact_pairs;
+  def.max_candidate_pairs = 32 * (n + 8);
+  BodyDef floor = default_body_def();
+  floor.type = BodyType::static_body;
+  floor.shape.type = ShapeType::plane;
+  scene.bodies.push_back(floor);
+  for (int wall = 0; wall < 4; ++wall) {
+    BodyDef b = default_body_def();
+    b.type = BodyType::static_body;
+    b.shape.type = ShapeType::box;
+    const bool along_x = wall < 2;
+    const float sign = wall % 2 == 0 ? -1.0f : 1.0f;
+    b.shape.half_extents = along_x ? Vec3{half + 0.5f, 4.0f, 0.5f} : Vec3{0.5f, 4.0f, half + 0.5f};
+    b.position = along_x ? Vec3{0, 4.0f, sign * (half + 0.5f)} : Vec3{sign * (half + 0.5f), 4.0f, 0};
+    scene.bodies.push_back(b);
+  }
+  SplitMix64 rng{0x6a11ull};
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t layer = i / (side * side), cell = i % (side * side);
+    BodyDef b = default_body_def();
+    b.shape.type = ShapeType::hull;
+    b.shape.hull = i % def.hull_count;
+    b.shape.friction = 0.6f;
+    b.position = {-half + 0.2f + spacing * (0.5f + static_cast<float>(cell % side)),
+                  0.5f + spacing * static_cast<float>(layer),
+                  -half + 0.2f + spacing * (0.5f + static_cast<float>(cell / side))};
+    b.orientation = rng.orientation();
+    scene.bodies.push_back(b);
+  }
+  return scene;
 }
 
 uint32_t rain_spawns(const RainSpec& spec, uint32_t spawned, std::span<BodyDef> out) {
@@ -155,7 +243,8 @@ float PenetrationProbe::deepest_m(std::span<const PosedShape> bodies) {
   boxes_.resize(n);
   order_.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    boxes_[i] = compute_aabb(bodies[i].shape, lockstep::sim::ShapeLibrary{}, bodies[i].xf, 0.0f);
+    const lockstep::sim::ShapeLibrary library{hulls.data(), static_cast<uint32_t>(hulls.size())};
+    boxes_[i] = compute_aabb(bodies[i].shape, library, bodies[i].xf, 0.0f);
     order_[i] = static_cast<uint32_t>(i);
   }
   std::sort(order_.begin(), order_.end(), [this](uint32_t a, uint32_t b) {
@@ -172,7 +261,8 @@ float PenetrationProbe::deepest_m(std::span<const PosedShape> bodies) {
       if (!bodies[i].dynamic && !bodies[j].dynamic) continue;
       if (!overlaps(boxes_[i], boxes_[j])) continue;
       collide(bodies[i].shape, bodies[i].xf, bodies[j].shape, bodies[j].xf,
-              lockstep::sim::ShapeLibrary{}, 0.0f, &manifold);
+              lockstep::sim::ShapeLibrary{hulls.data(), static_cast<uint32_t>(hulls.size())},
+              0.0f, &manifold);
       for (int k = 0; k < manifold.count; ++k) {
         deepest = std::max(deepest, -manifold.points[k].separation);
       }
@@ -182,10 +272,11 @@ float PenetrationProbe::deepest_m(std::span<const PosedShape> bodies) {
 }
 
 double mechanical_energy_j(const PosedShape& body, Vec3 linear_velocity, Vec3 angular_velocity,
-                           Vec3 gravity) {
+                           Vec3 gravity, const lockstep::sim::ShapeLibrary& library) {
   if (!body.dynamic) return 0;
-  const MassProperties mp = compute_mass_properties(body.shape, lockstep::sim::ShapeLibrary{});
-  const Vec3 w = inv_rotate(body.xf.q, angular_velocity);  // body axes, where I is diagonal
+  const MassProperties mp = compute_mass_properties(body.shape, library);
+  // Principal axes, where I is diagonal (turned in the body frame for a hull).
+  const Vec3 w = inv_rotate(mp.principal_frame, inv_rotate(body.xf.q, angular_velocity));
   const double m = mp.mass;
   const double linear = 0.5 * m * static_cast<double>(dot(linear_velocity, linear_velocity));
   const double angular = 0.5 * (static_cast<double>(mp.inertia.x) * w.x * w.x +

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hull.h"
 #include "lockstep/sim/scene.h"
 #include "shape.h"
 
@@ -30,8 +31,10 @@ struct BenchScene {
   RainSpec rain_spec{};
 };
 
-/// Fills *out for a built-in scene name, "rain", or "grid-N" (N bodies, 1 ≤ N ≤ 100,000);
-/// false for anything else.
+/// Fills *out for a built-in scene name, "rain", "grid-N" (N bodies, 1 ≤ N ≤ 100,000),
+/// "hulls-N" (N convex hulls of 4 to 24 points, mixed, dropped in layers of 100 into a walled
+/// box) or "pyramid-hulls" (the pyramid with every box given as an 8-point hull); false for
+/// anything else.
 bool make_bench_scene(std::string_view name, BenchScene* out);
 
 /// The series: N bodies (alternating unit spheres and unit boxes) resting 1.5 m apart on a
@@ -59,6 +62,8 @@ class PenetrationProbe {
   float deepest_m(std::span<const PosedShape> bodies);
   /// Takes the scratch for `bodies` bodies now (so that later calls do not allocate).
   void reserve(size_t bodies);
+  /// The hulls hull shapes name (the scene's World::hulls, built from its WorldDef).
+  std::vector<sim::HullGeometry> hulls;
 
  private:
   std::vector<sim::Aabb> boxes_;
@@ -68,7 +73,8 @@ class PenetrationProbe {
 /// Mechanical energy (J) of a body: ½mv² + ½ωᵀIω + m·(−g)·x, with I the shape's principal
 /// inertia (sim::compute_mass_properties) rotated to world axes. Static bodies: 0.
 double mechanical_energy_j(const PosedShape& body, sim::Vec3 linear_velocity,
-                           sim::Vec3 angular_velocity, sim::Vec3 gravity);
+                           sim::Vec3 angular_velocity, sim::Vec3 gravity,
+                           const sim::ShapeLibrary& library);
 
 /// CPU time of the calling thread (ns): step timings use it so that time the thread spends
 /// preempted on a shared machine is not counted (wall time is reported beside it).

@@ -26,6 +26,7 @@
 
 #include "alloc_counter.h"
 #include "bench_scenes.h"
+#include "hull.h"
 #include "lockstep/sim/world.h"
 
 namespace {
@@ -126,6 +127,8 @@ class BulletEngine final : public Engine {
  public:
   BulletEngine(const WorldDef& def, BulletVariant variant)
       : dispatcher_(&config_), world_(&dispatcher_, &broadphase_, &solver_, &config_) {
+    hulls_.resize(def.hull_count);
+    for (uint32_t h = 0; h < def.hull_count; ++h) (void)build_hull(def.hulls[h], &hulls_[h]);
     world_.setGravity(to_bt(def.gravity));
     dt_ = def.dt_s;
     btContactSolverInfo& info = world_.getSolverInfo();
@@ -175,10 +178,25 @@ class BulletEngine final : public Engine {
       case ShapeType::plane:
         shape = std::make_unique<btStaticPlaneShape>(to_bt(s.plane_normal), s.plane_offset);
         break;
+      case ShapeType::hull: {
+        // The same vertices, centre of mass at the origin. Bullet grows a hull by its collision
+        // margin; 1 cm (its default is 4) keeps its bodies near their real surfaces.
+        const HullGeometry& g = hulls_[s.hull];
+        auto hull = std::make_unique<btConvexHullShape>();
+        for (uint32_t v = 0; v < g.vertex_count; ++v) hull->addPoint(to_bt(g.vertices[v]), false);
+        hull->recalcLocalAabb();
+        hull->setMargin(0.01f);
+        shape = std::move(hull);
+        break;
+      }
     }
     const bool dynamic = def.type == BodyType::dynamic;
+    // A hull's inertia is diagonal in its principal frame, which Bullet's body frame cannot
+    // turn: the principal values are given as they are (the scene's hulls are near symmetric).
     const MassProperties mp =
-        dynamic ? compute_mass_properties(s, lockstep::sim::ShapeLibrary{}) : MassProperties{};
+        dynamic ? compute_mass_properties(
+                      s, ShapeLibrary{hulls_.data(), static_cast<uint32_t>(hulls_.size())})
+                : MassProperties{};
     btRigidBody::btRigidBodyConstructionInfo info(mp.mass, nullptr, shape.get(), to_bt(mp.inertia));
     const Quat q = normalize(def.orientation);
     info.m_startWorldTransform = btTransform(btQuaternion(q.x, q.y, q.z, q.w), to_bt(def.position));
@@ -245,6 +263,7 @@ class BulletEngine final : public Engine {
   btDiscreteDynamicsWorld world_;
   float dt_ = 1.0f / 60.0f;
   std::vector<std::unique_ptr<btCollisionShape>> shapes_;
+  std::vector<HullGeometry> hulls_;
   std::vector<std::unique_ptr<btRigidBody>> bodies_;
   std::vector<ShapeDef> defs_;
 };
@@ -315,12 +334,12 @@ size_t top_body(const BenchScene& bench) {
 }
 
 double total_energy_j(const Engine& engine, const std::vector<PosedShape>& poses, Vec3 gravity,
-                      size_t only = SIZE_MAX) {
+                      const ShapeLibrary& library, size_t only = SIZE_MAX) {
   double sum = 0;
   for (size_t i = 0; i < poses.size(); ++i) {
     if (only != SIZE_MAX && i != only) continue;
     sum += lockstep::bench::mechanical_energy_j(poses[i], engine.linear_velocity(i),
-                                                engine.angular_velocity(i), gravity);
+                                                engine.angular_velocity(i), gravity, library);
   }
   return sum;
 }
@@ -355,6 +374,10 @@ bool run_once(const Plan& plan, const BenchScene& bench, std::string_view engine
   poses.reserve(capacity);
   lockstep::bench::PenetrationProbe probe;
   probe.reserve(capacity);
+  probe.hulls.resize(def.hull_count);
+  for (uint32_t h = 0; h < def.hull_count; ++h)
+    if (build_hull(def.hulls[h], &probe.hulls[h]) != Error::none) return false;
+  const ShapeLibrary library{probe.hulls.data(), def.hull_count};
   std::vector<BodyDef> spawns(bench.rain_spec.per_tick);
   std::vector<double> step_ms(plan.steps);
 
@@ -380,8 +403,8 @@ bool run_once(const Plan& plan, const BenchScene& bench, std::string_view engine
   const bool energy = measure && bench.scene.name == "bounce";
   if (energy) {
     engine->poses(&poses);
-    energy_start = total_energy_j(*engine, poses, def.gravity);
-    elastic_start = total_energy_j(*engine, poses, def.gravity, elastic);
+    energy_start = total_energy_j(*engine, poses, def.gravity, library);
+    elastic_start = total_energy_j(*engine, poses, def.gravity, library, elastic);
   }
 
   double max_pen = 0, own_pen = 0;
@@ -442,8 +465,8 @@ bool run_once(const Plan& plan, const BenchScene& bench, std::string_view engine
       if (p.dynamic && p.xf.p.y < 0) ++result->lost_bodies;
     }
     if (energy) {
-      const double end = total_energy_j(*engine, poses, def.gravity);
-      const double elastic_end = total_energy_j(*engine, poses, def.gravity, elastic);
+      const double end = total_energy_j(*engine, poses, def.gravity, library);
+      const double elastic_end = total_energy_j(*engine, poses, def.gravity, library, elastic);
       result->has_energy = true;
       result->energy_drift_pct = (end - energy_start) / std::fabs(energy_start) * 100;
       result->elastic_drift_pct = (elastic_end - elastic_start) / std::fabs(elastic_start) * 100;
