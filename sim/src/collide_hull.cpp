@@ -254,9 +254,15 @@ void round_hull(Vec3 p, Vec3 d, float radius, const WorldPoly& w, float margin, 
       out->normal = w.n[face];
       if (clip_segment_to_face(w, face, p, d, radius, margin, w.n[face], out) > 0) return;
     }
-    Vec3 n = ph.distance > 0.0f ? (x - ph.point) * (1.0f / ph.distance) : Vec3{0, 1, 0};
-    if (!(ph.distance * ph.distance > kDirectionEpsSq) && (ph.feature >> 24) == 1u)
+    // The direction between the closest points; touching (under 1 µm apart), the face's normal,
+    // or away from the hull's centre at an edge or a corner.
+    Vec3 n;
+    if (ph.distance * ph.distance > kDirectionEpsSq)
+      n = (x - ph.point) * (1.0f / ph.distance);
+    else if ((ph.feature >> 24) == 1u)
       n = w.n[(ph.feature >> 8) & 0xffu];
+    else
+      n = normalize_or(x - w.centre, Vec3{0, 1, 0});
     out->normal = n;
     add_point(out, x - n * (radius + 0.5f * sep), sep, feature_id(kTagRoundHull, ph.feature));
     return;
