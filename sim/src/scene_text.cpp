@@ -366,10 +366,11 @@ std::vector<std::string_view> body_keys() {
   return keys;
 }
 
-// A hull shape's `points=x,y,z,x,y,z,...` key: the hull is built to check it, then added to the
-// WorldDef's hulls (or found there: shapes with the same points share one hull), and the shape
-// names it. *built gets the hull for the checks that follow.
-bool get_hull_points(LineReader& reader, WorldDef* def, ShapeDef* shape, HullGeometry* built) {
+// A hull shape's `points=x,y,z,x,y,z,...` key: found among the WorldDef's hulls (shapes with the
+// same points share one hull), or built to check it and added; the shape names it. `built` holds
+// the built hulls by index (so a hull used by many lines is built once).
+bool get_hull_points(LineReader& reader, WorldDef* def, std::vector<HullGeometry>* built,
+                     ShapeDef* shape) {
   if (!reader.require("points", "a hull shape lists its points")) return false;
   Token* token = reader.find("points");
   HullDef hull;
@@ -400,15 +401,7 @@ bool get_hull_points(LineReader& reader, WorldDef* def, ShapeDef* shape, HullGeo
     return reader.fail(*token, "a hull needs at least " + std::to_string(kMinHullPoints) +
                                    " points, got " + std::to_string(hull.point_count));
   }
-  const Error e = build_hull(hull, built);
-  if (e == Error::degenerate_hull) {
-    return reader.fail(*token, "the " + std::to_string(hull.point_count) +
-                                   " points are coplanar, or too close together, to span a solid");
-  }
-  if (e != Error::none) {
-    return reader.fail(*token, std::to_string(hull.point_count) + " points: " + error_message(e));
-  }
-  for (uint32_t i = 0; i < def->hull_count; ++i) {
+  for (uint32_t i = 0; i < def->hull_count && i < built->size(); ++i) {
     const HullDef& known = def->hulls[i];
     if (known.point_count == hull.point_count &&
         std::memcmp(known.points, hull.points, sizeof(Vec3) * hull.point_count) == 0) {
@@ -416,24 +409,35 @@ bool get_hull_points(LineReader& reader, WorldDef* def, ShapeDef* shape, HullGeo
       return true;
     }
   }
+  HullGeometry geometry;
+  const Error e = build_hull(hull, &geometry);
+  if (e == Error::degenerate_hull) {
+    return reader.fail(*token, "the " + std::to_string(hull.point_count) +
+                                   " points are coplanar, or too close together, to span a solid");
+  }
+  if (e != Error::none) {
+    return reader.fail(*token, std::to_string(hull.point_count) + " points: " + error_message(e));
+  }
   if (def->hull_count >= kMaxHulls) {
     return reader.fail(*token,
                        "more than " + std::to_string(kMaxHulls) + " different hulls in one scene");
   }
   def->hulls[def->hull_count] = hull;
+  built->resize(def->hull_count);
+  built->push_back(geometry);
   shape->hull = def->hull_count++;
   return true;
 }
 
-bool parse_body_line(LineReader& reader, WorldDef* def, BodyDef* body) {
+// A body (or template) line's keys into *body; a hull shape's points go to def's hulls (`built`
+// holds them built, by index).
+bool parse_body_line(LineReader& reader, WorldDef* def, std::vector<HullGeometry>* built,
+                     BodyDef* body) {
   if (!get_fields(reader, body, nullptr, true)) return false;
   ShapeDef& shape = body->shape;
-  HullGeometry built;
-  if (shape.type == ShapeType::hull && !get_hull_points(reader, def, &shape, &built)) return false;
-  // The checks below see the hull at index 0 of a library of one.
-  ShapeDef checked = shape;
-  checked.hull = 0;
-  const ShapeLibrary library{&built, shape.type == ShapeType::hull ? 1u : 0u};
+  if (shape.type == ShapeType::hull && !get_hull_points(reader, def, built, &shape)) return false;
+  const ShapeDef& checked = shape;
+  const ShapeLibrary library{built->data(), static_cast<uint32_t>(built->size())};
   const std::string context =
       "shape " + std::string(kShapeTypeNames[static_cast<size_t>(shape.type)]);
   if (shape.type == ShapeType::plane && body->type != BodyType::static_body) {
@@ -465,7 +469,7 @@ bool parse_body_line(LineReader& reader, WorldDef* def, BodyDef* body) {
 
 // A `template` line: a body line with a name and without pose, velocity or owner (a spawn
 // command gives those), appended to def->templates.
-bool parse_template_line(LineReader& reader, WorldDef* def) {
+bool parse_template_line(LineReader& reader, WorldDef* def, std::vector<HullGeometry>* built) {
   if (!reader.require("name", "templates need a name")) return false;
   const Token* name = reader.find("name");
   const Token* spawn_argument = nullptr;
@@ -490,13 +494,11 @@ bool parse_template_line(LineReader& reader, WorldDef* def) {
     return reader.fail(*name, "a second template named " + quoted(name->value));
   }
   BodyDef body = default_body_def();
-  if (!parse_body_line(reader, def, &body)) return false;
+  if (!parse_body_line(reader, def, built, &body)) return false;
   set_template_properties(&t, body);
   if (t.type == BodyType::dynamic) {
-    std::vector<HullGeometry> hulls;
-    if (build_world_hulls(*def, &hulls) != Error::none) return reader.fail(0, "hulls do not build");
-    const MassProperties m =
-        compute_mass_properties(t.shape, ShapeLibrary{hulls.data(), def->hull_count});
+    const MassProperties m = compute_mass_properties(
+        t.shape, ShapeLibrary{built->data(), static_cast<uint32_t>(built->size())});
     if (!(m.mass > 0.0f) || !std::isfinite(m.mass)) {
       return reader.fail(0, "a dynamic template needs a positive mass (density)");
     }
@@ -810,6 +812,7 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
   std::string& message = error != nullptr ? *error : scratch_error;
   Scene scene;
   scene.def = default_world_def();
+  std::vector<HullGeometry> built_hulls;  // scene.def.hulls, built once each
   size_t world_line = 0, scene_line = 0, player_line = 0, first_spawn_line = 0, rules_line = 0;
   std::vector<Token> tokens;
   size_t line_number = 0;
@@ -856,7 +859,7 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
         scene.named_bodies.push_back(
             NamedBody{std::string(name->value), static_cast<uint32_t>(scene.bodies.size())});
       }
-      if (!parse_body_line(reader, &scene.def, &body)) return false;
+      if (!parse_body_line(reader, &scene.def, &built_hulls, &body)) return false;
       scene.bodies.push_back(body);
     } else if (directive == "player") {
       if (player_line != 0) {
@@ -876,7 +879,7 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
       rules_line = line_number;
       if (!parse_rules_line(reader, &scene)) return false;
     } else if (directive == "template") {
-      if (!parse_template_line(reader, &scene.def)) return false;
+      if (!parse_template_line(reader, &scene.def, &built_hulls)) return false;
     } else if (directive == "at") {
       ScriptedAction action;
       if (!parse_at_line(reader, scene.def, line_number, &action)) return false;
