@@ -41,6 +41,10 @@ const char* error_message(Error error) {
       return "a spawn command names a template the WorldDef does not have";
     case Error::unknown_player:
       return "a player index outside 1..kMaxPlayers";
+    case Error::unknown_state_field:
+      return "a game state command names a field the world has not declared";
+    case Error::capacity_state_fields:
+      return "kMaxStateFields game state fields declared already, or a bad or repeated name";
   }
   return "unknown error";
 }
