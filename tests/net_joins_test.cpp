@@ -740,6 +740,48 @@ TEST(NetJoins, KothScoresTheKingInGameStateThatEveryClientSees) {
   EXPECT_EQ(stats.rooms[0].commands_failed, 0u);
 }
 
+// Rules that write a game state field the scene does not declare, or a player a room field
+// cannot hold, or emit an event about a player beyond kMaxPlayers: each command is refused when
+// queued, counted in commands_refused, and the room and its clients go on.
+class BadStateRules final : public server::RoomRules {
+ public:
+  void after_step(const sim::World& world, std::span<const sim::SensorEvent>,
+                  server::RulesOutput& out) override {
+    out.push(server::set_state_command(5, 1, 7));  // koth declares two fields, not six
+    out.push(server::set_state_command(world.find_state_field("king"), 2, 1));  // room field
+    out.push(server::event_command(1, sim::kMaxPlayers + 1, 0));
+    out.push(server::add_state_command(world.find_state_field("hill_seconds"), 1, 2));  // fine
+  }
+};
+
+TEST(NetJoins, RulesWritingUnknownStateFieldsAreRefusedAndCounted) {
+  server::ServerConfig config = net_test::loopback_config();
+  config.tick_rate_hz = 120;
+  config.scene = LOCKSTEP_SCENES_DIR "/koth.scene";
+  config.rules = "bad-state";
+  net_test::InProcessServer server(config, nullptr,
+                                   [](const std::string&, const sim::Scene&,
+                                      std::string*) -> std::unique_ptr<server::RoomRules> {
+                                     return std::make_unique<BadStateRules>();
+                                   });
+  ASSERT_TRUE(server.started());
+  KothPlayer player(false);
+  ASSERT_TRUE(player.connect(server.port()));
+  ASSERT_TRUE(net_test::eventually(
+      [&] {
+        player.pump();
+        return !player.states.empty() && player.states.rbegin()->second.hill_seconds >= 60;
+      },
+      net_test::kHangGuard, 1ms));
+  EXPECT_TRUE(player.errors.empty());
+  EXPECT_TRUE(player.desyncs.empty());
+  const server::ServerStats stats = server.stats();
+  ASSERT_EQ(stats.rooms.size(), 1u);
+  EXPECT_GE(stats.rooms[0].commands_refused, 3u * 30);
+  EXPECT_EQ(stats.rooms[0].commands_failed, 0u);
+  EXPECT_GE(stats.rooms[0].commands_applied, 30u);
+}
+
 TEST(NetJoins, ServerRefusesUnknownRulesAndSumoWithoutItsSensor) {
   server::ServerConfig config = net_test::loopback_config();
   config.scene = kSumoScene;
