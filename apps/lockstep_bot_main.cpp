@@ -8,6 +8,9 @@
 // `--scene-file arena.scene` plays a scene the server serves from --scene-dir (asked for by the
 // file's stem, the local world built from the same file), `--scene NAME` asks for one by name.
 //
+// `--game koth` plays king of the hill the same way, charging only opponents on the hill (within
+// 2 m of the platform's centre) and otherwise heading for the centre.
+//
 // `--game sumo` plays the sumo example game instead of the scene's input script. Every tick it
 // steers its ball (a target velocity input) towards the nearest opponent still on the platform,
 // or to the platform's centre when there is none, and never over the edge itself. It charges at a
@@ -15,6 +18,15 @@
 // drawn from the seed too), so clumps break up and the faster ball pushes the slower one back;
 // touching an opponent from the centre's side, it pushes straight outwards. The summary line
 // gains `score=` (its own) and `scores=` (every player in its world view).
+//
+// In a scene whose script gives this player nothing to push (its bodies are spawned by the
+// server when it joins, a `player` line, or nobody owns anything), `--game script` runs the same
+// seeded script over the bodies the server gives it (Welcome, then the spawns of later ticks). A
+// player that sent no input in the whole run fails (`error="sent no inputs ..."`, exit 1): a bot
+// that plays nothing must not pass for one that played. The summary line always ends its fixed
+// part with `state_tick=T state=...`: the game state (scores, then every field of the scene's
+// `state` lines) as the verified world had it at tick T (`--state-tick T`, else the last tick),
+// so bots of one room can be compared at the same tick.
 //
 // `--replay-dir DIR` keeps the SDK's replay window (what this client simulated: the inputs as
 // applied, its own hashes beside the server's, keyframes) and writes it to DIR on a desync, so
@@ -37,12 +49,15 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "lockstep/client_sdk/client.h"
+#include "lockstep/replays/replay_reader.h"
 #include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/testing.h"
@@ -103,8 +118,11 @@ bool ground_below(const sim::World& world, sim::Vec3 from, float depth, sim::Bod
 /// The sumo player: deterministic given its seed and the verified world it reads.
 class SumoPlayer final {
  public:
-  explicit SumoPlayer(uint64_t seed)
-      : seed_(seed),
+  /// `hill_radius_m` > 0 plays king of the hill: only opponents within that distance of the
+  /// platform's centre are charged, and with none there the ball heads for the centre.
+  explicit SumoPlayer(uint64_t seed, float hill_radius_m = 0)
+      : hill_radius_m_(hill_radius_m),
+        seed_(seed),
         speed_mps_(unit_range(split_mix64(seed), 3.0f, 10.0f)),
         phase_ticks_(split_mix64(seed + 1) % 120) {}
 
@@ -134,6 +152,10 @@ class SumoPlayer final {
             other.owner_player == player)
           continue;
         if (!ground_below(world, other.position, other.shape.radius + 0.25f, id)) continue;
+        if (hill_radius_m_ > 0) {
+          const float hx = other.position.x - centre_.x, hz = other.position.z - centre_.z;
+          if (hx * hx + hz * hz > hill_radius_m_ * hill_radius_m_) continue;
+        }
         const float dx = other.position.x - me.position.x, dz = other.position.z - me.position.z;
         const float d2 = dx * dx + dz * dz;
         if (!found || d2 < best) {
@@ -158,9 +180,12 @@ class SumoPlayer final {
       // Charge, then back off: 40 ticks of every 120 (2 s; the phase drawn from the seed) spent
       // retreating from the opponent at 3 m/s, so a clump of balls breaks up and the next charge
       // meets an opponent at another speed (the faster ball pushes the slower one back).
-      const bool backing_off = found && (world.tick() + phase_ticks_) % 120 < 40;
+      // King of the hill: the back-off holds with nobody to charge too (away from the hill), so
+      // the crowd on it thins out by turns and someone can be alone there.
+      const bool backing_off =
+          (found || hill_radius_m_ > 0) && (world.tick() + phase_ticks_) % 120 < 40;
       float speed = backing_off ? 3.0f : speed_mps_;
-      if (!found) speed = std::min(speed, 2.0f * length);  // settle at the centre
+      if (!found && !backing_off) speed = std::min(speed, 2.0f * length);  // settle at the centre
       if (length > 1e-4f) {
         dx /= length;
         dz /= length;
@@ -204,6 +229,16 @@ class SumoPlayer final {
 
   /// "1:3,2:0": every player who has a body in the world or a score, with the score.
   static std::string scores(const sim::World& world) {
+    std::string out;
+    for (uint32_t p : players_of(world)) {
+      if (!out.empty()) out += ',';
+      out += std::to_string(p) + ":" + std::to_string(world.score(p));
+    }
+    return out.empty() ? "-" : out;
+  }
+
+  /// Every player who has a body in the world or a score, ascending.
+  static std::vector<uint32_t> players_of(const sim::World& world) {
     std::vector<sim::BodyId> ids(world.body_count());
     ids.resize(world.list_bodies(ids));
     std::vector<uint32_t> players;
@@ -218,12 +253,7 @@ class SumoPlayer final {
         players.push_back(p);
     }
     std::sort(players.begin(), players.end());
-    std::string out;
-    for (uint32_t p : players) {
-      if (!out.empty()) out += ',';
-      out += std::to_string(p) + ":" + std::to_string(world.score(p));
-    }
-    return out.empty() ? "-" : out;
+    return players;
   }
 
  private:
@@ -252,6 +282,7 @@ class SumoPlayer final {
     have_centre_ = true;
   }
 
+  float hill_radius_m_;
   uint64_t seed_;
   float speed_mps_;
   uint64_t phase_ticks_;
@@ -277,6 +308,7 @@ int main(int argc, char** argv) {
   std::string scene_file;
   std::string game = "script";
   bool predict = false;
+  uint64_t state_tick = 0;
   int input_delay = -1;
   uint32_t max_prediction = 8;
   uint32_t latency_ms = 0;
@@ -298,9 +330,12 @@ int main(int argc, char** argv) {
                  "scene file to build the world from; asks for its stem unless --scene is given");
   app.add_option("--game", game,
                  "script: the scene's seeded input script; sumo: push the nearest opponent off "
-                 "the platform with velocity inputs")
+                 "the platform with velocity inputs; koth: the same, for the hill in the middle")
       ->capture_default_str()
-      ->check(CLI::IsMember({"script", "sumo"}));
+      ->check(CLI::IsMember({"script", "sumo", "koth"}));
+  app.add_option("--state-tick", state_tick,
+                 "print the game state (state=) as the verified world has it at this tick; 0: "
+                 "at the end");
   app.add_flag("--predict", predict, "predict ahead of the server and roll back on corrections");
   app.add_option("--input-delay", input_delay,
                  "input delay in ticks for our inputs (default: the server's)")
@@ -357,9 +392,10 @@ int main(int argc, char** argv) {
   bool have_script = false;
   std::vector<sim::Input> scripted(256);
   std::vector<sim::Input> mine;
-  const bool sumo = game == "sumo";
-  SumoPlayer sumo_player(seed);
+  const bool sumo = game == "sumo" || game == "koth";
+  SumoPlayer sumo_player(seed, game == "koth" ? 2.0f : 0.0f);
   std::string final_scores = "-";
+  std::string state_at_tick;  // game state at --state-tick ("" until then)
   std::string final_score = "-";
   uint64_t last_tick = 0;
   uint64_t disconnects = 0;
@@ -391,6 +427,9 @@ int main(int argc, char** argv) {
       }
       if (s->resync) log("resynced at tick " + std::to_string(s->tick));
     } else if (const auto* t = std::get_if<client_sdk::TickAppliedEvent>(&event)) {
+      if (state_tick != 0 && t->tick == state_tick) {
+        state_at_tick = replays::game_state_text(t->world());
+      }
       if (!have_script || finished) return;
       last_tick = t->tick;
       // One input frame per server tick: after a poll that applied several ticks at once, the
@@ -404,6 +443,25 @@ int main(int argc, char** argv) {
         mine.clear();
         for (uint32_t i = 0; i < n; ++i) {
           if (scripted[i].player == client.player_id()) mine.push_back(scripted[i]);
+        }
+        // Nothing scripted for us (the scene owns nothing to us: our bodies came from the server
+        // when we joined, or every player may push every body): the same script over the bodies
+        // the server gives us now (at most 8, chosen by the seed).
+        if (mine.empty() && !client.owned_bodies().empty()) {
+          const std::vector<sim::BodyId>& owned = client.owned_bodies();
+          sim::InputScript given = script;
+          given.bodies.clear();
+          given.owner_players.clear();
+          for (size_t k = 0; k < owned.size() && given.bodies.size() < 8; ++k) {
+            const sim::BodyId id = owned[(k + seed) % owned.size()];
+            sim::BodyView v;
+            if (t->world().get_body(id, &v) != sim::Error::none || v.type != sim::BodyType::dynamic)
+              continue;
+            given.bodies.push_back(id);
+            given.owner_players.push_back(client.player_id());
+          }
+          const uint32_t m = sim::scripted_inputs(seed, t->tick, given, t->world(), scripted);
+          mine.assign(scripted.begin(), scripted.begin() + m);
         }
       }
       if (mine.empty()) return;
@@ -448,6 +506,9 @@ int main(int argc, char** argv) {
   const client_sdk::ClientStats stats = client.stats();
   const std::chrono::nanoseconds rtt_p50 = client.rtt_quantile(0.50);
   const std::chrono::nanoseconds rtt_p99 = client.rtt_quantile(0.99);
+  if (state_tick == 0 && client.world() != nullptr) {
+    state_at_tick = replays::game_state_text(*client.world());
+  }
   if (sumo && client.world() != nullptr) {
     final_scores = SumoPlayer::scores(*client.world());
     if (client.player_id() != 0)
@@ -457,7 +518,24 @@ int main(int argc, char** argv) {
   client.close();
   client.poll(std::chrono::milliseconds(100), handler);
 
-  const uint64_t errors = stats.errors + disconnects + send_failures;
+  const bool sent_nothing = client.player_id() != 0 && stats.inputs_sent == 0 && !g_stop;
+  if (sent_nothing && fatal_error.empty()) {
+    size_t owned = 0;
+    if (const sim::World* world = client.world()) {
+      std::vector<sim::BodyId> ids(world->body_count());
+      ids.resize(world->list_bodies(ids));
+      for (sim::BodyId id : ids) {
+        sim::BodyView v;
+        if (world->get_body(id, &v) == sim::Error::none && v.owner_player == client.player_id())
+          ++owned;
+      }
+    }
+    fatal_error = "sent no inputs in " + std::to_string(played_s).substr(0, 5) + " s as player " +
+                  std::to_string(client.player_id()) + " (" + std::to_string(owned) +
+                  " bodies owned at the end)";
+    log(fatal_error);
+  }
+  const uint64_t errors = stats.errors + disconnects + send_failures + (sent_nothing ? 1 : 0);
   std::printf(
       "ticks_verified=%llu desyncs=%llu rtt_ms_p50=%.3f bytes_in_per_s=%.0f bytes_out_per_s=%.0f "
       "errors=%llu player=%u ticks_applied=%llu resyncs=%llu rtt_ms_p99=%.3f inputs_sent=%llu "
@@ -473,6 +551,9 @@ int main(int argc, char** argv) {
   if (sumo) {
     std::printf(" score=%s scores=%s", final_score.c_str(), final_scores.c_str());
   }
+  std::printf(" state_tick=%llu state=%s",
+              static_cast<unsigned long long>(state_tick != 0 ? state_tick : last_tick),
+              state_at_tick.empty() ? "-" : state_at_tick.c_str());
   if (predict) {
     std::printf(" rollbacks=%llu max_resimulated=%llu ticks_predicted=%llu max_rollback_us=%llu",
                 static_cast<unsigned long long>(stats.rollbacks),

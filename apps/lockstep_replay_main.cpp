@@ -54,11 +54,12 @@ int cmd_info(const std::string& path) {
   const replays::ReplayHeader& h = r.header;
   std::set<uint32_t> players;
   uint64_t inputs = 0;
-  uint64_t commands[3] = {0, 0, 0};  // spawn, destroy, add_score
+  // By sim::CommandType: spawn, destroy, add_score, then the body commands.
+  uint64_t commands[static_cast<size_t>(sim::kLastCommandType) + 1] = {};
   for (const replays::ReplayTick& t : r.ticks) {
     inputs += t.inputs.size();
     for (const sim::Command& c : t.commands)
-      ++commands[static_cast<size_t>(c.type) % 3];
+      ++commands[std::min(static_cast<size_t>(c.type), std::size(commands) - 1)];
     for (const sim::Input& in : t.inputs)
       players.insert(in.player);
   }
@@ -89,9 +90,15 @@ int cmd_info(const std::string& path) {
   for (uint32_t p : players)
     std::printf(" %u", p);
   if (players.empty()) std::printf(" (no inputs)");
+  uint64_t body_commands = 0;
+  for (size_t i = 3; i < std::size(commands); ++i)
+    body_commands += commands[i];
   std::printf("\ninputs: %" PRIu64 "\ncommands: %" PRIu64 " spawn, %" PRIu64 " destroy, %" PRIu64
-              " add_score\nrecords: %" PRIu64 "\nintegrity: %s\n",
-              inputs, commands[0], commands[1], commands[2], r.records, r.integrity.c_str());
+              " add_score, %" PRIu64
+              " body (pose, velocity, impulse, kinematic, respawn)\n"
+              "records: %" PRIu64 "\nintegrity: %s\n",
+              inputs, commands[0], commands[1], commands[2], body_commands, r.records,
+              r.integrity.c_str());
   return 0;
 }
 
@@ -131,6 +138,18 @@ int cmd_dump(const std::string& path, uint64_t tick) {
   std::unique_ptr<sim::World> world = replays::simulate_replay_to(r, tick, &error);
   if (!world) return fail(path + ": " + error);
   std::fputs(replays::dump_state_json(*world).c_str(), stdout);
+  return 0;
+}
+
+int cmd_state(const std::string& path, uint64_t tick) {
+  replays::LoadedReplay r;
+  int code = 0;
+  if (!load(path, &r, &code)) return code;
+  std::string error;
+  std::unique_ptr<sim::World> world = replays::simulate_replay_to(r, tick, &error);
+  if (!world) return fail(path + ": " + error);
+  std::printf("tick=%" PRIu64 " state=%s\n", world->tick(),
+              replays::game_state_text(*world).c_str());
   return 0;
 }
 
@@ -341,6 +360,11 @@ int main(int argc, char** argv) {
   dump->add_option("FILE", file, "replay file")->required();
   dump->add_option("--tick", tick, "tick to dump")->required();
 
+  CLI::App* state = app.add_subcommand(
+      "state", "game state at a tick, re-simulated (the line lockstep-bot prints as state=)");
+  state->add_option("FILE", file, "replay file")->required();
+  state->add_option("--tick", tick, "tick to re-simulate to")->required();
+
   CLI::App* exp = app.add_subcommand("export", "per-tick body positions/orientations as CSV");
   exp->add_option("FILE", file, "replay file")->required();
   exp->add_option("-o,--output", out_path, "CSV file (default: stdout)");
@@ -385,6 +409,7 @@ int main(int argc, char** argv) {
   if (*verify) return cmd_verify(file, quiet);
   if (*diff) return cmd_diff(file, file_b, max_fields);
   if (*dump) return cmd_dump(file, tick);
+  if (*state) return cmd_state(file, tick);
   if (*exp) return cmd_export(file, out_path);
   if (*view) return cmd_view(file, file_b, out_path, contact_bodies);
   if (*record)

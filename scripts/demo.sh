@@ -13,6 +13,12 @@
 # (or the built-in scene NAME) instead of `inputs`; DEMO_SCENE=sumo plays the sumo example game:
 # the server runs its rules (a fallen ball respawns, its pusher scores), the bots play
 # `--game sumo` (each steers towards its nearest opponent) and the scores are printed at the end.
+# DEMO_SCENE=koth plays king of the hill: the server runs its rules, the bots (`--game koth`) race
+# for the hill and push whoever holds it. Every bot reports the game state (scores and the scene's
+# `state` fields) as its verified world had it at the same tick (2 s before the end; half-way for
+# runs under 5 s); the demo
+# prints it per player and fails unless every bot reports the same, and the same as
+# `lockstep-replay state` computes by re-simulating the server's recording of the match.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -23,11 +29,11 @@ scene=${DEMO_SCENE:-}
 
 bash scripts/setup.sh
 if [ -n "${DEMO_BUILD_DIR:-}" ]; then
-  cmake --build "$DEMO_BUILD_DIR" -j "$(nproc)" --target lockstep-server lockstep-bot
+  cmake --build "$DEMO_BUILD_DIR" -j "$(nproc)" --target lockstep-server lockstep-bot lockstep-replay
   bin="$(cd "$DEMO_BUILD_DIR" && pwd)/apps"
 else
   cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset" -j "$(nproc)" --target lockstep-server lockstep-bot
+  cmake --build --preset "$preset" -j "$(nproc)" --target lockstep-server lockstep-bot lockstep-replay
   bin="$root/build/$preset/apps"
 fi
 
@@ -60,6 +66,9 @@ if [ -n "$scene" ]; then
   fi
   # The bots ask for the scene by name and build their world from the Welcome (no file needed).
   bot_scene=(--scene "$scene")
+  if [ "$scene" = koth ]; then
+    bot_game=(--game koth)
+  fi
   if [ "$scene" = sumo ]; then
     bot_game=(--game sumo)
     # Servers that pick rules by flag get them named; others read the scene's `rules` line.
@@ -71,17 +80,21 @@ fi
 
 # Port 0: the kernel picks a free port and the server prints `listening port=N`.
 "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "$work/replays" \
+  --record-matches \
   "${server_scene[@]}" >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 wait_for_server_port "$work/server.out"
 echo "== lockstep-server on 127.0.0.1:$port (scene ${scene:-inputs});" \
   "$bots lockstep-bots in room \"default\" for ${seconds} s =="
 
+# The tick every bot reports its game state at (60 Hz: the server's default rate).
+state_tick=$(( seconds > 4 ? (seconds - 2) * 60 : (seconds * 60 + 1) / 2 ))
+[ "$state_tick" -ge 1 ] || state_tick=1
 for b in $(seq 1 "$bots"); do
   # timeout: a bot that never finishes is a failure, not a hang (15 s join limit + margin).
   timeout --signal=INT --kill-after=5 $((seconds + 30)) \
     "$bin/lockstep-bot" --host 127.0.0.1 --port "$port" --room default --name "bot$b" \
-    --seed "$b" --seconds "$seconds" "${bot_scene[@]}" "${bot_game[@]}" \
+    --seed "$b" --seconds "$seconds" --state-tick "$state_tick" "${bot_scene[@]}" "${bot_game[@]}" \
     >"$work/bot$b.out" 2>"$work/bot$b.log" &
   bot_pids+=($!)
 done
@@ -162,7 +175,7 @@ done
 
 # Sumo: the scores as the bot that saw the latest tick had them in its verified world (every
 # bot's world holds every player's score; they differ only by the ticks they stopped at).
-if [ "${#bot_game[@]}" -gt 0 ]; then
+if [ "$scene" = sumo ]; then
   best_tick=-1
   best_scores=""
   best_bot=""
@@ -182,6 +195,41 @@ if [ "${#bot_game[@]}" -gt 0 ]; then
     if [ -n "$points" ]; then printf '  player %-3s %s\n' "$player" "$points"; fi
   done
 fi
+
+# Game state at $state_tick: the same in every bot's verified world, or the demo fails.
+states=""
+first_state=""
+for b in $(seq 1 "$bots"); do
+  line=$(grep '^ticks_verified=' "$work/bot$b.out" || true)
+  [ -n "$line" ] || continue
+  state=$(field state "$line")
+  [ -n "$first_state" ] || first_state=$state
+  states+="bot$b $state"$'\n'
+  if [ "$state" != "$first_state" ]; then
+    printf '%s' "$states" >&2
+    fail "bot$b reports game state '$state' at tick $state_tick, bot1 '$first_state'"
+  fi
+done
+echo
+echo "game state at tick $state_tick, the same in all $bots bots' verified worlds:"
+tr ';' '\n' <<<"$first_state" | while IFS='=' read -r name values; do
+  [ -n "$name" ] || continue
+  if [[ "$values" == *:* ]]; then
+    tr ',' '\n' <<<"$values" | while IFS=: read -r player value; do
+      printf '  player %-3s %-14s %s\n' "$player" "$name" "$value"
+    done
+  else
+    printf '  room       %-14s %s\n' "$name" "$values"
+  fi
+done
+
+# The server's recording of the match, re-simulated to the same tick, must say the same.
+recording=$(find "$work/replays" -name 'match-*.lsrp' 2>/dev/null | head -n 1)
+[ -n "$recording" ] || fail "the server wrote no match recording in $work/replays"
+replayed=$("$bin/lockstep-replay" state "$recording" --tick "$state_tick" | sed -n 's/.* state=//p')
+[ "$replayed" = "$first_state" ] ||
+  fail "a re-run of the server's recording gives '$replayed' at tick $state_tick, the bots '$first_state'"
+echo "  (the same as a re-run of the server's recording, $(basename "$recording"))"
 
 server_desyncs=$(json_number desync_reports "$summary")
 echo

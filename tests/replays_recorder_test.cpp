@@ -841,7 +841,7 @@ TEST(ReplayCommands, ABadCommandInATickRecordIsAClearError) {
   replays::ReplayWindow window(*match.world, {});
   match.step();
   sim::Command bad;
-  bad.type = static_cast<sim::CommandType>(7);
+  bad.type = static_cast<sim::CommandType>(11);  // one past emit_event
   ASSERT_TRUE(window.record_step(*match.world, {}, match.world->state_hash(), std::nullopt,
                                  std::span<const sim::Command>(&bad, 1)));
   std::vector<uint8_t> bytes;
@@ -849,7 +849,7 @@ TEST(ReplayCommands, ABadCommandInATickRecordIsAClearError) {
   LoadedReplay replay;
   std::string error;
   EXPECT_FALSE(replays::load_replay(bytes, &replay, &error));
-  EXPECT_NE(error.find("replay tick 1: TickFrame: command 0: type 7 is not a command type"),
+  EXPECT_NE(error.find("replay tick 1: TickFrame: command 0: type 11 is not a command type"),
             std::string::npos)
       << error;
   // A window smaller than the tick's commands drops and counts the rest.

@@ -503,7 +503,8 @@ TEST(SchemaCompact, MalformedBodiesAreRefusedWithTheirReason) {
   expect_malformed(tick_body(k, {1, 1, 1, 0, 0x01, 0x80, 0x80, 0x80, 0x80, 0x10}), "out of range");
   expect_malformed(tick_body(k, {2, 1, 1, 0, 0, 1, 1, 0, 0}), "repeats player 1");
   expect_malformed(tick_body(k, {1, 1, 1, 0, 0x01}), "input 0 field 0 at byte 15: truncated");
-  expect_malformed(tick_body(kc, {1, 0x01, 3}), "type 3 is not a command type");
+  expect_malformed(tick_body(kc, {1, 0x01, 11}),
+                   "type 11 is not a command type");  // past emit_event
   expect_malformed(tick_body(kc, {1, 0x08, 0x00, 0x00, 0x80, 0x7F}), "not finite");
   expect_malformed(tick_body(kc, {1, 0x08, 0, 0, 0, 0}), "present but 0");
   expect_malformed(tick_body(kc, {1, 0x08, 0, 0}), "truncated");

@@ -431,10 +431,11 @@ TEST(SchemaProtocol, MalformedCommandsAndWorldDefsAreBadValues) {
             std::string::npos)
       << r.detail;
   frame.commands = sample_commands();
-  frame.commands[2].type = static_cast<sim::CommandType>(9);
+  // One past the last command type (emit_event, 10).
+  frame.commands[2].type = static_cast<sim::CommandType>(11);
   r = decode(frame);
   EXPECT_EQ(r.error, DecodeError::malformed);
-  EXPECT_NE(r.detail.find("command 2: type 9 is not a command type"), std::string::npos)
+  EXPECT_NE(r.detail.find("command 2: type 11 is not a command type"), std::string::npos)
       << r.detail;
 
   Welcome welcome;

@@ -169,6 +169,10 @@ TEST(SimAlloc, CommandsAndVelocityInputsNeverAllocate) {
   floor.shape.type = lockstep::sim::ShapeType::plane;
   BodyId floor_id{};
   ASSERT_EQ(world->create_body(floor, &floor_id), Error::none);
+  lockstep::sim::StateFieldDef seconds;
+  seconds.name[0] = 's';
+  seconds.scope = lockstep::sim::StateScope::player;
+  ASSERT_EQ(world->declare_state_field(seconds), Error::none);
   std::vector<uint8_t> snapshot(world->max_snapshot_size());
   uint64_t allocations = 0;
   uint32_t spawns = 0, destroys = 0;
@@ -188,6 +192,23 @@ TEST(SimAlloc, CommandsAndVelocityInputsNeverAllocate) {
         in.flags = lockstep::sim::input_sets_linear_velocity;
         in.linear_velocity[0] = 1024;
         world->queue_input(in);
+        // Rules' commands: a body moved, game state changed, an event.
+        lockstep::sim::Command move;
+        move.type = tick % 2 == 0 ? lockstep::sim::CommandType::respawn
+                                  : lockstep::sim::CommandType::apply_impulse;
+        move.sequence = tick;
+        move.body = r.body;
+        move.position = {0.0f, 3.0f, 0.0f};
+        move.linear_velocity = {0.0f, 1.0f, 0.0f};
+        EXPECT_EQ(world->queue_command(move), Error::none);
+        lockstep::sim::Command state;
+        state.type = lockstep::sim::CommandType::add_state;
+        state.sequence = tick;
+        state.owner_player = 1 + tick % 64;
+        state.score_delta = 1;
+        EXPECT_EQ(world->queue_command(state), Error::none);
+        state.type = lockstep::sim::CommandType::emit_event;
+        EXPECT_EQ(world->queue_command(state), Error::none);
         if (tick % 3 == 0) {
           lockstep::sim::Command destroy;
           destroy.type = lockstep::sim::CommandType::destroy;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -655,4 +656,350 @@ TEST(SimGameplay, SnapshotWithNonCanonicalScoresIsRefused) {
   // Every truncation is refused, never read past.
   for (size_t n = 0; n < written; n += 7)
     EXPECT_NE(make_world()->restore_snapshot({bytes.data(), n}), Error::none) << n;
+}
+
+namespace {
+
+using lockstep::sim::Command;
+using lockstep::sim::CommandType;
+using lockstep::sim::Quat;
+
+Command body_command(CommandType type, uint32_t sequence, BodyId body) {
+  Command c;
+  c.type = type;
+  c.sequence = sequence;
+  c.body = body;
+  return c;
+}
+
+WorldDef no_gravity() {
+  WorldDef def = lockstep::sim::default_world_def();
+  def.gravity = Vec3{};
+  return def;
+}
+
+}  // namespace
+
+// Rules move bodies through commands: each body command does what its type says at the start of
+// its step, and a respawn keeps the body's handle.
+TEST(SimGameplay, BodyCommandsMoveBodiesAtTheStartOfTheirStep) {
+  auto world = make_world(no_gravity());
+  BodyDef ball = lockstep::sim::default_body_def();
+  ball.allow_sleep = false;
+  const BodyId a = add(*world, ball);
+  ball.position = Vec3{10, 0, 0};
+  const BodyId b = add(*world, ball);
+  BodyDef platform = lockstep::sim::default_body_def();
+  platform.type = BodyType::kinematic;
+  platform.shape.type = ShapeType::box;
+  platform.position = Vec3{0, -10, 0};
+  const BodyId k = add(*world, platform);
+  const float dt = world->def().dt_s;
+  const float mass = view_of(*world, a).mass_kg;
+
+  Command pose = body_command(CommandType::set_pose, 1, a);
+  pose.position = Vec3{0, 5, 0};
+  pose.orientation = Quat{0, 0, 0, 2};  // normalized when applied
+  Command velocity = body_command(CommandType::set_velocity, 2, b);
+  velocity.linear_velocity = Vec3{0, 0, 3};
+  Command impulse = body_command(CommandType::apply_impulse, 3, b);
+  impulse.linear_velocity = Vec3{mass * 2.0f, 0, 0};  // +2 m/s along x
+  Command target = body_command(CommandType::move_kinematic, 4, k);
+  target.position = Vec3{0.5f, -10, 0};
+  const uint64_t before = world->state_hash();
+  for (const Command& c : {pose, velocity, impulse, target})
+    ASSERT_EQ(world->queue_command(c), Error::none) << lockstep::sim::command_type_name(c.type);
+  EXPECT_NE(world->state_hash(), before);          // queued, so hashed
+  EXPECT_EQ(view_of(*world, a).position.y, 0.0f);  // applied by the step, not by queueing
+  world->step();
+  ASSERT_EQ(world->command_results().size(), 4u);
+  for (const auto& result : world->command_results())
+    EXPECT_EQ(result.error, Error::none) << lockstep::sim::command_type_name(result.type);
+  EXPECT_EQ(world->command_results()[0].body, a);
+  EXPECT_EQ(view_of(*world, a).position.y, 5.0f);
+  EXPECT_EQ(view_of(*world, a).orientation.w, 1.0f);
+  // set_velocity, then the impulse on top (command_less: the issuer's sequence first).
+  const BodyView vb = view_of(*world, b);
+  EXPECT_NEAR(vb.linear_velocity.x, 2.0f, 1e-5f);
+  EXPECT_NEAR(vb.linear_velocity.z, 3.0f, 1e-5f);
+  EXPECT_NEAR(vb.position.z, 3.0f * dt, 1e-5f);
+  // The kinematic body reached its target in one step.
+  EXPECT_NEAR(view_of(*world, k).position.x, 0.5f, 1e-4f);
+  EXPECT_NEAR(view_of(*world, k).linear_velocity.x, 0.5f / dt, 1e-2f);
+
+  // Respawn: a new pose and velocity, the same handle.
+  Command respawn = body_command(CommandType::respawn, 5, b);
+  respawn.position = Vec3{-4, 1, 0};
+  respawn.linear_velocity = Vec3{0, 1, 0};
+  ASSERT_EQ(world->queue_command(respawn), Error::none);
+  world->step();
+  EXPECT_EQ(world->command_results()[0].error, Error::none);
+  EXPECT_TRUE(world->is_alive(b));
+  const BodyView vr = view_of(*world, b);
+  EXPECT_NEAR(vr.position.x, -4.0f, 1e-5f);
+  EXPECT_NEAR(vr.position.y, 1.0f + dt, 1e-5f);
+  EXPECT_EQ(vr.linear_velocity.x, 0.0f);
+  EXPECT_EQ(world->body_count(), 3u);
+}
+
+TEST(SimGameplay, BodyCommandsRefuseBadBodiesAndValues) {
+  auto world = make_world();
+  const BodyId dynamic = add(*world, lockstep::sim::default_body_def());
+  BodyDef def = lockstep::sim::default_body_def();
+  def.type = BodyType::static_body;
+  def.position = Vec3{5, 0, 0};
+  const BodyId fixed = add(*world, def);
+  def.type = BodyType::kinematic;
+  def.position = Vec3{-5, 0, 0};
+  const BodyId kinematic = add(*world, def);
+
+  EXPECT_EQ(world->queue_command(body_command(CommandType::set_pose, 1, BodyId{})),
+            Error::null_handle);
+  EXPECT_EQ(world->queue_command(body_command(CommandType::set_pose, 1, BodyId{9, 1})),
+            Error::stale_handle);
+  EXPECT_EQ(world->queue_command(body_command(CommandType::set_pose, 1, fixed)),
+            Error::wrong_body_type);
+  EXPECT_EQ(world->queue_command(body_command(CommandType::apply_impulse, 1, kinematic)),
+            Error::wrong_body_type);
+  EXPECT_EQ(world->queue_command(body_command(CommandType::move_kinematic, 1, dynamic)),
+            Error::wrong_body_type);
+  Command c = body_command(CommandType::set_velocity, 1, dynamic);
+  c.linear_velocity.x = std::nanf("");
+  EXPECT_EQ(world->queue_command(c), Error::non_finite);
+  c.linear_velocity.x = 1.0e6f;  // beyond max_linear_speed
+  EXPECT_EQ(world->queue_command(c), Error::invalid_argument);
+  c = body_command(CommandType::apply_impulse, 1, dynamic);
+  c.angular_velocity.y = 2.0e4f;  // beyond max_input_angular_impulse
+  EXPECT_EQ(world->queue_command(c), Error::input_out_of_range);
+  c = body_command(CommandType::respawn, 1, dynamic);
+  c.orientation = Quat{0, 0, 0, 0};
+  EXPECT_EQ(world->queue_command(c), Error::invalid_argument);
+  c.orientation = Quat{};
+  c.position.y = 1.0e7f;  // beyond the world's coordinates
+  EXPECT_EQ(world->queue_command(c), Error::invalid_argument);
+  // A target the kinematic body could only reach beyond max_linear_speed fails when applied.
+  c = body_command(CommandType::move_kinematic, 1, kinematic);
+  c.position = Vec3{-5 + 100, 0, 0};
+  ASSERT_EQ(world->queue_command(c), Error::none);
+  // A body destroyed by an earlier command of the same tick: its later command fails.
+  Command destroy = body_command(CommandType::destroy, 2, dynamic);
+  Command late = body_command(CommandType::set_velocity, 3, dynamic);
+  ASSERT_EQ(world->queue_command(destroy), Error::none);
+  ASSERT_EQ(world->queue_command(late), Error::none);
+  const uint64_t rejected = world->counters().commands_rejected;
+  EXPECT_EQ(rejected, 10u);
+  world->step();
+  ASSERT_EQ(world->command_results().size(), 3u);
+  EXPECT_EQ(world->command_results()[0].error, Error::invalid_argument);
+  EXPECT_EQ(world->command_results()[1].error, Error::none);
+  EXPECT_EQ(world->command_results()[2].error, Error::stale_handle);
+  EXPECT_EQ(world->last_step_stats().commands_failed, 2u);
+  EXPECT_NEAR(view_of(*world, kinematic).position.x, -5.0f, 1e-6f);  // unmoved
+}
+
+// Queued body commands are state: a snapshot carries them into a fresh world that then steps to
+// the same hash.
+TEST(SimGameplay, QueuedBodyCommandsTravelInSnapshots) {
+  auto world = make_world();
+  BodyDef def = lockstep::sim::default_body_def();
+  const BodyId ball = add(*world, def);
+  def.type = BodyType::kinematic;
+  def.position = Vec3{3, 0, 0};
+  const BodyId platform = add(*world, def);
+  world->step();
+  Command respawn = body_command(CommandType::respawn, 1, ball);
+  respawn.position = Vec3{0, 4, 0};
+  respawn.angular_velocity = Vec3{0, 1, 0};
+  Command move = body_command(CommandType::move_kinematic, 2, platform);
+  move.position = Vec3{3, 0.1f, 0};
+  move.orientation = Quat{0, 0.0087265f, 0, 0.9999619f};  // 1° about y
+  Command push = body_command(CommandType::apply_impulse, 3, ball);
+  push.linear_velocity = Vec3{10, 0, 0};
+  for (const Command& c : {respawn, move, push})
+    ASSERT_EQ(world->queue_command(c), Error::none);
+  std::vector<uint8_t> bytes(world->snapshot_size());
+  size_t written = 0;
+  ASSERT_EQ(world->save_snapshot(bytes, &written), Error::none);
+  auto restored = make_world();
+  ASSERT_EQ(restored->restore_snapshot({bytes.data(), written}), Error::none);
+  EXPECT_EQ(restored->state_hash(), world->state_hash());
+  for (int i = 0; i < 10; ++i) {
+    world->step();
+    restored->step();
+    ASSERT_EQ(restored->state_hash(), world->state_hash()) << i;
+  }
+  EXPECT_GT(view_of(*world, platform).angular_velocity.y, 0.0f);
+}
+
+namespace {
+
+using lockstep::sim::StateFieldDef;
+using lockstep::sim::StateScope;
+using lockstep::sim::StateType;
+
+StateFieldDef state_field(const char* name, StateScope scope, StateType type, int32_t value) {
+  StateFieldDef f;
+  std::strncpy(f.name, name, lockstep::sim::kMaxStateNameBytes);
+  f.scope = scope;
+  f.type = type;
+  f.default_value = value;
+  return f;
+}
+
+Command state_command(CommandType type, uint32_t sequence, uint32_t field, uint32_t player,
+                      int32_t value) {
+  Command c;
+  c.type = type;
+  c.sequence = sequence;
+  c.template_index = field;
+  c.owner_player = player;
+  c.score_delta = value;
+  return c;
+}
+
+}  // namespace
+
+// Game state: declared fields, changed only by commands in the tick, hashed, and carried by
+// snapshots (declarations included) into a world that had none, as a joining client's has.
+TEST(SimGameplay, GameStateIsChangedByCommandsHashedAndInSnapshots) {
+  auto world = make_world();
+  const uint64_t bare = world->state_hash();
+  ASSERT_EQ(world->declare_state_field(state_field("round", StateScope::room, StateType::int32, 1)),
+            Error::none);
+  ASSERT_EQ(
+      world->declare_state_field(state_field("hill", StateScope::player, StateType::fixed, 0)),
+      Error::none);
+  EXPECT_NE(world->state_hash(), bare);  // declarations are state
+  EXPECT_EQ(world->find_state_field("hill"), 1u);
+  EXPECT_EQ(world->find_state_field("score"), lockstep::sim::kScoreStateField);
+  EXPECT_EQ(world->find_state_field("nothing"), lockstep::sim::kNoStateField);
+  EXPECT_EQ(world->state(0), 1);
+
+  ASSERT_EQ(world->queue_command(state_command(CommandType::set_state, 1, 0, 0, 3)), Error::none);
+  ASSERT_EQ(world->queue_command(state_command(CommandType::add_state, 2, 1, 2, 1 << 15)),
+            Error::none);
+  ASSERT_EQ(world->queue_command(state_command(CommandType::add_state, 3, 1, 2, 1 << 16)),
+            Error::none);
+  ASSERT_EQ(world->queue_command(
+                state_command(CommandType::add_state, 4, lockstep::sim::kScoreStateField, 3, 5)),
+            Error::none);
+  EXPECT_EQ(world->state(0), 1);  // applied by the step
+  world->step();
+  EXPECT_EQ(world->state(0), 3);
+  EXPECT_EQ(world->state(1, 2), 3 << 15);
+  EXPECT_EQ(lockstep::sim::fixed_state_value(world->state(1, 2)), 1.5);
+  EXPECT_EQ(world->state(1, 1), 0);
+  EXPECT_EQ(world->score(3), 5);  // the score field is add_score's
+  EXPECT_EQ(world->state(lockstep::sim::kScoreStateField, 3), 5);
+
+  // A fresh world without declarations takes them, and the values, from the snapshot.
+  std::vector<uint8_t> bytes(world->max_snapshot_size());
+  size_t written = 0;
+  ASSERT_EQ(world->save_snapshot(bytes, &written), Error::none);
+  auto client = make_world();
+  ASSERT_EQ(client->restore_snapshot({bytes.data(), written}), Error::none);
+  EXPECT_EQ(client->state_hash(), world->state_hash());
+  ASSERT_EQ(client->state_fields().size(), 2u);
+  EXPECT_EQ(client->state(1, 2), 3 << 15);
+  for (auto* w : {world.get(), client.get()})
+    ASSERT_EQ(w->queue_command(state_command(CommandType::set_state, 1, 1, 64, -7)), Error::none);
+  world->step();
+  client->step();
+  EXPECT_EQ(client->state_hash(), world->state_hash());
+  EXPECT_EQ(client->state(1, 64), -7);
+  // Two worlds differing in one value hash differently.
+  ASSERT_EQ(client->queue_command(state_command(CommandType::add_state, 1, 0, 0, 1)), Error::none);
+  client->step();
+  world->step();
+  EXPECT_NE(client->state_hash(), world->state_hash());
+
+  // A snapshot of a world without game state clears it.
+  auto blank = make_world();
+  std::vector<uint8_t> blank_bytes(blank->snapshot_size());
+  ASSERT_EQ(blank->save_snapshot(blank_bytes, &written), Error::none);
+  ASSERT_EQ(client->restore_snapshot(blank_bytes), Error::none);
+  EXPECT_TRUE(client->state_fields().empty());
+  EXPECT_EQ(client->state_hash(), blank->state_hash());
+  // Every truncation of a snapshot with game state is refused, never read past.
+  for (size_t n = 0; n < written; n += 5)
+    EXPECT_NE(make_world()->restore_snapshot({bytes.data(), n}), Error::none) << n;
+}
+
+TEST(SimGameplay, GameStateRefusesUnknownFieldsPlayersAndDeclarations) {
+  auto world = make_world();
+  ASSERT_EQ(world->declare_state_field(state_field("king", StateScope::room, StateType::int32, 0)),
+            Error::none);
+  ASSERT_EQ(
+      world->declare_state_field(state_field("lives", StateScope::player, StateType::int32, 3)),
+      Error::none);
+  // Declarations: repeated, reserved or bad names; beyond the capacity.
+  EXPECT_EQ(world->declare_state_field(state_field("king", StateScope::room, StateType::int32, 0)),
+            Error::capacity_state_fields);
+  EXPECT_EQ(world->declare_state_field(state_field("score", StateScope::room, StateType::int32, 0)),
+            Error::capacity_state_fields);
+  EXPECT_EQ(world->declare_state_field(state_field("a b", StateScope::room, StateType::int32, 0)),
+            Error::capacity_state_fields);
+  EXPECT_EQ(world->declare_state_field(state_field("", StateScope::room, StateType::int32, 0)),
+            Error::capacity_state_fields);
+  StateFieldDef bad_scope = state_field("x", StateScope::room, StateType::int32, 0);
+  bad_scope.scope = static_cast<StateScope>(7);
+  EXPECT_EQ(world->declare_state_field(bad_scope), Error::invalid_argument);
+  for (uint32_t i = 2; i < lockstep::sim::kMaxStateFields; ++i) {
+    const std::string name = "f" + std::to_string(i);
+    ASSERT_EQ(world->declare_state_field(
+                  state_field(name.c_str(), StateScope::room, StateType::int32, 0)),
+              Error::none);
+  }
+  EXPECT_EQ(world->declare_state_field(state_field("full", StateScope::room, StateType::int32, 0)),
+            Error::capacity_state_fields);
+
+  // Commands: an undeclared field, a player on a room field, a player beyond the player range.
+  EXPECT_EQ(world->queue_command(state_command(CommandType::set_state, 1, 16 + 1, 0, 1)),
+            Error::unknown_state_field);
+  auto small = make_world();
+  EXPECT_EQ(small->queue_command(state_command(CommandType::set_state, 1, 0, 0, 1)),
+            Error::unknown_state_field);
+  EXPECT_EQ(world->queue_command(state_command(CommandType::set_state, 1, 0, 1, 1)),
+            Error::unknown_player);
+  EXPECT_EQ(world->queue_command(state_command(CommandType::set_state, 1, 1, 0, 1)),
+            Error::unknown_player);
+  EXPECT_EQ(world->queue_command(state_command(CommandType::set_state, 1, 1, 65, 1)),
+            Error::unknown_player);
+  EXPECT_EQ(world->queue_command(
+                state_command(CommandType::add_state, 1, lockstep::sim::kScoreStateField, 0, 1)),
+            Error::unknown_player);
+  // add_state saturates.
+  ASSERT_EQ(world->queue_command(state_command(CommandType::add_state, 1, 1, 4, INT32_MAX)),
+            Error::none);
+  world->step();
+  EXPECT_EQ(world->state(1, 4), INT32_MAX);
+  EXPECT_EQ(world->state(1, 5), 3);
+  EXPECT_STREQ(lockstep::sim::error_message(Error::unknown_state_field),
+               "a game state command names a field the world has not declared");
+}
+
+// Game events ride the tick as emit_event commands: the step that applies them lists them in
+// World::game_events() (in command order), the next step forgets them, and they are not state.
+TEST(SimGameplay, EmitEventCommandsAreListedByTheirStep) {
+  auto world = make_world();
+  Command took_hill = state_command(CommandType::emit_event, 2, 7, 3, 1);
+  Command round_over = state_command(CommandType::emit_event, 1, 9, 0, -4);
+  ASSERT_EQ(world->queue_command(took_hill), Error::none);
+  ASSERT_EQ(world->queue_command(round_over), Error::none);
+  EXPECT_EQ(world->queue_command(
+                state_command(CommandType::emit_event, 3, 1, lockstep::sim::kMaxPlayers + 1, 0)),
+            Error::unknown_player);
+  EXPECT_TRUE(world->game_events().empty());
+  auto twin = make_world();
+  twin->step();
+  world->step();
+  ASSERT_EQ(world->game_events().size(), 2u);
+  EXPECT_EQ(world->game_events()[0].type, 9u);
+  EXPECT_EQ(world->game_events()[0].value, -4);
+  EXPECT_EQ(world->game_events()[1].type, 7u);
+  EXPECT_EQ(world->game_events()[1].player, 3u);
+  EXPECT_EQ(world->game_events()[1].sequence, 2u);
+  EXPECT_EQ(world->state_hash(), twin->state_hash());  // events change no state
+  world->step();
+  EXPECT_TRUE(world->game_events().empty());
 }

@@ -4,6 +4,7 @@
 // of every body on a settled pile, no allocation, and the query golden.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -818,6 +819,63 @@ TEST(SimQueryGolden, PileAtTick600MatchesTheGoldenFile) {
   ASSERT_EQ(world->state_hash(), state)
       << "pile's state at tick 600 moved (physics changed): regenerate the goldens";
   EXPECT_EQ(query_probe_hash(*world), queries) << "same state, different query results";
+}
+
+// "What is inside this sensor now": the overlaps the last step left, in slot order, asleep
+// bodies included; a body that leaves is gone after the step that ended its overlap.
+TEST(BodiesInSensor, ListsTheBodiesInsideNowInSlotOrder) {
+  std::unique_ptr<World> world = World::create(default_world_def());
+  ASSERT_NE(world, nullptr);
+  BodyDef floor = default_body_def();
+  floor.type = BodyType::static_body;
+  floor.shape = box_shape({20, 0.5f, 20});
+  floor.position = {0, -0.5f, 0};
+  BodyId floor_id{};
+  ASSERT_EQ(world->create_body(floor, &floor_id), Error::none);
+  BodyDef ball = default_body_def();
+  ball.position = {0.5f, 0.5f, 0};
+  BodyId low{}, outside{}, high{};
+  ASSERT_EQ(world->create_body(ball, &low), Error::none);
+  ball.position = {8, 0.5f, 0};
+  ASSERT_EQ(world->create_body(ball, &outside), Error::none);
+  BodyDef zone = default_body_def();
+  zone.type = BodyType::static_body;
+  zone.shape = box_shape({2, 1, 2});
+  zone.shape.sensor = true;
+  zone.position = {0, 1, 0};
+  BodyId sensor{};
+  ASSERT_EQ(world->create_body(zone, &sensor), Error::none);
+  ball.position = {-0.5f, 0.5f, 0.5f};
+  ASSERT_EQ(world->create_body(ball, &high), Error::none);
+
+  std::array<BodyId, 4> inside{};
+  QueryResult r = bodies_in_sensor(*world, sensor, inside);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.count, 0u);  // no step yet: no overlaps found
+  for (int i = 0; i < 60; ++i)
+    world->step();  // they settle and fall asleep: still inside
+  r = bodies_in_sensor(*world, sensor, inside);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.count, 2u);
+  EXPECT_EQ(inside[0], low);  // slot order: below the sensor's slot, then above it
+  EXPECT_EQ(inside[1], high);
+  std::array<BodyId, 1> one{};
+  r = bodies_in_sensor(*world, sensor, one);
+  EXPECT_EQ(r.count, 1u);
+  EXPECT_EQ(r.found, 2u);
+  EXPECT_TRUE(r.overflow());
+  EXPECT_EQ(one[0], low);
+
+  ASSERT_EQ(world->set_transform(low, {8, 3, 5}, Quat{}), Error::none);
+  world->step();
+  r = bodies_in_sensor(*world, sensor, inside);
+  ASSERT_EQ(r.count, 1u);
+  EXPECT_EQ(inside[0], high);
+
+  EXPECT_EQ(bodies_in_sensor(*world, floor_id, inside).error, Error::wrong_body_type);
+  EXPECT_EQ(bodies_in_sensor(*world, BodyId{}, inside).error, Error::null_handle);
+  EXPECT_EQ(bodies_in_sensor(*world, BodyId{30, 7}, inside).error, Error::stale_handle);
+  EXPECT_EQ(bodies_in_sensor(*world, sensor, std::span<BodyId>{}).error, Error::invalid_argument);
 }
 
 }  // namespace

@@ -812,5 +812,73 @@ TEST(SceneText, PlayerSpawnAndRulesLinesAreChecked) {
   }
 }
 
+TEST(SceneText, StateLinesDeclareGameStateFields) {
+  const std::string text =
+      "state name=round scope=room type=int default=1\n"
+      "state name=hill_seconds scope=player type=fixed default=0.5\n"
+      "state name=lives scope=player type=int default=-3\n"
+      "state name=timer scope=room type=fixed\n";
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_text(text, &scene, &error)) << error;
+  ASSERT_EQ(scene.state_fields.size(), 4u);
+  EXPECT_STREQ(scene.state_fields[1].name, "hill_seconds");
+  EXPECT_EQ(scene.state_fields[1].scope, lockstep::sim::StateScope::player);
+  EXPECT_EQ(scene.state_fields[1].type, lockstep::sim::StateType::fixed);
+  EXPECT_EQ(scene.state_fields[1].default_value, 32768);  // 0.5 · 2^16
+  EXPECT_EQ(scene.state_fields[2].default_value, -3);
+  EXPECT_EQ(scene.state_fields[3].default_value, 0);
+  // Round trip, and the world built from it declares them with their defaults.
+  Scene back;
+  ASSERT_TRUE(parse_scene_text(format_scene_text(scene), &back, &error)) << error;
+  ASSERT_EQ(back.state_fields.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_STREQ(back.state_fields[i].name, scene.state_fields[i].name);
+    EXPECT_EQ(back.state_fields[i].default_value, scene.state_fields[i].default_value);
+    EXPECT_EQ(back.state_fields[i].type, scene.state_fields[i].type);
+    EXPECT_EQ(back.state_fields[i].scope, scene.state_fields[i].scope);
+  }
+  std::unique_ptr<World> world = build_world(scene);
+  ASSERT_NE(world, nullptr);
+  EXPECT_EQ(world->state_fields().size(), 4u);
+  EXPECT_EQ(world->find_state_field("lives"), 2u);
+  EXPECT_EQ(world->state(2, 7), -3);
+  EXPECT_EQ(world->state(0), 1);
+
+  struct Case {
+    std::string text;
+    std::string expected;
+  };
+  const std::string sixteen = [] {
+    std::string s;
+    for (int i = 0; i < 16; ++i)
+      s += "state name=f" + std::to_string(i) + " scope=room type=int\n";
+    return s;
+  }();
+  const Case cases[] = {
+      {"state scope=room type=int\n", "line 1: state: missing key 'name'"},
+      {"state name=a scope=team type=int\n", "unknown scope 'team' (expected room, player)"},
+      {"state name=a scope=room type=float\n", "unknown type 'float' (expected int, fixed)"},
+      {"state name=a scope=room\n", "missing key 'type'"},
+      {"state name=a type=int\n", "missing key 'scope'"},
+      {"state name=score scope=player type=int\n", "'score' is the players' scores"},
+      {"state name=a/b scope=room type=int\n", "a name is 1 to 31 bytes"},
+      {"state name=a scope=room type=int\nstate name=a scope=player type=int\n",
+       "line 2 col 7: state: key 'name': a second state field named 'a'"},
+      {"state name=a scope=room type=int default=2147483648\n", "is not a 32-bit integer"},
+      {"state name=a scope=room type=int default=1.5\n", "is not a 32-bit integer"},
+      {"state name=a scope=room type=fixed default=0.00001\n", "not a multiple of 1/65536"},
+      {"state name=a scope=room type=fixed default=40000\n", "not a multiple of 1/65536"},
+      {"state name=a scope=room type=int colour=red\n", "unknown key 'colour'"},
+      {sixteen + "state name=g scope=room type=int\n", "line 17: state: more than 16 state fields"},
+  };
+  for (const Case& c : cases) {
+    Scene bad;
+    EXPECT_FALSE(parse_scene_text(c.text, &bad, &error)) << c.text;
+    EXPECT_NE(error.find(c.expected), std::string::npos) << c.text << " -> " << error;
+  }
+  EXPECT_TRUE(parse_scene_text(sixteen, &scene, &error)) << error;
+}
+
 }  // namespace
 }  // namespace lockstep::sim

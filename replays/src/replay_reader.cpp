@@ -497,6 +497,41 @@ void append_vec(std::string* out, const float* values, int count) {
 
 }  // namespace
 
+std::string game_state_text(const sim::World& world) {
+  std::vector<sim::BodyId> ids(world.body_count());
+  ids.resize(world.list_bodies(ids));
+  std::vector<uint32_t> players;
+  for (const sim::BodyId id : ids) {
+    sim::BodyView v;
+    if (world.get_body(id, &v) == sim::Error::none && v.owner_player != 0) {
+      players.push_back(v.owner_player);
+    }
+  }
+  for (uint32_t p = 1; p <= sim::kMaxPlayers; ++p) {
+    if (world.score(p) != 0) players.push_back(p);
+  }
+  std::sort(players.begin(), players.end());
+  players.erase(std::unique(players.begin(), players.end()), players.end());
+  const auto per_player = [&players](uint32_t field, const sim::World& w) {
+    std::string out;
+    for (const uint32_t p : players) {
+      if (!out.empty()) out += ',';
+      out += std::to_string(p) + ":" + std::to_string(w.state(field, p));
+    }
+    return out.empty() ? std::string("-") : out;
+  };
+  std::string out = "score=" + per_player(sim::kScoreStateField, world);
+  const std::span<const sim::StateFieldDef> fields = world.state_fields();
+  for (uint32_t f = 0; f < fields.size(); ++f) {
+    out += ';';
+    out.append(fields[f].name, strnlen(fields[f].name, sizeof(fields[f].name)));
+    out += '=';
+    out += fields[f].scope == sim::StateScope::room ? std::to_string(world.state(f))
+                                                    : per_player(f, world);
+  }
+  return out;
+}
+
 std::string dump_state_json(const sim::World& world) {
   std::string out = "{\"tick\":" + std::to_string(world.tick()) + ",\"state_hash\":\"" +
                     hex64(world.state_hash()) + "\",\"bodies\":[";

@@ -191,7 +191,7 @@ bool decode_world_def(const wire::WorldDef& w, sim::WorldDef* out, std::string* 
 }
 
 bool from_world_command(const wire::WorldCommand& in, sim::Command* out, std::string* error) {
-  if (in.type() > static_cast<uint32_t>(sim::CommandType::add_score)) {
+  if (in.type() > static_cast<uint32_t>(sim::kLastCommandType)) {
     *error = "type " + std::to_string(in.type()) + " is not a command type";
     return false;
   }

@@ -162,6 +162,12 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
       return nullptr;
     }
   }
+  room->rules_info_.room = room->name_;
+  room->rules_info_.scene_name = room->scene_->scene.name;
+  room->rules_info_.scene = &room->scene_->scene;
+  room->rules_info_.tick_rate_hz = config.tick_rate_hz;
+  room->rules_info_.max_players = max_players;
+  room->join_spawn_sequence_.assign(max_players, 0);
   room->snapshot_buffer_.resize(room->world_->max_snapshot_size());
   room->departed_.reserve(kMaxDeparted);
   room->publish_stats(true);
@@ -182,6 +188,10 @@ void Room::start() {
 }
 
 void Room::stop() {
+  if (rules_ != nullptr && rules_started_ && !rules_ended_) {
+    rules_ended_ = true;
+    rules_->on_match_end(rules_info_, *world_);
+  }
   stopped_ = true;
   tick_timer_.cancel();
   grace_timer_.cancel();
@@ -255,6 +265,7 @@ Room::Member* Room::find_member(const Session& session) {
 void Room::run_tick() {
   const uint64_t tick = world_->tick() + 1;
   queue_pending_commands(tick);
+  run_rules_before_step();
   const std::span<const sim::Input> inputs = input_window_->take(tick);
   command_errors_.resize(pending_commands_.size());
   world_input_errors_.resize(inputs.size());
@@ -305,16 +316,7 @@ void Room::run_tick() {
   replays_->record_step(*world_, applied_, frame.state_hash, applied_commands_);
 
   // Game rules: read the world as the step left it, answer with commands for the next tick.
-  if (rules_ != nullptr) {
-    struct Output final : RulesOutput {
-      Room& room;
-      explicit Output(Room& r) : room(r) {}
-      bool push(const sim::Command& command) override {
-        return room.push_command(command, "rules");
-      }
-    } output(*this);
-    rules_->after_step(*world_, world_->sensor_events(), output);
-  }
+  run_rules_after_step();
 
   for (size_t i = 0; i < players_.size(); ++i) {
     const std::shared_ptr<Session> session = players_[i].session;
@@ -342,6 +344,66 @@ void Room::run_tick() {
       ++snapshots_sent_;
     }
   });
+}
+
+namespace {
+// The rules' answer goes into the room's pending commands.
+struct RoomRulesOutput final : RulesOutput {
+  explicit RoomRulesOutput(std::function<bool(const sim::Command&)> push_fn)
+      : push_(std::move(push_fn)) {}
+  bool push(const sim::Command& command) override { return push_(command); }
+  std::function<bool(const sim::Command&)> push_;
+};
+}  // namespace
+
+void Room::run_rules_before_step() {
+  if (rules_ == nullptr) return;
+  RoomRulesOutput output([this](const sim::Command& c) { return push_command(c, "rules"); });
+  if (!rules_started_) {
+    rules_started_ = true;
+    rules_->on_room_start(rules_info_, *world_, output);
+  }
+  rules_->before_step(rules_info_, *world_, output);
+}
+
+void Room::run_rules_after_step() {
+  if (rules_ == nullptr) {
+    membership_changes_.clear();
+    return;
+  }
+  RoomRulesOutput output([this](const sim::Command& c) { return push_command(c, "rules"); });
+  // Leaves and completed joins in arrival order; a join whose body is not spawned yet holds
+  // back everything after it until the step that spawns it (or fails to).
+  size_t done = 0;
+  for (; done < membership_changes_.size(); ++done) {
+    const MembershipChange& change = membership_changes_[done];
+    const size_t p = change.player - 1;
+    std::vector<RoomPlayer>& players = rules_info_.players;
+    auto at =
+        std::lower_bound(players.begin(), players.end(), change.player,
+                         [](const RoomPlayer& player, uint32_t id) { return player.id < id; });
+    if (change.join) {
+      if (spawn_pending_[p] != 0) break;
+      RoomPlayer player;
+      player.id = change.player;
+      player.name = change.name;
+      player.bodies = owned_bodies_[p];
+      if (at != players.end() && at->id == change.player) {
+        *at = player;  // cannot happen (a leave comes first); keep one entry per id
+      } else {
+        at = players.insert(at, player);
+      }
+      rules_->on_player_join(rules_info_, *world_, *at, output);
+    } else {
+      if (at == players.end() || at->id != change.player) continue;
+      const RoomPlayer player = *at;
+      players.erase(at);
+      rules_->on_player_leave(rules_info_, *world_, player, output);
+    }
+  }
+  membership_changes_.erase(membership_changes_.begin(),
+                            membership_changes_.begin() + static_cast<std::ptrdiff_t>(done));
+  rules_->after_step(*world_, world_->sensor_events(), output);
 }
 
 bool Room::push_command(sim::Command command, const char* issuer) {
@@ -383,6 +445,11 @@ void Room::take_applied_commands(uint64_t tick) {
       applied_commands_.push_back(pending_commands_[i]);
       continue;
     }
+    for (size_t p = 0; p < join_spawn_sequence_.size(); ++p) {
+      if (join_spawn_sequence_[p] != pending_commands_[i].sequence) continue;
+      join_spawn_sequence_[p] = 0;  // the join completes without a body
+      spawn_pending_[p] = 0;
+    }
     ++commands_refused_;
     if (!command_refusal_logged_) {
       command_refusal_logged_ = true;
@@ -399,6 +466,14 @@ void Room::take_applied_commands(uint64_t tick) {
 
 void Room::apply_command_results() {
   for (const sim::CommandResult& result : world_->command_results()) {
+    if (result.type == sim::CommandType::spawn) {
+      // A join's spawn applied or failed: the join is complete either way.
+      for (size_t p = 0; p < join_spawn_sequence_.size(); ++p) {
+        if (join_spawn_sequence_[p] != result.sequence || spawn_pending_[p] == 0) continue;
+        join_spawn_sequence_[p] = 0;
+        spawn_pending_[p] = 0;
+      }
+    }
     if (result.error != sim::Error::none) {
       ++commands_failed_;
       if (!command_failure_logged_) {
@@ -406,7 +481,7 @@ void Room::apply_command_results() {
         spdlog::error(
             "room {}: a {} command failed at tick {}: {} (counted in commands_failed; "
             "logged once per room)",
-            name_, result.type == sim::CommandType::spawn ? "spawn" : "destroy", world_->tick(),
+            name_, sim::command_type_name(result.type), world_->tick(),
             sim::error_message(result.error));
       }
       continue;
@@ -523,8 +598,14 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
       spawn.position = point.position;
       spawn.orientation = point.orientation;
       spawn.owner_player = player_id;
-      if (push_command(spawn, "join")) spawn_pending_[p] = 1;
+      if (push_command(spawn, "join")) {
+        spawn_pending_[p] = 1;
+        join_spawn_sequence_[p] = next_command_sequence_ - 1;
+      }
     }
+  }
+  if (player_id != 0) {
+    membership_changes_.push_back(MembershipChange{true, player_id, session->player_name()});
   }
   session->set_room(shared_from_this(), player_id);
   ++client_count_;
@@ -573,6 +654,9 @@ void Room::leave(Session& session, const std::string& reason) {
   departed_.push_back(std::move(summary));
   member->session.reset();
   --client_count_;
+  if (session.player_id() != 0) {
+    membership_changes_.push_back(MembershipChange{false, session.player_id(), {}});
+  }
   if (spawns_players_ && session.player_id() >= 1 && session.player_id() <= players_.size()) {
     // Its bodies stay for the leave grace (a reconnect with the same id takes them over).
     leave_destroy_tick_[session.player_id() - 1] = world_->tick() + 1 + leave_grace_ticks_;

@@ -12,8 +12,9 @@
 // the accepted ones are sorted the same way for the TickFrame, the world steps, and one TickFrame
 // is encoded and shared by every lockstep member.
 //
-// Commands (spawn, destroy, add_score) are issued by the room itself (a joining player's body,
-// a departed player's bodies after the leave grace) and by its RoomRules after each step; they
+// Commands (spawns, destroys, body moves, game state, game events) are issued by the room itself
+// (a joining player's body, a departed player's bodies after the leave grace) and by its
+// RoomRules at the points of the tick room_rules.h lists; they
 // wait in pending_commands_ (at most the WorldDef's max_commands_per_tick) and go into the
 // world with the next step's inputs (World::step(TickInput)), listed in its TickFrame and
 // recorded like inputs.
@@ -166,6 +167,10 @@ class Room final : public std::enable_shared_from_this<Room> {
   void take_applied_commands(uint64_t tick);
   /// After the step: owned bodies follow the spawns and destroys; failures are counted.
   void apply_command_results();
+  /// The rules' hooks (room_rules.h gives their order in the tick): before the step, and after
+  /// it (leaves and completed joins, then after_step).
+  void run_rules_before_step();
+  void run_rules_after_step();
 
   ServerCore& core_;
   const size_t worker_;
@@ -196,6 +201,18 @@ class Room final : public std::enable_shared_from_this<Room> {
 
   // Commands (see the top of this file) and players' bodies.
   std::unique_ptr<RoomRules> rules_;
+  RoomInfo rules_info_;         // what the rules know of the room (players as of their hooks)
+  bool rules_started_ = false;  // on_room_start has run
+  bool rules_ended_ = false;    // on_match_end has run
+  // Joins and leaves in arrival order, handed to the rules after the next step; a join waits
+  // (with everything behind it) until its player's body spawn has been applied.
+  struct MembershipChange {
+    bool join = false;
+    uint32_t player = 0;
+    std::string name;
+  };
+  std::vector<MembershipChange> membership_changes_;
+  std::vector<uint32_t> join_spawn_sequence_;   // [player − 1]: its pending spawn's sequence
   std::vector<sim::Command> pending_commands_;  // for the next step
   std::vector<sim::Command> applied_commands_;  // this step's, in command_less order
   std::vector<sim::Error> command_errors_;      // what the world said to each pending command

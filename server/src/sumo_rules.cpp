@@ -1,7 +1,7 @@
 // The `sumo` rules: players' balls on a platform over a sensor body named `fall`. A ball that
-// enters the sensor is destroyed and spawned again (at the spawn point farthest from every other
-// player's ball; ties: the lowest index), and the last other player whose ball began touching it
-// scores 1 (add_score). A ball that falls without having touched another scores nobody.
+// enters the sensor is respawned, keeping its handle (at the spawn point farthest from every other
+// player's ball, at rest; ties: the lowest index), and the last other player whose ball began
+// touching it scores 1 (add_score). A ball that falls without having touched another scores nobody.
 //
 // "Last toucher" is taken from the contact begin events of each step (World::events()), so a
 // push counts from the moment two balls meet; it is the rules' own memory (server only), reset
@@ -10,6 +10,7 @@
 #include <array>
 #include <vector>
 
+#include "builtin_rules.h"
 #include "lockstep/server/room_rules.h"
 
 namespace lockstep::server {
@@ -18,9 +19,7 @@ namespace {
 class SumoRules final : public RoomRules {
  public:
   SumoRules(const sim::Scene& scene, sim::BodyId fall)
-      : fall_(fall),
-        template_index_(static_cast<uint32_t>(scene.player_template)),
-        spawn_points_(scene.spawn_points) {}
+      : fall_(fall), spawn_points_(scene.spawn_points) {}
 
   void after_step(const sim::World& world, std::span<const sim::SensorEvent> sensor_events,
                   RulesOutput& out) override {
@@ -38,18 +37,14 @@ class SumoRules final : public RoomRules {
       if (e.type != sim::ContactEventType::begin || !(e.sensor == fall_)) continue;
       const uint32_t player = owner_of(world, e.visitor);
       if (player == 0) continue;
-      sim::Command destroy;
-      destroy.type = sim::CommandType::destroy;
-      destroy.body = e.visitor;
-      if (!out.push(destroy)) continue;
-      sim::Command spawn;
-      spawn.type = sim::CommandType::spawn;
-      spawn.template_index = template_index_;
+      // Back to a spawn point with the same handle: the player's client keeps steering it.
+      sim::Command respawn;
+      respawn.type = sim::CommandType::respawn;
+      respawn.body = e.visitor;
       const sim::SpawnPoint& point = spawn_points_[farthest_spawn_point(world, e.visitor)];
-      spawn.position = point.position;
-      spawn.orientation = point.orientation;
-      spawn.owner_player = player;
-      out.push(spawn);
+      respawn.position = point.position;
+      respawn.orientation = point.orientation;
+      if (!out.push(respawn)) continue;
       const uint32_t scorer = take_last_toucher(e.visitor);
       if (scorer != 0 && scorer != player) {
         sim::Command score;
@@ -119,13 +114,12 @@ class SumoRules final : public RoomRules {
   }
 
   sim::BodyId fall_;
-  uint32_t template_index_;
   std::vector<sim::SpawnPoint> spawn_points_;
   std::vector<Touch> touches_;
   std::vector<sim::BodyId> bodies_;
 };
 
-constexpr std::array<std::string_view, 1> kRulesNames = {"sumo"};
+constexpr std::array<std::string_view, 2> kRulesNames = {"sumo", "koth"};
 
 }  // namespace
 
@@ -151,7 +145,8 @@ std::unique_ptr<RoomRules> make_builtin_rules(std::string_view name, const sim::
     }
     return std::make_unique<SumoRules>(scene, fall);
   }
-  *error = "unknown rules '" + std::string(name) + "' (built in: sumo)";
+  if (name == "koth") return make_koth_rules(scene, error);
+  *error = "unknown rules '" + std::string(name) + "' (built in: sumo, koth)";
   return nullptr;
 }
 

@@ -45,6 +45,10 @@ const char* error_message(Error error) {
       return "hull points with fewer than 4 distinct points, all coplanar, or no volume";
     case Error::unknown_hull:
       return "a hull shape names a hull the WorldDef does not have";
+    case Error::unknown_state_field:
+      return "a game state command names a field the world has not declared";
+    case Error::capacity_state_fields:
+      return "kMaxStateFields game state fields declared already, or a bad or repeated name";
   }
   return "unknown error";
 }

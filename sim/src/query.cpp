@@ -342,6 +342,32 @@ QueryResult ray_cast_all(const World& world, Vec3 origin, Vec3 translation,
   return result;
 }
 
+QueryResult bodies_in_sensor(const World& world, BodyId sensor, std::span<BodyId> bodies) {
+  if (bodies.empty()) return failed(Error::invalid_argument);
+  const WorldData& w = world_data(world);
+  uint32_t slot = 0;
+  const Error e = resolve_body(w, sensor, &slot);
+  if (e != Error::none) return failed(e);
+  if (!w.bodies[slot].shape.sensor) return failed(Error::wrong_body_type);
+  // Keys ascend by (lower slot, higher slot): the visitors below the sensor's slot come first,
+  // in order, then those above it, in order.
+  QueryResult result;
+  for (uint32_t i = 0; i < w.sensor_pair_count; ++i) {
+    const uint64_t key = w.sensor_pairs[i];
+    uint32_t visitor = 0;
+    if (pair_slot_a(key) == slot) {
+      visitor = pair_slot_b(key);
+    } else if (pair_slot_b(key) == slot) {
+      visitor = pair_slot_a(key);
+    } else {
+      continue;
+    }
+    ++result.found;
+    if (result.count < bodies.size()) bodies[result.count++] = id_of(w, visitor);
+  }
+  return result;
+}
+
 QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& pose,
                     const QueryFilter& filter, std::span<BodyId> bodies) {
   if (bodies.empty()) return failed(Error::invalid_argument);

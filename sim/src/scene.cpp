@@ -231,6 +231,10 @@ std::unique_ptr<World> build_world(const Scene& scene, Error* error, size_t* fai
     e = world->create_body(scene.bodies[i], &id);
     if (e != Error::none) return fail(e, i);
   }
+  for (const StateFieldDef& field : scene.state_fields) {
+    e = world->declare_state_field(field);
+    if (e != Error::none) return fail(e, kWorld);
+  }
   if (error != nullptr) *error = Error::none;
   return world;
 }

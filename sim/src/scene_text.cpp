@@ -561,6 +561,70 @@ bool parse_rules_line(LineReader& reader, Scene* scene) {
   return true;
 }
 
+// A `state` line: one game state field, `state name=N scope=room|player type=int|fixed
+// default=V`. An int default is a decimal int32; a fixed one a number whose value · 2^16 is an
+// integer that fits an int32 (the raw value).
+bool parse_state_line(LineReader& reader, Scene* scene) {
+  if (!reader.require("name", "name the field")) return false;
+  const Token* name = reader.find("name");
+  if (!valid_scene_label(name->value)) {
+    return reader.fail(
+        *name, "a name is 1 to " + std::to_string(kMaxStateNameBytes) + " bytes of [A-Za-z0-9_.-]");
+  }
+  if (name->value == "score") {
+    return reader.fail(*name, "'score' is the players' scores, a field every world has");
+  }
+  for (const StateFieldDef& other : scene->state_fields) {
+    if (std::string_view(other.name, strnlen(other.name, sizeof(other.name))) == name->value) {
+      return reader.fail(*name, "a second state field named " + quoted(name->value));
+    }
+  }
+  if (scene->state_fields.size() >= kMaxStateFields) {
+    return reader.fail(0, "more than " + std::to_string(kMaxStateFields) + " state fields");
+  }
+  StateFieldDef field;
+  std::memcpy(field.name, name->value.data(), name->value.size());
+  constexpr std::string_view kScopes[] = {"room", "player"};
+  constexpr std::string_view kTypes[] = {"int", "fixed"};
+  size_t scope = 0, type = 0;
+  if (!reader.require("scope", "room or player") || !reader.get_enum("scope", kScopes, &scope) ||
+      !reader.require("type", "int or fixed") || !reader.get_enum("type", kTypes, &type)) {
+    return false;
+  }
+  field.scope = static_cast<StateScope>(scope);
+  field.type = static_cast<StateType>(type);
+  if (Token* token = reader.find("default")) {
+    std::string_view text = token->value;
+    int64_t raw = 0;
+    bool ok = false;
+    if (field.type == StateType::int32) {
+      const bool negative = !text.empty() && text[0] == '-';
+      if (negative) text.remove_prefix(1);
+      uint32_t magnitude = 0;
+      ok = read_u32(text, &magnitude);
+      raw = negative ? -int64_t{magnitude} : int64_t{magnitude};
+    } else {
+      float value = 0;
+      if (read_float(text, &value)) {
+        const double scaled = static_cast<double>(value) * 65536.0;  // exact
+        ok = scaled >= -2147483648.0 && scaled <= 2147483647.0;
+        raw = ok ? static_cast<int64_t>(scaled) : 0;
+        ok = ok && static_cast<double>(raw) == scaled;
+      }
+    }
+    if (!ok || raw < INT32_MIN || raw > INT32_MAX) {
+      return reader.fail(
+          *token, quoted(token->value) + (field.type == StateType::int32
+                                              ? " is not a 32-bit integer"
+                                              : " is not a multiple of 1/65536 within +-32768"));
+    }
+    field.default_value = static_cast<int32_t>(raw);
+  }
+  if (!reader.finish("a state line", {})) return false;
+  scene->state_fields.push_back(field);
+  return true;
+}
+
 // A float in input fixed point (value · 2^kInputScaleLog2): exact multiples of 2^-10 only, so
 // the file says exactly what crosses the wire.
 bool get_fixed3(LineReader& reader, std::string_view key, int32_t out[3]) {
@@ -878,6 +942,8 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
       }
       rules_line = line_number;
       if (!parse_rules_line(reader, &scene)) return false;
+    } else if (directive == "state") {
+      if (!parse_state_line(reader, &scene)) return false;
     } else if (directive == "template") {
       if (!parse_template_line(reader, &scene.def, &built_hulls)) return false;
     } else if (directive == "at") {
@@ -887,7 +953,7 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
     } else {
       message = "line " + std::to_string(line_number) + " col " + std::to_string(directive_column) +
                 ": unknown directive " + quoted(directive) +
-                " (expected scene, world, body, template, player, spawn, rules, at)";
+                " (expected scene, world, body, template, player, spawn, rules, state, at)";
       return false;
     }
   }
@@ -991,6 +1057,18 @@ std::string format_scene_text(const Scene& scene) {
   }
   append_player_lines(&out, scene);
   if (!scene.rules.empty()) out += "rules name=" + scene.rules + "\n";
+  for (const StateFieldDef& field : scene.state_fields) {
+    out += "state name=";
+    out.append(field.name, strnlen(field.name, sizeof(field.name)));
+    out += field.scope == StateScope::room ? " scope=room" : " scope=player";
+    if (field.type == StateType::int32) {
+      out += " type=int default=" + std::to_string(field.default_value) + "\n";
+    } else {
+      out += " type=fixed default=";
+      append_float(&out, static_cast<float>(fixed_state_value(field.default_value)));
+      out += "\n";
+    }
+  }
   return out;
 }
 

@@ -34,9 +34,14 @@
 //     angular velocity, u32 owner player, u32 body index1, u32 body generation, i32 score delta
 //   u32 scored player count N (the highest player whose score is not 0, else 0), then the
 //     scores of players 1..N as i32
+//   only in a world with game state fields (so a world without them encodes as before):
+//     u32 field count, per field: 32 name bytes, u8 scope, u8 type, i32 default, then a room
+//     field's i32 value, or a player field's u32 count N (the highest player whose value is not
+//     the default, else 0) and the values of players 1..N as i32
 //
 // Snapshot = "LSSN", u32 snapshot version, u64 total bytes, the state encoding, and
 // u64 XXH3-64 of every byte before it. The state hash is XXH3-64 of the state encoding alone.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -120,6 +125,29 @@ constexpr size_t kManifoldBytes = 8 + 1 + 3 * 4 + 4 * 4 + 3 * 4;
 constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4 + 4;
 constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4 + 4 + 6 * 4;
 constexpr size_t kCommandBytes = 1 + 4 + 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 4 + 4 + 4;
+
+constexpr size_t kStateFieldBytes = (kMaxStateNameBytes + 1) + 1 + 1 + 4;
+constexpr size_t kMaxGameStateBytes =
+    4 + kMaxStateFields * (kStateFieldBytes + 4 + static_cast<size_t>(kMaxStatePlayers) * 4);
+
+// Players 1..N of a player field, N the highest player whose value is not the default.
+uint32_t state_player_count(const WorldData& w, uint32_t field) {
+  const int32_t* values = &w.state_values[static_cast<size_t>(field) * kMaxStatePlayers];
+  uint32_t n = kMaxStatePlayers;
+  while (n > 0 && values[n - 1] == w.state_fields[field].default_value)
+    --n;
+  return n;
+}
+
+size_t game_state_bytes(const WorldData& w) {
+  if (w.state_field_count == 0) return 0;
+  size_t n = 4;
+  for (uint32_t f = 0; f < w.state_field_count; ++f) {
+    n += kStateFieldBytes + 4;
+    if (w.state_fields[f].scope == StateScope::player) n += size_t{state_player_count(w, f)} * 4;
+  }
+  return n;
+}
 
 // Players 1..N where N is the highest player with a nonzero score (0 when none has one).
 uint32_t scored_player_count(const WorldData& w) {
@@ -371,6 +399,26 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
   o.u32(scored);
   for (uint32_t p = 0; p < scored; ++p)
     o.i32(w.scores[p]);
+  if (w.state_field_count > 0) {
+    o.u32(w.state_field_count);
+    for (uint32_t f = 0; f < w.state_field_count; ++f) {
+      const StateFieldDef& field = w.state_fields[f];
+      for (char c : field.name)
+        o.u8(static_cast<uint8_t>(c));
+      o.u8(static_cast<uint8_t>(field.scope));
+      o.u8(static_cast<uint8_t>(field.type));
+      o.i32(field.default_value);
+      const int32_t* values = &w.state_values[static_cast<size_t>(f) * kMaxStatePlayers];
+      if (field.scope == StateScope::room) {
+        o.i32(values[0]);
+        continue;
+      }
+      const uint32_t players = state_player_count(w, f);
+      o.u32(players);
+      for (uint32_t p = 0; p < players; ++p)
+        o.i32(values[p]);
+    }
+  }
   return o.n;
 }
 
@@ -828,7 +876,7 @@ Error parse_queued_commands(Reader& in, WorldData& w) {
   for (uint32_t i = 0; i < command_count; ++i) {
     Command c;
     const uint8_t type = in.u8();
-    if (type > static_cast<uint8_t>(CommandType::add_score)) return Error::snapshot_corrupt;
+    if (type > static_cast<uint8_t>(kLastCommandType)) return Error::snapshot_corrupt;
     c.type = static_cast<CommandType>(type);
     c.sequence = in.u32();
     c.template_index = in.u32();
@@ -866,6 +914,62 @@ Error parse_scores(Reader& in, WorldData& w) {
   return Error::none;
 }
 
+// Game state: present only when fields are declared (a snapshot without it clears them). Each
+// declaration is one declare_state_field would accept; a player field's list is canonical.
+template <bool kApply>
+Error parse_game_state(Reader& in, WorldData& w) {
+  if (in.n == in.size) {
+    if constexpr (kApply) {
+      w.state_field_count = 0;
+      std::fill(w.state_values.begin(), w.state_values.end(), 0);
+    }
+    return Error::none;
+  }
+  const uint32_t count = in.u32();
+  if (in.failed || count == 0 || count > kMaxStateFields) return Error::snapshot_corrupt;
+  StateFieldDef fields[kMaxStateFields];
+  for (uint32_t f = 0; f < count; ++f) {
+    StateFieldDef& field = fields[f];
+    for (char& c : field.name)
+      c = static_cast<char>(in.u8());
+    const uint8_t scope = in.u8();
+    const uint8_t type = in.u8();
+    field.default_value = in.i32();
+    if (in.failed || scope > 1 || type > 1) return Error::snapshot_corrupt;
+    field.scope = static_cast<StateScope>(scope);
+    field.type = static_cast<StateType>(type);
+    if (check_state_field_def(field, fields, f) != Error::none) return Error::snapshot_corrupt;
+    int32_t* values = &w.state_values[static_cast<size_t>(f) * kMaxStatePlayers];
+    if (field.scope == StateScope::room) {
+      const int32_t value = in.i32();
+      if (in.failed) return Error::snapshot_corrupt;
+      if constexpr (kApply) values[0] = value;
+      continue;
+    }
+    const uint32_t players = in.u32();
+    if (in.failed || players > kMaxStatePlayers) return Error::snapshot_corrupt;
+    for (uint32_t p = 0; p < players; ++p) {
+      const int32_t value = in.i32();
+      if (in.failed || (p + 1 == players && value == field.default_value)) {
+        return Error::snapshot_corrupt;
+      }
+      if constexpr (kApply) values[p] = value;
+    }
+    if constexpr (kApply) {
+      for (uint32_t p = players; p < kMaxStatePlayers; ++p)
+        values[p] = field.default_value;
+    }
+  }
+  if constexpr (kApply) {
+    w.state_field_count = count;
+    for (uint32_t f = 0; f < kMaxStateFields; ++f)
+      w.state_fields[f] = f < count ? fields[f] : StateFieldDef{};
+    std::fill(w.state_values.begin() + static_cast<std::ptrdiff_t>(count) * kMaxStatePlayers,
+              w.state_values.end(), 0);
+  }
+  return Error::none;
+}
+
 template <bool kApply>
 Error parse_state(Reader& in, WorldData& w) {
   uint32_t slot_count = 0;
@@ -878,6 +982,7 @@ Error parse_state(Reader& in, WorldData& w) {
   if (e == Error::none) e = parse_queued_inputs<kApply>(in, w, slot_count);
   if (e == Error::none) e = parse_queued_commands<kApply>(in, w);
   if (e == Error::none) e = parse_scores<kApply>(in, w);
+  if (e == Error::none) e = parse_game_state<kApply>(in, w);
   if (e != Error::none) return e;
   if (in.n != in.size) return Error::snapshot_corrupt;  // trailing bytes
   return Error::none;
@@ -908,6 +1013,7 @@ size_t encoded_state_size(const WorldData& w) {
   n += 4 + static_cast<size_t>(w.input_count) * kInputBytes;
   n += 4 + static_cast<size_t>(w.command_count) * kCommandBytes;
   n += 4 + static_cast<size_t>(scored_player_count(w)) * 4;
+  n += game_state_bytes(w);
   return n;
 }
 
@@ -918,7 +1024,7 @@ size_t max_encoded_state_size(const WorldDef& def) {
          static_cast<size_t>(def.max_contact_pairs) * 8 + 4 +
          static_cast<size_t>(def.max_inputs_per_tick) * kInputBytes + 4 +
          static_cast<size_t>(def.max_commands_per_tick) * kCommandBytes + 4 +
-         static_cast<size_t>(kMaxPlayers) * 4;
+         static_cast<size_t>(kMaxPlayers) * 4 + kMaxGameStateBytes;
 }
 
 void update_state_hash(const WorldData& w) {
@@ -1008,6 +1114,7 @@ Error World::restore_snapshot(std::span<const uint8_t> bytes) {
   w.next_cache.manifold_count = 0;
   w.next_cache.point_count = 0;
   w.event_count = 0;
+  w.game_event_count = 0;
   w.command_result_count = 0;
   w.stats = StepStats{};
   w.stats.tick = w.tick;

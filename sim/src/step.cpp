@@ -118,12 +118,22 @@ Vec3 clamp_speed(Vec3 v, float max) {
 // Commands, already in command_less order: spawns take the lowest free slots in that order,
 // destroys end their bodies (a body destroyed twice: the second fails with stale_handle).
 void apply_commands(WorldData& w, StepStats& st) {
+  w.game_event_count = 0;
   for (uint32_t i = 0; i < w.command_count; ++i) {
     const Command& c = w.commands[i];
     CommandResult& result = w.command_results[i];
     result = CommandResult{c.sequence, c.type, Error::none, BodyId{}};
     if (c.type == CommandType::spawn) {
       result.error = add_body(w, spawn_body_def(w.def, c), &result.body);
+    } else if (c.type == CommandType::emit_event) {
+      // At most one per command: the list holds max_commands_per_tick.
+      w.game_events[w.game_event_count++] =
+          GameEvent{c.template_index, c.owner_player, c.score_delta, c.sequence};
+    } else if (is_state_command(c.type)) {
+      result.error = apply_state_command(w, c);
+    } else if (is_body_command(c.type)) {
+      result.error = apply_body_command(w, c);
+      if (result.error == Error::none) result.body = c.body;
     } else if (c.type == CommandType::add_score) {
       // Saturating, so no sequence of commands overflows (a defined result on every machine).
       int32_t& score = w.scores[c.owner_player - 1];

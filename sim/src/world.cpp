@@ -202,6 +202,11 @@ Error check_command_fields(const WorldDef& def, const Command& c) {
     if (c.owner_player < 1 || c.owner_player > kMaxPlayers) return Error::unknown_player;
     return Error::none;
   }
+  if (is_body_command(c.type)) return check_body_command_fields(def, c);
+  if (is_state_command(c.type)) return check_state_command_fields(c);
+  if (c.type == CommandType::emit_event) {
+    return c.owner_player <= kMaxPlayers ? Error::none : Error::unknown_player;
+  }
   if (c.type != CommandType::spawn) return Error::invalid_argument;
   if (c.template_index >= def.template_count) return Error::unknown_template;
   if (!is_finite(c.position) || !is_finite(c.orientation) || !is_finite(c.linear_velocity) ||
@@ -293,6 +298,8 @@ uint64_t world_memory_bytes(const WorldDef& def) {
   n += uint64_t{def.max_commands_per_tick} *
        (element_bytes<decltype(D::commands)>() + element_bytes<decltype(D::command_results)>());
   n += uint64_t{kMaxPlayers} * sizeof(int32_t);
+  n += uint64_t{def.max_commands_per_tick} * sizeof(GameEvent);
+  n += uint64_t{kMaxStateFields} * kMaxStatePlayers * sizeof(int32_t);  // game state values
   n += uint64_t{def.max_events} *
        (element_bytes<decltype(D::events)>() + element_bytes<decltype(D::sensor_events)>());
   n += pairs * 3 * sizeof(uint64_t);  // sensor pairs, found, next
@@ -334,7 +341,9 @@ std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   d->input_angular_velocity_limit = fixed_point_limit(def.max_input_angular_velocity);
   d->commands.assign(def.max_commands_per_tick, Command{});
   d->command_results.assign(def.max_commands_per_tick, CommandResult{});
+  d->game_events.assign(def.max_commands_per_tick, GameEvent{});
   d->scores.assign(kMaxPlayers, 0);
+  d->state_values.assign(size_t{kMaxStateFields} * kMaxStatePlayers, 0);
   d->events.assign(def.max_events, ContactEvent{});
   d->sensor_events.assign(def.max_events, SensorEvent{});
   d->sensor_pairs.assign(def.max_contact_pairs, 0);
@@ -682,8 +691,11 @@ Error World::queue_command(const Command& command) {
   WorldData& w = *data_;
   Error e = check_command_fields(w.def, command);
   uint32_t slot = 0;
-  if (e == Error::none && command.type == CommandType::destroy)
+  if (e == Error::none && (command.type == CommandType::destroy || is_body_command(command.type)))
     e = resolve_body(w, command.body, &slot);
+  if (e == Error::none && is_body_command(command.type))
+    e = check_body_command_target(command, w.bodies[slot].type);
+  if (e == Error::none && is_state_command(command.type)) e = check_state_command(w, command);
   if (e == Error::none && w.command_count >= w.def.max_commands_per_tick) {
     e = Error::capacity_commands;
   }
@@ -726,6 +738,10 @@ const WorldCounters& World::counters() const {
 
 std::span<const ContactEvent> World::events() const {
   return {data_->events.data(), data_->event_count};
+}
+
+std::span<const GameEvent> World::game_events() const {
+  return {data_->game_events.data(), data_->game_event_count};
 }
 
 std::span<const SensorEvent> World::sensor_events() const {

@@ -111,6 +111,15 @@ struct WorldData {
 
   // Players' scores, index player - 1 (state), kMaxPlayers entries.
   std::vector<int32_t> scores;
+  // Game state (state): the declared fields, and their values: room fields one each, player
+  // fields kMaxStatePlayers each (player p at [field · kMaxStatePlayers + p − 1]). All memory
+  // taken at creation.
+  uint32_t state_field_count = 0;
+  StateFieldDef state_fields[kMaxStateFields] = {};
+  std::vector<int32_t> state_values;  // kMaxStateFields · kMaxStatePlayers
+  // Game events of the last step (emit_event commands), max_commands_per_tick entries.
+  std::vector<GameEvent> game_events;
+  uint32_t game_event_count = 0;
 
   // Sensor pairs overlapping after the last step, ascending keys (state), and this step's as the
   // narrowphase finds them and as they are merged (scratch).
@@ -160,6 +169,28 @@ Error check_input_fields(const WorldData& w, const Input& input, BodyType type,
 /// The checks of a command that need no world state beyond the def: template index, finite and
 /// in-range pose and velocities, type. Shared by queue_command and the snapshot reader.
 Error check_command_fields(const WorldDef& def, const Command& command);
+
+/// The body commands (body_commands.cpp): set_pose, set_velocity, apply_impulse,
+/// move_kinematic, respawn.
+bool is_body_command(CommandType type);
+/// Their checks that need only the def (part of check_command_fields).
+Error check_body_command_fields(const WorldDef& def, const Command& command);
+/// Whether the command may move a body of `type` (wrong_body_type otherwise).
+Error check_body_command_target(const Command& command, BodyType type);
+/// Applies one in the step; the body may be gone by then (stale_handle). Counts nothing.
+Error apply_body_command(WorldData& w, const Command& command);
+
+/// Game state (game_state.cpp): a declaration's checks (name, scope, type; not repeating one of
+/// `earlier`), and the set_state / add_state commands' checks and application.
+Error check_state_field_def(const StateFieldDef& field, const StateFieldDef* earlier,
+                            uint32_t earlier_count);
+bool is_state_command(CommandType type);
+/// The checks that need no world (part of check_command_fields).
+Error check_state_command_fields(const Command& command);
+/// The field is declared, the player fits its scope.
+Error check_state_command(const WorldData& w, const Command& command);
+/// Applies one in the step (checked again: a snapshot's queue is checked only by the def).
+Error apply_state_command(WorldData& w, const Command& command);
 
 /// The BodyDef a spawn command makes from its template.
 BodyDef spawn_body_def(const WorldDef& def, const Command& command);

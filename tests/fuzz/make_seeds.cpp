@@ -2,6 +2,7 @@
 // OUT_DIR/<target>/<name> for each harness (scripts/fuzz-seeds.sh; the result is committed).
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -129,6 +130,39 @@ int main(int argc, char** argv) {
     server.insert(server.end(), f.begin(), f.end());
   }
   write(out / "fuzz_frame_messages" / "server_whole", framed(0x00 | (127 << 1), server));
+
+  // A TickFrame carrying every command type (the body commands reuse the spawn's fields), and a
+  // snapshot with the same commands queued and a game state field declared.
+  {
+    sim::StateFieldDef field;
+    std::memcpy(field.name, "hill", 4);
+    field.scope = sim::StateScope::player;
+    field.default_value = 3;
+    world->declare_state_field(field);
+    std::vector<sim::BodyId> ids(world->body_count());
+    ids.resize(world->list_bodies(ids));
+    schema::TickFrame commands_tick;
+    commands_tick.tick = 9;
+    commands_tick.state_hash = world->state_hash();
+    uint32_t sequence = 1;
+    for (uint32_t type = 0; type <= static_cast<uint32_t>(sim::kLastCommandType); ++type) {
+      sim::Command c;
+      c.type = static_cast<sim::CommandType>(type);
+      c.sequence = sequence++;
+      c.position = {1, 2, 3};
+      c.linear_velocity = {0.5f, 0, 0};
+      c.owner_player = 1;
+      c.score_delta = 1;
+      c.body = ids.empty() ? sim::BodyId{1, 1} : ids.back();
+      commands_tick.commands.push_back(c);
+      if (c.type != sim::CommandType::spawn) world->queue_command(c);
+    }
+    const std::vector<uint8_t> f = schema::encode_frame(schema::Message{commands_tick});
+    write(out / "fuzz_frame_messages" / "server_commands", framed(0x00 | (127 << 1), f));
+    world->save_snapshot(snapshot, &written);
+    write(out / "fuzz_snapshot" / "queued_commands",
+          {snapshot.begin(), snapshot.begin() + written});
+  }
 
   // The same replay from a world with small capacities, as a world of the game's own (it names no
   // built-in scene, whose WorldDef it no longer matches): the replay harness's budget (2 MiB)

@@ -121,6 +121,12 @@ std::vector<FieldDiff> diff_worlds(const sim::World& a, const sim::World& b,
 /// The full state of a world as JSON (tick, hash, every body's fields; floats exact: %.9g).
 std::string dump_state_json(const sim::World& world);
 
+/// The game state of a world on one line, "score=1:3,2:0;hill_seconds=1:2,2:0;king=1": the
+/// scores, then every declared field in order (a room field as one value; a player field, like
+/// the scores, for every player that owns a body or has a score, ascending). lockstep-bot and
+/// `lockstep-replay state` print it, so clients and a replay re-run can be compared as text.
+std::string game_state_text(const sim::World& world);
+
 /// Re-simulates the whole replay writing "tick,body,px,py,pz,qx,qy,qz,qw" lines for every body
 /// at every tick (the first keyframe included). False and *error when it cannot.
 bool export_csv(const LoadedReplay& replay, std::ostream& out, std::string* error);

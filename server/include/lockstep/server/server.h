@@ -87,7 +87,7 @@ struct RoomStats {
   uint64_t protocol_errors = 0;  // fatal Errors sent to its members
   uint64_t input_errors = 0;     // non-fatal Errors sent to its members
   uint64_t slow_consumers = 0;
-  uint64_t commands_applied = 0;  // spawns, destroys and scores queued into the world
+  uint64_t commands_applied = 0;  // commands (joins' spawns, leaves' destroys, rules') applied
   uint64_t commands_refused = 0;  // over the tick's command capacity, or refused by the world
   uint64_t commands_failed = 0;   // queued, then failed when applied (e.g. no free body slot)
   std::vector<ClientSummary> client_list;

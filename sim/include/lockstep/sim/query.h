@@ -70,6 +70,13 @@ QueryResult ray_cast_all(const World& world, Vec3 origin, Vec3 translation,
 QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& pose,
                     const QueryFilter& filter, std::span<BodyId> bodies);
 
+/// The bodies inside the sensor body `sensor` now: its overlaps as the last step left them (the
+/// ones that produced begin events and no end event yet, asleep ones included), in slot order.
+/// When more exist than `bodies` holds, the lowest slots are kept. Errors: null_handle or
+/// stale_handle for the sensor, wrong_body_type when its shape is not a sensor,
+/// invalid_argument for an empty span.
+QueryResult bodies_in_sensor(const World& world, BodyId sensor, std::span<BodyId> bodies);
+
 /// First body met by `shape` (a sphere) moved from `start` along `translation`: count 1 and *hit
 /// filled (the contact point on the body, the body's normal there), or count 0.
 QueryResult shape_cast(const World& world, const ShapeDef& shape, const Transform& start,

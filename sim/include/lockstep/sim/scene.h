@@ -52,8 +52,9 @@ struct Scene {
   // template for each player who joins, at a spawn point; -1 when the scene has none.
   int32_t player_template = -1;
   std::vector<SpawnPoint> spawn_points;
-  std::string rules;                    // the built-in game rules a server runs ("" = none)
-  std::vector<NamedBody> named_bodies;  // in file order; names are unique
+  std::string rules;                        // the built-in game rules a server runs ("" = none)
+  std::vector<NamedBody> named_bodies;      // in file order; names are unique
+  std::vector<StateFieldDef> state_fields;  // game state (scene `state` lines), declared in order
 };
 
 /// The BodyId a scene body gets in a world built by build_world (slot index + 1, generation 0),

@@ -21,25 +21,27 @@ struct BodyId {
 /// Every error a public function can report. `error_message` names each in one line.
 enum class Error : uint8_t {
   none = 0,
-  invalid_argument,    // a value out of its documented range
-  non_finite,          // NaN or infinity passed in
-  capacity_bodies,     // WorldDef::max_bodies reached
-  capacity_inputs,     // WorldDef::max_inputs_per_tick reached for this tick
-  null_handle,         // BodyId{} passed
-  stale_handle,        // the body was destroyed (or never existed)
-  wrong_body_type,     // e.g. velocity set on a static body
-  input_out_of_range,  // an input's magnitudes exceed the WorldDef limits
-  buffer_too_small,    // the caller's snapshot buffer cannot hold the state
-  snapshot_truncated,  // fewer bytes than the snapshot header announces
-  snapshot_bad_magic,  // not a lockstep snapshot
-  snapshot_version,    // a snapshot format this build does not read
-  snapshot_mismatch,   // made by a world with a different WorldDef
-  snapshot_corrupt,    // checksum or structure check failed
-  capacity_commands,   // WorldDef::max_commands_per_tick reached for this tick
-  unknown_template,    // a spawn command names a template the WorldDef does not have
-  unknown_player,      // a player index outside 1..kMaxPlayers (add_score commands)
-  degenerate_hull,     // hull points: fewer than 4 distinct, all coplanar, or no volume
-  unknown_hull,        // a hull shape names an index past WorldDef::hull_count
+  invalid_argument,       // a value out of its documented range
+  non_finite,             // NaN or infinity passed in
+  capacity_bodies,        // WorldDef::max_bodies reached
+  capacity_inputs,        // WorldDef::max_inputs_per_tick reached for this tick
+  null_handle,            // BodyId{} passed
+  stale_handle,           // the body was destroyed (or never existed)
+  wrong_body_type,        // e.g. velocity set on a static body
+  input_out_of_range,     // an input's magnitudes exceed the WorldDef limits
+  buffer_too_small,       // the caller's snapshot buffer cannot hold the state
+  snapshot_truncated,     // fewer bytes than the snapshot header announces
+  snapshot_bad_magic,     // not a lockstep snapshot
+  snapshot_version,       // a snapshot format this build does not read
+  snapshot_mismatch,      // made by a world with a different WorldDef
+  snapshot_corrupt,       // checksum or structure check failed
+  capacity_commands,      // WorldDef::max_commands_per_tick reached for this tick
+  unknown_template,       // a spawn command names a template the WorldDef does not have
+  unknown_player,         // a player index outside 1..kMaxPlayers (add_score commands)
+  degenerate_hull,        // hull points: fewer than 4 distinct, all coplanar, or no volume
+  unknown_hull,           // a hull shape names an index past WorldDef::hull_count
+  unknown_state_field,    // a game state command names a field the world has not declared
+  capacity_state_fields,  // kMaxStateFields declared already, or a bad or repeated field name
 };
 
 /// One-line English description of an error (static storage).
@@ -229,16 +231,76 @@ struct Input {
 /// above the sim use it to list inputs canonically.
 bool input_less(const Input& a, const Input& b);
 
-enum class CommandType : uint8_t { spawn = 0, destroy = 1, add_score = 2 };
+enum class CommandType : uint8_t {
+  spawn = 0,
+  destroy = 1,
+  add_score = 2,
+  set_pose = 3,        // body: position, orientation (velocities kept)
+  set_velocity = 4,    // body: linear_velocity, angular_velocity (dynamic or kinematic)
+  apply_impulse = 5,   // body (dynamic): linear_velocity = impulse (N·s) at the centre of mass,
+                       // angular_velocity = angular impulse (N·m·s)
+  move_kinematic = 6,  // body (kinematic): the velocities that reach position, orientation in
+                       // this step
+  respawn = 7,         // body: pose and velocities all replaced, woken; the handle stays
+  set_state = 8,       // game state: template_index = field, owner_player = player (0: a room
+                       // field), score_delta = the new value (raw)
+  add_state = 9,       // the same, score_delta added (saturating)
+  emit_event = 10,     // a game event: template_index = its type (the game's own numbering),
+                       // owner_player = the player it is about (0: none), score_delta = a value
+};
+/// The last CommandType (wire and snapshot readers refuse larger values).
+inline constexpr CommandType kLastCommandType = CommandType::emit_event;
+
+/// A game event as its step applied it (World::game_events): what emit_event commands carry.
+struct GameEvent {
+  uint32_t type = 0;    // the game's own numbering ("took the hill", "round over", ...)
+  uint32_t player = 0;  // the player it is about, 0 for none
+  int32_t value = 0;
+  uint32_t sequence = 0;  // the command's sequence (the order events were emitted in)
+};
+
+/// Replicated game state (World::declare_state_field, scene `state` lines): at most
+/// kMaxStateFields fields, each one int32 per room or per player (players 1..kMaxStatePlayers).
+inline constexpr uint32_t kMaxStateFields = 16;
+inline constexpr uint32_t kMaxStatePlayers = 64;
+inline constexpr uint32_t kMaxStateNameBytes = 31;
+/// The players' scores as a game state field (the index set_state/add_state/World::state give
+/// it); its values are World::score's.
+inline constexpr uint32_t kScoreStateField = kMaxStateFields;
+/// World::find_state_field of a name no field has.
+inline constexpr uint32_t kNoStateField = 0xffffffffu;
+/// Fixed-point game state: value = raw / 2^kStateFixedScaleLog2 (16.16).
+inline constexpr int kStateFixedScaleLog2 = 16;
+
+/// A fixed-point game state value as a double (exact).
+constexpr double fixed_state_value(int32_t raw) {
+  return static_cast<double>(raw) / static_cast<double>(1 << kStateFixedScaleLog2);
+}
+
+enum class StateScope : uint8_t { room = 0, player = 1 };
+enum class StateType : uint8_t { int32 = 0, fixed = 1 };
+
+/// One declared game state field.
+struct StateFieldDef {
+  // 1..kMaxStateNameBytes of [A-Za-z0-9_.-], NUL-padded; unique; "score" is taken.
+  char name[kMaxStateNameBytes + 1] = {};
+  StateScope scope = StateScope::room;
+  StateType type = StateType::int32;
+  int32_t default_value = 0;  // raw (a fixed field's 1.0 is 65536)
+};
+/// "spawn", "set_pose", ...; "?" outside the enum.
+const char* command_type_name(CommandType type);
 
 /// Player indices that carry a score: 1..kMaxPlayers (the server's largest room size).
 inline constexpr uint32_t kMaxPlayers = 1024;
 
-/// A change to the set of bodies or to a player's score, stamped for a tick like an input and
-/// applied at the start of that step, before the inputs, in command_less order: spawned bodies
-/// take the lowest free slots in that order, so the same commands give the same handles on every
-/// machine. Issued by the server's game rules (docs/gameplay.md, Commands); the floats must be
-/// finite.
+/// A change to the set of bodies, to a body's motion or to a player's score, stamped for a tick
+/// like an input and applied at the start of that step, before the inputs, in command_less order:
+/// spawned bodies take the lowest free slots in that order, so the same commands give the same
+/// handles on every machine. Issued by the server's game rules (docs/gameplay.md, Commands); the
+/// floats must be finite. The body commands (set_pose .. respawn) name `body` and reuse the pose
+/// and velocity fields as CommandType says; a body command on a body gone by then, or of the
+/// wrong type, fails (CommandResult::error) and changes nothing.
 struct Command {
   CommandType type = CommandType::spawn;
   uint32_t sequence = 0;        // the issuer's order: the first key of command_less
@@ -248,7 +310,7 @@ struct Command {
   Vec3 linear_velocity{};       // spawn (m/s; zero for static templates)
   Vec3 angular_velocity{};      // spawn (rad/s)
   uint32_t owner_player = 0;    // spawn: BodyDef::owner_player; add_score: the player (1..)
-  BodyId body{};                // destroy: the body
+  BodyId body{};                // destroy and the body commands: the body
   int32_t score_delta = 0;      // add_score: added to World::score(owner_player), saturating
 };
 
@@ -356,7 +418,7 @@ struct StepStats {
   uint32_t skipped_normal_rows = 0;    // K ≈ 0
   uint32_t skipped_friction_rows = 0;  // K_t not finite positive definite, or bad radius
   uint32_t inputs_applied = 0;
-  uint32_t commands_applied = 0;  // commands that spawned or destroyed a body
+  uint32_t commands_applied = 0;  // commands applied without error
   uint32_t commands_failed = 0;   // commands refused when applied (CommandResult::error)
   uint32_t begin_events = 0;
   uint32_t end_events = 0;

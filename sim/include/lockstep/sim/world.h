@@ -114,6 +114,21 @@ class World final {
   /// a player index outside 1..kMaxPlayers.
   int32_t score(uint32_t player) const;
 
+  // ---- game state -----------------------------------------------------------------------------
+  /// Declares a game state field (building a world, like create_body): hashed and in snapshots
+  /// from now on, every value at its default; a snapshot carries the declarations with it.
+  /// capacity_state_fields for a bad or repeated name ("score" included) or beyond
+  /// kMaxStateFields; invalid_argument for a bad scope or type.
+  Error declare_state_field(const StateFieldDef& field);
+  /// The declared fields, in declaration order (the field index is the position).
+  std::span<const StateFieldDef> state_fields() const;
+  /// The index of the field named `name` (kScoreStateField for "score"), else kNoStateField.
+  uint32_t find_state_field(std::string_view name) const;
+  /// A field's raw value: a room field ignores `player`; a player field's for players
+  /// 1..kMaxStatePlayers (the score: 1..kMaxPlayers). 0 for an unknown field or player.
+  /// Changed only by set_state and add_state commands.
+  int32_t state(uint32_t field, uint32_t player = 0) const;
+
   // ---- step -----------------------------------------------------------------------------------
   /// Advances one fixed dt through the stages of StepStage (types.h), in order: apply_commands →
   /// apply_inputs → size_margins → update_broadphase → collide_pairs → prepare_contacts →
@@ -134,6 +149,9 @@ class World final {
   std::span<const ContactEvent> events() const;
   /// Sensor begin/end events of the last step, in pair-key order (ShapeDef::sensor).
   std::span<const SensorEvent> sensor_events() const;
+  /// The game events the last step's emit_event commands carried, in the order they were applied
+  /// (command_less). Not state: like contact events, they describe the step that made this tick.
+  std::span<const GameEvent> game_events() const;
   /// Sum of accumulated normal impulses of the last step's contacts touching `id` (N·s, over one
   /// substep: a resting body's is m·g·dt/substeps); for a sleeping body, those its held contacts
   /// had when it fell asleep.
