@@ -521,7 +521,9 @@ TEST(NetJoins, RulesHooksRunAtTheirPointsInTheTick) {
     }
     if (e.hook == "leave") {
       EXPECT_EQ(std::find(e.players.begin(), e.players.end(), e.player), e.players.end());
-      if (e.player == 2) EXPECT_EQ(e.players, std::vector<uint32_t>{1});
+      if (e.player == 2) {
+        EXPECT_EQ(e.players, std::vector<uint32_t>{1});
+      }
     }
   }
   // The shutdown closes a's connection before it stops the room: when a tick runs in between,
