@@ -160,12 +160,22 @@ Scene make_hulls_scene(uint32_t n) {
   // (Fibonacci spheres, squashed).
   auto add = [&def](std::initializer_list<Vec3> points) {
     HullDef& h = def.hulls[def.hull_count++];
-    for (Vec3 p : points) h.points[h.point_count++] = p;
+    for (Vec3 p : points)
+      h.points[h.point_count++] = p;
   };
-  add({{-0.25f, -0.2f, -0.3f}, {0.25f, -0.2f, -0.3f}, {-0.25f, 0.2f, -0.3f}, {0.25f, 0.2f, -0.3f},
-       {-0.25f, -0.2f, 0.3f}, {0.25f, -0.2f, 0.3f}, {-0.25f, 0.2f, 0.3f}, {0.25f, 0.2f, 0.3f}});
+  add({{-0.25f, -0.2f, -0.3f},
+       {0.25f, -0.2f, -0.3f},
+       {-0.25f, 0.2f, -0.3f},
+       {0.25f, 0.2f, -0.3f},
+       {-0.25f, -0.2f, 0.3f},
+       {0.25f, -0.2f, 0.3f},
+       {-0.25f, 0.2f, 0.3f},
+       {0.25f, 0.2f, 0.3f}});
   add({{-0.3f, -0.2f, -0.25f}, {0.3f, -0.2f, -0.25f}, {0, -0.2f, 0.3f}, {0, 0.35f, 0}});
-  add({{-0.3f, -0.15f, -0.3f}, {0.3f, -0.15f, -0.3f}, {0.3f, -0.15f, 0.3f}, {-0.3f, -0.15f, 0.3f},
+  add({{-0.3f, -0.15f, -0.3f},
+       {0.3f, -0.15f, -0.3f},
+       {0.3f, -0.15f, 0.3f},
+       {-0.3f, -0.15f, 0.3f},
        {0, 0.35f, 0}});
   for (uint32_t count : {16u, 24u}) {
     HullDef& h = def.hulls[def.hull_count++];
@@ -194,7 +204,8 @@ Scene make_hulls_scene(uint32_t n) {
     const bool along_x = wall < 2;
     const float sign = wall % 2 == 0 ? -1.0f : 1.0f;
     b.shape.half_extents = along_x ? Vec3{half + 0.5f, 4.0f, 0.5f} : Vec3{0.5f, 4.0f, half + 0.5f};
-    b.position = along_x ? Vec3{0, 4.0f, sign * (half + 0.5f)} : Vec3{sign * (half + 0.5f), 4.0f, 0};
+    b.position =
+        along_x ? Vec3{0, 4.0f, sign * (half + 0.5f)} : Vec3{sign * (half + 0.5f), 4.0f, 0};
     scene.bodies.push_back(b);
   }
   SplitMix64 rng{0x6a11ull};
@@ -261,8 +272,8 @@ float PenetrationProbe::deepest_m(std::span<const PosedShape> bodies) {
       if (!bodies[i].dynamic && !bodies[j].dynamic) continue;
       if (!overlaps(boxes_[i], boxes_[j])) continue;
       collide(bodies[i].shape, bodies[i].xf, bodies[j].shape, bodies[j].xf,
-              lockstep::sim::ShapeLibrary{hulls.data(), static_cast<uint32_t>(hulls.size())},
-              0.0f, &manifold);
+              lockstep::sim::ShapeLibrary{hulls.data(), static_cast<uint32_t>(hulls.size())}, 0.0f,
+              &manifold);
       for (int k = 0; k < manifold.count; ++k) {
         deepest = std::max(deepest, -manifold.points[k].separation);
       }

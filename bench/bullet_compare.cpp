@@ -128,7 +128,8 @@ class BulletEngine final : public Engine {
   BulletEngine(const WorldDef& def, BulletVariant variant)
       : dispatcher_(&config_), world_(&dispatcher_, &broadphase_, &solver_, &config_) {
     hulls_.resize(def.hull_count);
-    for (uint32_t h = 0; h < def.hull_count; ++h) (void)build_hull(def.hulls[h], &hulls_[h]);
+    for (uint32_t h = 0; h < def.hull_count; ++h)
+      (void)build_hull(def.hulls[h], &hulls_[h]);
     world_.setGravity(to_bt(def.gravity));
     dt_ = def.dt_s;
     btContactSolverInfo& info = world_.getSolverInfo();
@@ -183,7 +184,8 @@ class BulletEngine final : public Engine {
         // margin; 1 cm (its default is 4) keeps its bodies near their real surfaces.
         const HullGeometry& g = hulls_[s.hull];
         auto hull = std::make_unique<btConvexHullShape>();
-        for (uint32_t v = 0; v < g.vertex_count; ++v) hull->addPoint(to_bt(g.vertices[v]), false);
+        for (uint32_t v = 0; v < g.vertex_count; ++v)
+          hull->addPoint(to_bt(g.vertices[v]), false);
         hull->recalcLocalAabb();
         hull->setMargin(0.01f);
         shape = std::move(hull);
