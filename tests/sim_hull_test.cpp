@@ -10,6 +10,7 @@
 
 #include "collide.h"
 #include "hull.h"
+#include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
@@ -691,6 +692,54 @@ TEST(HullPhysics, SixteenSidedPrismRollsStraightDownAnIncline) {
       length(Vec3{0, moved.y, moved.z}), moved.x);
   EXPECT_GT(length(Vec3{0, moved.y, moved.z}), 1.0f);  // it rolls
   EXPECT_LT(std::fabs(moved.x), 0.01f);
+}
+
+}  // namespace
+
+namespace {
+
+// Box, capsule and hull casts: dropped from above onto a resting hull box, each stops where its
+// lowest point meets the top face (0.1 mm), with the face's normal.
+TEST(HullQuery, BoxCapsuleAndHullCastsStopOnAHull) {
+  Bench b;
+  const uint32_t cube = b.hull(box_points({0.5f, 0.5f, 0.5f}));
+  const uint32_t tetra = b.hull({{-0.3f, 0, -0.3f}, {0.3f, 0, -0.3f}, {0, 0, 0.3f}, {0, 0.5f, 0}});
+  b.create();
+  BodyDef d = default_body_def();
+  d.type = BodyType::static_body;
+  d.shape = hull_shape(cube);
+  d.position = {0, 0.5f, 0};
+  BodyId target;
+  ASSERT_EQ(b.world->create_body(d, &target), Error::none);
+  HullGeometry tg;
+  ASSERT_EQ(
+      build_hull(hull_of({{-0.3f, 0, -0.3f}, {0.3f, 0, -0.3f}, {0, 0, 0.3f}, {0, 0.5f, 0}}), &tg),
+      Error::none);
+  ShapeDef capsule;
+  capsule.type = ShapeType::capsule;
+  capsule.radius = 0.2f;
+  capsule.half_height = 0.3f;
+  struct Case {
+    ShapeDef shape;
+    float bottom;  // from the shape's origin to its lowest point, upright
+  } cases[] = {
+      {box_shape({0.2f, 0.3f, 0.2f}), 0.3f}, {capsule, 0.5f}, {hull_shape(tetra), -tg.lower.y}};
+  for (const Case& c : cases) {
+    RayHit hit;
+    const QueryResult r =
+        shape_cast(*b.world, c.shape, Transform{{0.1f, 5, 0.1f}, {}}, {0, -5, 0}, {}, &hit);
+    ASSERT_EQ(r.error, Error::none);
+    ASSERT_EQ(r.count, 1u);
+    EXPECT_EQ(hit.body, target);
+    const float stop = 5 - 5 * hit.fraction;  // the origin's height at the hit
+    EXPECT_NEAR(stop, 1.0f + c.bottom, 2e-4f) << static_cast<int>(c.shape.type);
+    EXPECT_NEAR(hit.normal.y, 1.0f, 1e-4f);
+  }
+  // Past the side: no hit.
+  RayHit miss;
+  EXPECT_EQ(shape_cast(*b.world, hull_shape(tetra), Transform{{2, 5, 0}, {}}, {0, -3, 0}, {}, &miss)
+                .count,
+            0u);
 }
 
 }  // namespace

@@ -597,8 +597,14 @@ TEST_F(QueryWorld, BadInputIsAnErrorNeverACrash) {
 
   EXPECT_EQ(shape_cast(*world_, sphere_shape(-0.5f), pose, {1, 0, 0}, f, &hit).error,
             Error::invalid_argument);
-  EXPECT_EQ(shape_cast(*world_, box_shape({1, 1, 1}), pose, {1, 0, 0}, f, &hit).error,
+  ShapeDef plane_shape;
+  plane_shape.type = ShapeType::plane;
+  EXPECT_EQ(shape_cast(*world_, plane_shape, pose, {1, 0, 0}, f, &hit).error,
             Error::invalid_argument);
+  ShapeDef no_such_hull;
+  no_such_hull.type = ShapeType::hull;
+  no_such_hull.hull = 3;
+  EXPECT_EQ(shape_cast(*world_, no_such_hull, pose, {1, 0, 0}, f, &hit).error, Error::unknown_hull);
   EXPECT_EQ(shape_cast(*world_, sphere_shape(0.5f), pose, {0, 0, 0}, f, &hit).error,
             Error::invalid_argument);
   EXPECT_EQ(shape_cast(*world_, sphere_shape(0.5f), pose, {kNaN, 0, 0}, f, &hit).error,

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "collide.h"
 #include "overlap_test.h"
 #include "query_tree.h"
 #include "ray_cast.h"
@@ -411,11 +412,57 @@ QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& 
   return result;
 }
 
+namespace {
+
+// Box, capsule and hull casts against one body: conservative advancement. The narrowphase's
+// separation at the current pose (with a margin as long as the rest of the travel) is never
+// more than the true distance, and no point of the moving shape travels more than |d| per unit
+// of the fraction, so advancing by separation/|d| never passes a surface. A hit is a separation
+// within kCastTolerance; a shape touching the body at the start hits at fraction 0.
+constexpr float kCastTolerance = 1.0e-4f;
+constexpr int kMaxCastAdvances = 64;
+
+bool cast_shape_body(const WorldData& w, uint32_t slot, const ShapeDef& shape,
+                     const Transform& start, Vec3 d, float length, RayHit* hit) {
+  const BodyRecord& r = w.bodies[slot];
+  const Transform body{r.position, r.orientation};
+  const ShapeLibrary library = w.library();
+  float t = 0.0f;
+  for (int i = 0; i < kMaxCastAdvances; ++i) {
+    Manifold m;
+    const Transform xf{start.p + d * t, start.q};
+    collide(shape, xf, r.shape, body, library, (1.0f - t) * length + kCastTolerance, &m);
+    if (m.count == 0) return false;
+    int deepest = 0;
+    for (int k = 1; k < m.count; ++k)
+      if (m.points[k].separation < m.points[deepest].separation) deepest = k;
+    const float s = m.points[deepest].separation;
+    if (s <= kCastTolerance) {
+      hit->body = id_of(w, slot);
+      hit->fraction = t;
+      if (t == 0.0f && s <= 0.0f) {
+        hit->point = start.p;
+        hit->normal = -(d * (1.0f / length));
+      } else {
+        hit->point = m.points[deepest].position - m.normal * (0.5f * s);
+        hit->normal = m.normal;  // from the body toward the cast shape: the body's outward normal
+      }
+      return true;
+    }
+    t += (s - 0.5f * kCastTolerance) / length;
+    if (!(t <= 1.0f)) return false;
+  }
+  return false;
+}
+
+}  // namespace
+
 QueryResult shape_cast(const World& world, const ShapeDef& shape, const Transform& start,
                        Vec3 translation, const QueryFilter& filter, RayHit* hit) {
   if (hit == nullptr) return failed(Error::invalid_argument);
-  if (shape.type != ShapeType::sphere) return failed(Error::invalid_argument);
-  Error e = check_shape(shape, world_data(world));
+  if (shape.type == ShapeType::plane) return failed(Error::invalid_argument);
+  const WorldData& w = world_data(world);
+  Error e = check_shape(shape, w);
   if (e != Error::none) return failed(e);
   Transform xf;
   e = check_pose(start, &xf);
@@ -423,7 +470,33 @@ QueryResult shape_cast(const World& world, const ShapeDef& shape, const Transfor
   Ray ray;
   e = make_ray(xf.p, translation, &ray);
   if (e != Error::none) return failed(e);
-  return closest_cast(world, ray, shape.radius, filter, hit);
+  if (shape.type == ShapeType::sphere) return closest_cast(world, ray, shape.radius, filter, hit);
+  // Box, capsule or hull: every body whose box meets the swept box, the first hit kept (ties to
+  // the lower slot).
+  const ShapeLibrary library = w.library();
+  const Aabb from = compute_aabb(shape, library, xf, 0.0f);
+  const Aabb to = compute_aabb(shape, library, Transform{xf.p + translation, xf.q}, 0.0f);
+  const Vec3 grow{1.0e-3f, 1.0e-3f, 1.0e-3f};
+  const Aabb swept{min_elements(from.lower, to.lower) - grow,
+                   max_elements(from.upper, to.upper) + grow};
+  const QueryTree& tree = current_tree(world);
+  bool found = false;
+  RayHit best;
+  auto visit = [&](uint32_t slot) {
+    if (!passes_filter(w, slot, filter)) return;
+    RayHit h;
+    if (!cast_shape_body(w, slot, shape, xf, translation, ray.length, &h)) return;
+    if (found && !hit_before(h, best)) return;
+    best = h;
+    found = true;
+  };
+  for (uint32_t i = 0; i < tree.plane_count; ++i)
+    visit(tree.planes[i]);
+  walk_box(tree, swept, visit);
+  QueryResult result;
+  *hit = found ? best : RayHit{};
+  result.count = result.found = found ? 1 : 0;
+  return result;
 }
 
 // ---- the query golden -------------------------------------------------------------------------

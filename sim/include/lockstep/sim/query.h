@@ -77,8 +77,10 @@ QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& 
 /// invalid_argument for an empty span.
 QueryResult bodies_in_sensor(const World& world, BodyId sensor, std::span<BodyId> bodies);
 
-/// First body met by `shape` (a sphere) moved from `start` along `translation`: count 1 and *hit
-/// filled (the contact point on the body, the body's normal there), or count 0.
+/// First body met by `shape` (a sphere, box, capsule or hull of the world's) moved from `start`
+/// along `translation` without turning: count 1 and *hit filled (the contact point on the body,
+/// the body's normal there), or count 0. A sphere is exact; the other shapes advance by the
+/// narrowphase's separation and hit within 0.1 mm of the surface.
 QueryResult shape_cast(const World& world, const ShapeDef& shape, const Transform& start,
                        Vec3 translation, const QueryFilter& filter, RayHit* hit);
 
