@@ -191,6 +191,8 @@ class BulletEngine final : public Engine {
         shape = std::move(hull);
         break;
       }
+      case ShapeType::compound:  // no compared scene has compounds
+        return false;
     }
     const bool dynamic = def.type == BodyType::dynamic;
     // A hull's inertia is diagonal in its principal frame, which Bullet's body frame cannot

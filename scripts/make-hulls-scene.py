@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Writes tests/scenes/hulls.txt, the golden scene of convex hulls (docs/determinism.md).
+"""Writes tests/scenes/hulls.txt, the golden scene of convex hulls and compounds
+(docs/determinism.md).
 
 A pile of mixed hulls dropped into a walled box: tetrahedra, 5-point pyramids, 8-point boxes,
-16- and 24-point rounded stones, and hull templates that scripted `at` lines spawn in. Every
+16- and 24-point rounded stones, and hull templates that scripted `at` lines spawn in; then a
+layer of compounds on top (a table on four legs, an L, a dumbbell of two balls on a bar, a pair
+of hulls) and compound templates spawned the same way. Every
 coordinate is written with 6 decimals, so the text (not this script's floating point) is what
 every platform reads. Run it again only to change the scene; the golden chain follows it.
 """
@@ -45,9 +48,28 @@ lines = [
     "# from hull templates by `at` lines (tests/golden/hulls.txt).",
     "scene version=1 name=hulls",
     "world max_bodies=128 max_commands_per_tick=8",
+    "compound name=table",
+    "child shape=box half=0.45,0.03,0.3 pos=0,0.5,0",
+    "child shape=box half=0.03,0.25,0.03 pos=0.4,0.25,0.25",
+    "child shape=box half=0.03,0.25,0.03 pos=-0.4,0.25,0.25",
+    "child shape=box half=0.03,0.25,0.03 pos=0.4,0.25,-0.25",
+    "child shape=box half=0.03,0.25,0.03 pos=-0.4,0.25,-0.25",
+    "compound name=ell",
+    "child shape=box half=0.1,0.35,0.1 pos=0,0.35,0",
+    "child shape=box half=0.3,0.1,0.1 pos=0.4,0.1,0",
+    "compound name=bell",
+    "child shape=sphere radius=0.15 pos=-0.35,0,0",
+    "child shape=sphere radius=0.15 pos=0.35,0,0",
+    "child shape=capsule radius=0.04 half_height=0.3 pos=0,0,0 rot=0,0,0.707107,0.707107",
+    "compound name=pair",
+    f"child shape=hull points={points(tetra)} pos=-0.3,0,0",
+    f"child shape=hull points={points(pyramid)} pos=0.3,0,0 rot=0,0.382683,0,0.92388",
 ]
 for k, s in enumerate(shapes):
     lines.append(f"template name=hull{k} type=dynamic shape=hull points={points(s)} friction=0.6")
+compounds = ["table", "ell", "bell", "pair"]
+for k, c in enumerate(compounds):
+    lines.append(f"template name=compound{k} type=dynamic shape=compound compound={c} friction=0.6")
 lines += [
     "body type=static shape=plane normal=0,1,0",
     "body type=static shape=box half=3,1,0.25 pos=0,1,-3.25 rot=0,0,0,1",
@@ -74,10 +96,18 @@ for layer in range(4):
             lines.append(f"body type=dynamic shape=hull points={points(s)} friction=0.6 "
                          f"pos={fmt(x)},{fmt(y)},{fmt(z)} rot={','.join(fmt(c) for c in q)}")
             count += 1
+for k, c in enumerate(compounds):
+    x = -1.2 + 2.4 * (k % 2)
+    z = -1.2 + 2.4 * (k // 2)
+    lines.append(f"body type=dynamic shape=compound compound={c} friction=0.6 "
+                 f"pos={fmt(x)},{fmt(4.0 + 0.3 * k)},{fmt(z)} rot=0.087156,0,0.043578,0.995247")
 for t in range(8):
     tick = 60 + 30 * t
     lines.append(f"at tick={tick} spawn template=hull{t % len(shapes)} "
                  f"pos={fmt(-1 + 0.3 * t)},4,{fmt(0.5 - 0.2 * t)} rot=0,0,0,1")
+for t in range(4):
+    lines.append(f"at tick={330 + 30 * t} spawn template=compound{t} "
+                 f"pos={fmt(0.6 - 0.4 * t)},4.5,{fmt(-0.5 + 0.3 * t)} rot=0,0,0,1")
 out = sys.argv[1] if len(sys.argv) > 1 else "tests/scenes/hulls.txt"
 with open(out, "w") as f:
     f.write("\n".join(lines) + "\n")

@@ -664,7 +664,7 @@ void add_wire_names(std::set<std::string>* out) {
     } else if constexpr (std::is_same_v<M, sim::Vec3>) {
       for (const char* axis : {"_x", "_y", "_z"})
         out->insert(name + axis);
-    } else if (name != "template_count" && name != "hull_count") {
+    } else if (name != "template_count" && name != "hull_count" && name != "compound_count") {
       out->insert(name);
     }
   });

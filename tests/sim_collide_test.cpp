@@ -1210,7 +1210,8 @@ float surface_distance(const ShapeDef& s, const Transform& x, Vec3 p) {
       Vec3 n = rotate(x.q, s.plane_normal);
       return std::fabs(dot(n, p - x.p) - s.plane_offset);
     }
-    case ShapeType::hull:  // sim_hull_test covers hulls
+    case ShapeType::hull:  // sim_hull_test covers hulls and compounds
+    case ShapeType::compound:
       break;
   }
   return 0;
@@ -1231,6 +1232,7 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
         return capsule(size(rng), unit(rng) < 0.1f ? 0.0f : size(rng));
       case ShapeType::plane:
       case ShapeType::hull:
+      case ShapeType::compound:
         break;
     }
     return plane(random_unit(rng), pos(rng));

@@ -70,7 +70,8 @@ float enclosing_radius(const ShapeDef& s) {
     case ShapeType::capsule:
       return s.radius + s.half_height;
     case ShapeType::plane:
-    case ShapeType::hull:  // no built-in scene has hulls
+    case ShapeType::hull:  // no built-in scene has hulls or compounds
+    case ShapeType::compound:
       break;
   }
   return 1e30f;

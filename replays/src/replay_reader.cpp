@@ -256,6 +256,8 @@ const char* shape_type_name(sim::ShapeType type) {
       return "plane";
     case sim::ShapeType::hull:
       return "hull";
+    case sim::ShapeType::compound:
+      return "compound";
   }
   return "unknown";
 }

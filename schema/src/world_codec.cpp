@@ -26,7 +26,7 @@ fb::Offset<wire::WorldDef> encode_world_def(fb::FlatBufferBuilder& b, const sim:
           s.half_extents.x, s.half_extents.y, s.half_extents.z, s.half_height, s.plane_normal.x,
           s.plane_normal.y, s.plane_normal.z, s.plane_offset, s.density, s.friction, s.restitution,
           s.category, s.mask, s.sensor, t.linear_damping, t.angular_damping, t.allow_sleep,
-          t.bullet, s.hull));
+          t.bullet, s.hull, s.compound));
     }
     templates = b.CreateVector(list);
   }
@@ -47,10 +47,32 @@ fb::Offset<wire::WorldDef> encode_world_def(fb::FlatBufferBuilder& b, const sim:
     }
     hulls = b.CreateVector(list);
   }
+  fb::Offset<fb::Vector<fb::Offset<wire::Compound>>> compounds;
+  const uint32_t compound_count =
+      d.compound_count <= sim::kMaxCompounds ? d.compound_count : sim::kMaxCompounds;
+  if (compound_count > 0) {
+    std::vector<fb::Offset<wire::Compound>> list;
+    for (uint32_t i = 0; i < compound_count; ++i) {
+      const sim::CompoundDef& c = d.compounds[i];
+      const uint32_t n = c.child_count <= sim::kMaxCompoundChildren ? c.child_count : 0;
+      std::vector<fb::Offset<wire::CompoundChild>> children;
+      for (uint32_t k = 0; k < n; ++k) {
+        const sim::CompoundChild& h = c.children[k];
+        children.push_back(wire::CreateCompoundChild(
+            b, static_cast<uint8_t>(h.type), h.radius, h.half_extents.x, h.half_extents.y,
+            h.half_extents.z, h.half_height, h.hull, h.position.x, h.position.y, h.position.z,
+            h.orientation.x, h.orientation.y, h.orientation.z, h.orientation.w));
+      }
+      const auto name = b.CreateString(c.name, strnlen(c.name, sizeof(c.name)));
+      list.push_back(wire::CreateCompound(b, name, b.CreateVector(children)));
+    }
+    compounds = b.CreateVector(list);
+  }
   wire::WorldDefBuilder w(b);
   w.add_max_commands_per_tick(d.max_commands_per_tick);
   if (template_count > 0) w.add_templates(templates);
   if (hull_count > 0) w.add_hulls(hulls);
+  if (compound_count > 0) w.add_compounds(compounds);
   w.add_dt_s(d.dt_s);
   w.add_gravity_x(d.gravity.x);
   w.add_gravity_y(d.gravity.y);
@@ -160,6 +182,7 @@ bool decode_world_def(const wire::WorldDef& w, sim::WorldDef* out, std::string* 
       o.allow_sleep = t->allow_sleep();
       o.bullet = t->bullet();
       s.hull = t->hull();
+      s.compound = t->compound();
       ++d.template_count;
     }
   }
@@ -185,6 +208,52 @@ bool decode_world_def(const wire::WorldDef& w, sim::WorldDef* out, std::string* 
       for (uint32_t k = 0; k < o.point_count; ++k)
         o.points[k] = {points->Get(3 * k), points->Get(3 * k + 1), points->Get(3 * k + 2)};
       ++d.hull_count;
+    }
+  }
+  d.compound_count = 0;
+  if (const auto* compounds = w.compounds()) {
+    if (compounds->size() > sim::kMaxCompounds) {
+      *error = "WorldDef with " + std::to_string(compounds->size()) + " compounds (at most " +
+               std::to_string(sim::kMaxCompounds) + ")";
+      return false;
+    }
+    for (const wire::Compound* c : *compounds) {
+      sim::CompoundDef& o = d.compounds[d.compound_count];
+      o = sim::CompoundDef{};
+      const auto* name = c->name();
+      if (name == nullptr || !sim::set_compound_name(&o, name->string_view())) {
+        *error = "WorldDef compound " + std::to_string(d.compound_count) +
+                 " has no valid name (1 to " + std::to_string(sim::kMaxCompoundNameBytes) +
+                 " bytes of [A-Za-z0-9_.-])";
+        return false;
+      }
+      const auto* children = c->children();
+      const uint32_t n = children != nullptr ? children->size() : 0;
+      if (n < 1 || n > sim::kMaxCompoundChildren) {
+        *error = "WorldDef compound " + std::to_string(d.compound_count) + " has " +
+                 std::to_string(n) + " children (1 to " +
+                 std::to_string(sim::kMaxCompoundChildren) + ")";
+        return false;
+      }
+      o.child_count = n;
+      for (uint32_t k = 0; k < n; ++k) {
+        const wire::CompoundChild* h = children->Get(k);
+        if (!sim::valid_enum_value<sim::ShapeType>(h->shape_type())) {
+          *error = "WorldDef compound " + std::to_string(d.compound_count) + " child " +
+                   std::to_string(k) + " has shape type " + std::to_string(h->shape_type());
+          return false;
+        }
+        sim::CompoundChild& x = o.children[k];
+        x.type = static_cast<sim::ShapeType>(h->shape_type());
+        x.radius = h->radius();
+        x.half_extents = {h->half_x(), h->half_y(), h->half_z()};
+        x.half_height = h->half_height();
+        x.hull = h->hull();
+        x.position = {h->position_x(), h->position_y(), h->position_z()};
+        x.orientation = {h->orientation_x(), h->orientation_y(), h->orientation_z(),
+                         h->orientation_w()};
+      }
+      ++d.compound_count;
     }
   }
   return true;

@@ -148,14 +148,16 @@ void sort_pairs(uint64_t* pairs, uint64_t* scratch, uint32_t* histogram, uint32_
   for (int pass = 0; pass < 2; ++pass) {
     const uint64_t* src = pass == 0 ? pairs : scratch;
     uint64_t* dst = pass == 0 ? scratch : pairs;
-    const int shift = pass == 0 ? 0 : 32;
+    const auto slot_of = [pass](uint64_t key) {
+      return pass == 0 ? pair_slot_b(key) : pair_slot_a(key);
+    };
     std::fill(histogram, histogram + bound + 1, 0u);
     for (uint32_t i = 0; i < count; ++i)
-      ++histogram[static_cast<uint32_t>(src[i] >> shift) + 1];
+      ++histogram[slot_of(src[i]) + 1];
     for (uint32_t s = 0; s < bound; ++s)
       histogram[s + 1] += histogram[s];
     for (uint32_t i = 0; i < count; ++i)
-      dst[histogram[static_cast<uint32_t>(src[i] >> shift)]++] = src[i];
+      dst[histogram[slot_of(src[i])]++] = src[i];
   }
 }
 

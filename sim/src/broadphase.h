@@ -32,16 +32,36 @@
 
 namespace lockstep::sim {
 
-/// Key of a body pair, lower slot first: slot_a << 32 | slot_b. Unique, a total order.
+/// Key of a body pair, lower slot first: slot_a << 32 | slot_b << 6. The low 6 bits name a
+/// manifold's children (manifold_key): a pair of compounds has a manifold per pair of children.
+/// Unique, a total order: by slot a, slot b, then child a and child b.
+inline constexpr int kChildKeyBits = 3;  // kMaxCompoundChildren = 8 children per side
+inline constexpr uint64_t kChildKeyMask = (uint64_t{1} << (2 * kChildKeyBits)) - 1;
 constexpr uint64_t pair_key(uint32_t slot_a, uint32_t slot_b) {
-  return (static_cast<uint64_t>(slot_a) << 32) | slot_b;
+  return (static_cast<uint64_t>(slot_a) << 32) | (static_cast<uint64_t>(slot_b) << 6);
 }
 constexpr uint32_t pair_slot_a(uint64_t key) {
   return static_cast<uint32_t>(key >> 32);
 }
 constexpr uint32_t pair_slot_b(uint64_t key) {
-  return static_cast<uint32_t>(key & 0xffffffffu);
+  return static_cast<uint32_t>(key & 0xffffffffu) >> (2 * kChildKeyBits);
 }
+/// The key of the manifold between child `child_a` of slot a's shape and `child_b` of slot b's
+/// (0 for a shape that is not a compound).
+constexpr uint64_t manifold_key(uint64_t pair, uint32_t child_a, uint32_t child_b) {
+  return pair | (static_cast<uint64_t>(child_a) << kChildKeyBits) | child_b;
+}
+constexpr uint32_t key_child_a(uint64_t key) {
+  return static_cast<uint32_t>(key >> kChildKeyBits) & ((1u << kChildKeyBits) - 1);
+}
+constexpr uint32_t key_child_b(uint64_t key) {
+  return static_cast<uint32_t>(key) & ((1u << kChildKeyBits) - 1);
+}
+/// The body pair of a manifold key.
+constexpr uint64_t body_pair_key(uint64_t key) {
+  return key & ~kChildKeyMask;
+}
+static_assert(kMaxCompoundChildren <= (1u << kChildKeyBits));
 
 /// One box in the sweep, its axes permuted to (sweep, band, other): the grid's two axes are band
 /// and other. `aux` is the rank in `order` (sweep lists) or, in a cell list, whether the cell is

@@ -353,6 +353,8 @@ int canonical_rank(ShapeType type) {
       return 3;
     case ShapeType::plane:
       return 4;
+    case ShapeType::compound:  // collided piece by piece (compound.h): never here
+      break;
   }
   return 5;
 }
@@ -375,8 +377,9 @@ int canonical_rank(ShapeType type) {
           return collide_sphere_box(a, xa, b, xb, margin, out);
         case ShapeType::plane:
           return sphere_plane(a, xa, b, xb, margin, out);
+        default:
+          return;
       }
-      return;
     case ShapeType::capsule:
       switch (b.type) {
         case ShapeType::capsule:
@@ -412,6 +415,8 @@ int canonical_rank(ShapeType type) {
       }
     case ShapeType::plane:
       return;  // Planes are static: plane–plane never collides.
+    case ShapeType::compound:
+      return;  // The caller collides a compound's children (shape_piece), each a pair of its own.
   }
 }
 
@@ -433,6 +438,26 @@ void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Tr
     out->normal = -out->normal;
   }
   if (out->count == 0) out->normal = Vec3{0, 1, 0};
+}
+
+bool deepest_point(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+                   const ShapeLibrary& library, float margin, ManifoldPoint* point, Vec3* normal) {
+  bool found = false;
+  for (uint32_t i = 0; i < shape_piece_count(a, library); ++i) {
+    const ShapePiece pa = shape_piece(a, xa, i, library);
+    for (uint32_t j = 0; j < shape_piece_count(b, library); ++j) {
+      const ShapePiece pb = shape_piece(b, xb, j, library);
+      Manifold m;
+      collide(pa.shape, pa.xf, pb.shape, pb.xf, library, margin, &m);
+      for (int k = 0; k < m.count; ++k) {
+        if (found && !(m.points[k].separation < point->separation)) continue;
+        found = true;
+        *point = m.points[k];
+        *normal = m.normal;
+      }
+    }
+  }
+  return found;
 }
 
 }  // namespace lockstep::sim

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "hull.h"
+#include "compound.h"
 #include "lockstep/sim/math.h"
 #include "lockstep/sim/types.h"
 
@@ -40,5 +40,12 @@ struct Manifold {
 /// holds the hulls the shapes name.
 void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
              const ShapeLibrary& library, float margin, Manifold* out);
+
+/// The deepest point of the manifolds between the pieces of a and b (compound.h: a compound's
+/// children, each collided with each piece of the other; a plain shape is one piece) with its
+/// manifold's normal (from B to A): false when no point is within `margin`. Ties keep the first
+/// piece pair's point. For shape casts and times of impact, which need only the nearest point.
+bool deepest_point(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
+                   const ShapeLibrary& library, float margin, ManifoldPoint* point, Vec3* normal);
 
 }  // namespace lockstep::sim

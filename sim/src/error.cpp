@@ -49,6 +49,11 @@ const char* error_message(Error error) {
       return "a game state command names a field the world has not declared";
     case Error::capacity_state_fields:
       return "kMaxStateFields game state fields declared already, or a bad or repeated name";
+    case Error::invalid_compound:
+      return "a compound with no child or more than 8, a plane or compound child, or a bad child "
+             "pose";
+    case Error::unknown_compound:
+      return "a compound shape names a compound the WorldDef does not have";
   }
   return "unknown error";
 }

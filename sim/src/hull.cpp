@@ -25,6 +25,7 @@
 #include "hull.h"
 
 #include "collide_internal.h"
+#include "inertia.h"
 #include "lockstep/sim/fields.h"
 
 namespace lockstep::sim {
@@ -32,86 +33,12 @@ namespace lockstep::sim {
 namespace {
 
 using collide_detail::abs_f;
+using inertia_detail::add_outer;
+using inertia_detail::Sym3;
 
 constexpr float kWeldFraction = 1.0e-3f;   // of the size: closer points are one
 constexpr float kPlaneFraction = 1.0e-4f;  // of the size: points this near a face plane are on it
 constexpr float kMaxHullCoordinate = 1.0e5f;
-
-// A symmetric 3×3 matrix's entries, row-major.
-struct Sym3 {
-  float a[3][3] = {};
-};
-
-void add_outer(Sym3* m, Vec3 u, Vec3 v, float scale) {
-  const float uu[3] = {u.x, u.y, u.z}, vv[3] = {v.x, v.y, v.z};
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-      m->a[i][j] += scale * uu[i] * vv[j];
-}
-
-// Cyclic Jacobi: rotates the off-diagonal entries to zero. Writes the eigenvalues and the
-// eigenvectors as the columns of *vectors. Entries smaller than a millionth of the diagonal are
-// left, so a tensor that is diagonal up to rounding keeps the identity frame.
-void jacobi_eigen(Sym3 m, Vec3* values, Mat3* vectors) {
-  float v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
-  for (int sweep = 0; sweep < 16; ++sweep) {
-    bool rotated = false;
-    for (int p = 0; p < 2; ++p) {
-      for (int q = p + 1; q < 3; ++q) {
-        const float apq = m.a[p][q];
-        const float scale = abs_f(m.a[p][p]) + abs_f(m.a[q][q]);
-        if (!(abs_f(apq) > 1.0e-6f * scale)) continue;
-        rotated = true;
-        // The rotation angle θ with tan 2θ = 2·apq / (aqq − app), by the stable root of
-        // t² + 2τt − 1 = 0.
-        const float tau = (m.a[q][q] - m.a[p][p]) / (2.0f * apq);
-        const float t = (tau >= 0.0f ? 1.0f : -1.0f) / (abs_f(tau) + std::sqrt(1.0f + tau * tau));
-        const float c = 1.0f / std::sqrt(1.0f + t * t);
-        const float s = t * c;
-        for (int k = 0; k < 3; ++k) {
-          const float mkp = m.a[k][p], mkq = m.a[k][q];
-          m.a[k][p] = c * mkp - s * mkq;
-          m.a[k][q] = s * mkp + c * mkq;
-        }
-        for (int k = 0; k < 3; ++k) {
-          const float mpk = m.a[p][k], mqk = m.a[q][k];
-          m.a[p][k] = c * mpk - s * mqk;
-          m.a[q][k] = s * mpk + c * mqk;
-        }
-        for (int k = 0; k < 3; ++k) {
-          const float vkp = v[k][p], vkq = v[k][q];
-          v[k][p] = c * vkp - s * vkq;
-          v[k][q] = s * vkp + c * vkq;
-        }
-      }
-    }
-    if (!rotated) break;
-  }
-  *values = Vec3{m.a[0][0], m.a[1][1], m.a[2][2]};
-  *vectors =
-      Mat3{{v[0][0], v[1][0], v[2][0]}, {v[0][1], v[1][1], v[2][1]}, {v[0][2], v[1][2], v[2][2]}};
-}
-
-// The unit quaternion of a rotation matrix (columns orthonormal, determinant +1).
-Quat quat_from_mat3(const Mat3& r) {
-  const float m00 = r.c0.x, m11 = r.c1.y, m22 = r.c2.z;
-  const float trace = m00 + m11 + m22;
-  Quat q;
-  if (trace > 0.0f) {
-    const float s = 2.0f * std::sqrt(1.0f + trace);
-    q = Quat{(r.c1.z - r.c2.y) / s, (r.c2.x - r.c0.z) / s, (r.c0.y - r.c1.x) / s, 0.25f * s};
-  } else if (m00 > m11 && m00 > m22) {
-    const float s = 2.0f * std::sqrt(1.0f + m00 - m11 - m22);
-    q = Quat{0.25f * s, (r.c1.x + r.c0.y) / s, (r.c2.x + r.c0.z) / s, (r.c1.z - r.c2.y) / s};
-  } else if (m11 > m22) {
-    const float s = 2.0f * std::sqrt(1.0f + m11 - m00 - m22);
-    q = Quat{(r.c1.x + r.c0.y) / s, 0.25f * s, (r.c2.y + r.c1.z) / s, (r.c2.x - r.c0.z) / s};
-  } else {
-    const float s = 2.0f * std::sqrt(1.0f + m22 - m00 - m11);
-    q = Quat{(r.c2.x + r.c0.z) / s, (r.c2.y + r.c1.z) / s, 0.25f * s, (r.c0.y - r.c1.x) / s};
-  }
-  return normalize(q);
-}
 
 // A face found by the plane search: its plane and the points on it.
 struct FaceCandidate {
@@ -370,14 +297,9 @@ Error build_hull(const HullDef& def, HullGeometry* out) {
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
       inertia.a[i][j] = (i == j ? trace : 0.0f) - second.a[i][j];
-  Vec3 values;
-  Mat3 axes;
-  jacobi_eigen(inertia, &values, &axes);
-  if (!(values.x > 0.0f && values.y > 0.0f && values.z > 0.0f)) return Error::degenerate_hull;
-  if (dot(cross(axes.c0, axes.c1), axes.c2) < 0.0f) axes.c2 = -axes.c2;
+  if (!inertia_detail::principal_axes(inertia, &h.principal_inertia, &h.principal_frame))
+    return Error::degenerate_hull;
   h.volume = volume;
-  h.principal_inertia = values;
-  h.principal_frame = quat_from_mat3(axes);
   h.centre_of_mass = origin + m;
 
   // Move the solid so its centre of mass is the origin; then the planes, radius and box.

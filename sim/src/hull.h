@@ -50,14 +50,6 @@ struct HullGeometry {
 /// every target; ties are broken by point index. Allocates nothing.
 Error build_hull(const HullDef& def, HullGeometry* out);
 
-/// What a shape's geometry needs beyond its ShapeDef: the world's built hulls, indexed by
-/// ShapeDef::hull. A default ShapeLibrary has none (shapes without hulls need nothing).
-struct ShapeLibrary {
-  const HullGeometry* hulls = nullptr;
-  uint32_t hull_count = 0;
-  const HullGeometry& hull(const ShapeDef& shape) const { return hulls[shape.hull]; }
-};
-
 /// A convex polyhedron's topology and body-space geometry, as the narrowphase reads it.
 struct PolyView {
   uint32_t vertex_count = 0;

@@ -166,7 +166,8 @@ float lowest_above_plane(const ShapeDef& s, const Transform& xf, Vec3 n, float o
                           h.z * collide_detail::abs_f(dot(n, r.c2));
       return dot(n, xf.p) - reach - offset;
     }
-    case ShapeType::hull:  // shapes_overlap hands hulls to the narrowphase
+    case ShapeType::hull:      // shapes_overlap hands hulls to the narrowphase
+    case ShapeType::compound:  // and compounds piece by piece
     case ShapeType::plane:
       break;
   }
@@ -177,6 +178,17 @@ float lowest_above_plane(const ShapeDef& s, const Transform& xf, Vec3 n, float o
 
 bool shapes_overlap(const ShapeDef& a_in, const Transform& xa_in, const ShapeDef& b_in,
                     const Transform& xb_in, const ShapeLibrary& library) {
+  if (a_in.type == ShapeType::compound || b_in.type == ShapeType::compound) {
+    // A compound overlaps when one of its children does.
+    for (uint32_t i = 0; i < shape_piece_count(a_in, library); ++i) {
+      const ShapePiece pa = shape_piece(a_in, xa_in, i, library);
+      for (uint32_t j = 0; j < shape_piece_count(b_in, library); ++j) {
+        const ShapePiece pb = shape_piece(b_in, xb_in, j, library);
+        if (shapes_overlap(pa.shape, pa.xf, pb.shape, pb.xf, library)) return true;
+      }
+    }
+    return false;
+  }
   if (a_in.type == ShapeType::hull || b_in.type == ShapeType::hull) {
     // Hulls: the narrowphase's manifold without a margin; a point at separation ≤ 0 touches.
     Manifold m;

@@ -1,7 +1,7 @@
 // Whether two shapes overlap or touch: the overlap queries' exact test (no contact points).
 #pragma once
 
-#include "hull.h"
+#include "compound.h"
 #include "lockstep/sim/math.h"
 #include "lockstep/sim/types.h"
 

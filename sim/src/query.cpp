@@ -102,6 +102,8 @@ Error check_shape(const ShapeDef& s, const WorldData& w) {
   switch (s.type) {
     case ShapeType::hull:
       return s.hull < w.hulls.size() ? Error::none : Error::unknown_hull;
+    case ShapeType::compound:
+      return s.compound < w.compounds.size() ? Error::none : Error::unknown_compound;
     case ShapeType::sphere:
       if (!is_finite(s.radius)) return Error::non_finite;
       return within_size(s.radius) ? Error::none : Error::invalid_argument;
@@ -414,11 +416,11 @@ QueryResult overlap(const World& world, const ShapeDef& shape, const Transform& 
 
 namespace {
 
-// Box, capsule and hull casts against one body: conservative advancement. The narrowphase's
-// separation at the current pose (with a margin as long as the rest of the travel) is never
-// more than the true distance, and no point of the moving shape travels more than |d| per unit
-// of the fraction, so advancing by separation/|d| never passes a surface. A hit is a separation
-// within kCastTolerance; a shape touching the body at the start hits at fraction 0.
+// Box, capsule, hull and compound casts against one body: conservative advancement. The
+// narrowphase's separation at the current pose (with a margin as long as the rest of the travel) is
+// never more than the true distance, and no point of the moving shape travels more than |d| per
+// unit of the fraction, so advancing by separation/|d| never passes a surface. A hit is a
+// separation within kCastTolerance; a shape touching the body at the start hits at fraction 0.
 constexpr float kCastTolerance = 1.0e-4f;
 constexpr int kMaxCastAdvances = 64;
 
@@ -429,14 +431,15 @@ bool cast_shape_body(const WorldData& w, uint32_t slot, const ShapeDef& shape,
   const ShapeLibrary library = w.library();
   float t = 0.0f;
   for (int i = 0; i < kMaxCastAdvances; ++i) {
-    Manifold m;
     const Transform xf{start.p + d * t, start.q};
-    collide(shape, xf, r.shape, body, library, (1.0f - t) * length + kCastTolerance, &m);
-    if (m.count == 0) return false;
-    int deepest = 0;
-    for (int k = 1; k < m.count; ++k)
-      if (m.points[k].separation < m.points[deepest].separation) deepest = k;
-    const float s = m.points[deepest].separation;
+    ManifoldPoint deepest;
+    Vec3 normal{};
+    if (!deepest_point(shape, xf, r.shape, body, library, (1.0f - t) * length + kCastTolerance,
+                       &deepest, &normal)) {
+      return false;
+    }
+    const float s = deepest.separation;
+    const Vec3 point = deepest.position;
     if (s <= kCastTolerance) {
       hit->body = id_of(w, slot);
       hit->fraction = t;
@@ -444,8 +447,8 @@ bool cast_shape_body(const WorldData& w, uint32_t slot, const ShapeDef& shape,
         hit->point = start.p;
         hit->normal = -(d * (1.0f / length));
       } else {
-        hit->point = m.points[deepest].position - m.normal * (0.5f * s);
-        hit->normal = m.normal;  // from the body toward the cast shape: the body's outward normal
+        hit->point = point - normal * (0.5f * s);
+        hit->normal = normal;  // from the body toward the cast shape: the body's outward normal
       }
       return true;
     }

@@ -261,6 +261,27 @@ bool cast_hull(const HullGeometry& hull, const Transform& xf, Vec3 origin, Vec3 
 bool cast_against_shape(const ShapeDef& shape, const Transform& xf, const ShapeLibrary& library,
                         Vec3 origin, Vec3 direction, float max_distance, float radius,
                         CastHit* hit) {
+  if (shape.type == ShapeType::compound) {
+    // The nearest child's hit (the lowest child on a tie); a start inside any child is inside.
+    bool any = false;
+    CastHit best;
+    for (uint32_t i = 0; i < shape_piece_count(shape, library); ++i) {
+      const ShapePiece piece = shape_piece(shape, xf, i, library);
+      CastHit h;
+      if (!cast_against_shape(piece.shape, piece.xf, library, origin, direction, max_distance,
+                              radius, &h)) {
+        continue;
+      }
+      if (h.started_inside) {
+        *hit = h;
+        return true;
+      }
+      if (!any || h.distance < best.distance) best = h;
+      any = true;
+    }
+    if (any) *hit = best;
+    return any;
+  }
   bool inside = false;
   bool found = false;
   switch (shape.type) {
@@ -316,6 +337,8 @@ bool cast_against_shape(const ShapeDef& shape, const Transform& xf, const ShapeL
       hit->normal = rotate(xf.q, local.normal);
       return true;
     }
+    case ShapeType::compound:  // above
+      break;
   }
   if (!inside) return false;
   hit->distance = 0.0f;

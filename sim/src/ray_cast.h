@@ -1,7 +1,7 @@
 // A ray, or a sphere swept along a segment, against one shape (the queries' exact tests).
 #pragma once
 
-#include "hull.h"
+#include "compound.h"
 #include "lockstep/sim/math.h"
 #include "lockstep/sim/types.h"
 

@@ -319,7 +319,9 @@ bool get_field(LineReader& reader, const Field& field, T* value) {
 // them as not applying), spawn arguments too when `spawn_arguments` is false.
 template <class T>
 bool get_fields(LineReader& reader, T* object, const ShapeType* shape, bool spawn_arguments) {
-  if constexpr (std::is_same_v<T, ShapeDef>) shape = &object->type;
+  if constexpr (std::is_same_v<T, ShapeDef> || std::is_same_v<T, CompoundChild>) {
+    shape = &object->type;
+  }
   bool ok = true;
   Fields<T>::visit([&](const Field& field, auto member) {
     auto& value = object->*member;
@@ -363,8 +365,20 @@ std::vector<std::string_view> body_keys() {
   Fields<BodyDef>::visit(add);
   Fields<ShapeDef>::visit(add);
   keys.push_back("points");
+  keys.push_back("compound");
   return keys;
 }
+
+// The scene's hulls and compounds as the lines so far made them (scene.def's, by index): each
+// built once, to check it and to give the bodies that use it their mass.
+struct BuiltShapes {
+  std::vector<HullGeometry> hulls;
+  std::vector<CompoundGeometry> compounds;
+  ShapeLibrary library() const {
+    return ShapeLibrary{hulls.data(), static_cast<uint32_t>(hulls.size()), compounds.data(),
+                        static_cast<uint32_t>(compounds.size())};
+  }
+};
 
 // A hull shape's `points=x,y,z,x,y,z,...` key: found among the WorldDef's hulls (shapes with the
 // same points share one hull), or built to check it and added; the shape names it. `built` holds
@@ -431,13 +445,24 @@ bool get_hull_points(LineReader& reader, WorldDef* def, std::vector<HullGeometry
 
 // A body (or template) line's keys into *body; a hull shape's points go to def's hulls (`built`
 // holds them built, by index).
-bool parse_body_line(LineReader& reader, WorldDef* def, std::vector<HullGeometry>* built,
-                     BodyDef* body) {
+bool parse_body_line(LineReader& reader, WorldDef* def, BuiltShapes* built, BodyDef* body) {
   if (!get_fields(reader, body, nullptr, true)) return false;
   ShapeDef& shape = body->shape;
-  if (shape.type == ShapeType::hull && !get_hull_points(reader, def, built, &shape)) return false;
+  if (shape.type == ShapeType::hull && !get_hull_points(reader, def, &built->hulls, &shape)) {
+    return false;
+  }
+  if (shape.type == ShapeType::compound) {
+    if (!reader.require("compound", "a compound shape names a compound line")) return false;
+    const Token* name = reader.find("compound");
+    const int index = find_compound(*def, name->value);
+    if (index < 0 || static_cast<size_t>(index) >= built->compounds.size()) {
+      return reader.fail(*name, "no compound named " + quoted(name->value) +
+                                    " (a compound line and its child lines come first)");
+    }
+    shape.compound = static_cast<uint32_t>(index);
+  }
   const ShapeDef& checked = shape;
-  const ShapeLibrary library{built->data(), static_cast<uint32_t>(built->size())};
+  const ShapeLibrary library = built->library();
   const std::string context =
       "shape " + std::string(kShapeTypeNames[static_cast<size_t>(shape.type)]);
   if (shape.type == ShapeType::plane && body->type != BodyType::static_body) {
@@ -469,7 +494,7 @@ bool parse_body_line(LineReader& reader, WorldDef* def, std::vector<HullGeometry
 
 // A `template` line: a body line with a name and without pose, velocity or owner (a spawn
 // command gives those), appended to def->templates.
-bool parse_template_line(LineReader& reader, WorldDef* def, std::vector<HullGeometry>* built) {
+bool parse_template_line(LineReader& reader, WorldDef* def, BuiltShapes* built) {
   if (!reader.require("name", "templates need a name")) return false;
   const Token* name = reader.find("name");
   const Token* spawn_argument = nullptr;
@@ -497,13 +522,75 @@ bool parse_template_line(LineReader& reader, WorldDef* def, std::vector<HullGeom
   if (!parse_body_line(reader, def, built, &body)) return false;
   set_template_properties(&t, body);
   if (t.type == BodyType::dynamic) {
-    const MassProperties m = compute_mass_properties(
-        t.shape, ShapeLibrary{built->data(), static_cast<uint32_t>(built->size())});
+    const MassProperties m = compute_mass_properties(t.shape, built->library());
     if (!(m.mass > 0.0f) || !std::isfinite(m.mass)) {
       return reader.fail(0, "a dynamic template needs a positive mass (density)");
     }
   }
   def->templates[def->template_count++] = t;
+  return true;
+}
+
+// A `compound` line: a named compound, whose children are the `child` lines right after it.
+bool parse_compound_line(LineReader& reader, WorldDef* def) {
+  if (!reader.require("name", "compounds need a name")) return false;
+  const Token* name = reader.find("name");
+  if (def->compound_count >= kMaxCompounds) {
+    return reader.fail(0, "more than " + std::to_string(kMaxCompounds) + " compounds");
+  }
+  CompoundDef compound;
+  if (!set_compound_name(&compound, name->value)) {
+    return reader.fail(*name, "a name is 1 to " + std::to_string(kMaxCompoundNameBytes) +
+                                  " bytes of [A-Za-z0-9_.-]");
+  }
+  if (find_compound(*def, name->value) >= 0) {
+    return reader.fail(*name, "a second compound named " + quoted(name->value));
+  }
+  if (!reader.finish("a compound line", {})) return false;
+  def->compounds[def->compound_count++] = compound;
+  return true;
+}
+
+// Every key a child line may carry (of any shape), so that one of another shape is named as such.
+std::vector<std::string_view> child_keys() {
+  std::vector<std::string_view> keys = {"points"};
+  Fields<CompoundChild>::visit([&keys](const Field& field, auto) {
+    if (!field.key.empty()) keys.push_back(field.key);
+  });
+  return keys;
+}
+
+// A `child` line: one more child of the compound being read, checked with the children before
+// it (so a bad child is named on its own line).
+bool parse_child_line(LineReader& reader, WorldDef* def, BuiltShapes* built) {
+  CompoundDef& compound = def->compounds[def->compound_count - 1];
+  if (compound.child_count >= kMaxCompoundChildren) {
+    return reader.fail(
+        0, "more than " + std::to_string(kMaxCompoundChildren) + " children in one compound");
+  }
+  CompoundChild child;
+  if (!get_fields(reader, &child, nullptr, true)) return false;
+  if (child.type == ShapeType::plane || child.type == ShapeType::compound) {
+    return reader.fail(*reader.find("shape"),
+                       "a child is a sphere, box, capsule or hull (compounds do not nest)");
+  }
+  if (child.type == ShapeType::hull) {
+    ShapeDef hull_shape;
+    if (!get_hull_points(reader, def, &built->hulls, &hull_shape)) return false;
+    child.hull = hull_shape.hull;
+  }
+  const std::string context =
+      "child shape " + std::string(kShapeTypeNames[static_cast<size_t>(child.type)]);
+  if (!reader.finish(context, child_keys())) return false;
+  CompoundDef grown = compound;
+  grown.children[grown.child_count++] = child;
+  CompoundGeometry geometry;
+  const Error e = build_compound(grown, built->hulls.data(),
+                                 static_cast<uint32_t>(built->hulls.size()), &geometry);
+  if (e != Error::none) return reader.fail(0, "invalid " + context + ": " + error_message(e));
+  compound = grown;
+  built->compounds.resize(def->compound_count - 1);
+  built->compounds.push_back(geometry);
   return true;
 }
 
@@ -850,7 +937,9 @@ void append_field(std::string* out, const Field& field, const T& value) {
 template <class T>
 void append_fields(std::string* out, const T& object, const T& defaults, const ShapeType* shape,
                    bool spawn_arguments) {
-  if constexpr (std::is_same_v<T, ShapeDef>) shape = &object.type;
+  if constexpr (std::is_same_v<T, ShapeDef> || std::is_same_v<T, CompoundChild>) {
+    shape = &object.type;
+  }
   Fields<T>::visit([&](const Field& field, auto member) {
     const auto& value = object.*member;
     using M = std::remove_cvref_t<decltype(value)>;
@@ -871,12 +960,32 @@ void append_fields(std::string* out, const T& object, const T& defaults, const S
 
 }  // namespace
 
+namespace {
+
+// The end of a compound's child lines: a compound with none is refused on its own line.
+bool close_compound(const WorldDef& def, const BuiltShapes& built, size_t line,
+                    std::string* message) {
+  const CompoundDef& compound = def.compounds[def.compound_count - 1];
+  if (compound.child_count > 0 && built.compounds.size() == def.compound_count) return true;
+  *message =
+      "line " + std::to_string(line) + ": compound: " +
+      quoted(std::string_view(compound.name, strnlen(compound.name, sizeof(compound.name)))) +
+      " has no child lines (a compound has 1 to " + std::to_string(kMaxCompoundChildren) +
+      " children)";
+  return false;
+}
+
+}  // namespace
+
 bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
   std::string scratch_error;
   std::string& message = error != nullptr ? *error : scratch_error;
   Scene scene;
   scene.def = default_world_def();
-  std::vector<HullGeometry> built_hulls;  // scene.def.hulls, built once each
+  BuiltShapes built;  // scene.def's hulls and compounds, built once each
+  // The compound line whose child lines may follow (0: none), and whether it has one yet.
+  size_t compound_line = 0;
+  size_t first_body_line = 0;  // the first template or body line
   size_t world_line = 0, scene_line = 0, player_line = 0, first_spawn_line = 0, rules_line = 0;
   std::vector<Token> tokens;
   size_t line_number = 0;
@@ -896,6 +1005,10 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
     }
     if (directive.empty()) continue;
     LineReader reader(line_number, directive, &tokens, &message);
+    if (directive != "child" && compound_line != 0) {
+      if (!close_compound(scene.def, built, compound_line, &message)) return false;
+      compound_line = 0;
+    }
     if (directive == "scene") {
       if (scene_line != 0) {
         return reader.fail(directive_column, "a second scene line (the first is line " +
@@ -911,6 +1024,7 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
       world_line = line_number;
       if (!parse_world_line(reader, &scene.def)) return false;
     } else if (directive == "body") {
+      if (first_body_line == 0) first_body_line = line_number;
       BodyDef body = default_body_def();
       if (Token* name = reader.find("name")) {
         if (!valid_scene_label(name->value)) {
@@ -923,7 +1037,7 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
         scene.named_bodies.push_back(
             NamedBody{std::string(name->value), static_cast<uint32_t>(scene.bodies.size())});
       }
-      if (!parse_body_line(reader, &scene.def, &built_hulls, &body)) return false;
+      if (!parse_body_line(reader, &scene.def, &built, &body)) return false;
       scene.bodies.push_back(body);
     } else if (directive == "player") {
       if (player_line != 0) {
@@ -945,7 +1059,25 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
     } else if (directive == "state") {
       if (!parse_state_line(reader, &scene)) return false;
     } else if (directive == "template") {
-      if (!parse_template_line(reader, &scene.def, &built_hulls)) return false;
+      if (first_body_line == 0) first_body_line = line_number;
+      if (!parse_template_line(reader, &scene.def, &built)) return false;
+    } else if (directive == "compound") {
+      if (first_body_line != 0) {
+        // Hulls are numbered in the order lines name them; compounds first keeps the order the
+        // scene writer gives them, so a scene written and read back is the same bit for bit.
+        return reader.fail(directive_column,
+                           "compound lines come before template and body lines (line " +
+                               std::to_string(first_body_line) + " is one)");
+      }
+      if (!parse_compound_line(reader, &scene.def)) return false;
+      compound_line = line_number;
+    } else if (directive == "child") {
+      if (compound_line == 0) {
+        return reader.fail(directive_column,
+                           "a child line belongs right after a compound line "
+                           "or another child line");
+      }
+      if (!parse_child_line(reader, &scene.def, &built)) return false;
     } else if (directive == "at") {
       ScriptedAction action;
       if (!parse_at_line(reader, scene.def, line_number, &action)) return false;
@@ -953,9 +1085,13 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
     } else {
       message = "line " + std::to_string(line_number) + " col " + std::to_string(directive_column) +
                 ": unknown directive " + quoted(directive) +
-                " (expected scene, world, body, template, player, spawn, rules, state, at)";
+                " (expected scene, world, body, template, compound, child, player, spawn, "
+                "rules, state, at)";
       return false;
     }
+  }
+  if (compound_line != 0 && !close_compound(scene.def, built, compound_line, &message)) {
+    return false;
   }
   if (player_line != 0 && scene.spawn_points.empty()) {
     message = "line " + std::to_string(player_line) +
@@ -990,23 +1126,48 @@ void append_world_line(std::string* out, const WorldDef& def) {
   *out += '\n';
 }
 
+// A hull's `points=` key (the hull WorldDef::hulls[index]).
+void append_hull_points(std::string* out, const WorldDef& def, uint32_t index) {
+  if (index >= def.hull_count || index >= kMaxHulls) return;
+  const HullDef& hull = def.hulls[index];
+  const uint32_t n = hull.point_count <= kMaxHullPoints ? hull.point_count : kMaxHullPoints;
+  float values[3 * kMaxHullPoints];
+  for (uint32_t i = 0; i < n; ++i) {
+    values[3 * i] = hull.points[i].x;
+    values[3 * i + 1] = hull.points[i].y;
+    values[3 * i + 2] = hull.points[i].z;
+  }
+  append_key_floats(out, "points", values, 3 * n);
+}
+
 // One body (with pose, velocity and owner: `pose`) or template (without) line's keys after its
 // name; optional keys equal to default_body_def()'s are left out.
 void append_body_keys(std::string* out, const WorldDef& def, const BodyDef& body, bool pose) {
   append_fields(out, body, default_body_def(), nullptr, pose);
-  if (body.shape.type == ShapeType::hull && body.shape.hull < def.hull_count &&
-      body.shape.hull < kMaxHulls) {
-    const HullDef& hull = def.hulls[body.shape.hull];
-    const uint32_t n = hull.point_count <= kMaxHullPoints ? hull.point_count : kMaxHullPoints;
-    float values[3 * kMaxHullPoints];
-    for (uint32_t i = 0; i < n; ++i) {
-      values[3 * i] = hull.points[i].x;
-      values[3 * i + 1] = hull.points[i].y;
-      values[3 * i + 2] = hull.points[i].z;
-    }
-    append_key_floats(out, "points", values, 3 * n);
+  if (body.shape.type == ShapeType::hull) append_hull_points(out, def, body.shape.hull);
+  if (body.shape.type == ShapeType::compound && body.shape.compound < def.compound_count &&
+      body.shape.compound < kMaxCompounds) {
+    const CompoundDef& c = def.compounds[body.shape.compound];
+    *out += " compound=";
+    out->append(c.name, strnlen(c.name, sizeof(c.name)));
   }
   *out += '\n';
+}
+
+// The `compound` lines, each with its `child` lines.
+void append_compound_lines(std::string* out, const WorldDef& def) {
+  for (uint32_t i = 0; i < def.compound_count && i < kMaxCompounds; ++i) {
+    const CompoundDef& c = def.compounds[i];
+    *out += "compound name=";
+    out->append(c.name, strnlen(c.name, sizeof(c.name)));
+    *out += '\n';
+    for (uint32_t k = 0; k < c.child_count && k < kMaxCompoundChildren; ++k) {
+      *out += "child";
+      append_fields(out, c.children[k], CompoundChild{}, nullptr, true);
+      if (c.children[k].type == ShapeType::hull) append_hull_points(out, def, c.children[k].hull);
+      *out += '\n';
+    }
+  }
 }
 
 // The `player` and `spawn` lines: what a server spawns for each joining player, and where.
@@ -1042,6 +1203,7 @@ std::string format_scene_text(const Scene& scene) {
   out += '\n';
 
   append_world_line(&out, scene.def);
+  append_compound_lines(&out, scene.def);
   for (uint32_t i = 0; i < scene.def.template_count && i < kMaxBodyTemplates; ++i) {
     const BodyTemplate& t = scene.def.templates[i];
     out += "template name=";

@@ -61,6 +61,13 @@ MassProperties compute_mass_properties(const ShapeDef& shape, const ShapeLibrary
       mp.principal_frame = h.principal_frame;
       break;
     }
+    case ShapeType::compound: {
+      const CompoundGeometry& c = library.compound(shape);
+      mp.mass = shape.density * c.volume;
+      mp.inertia = c.principal_inertia * shape.density;
+      mp.principal_frame = c.principal_frame;
+      break;
+    }
     case ShapeType::plane:
       break;
   }
@@ -102,6 +109,19 @@ Aabb compute_aabb(const ShapeDef& shape, const ShapeLibrary& library, const Tran
       ext += m;
       return {centre - ext, centre + ext};
     }
+    case ShapeType::compound: {
+      // The box of the children's boxes.
+      const CompoundGeometry& c = library.compound(shape);
+      const ShapePiece first = shape_piece(shape, xf, 0, library);
+      Aabb box = compute_aabb(first.shape, library, first.xf, margin);
+      for (uint32_t i = 1; i < c.child_count; ++i) {
+        const ShapePiece piece = shape_piece(shape, xf, i, library);
+        const Aabb child = compute_aabb(piece.shape, library, piece.xf, margin);
+        box.lower = min_elements(box.lower, child.lower);
+        box.upper = max_elements(box.upper, child.upper);
+      }
+      return box;
+    }
     case ShapeType::plane: {
       // The solid half-space {n·x ≤ d} cut by the cube [−E, E]³: along axis i the tight bound
       // is n_i·x_i ≤ d + E·Σ_{j≠i}|n_j|. For an axis-aligned normal this is exactly the plane,
@@ -136,6 +156,9 @@ Error validate_shape(const ShapeDef& shape, const ShapeLibrary& library) {
   switch (shape.type) {
     case ShapeType::hull:
       if (shape.hull >= library.hull_count) return Error::unknown_hull;
+      break;
+    case ShapeType::compound:
+      if (shape.compound >= library.compound_count) return Error::unknown_compound;
       break;
     case ShapeType::sphere:
       if (!(shape.radius > 0.0f)) return Error::invalid_argument;
@@ -175,6 +198,8 @@ float bounding_radius(const ShapeDef& shape, const ShapeLibrary& library) {
   switch (shape.type) {
     case ShapeType::hull:
       return library.hull(shape).radius;
+    case ShapeType::compound:
+      return library.compound(shape).radius;
     case ShapeType::sphere:
       return shape.radius;
     case ShapeType::box:

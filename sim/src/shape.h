@@ -1,7 +1,7 @@
 // Shape geometry the rest of the sim needs: mass properties and bounding boxes.
 #pragma once
 
-#include "hull.h"
+#include "compound.h"
 #include "lockstep/sim/math.h"
 #include "lockstep/sim/types.h"
 

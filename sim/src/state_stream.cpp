@@ -20,7 +20,9 @@
 //     timer, u32 island (the smallest slot of a sleeping body's island, else 0)
 //                                                                       (152 bytes per body)
 //   u32 warm-start manifold count, per manifold (ascending keys):
-//     u64 pair key, u8 point count, the reference pose the points were found at (f32×3 B's
+//     u64 pair key (slot a | child a << 28) << 32 | (slot b | child b << 28), the children
+//     of compounds that the manifold is between (0 for a plain shape), u8 point count, the
+//     reference pose the points were found at (f32×3 B's
 //     origin and f32×4 B's rotation in body A's frame, f32×3 normal in A's frame), per point:
 //     u32 feature, f32 normal impulse, f32×3 friction impulse (world), f32×3 point in body A's
 //     frame and f32 separation, both when the narrowphase found it
@@ -82,6 +84,8 @@ constexpr size_t encoded_bytes() {
     return 1;
   } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, uint32_t>) {
     return 4;
+  } else if constexpr (std::is_same_v<T, Quat>) {
+    return 16;
   } else {
     static_assert(std::is_same_v<T, Vec3>, "a field type the state encoding does not know");
     return 12;
@@ -156,8 +160,9 @@ uint32_t scored_player_count(const WorldData& w) {
     --n;
   return n;
 }
-// At most: a hull shape also writes its hull index (field_encoded_if_used), the others do not.
-static_assert(kSlotBytes + kLiveBodyBytes == 156);
+// At most: a hull shape also writes its hull index, a compound shape its compound index
+// (field_encoded_if_used), the others neither; so no shape writes both.
+static_assert(kSlotBytes + kLiveBodyBytes == 160);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
 // impulse, f32×3 friction impulse, f32×3 anchor, f32 separation), so on little-endian hosts its
@@ -170,6 +175,29 @@ static_assert(sizeof(CachedPoint) == kPointBytes && offsetof(CachedPoint, normal
 static_assert(std::is_trivially_copyable_v<CachedPoint>);
 
 constexpr bool kLittleEndianHost = std::endian::native == std::endian::little;
+
+// A manifold or sensor pair key as the encodings write it: (slot a | child a << 28) << 32 |
+// (slot b | child b << 28). A pair without compound children is slot a << 32 | slot b, as it was
+// before compounds, so worlds without them hash as they did.
+constexpr int kEncodedChildShift = 28;
+uint64_t encode_key(uint64_t key) {
+  const uint64_t a = pair_slot_a(key) | key_child_a(key) << kEncodedChildShift;
+  const uint64_t b = pair_slot_b(key) | key_child_b(key) << kEncodedChildShift;
+  return a << 32 | b;
+}
+// The other way; false for slots or children out of range.
+bool decode_key(uint64_t encoded, uint64_t* key) {
+  const uint32_t a = static_cast<uint32_t>(encoded >> 32), b = static_cast<uint32_t>(encoded);
+  constexpr uint32_t kSlotMask = (1u << kEncodedChildShift) - 1;
+  const uint32_t slot_a = a & kSlotMask, slot_b = b & kSlotMask;
+  const uint32_t child_a = a >> kEncodedChildShift, child_b = b >> kEncodedChildShift;
+  if (slot_a >= kMaxBodiesLimit || slot_b >= kMaxBodiesLimit || child_a >= kMaxCompoundChildren ||
+      child_b >= kMaxCompoundChildren) {
+    return false;
+  }
+  *key = manifold_key(pair_key(slot_a, slot_b), child_a, child_b);
+  return true;
+}
 
 // Little-endian writer into a caller-provided buffer that must be large enough. On
 // little-endian hosts a u32 is its own encoding, so it is copied whole (the hot path of the
@@ -215,6 +243,8 @@ struct Writer {
       f32(v);
     } else if constexpr (std::is_same_v<T, uint32_t>) {
       u32(v);
+    } else if constexpr (std::is_same_v<T, Quat>) {
+      quat(v);
     } else {
       static_assert(std::is_same_v<T, Vec3>, "a field type the state encoding does not know");
       vec3(v);
@@ -337,7 +367,7 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
   o.u32(w.cache.manifold_count);
   for (uint32_t m = 0; m < w.cache.manifold_count; ++m) {
     const CachedManifold& cm = w.cache.manifolds[m];
-    o.u64(cm.key);
+    o.u64(encode_key(cm.key));
     o.u8(static_cast<uint8_t>(cm.point_count));
     o.vec3(cm.reference.position);
     o.quat(cm.reference.rotation);
@@ -360,7 +390,7 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
   }
   o.u32(w.sensor_pair_count);
   for (uint32_t i = 0; i < w.sensor_pair_count; ++i)
-    o.u64(w.sensor_pairs[i]);
+    o.u64(encode_key(w.sensor_pairs[i]));
   o.n = flush(o.out, o.n);
   o.u32(w.input_count);
   for (uint32_t i = 0; i < w.input_count; ++i) {
@@ -431,10 +461,14 @@ class DefinitionWriter {
   DefinitionWriter(Writer& out, const WorldDef& def)
       : out_(out),
         template_count_(def.template_count <= kMaxBodyTemplates ? def.template_count : 0),
-        hull_count_(def.hull_count <= kMaxHulls ? def.hull_count : 0) {}
+        hull_count_(def.hull_count <= kMaxHulls ? def.hull_count : 0),
+        compound_count_(def.compound_count <= kMaxCompounds ? def.compound_count : 0) {}
 
   template <class T>
   void fields(const T& object) {
+    if constexpr (std::is_same_v<T, CompoundDef>) {
+      child_count_ = object.child_count <= kMaxCompoundChildren ? object.child_count : 0;
+    }
     for_each_field(object, [this, &object](const Field& field, const auto& value) {
       if ((field.flags & field_not_simulated) != 0) return;
       if ((field.flags & field_encoded_if_used) != 0 && !in_use(object, field)) return;
@@ -455,6 +489,10 @@ class DefinitionWriter {
         n += kMaxBodyTemplates * max_bytes<BodyTemplate>();
       } else if constexpr (std::is_same_v<M, HullDef[kMaxHulls]>) {
         n += kMaxHulls * (sizeof(uint32_t) + kMaxHullPoints * encoded_bytes<Vec3>());
+      } else if constexpr (std::is_same_v<M, CompoundDef[kMaxCompounds]>) {
+        n += kMaxCompounds * max_bytes<CompoundDef>();
+      } else if constexpr (std::is_same_v<M, CompoundChild[kMaxCompoundChildren]>) {
+        n += kMaxCompoundChildren * max_bytes<CompoundChild>();
       } else if constexpr (std::is_same_v<M, bool> || std::is_array_v<M>) {
         n += sizeof(M);
       } else {
@@ -468,7 +506,10 @@ class DefinitionWriter {
   bool in_use(const ShapeDef& shape, const Field& field) const {
     return (field.shapes & shape_bit(shape.type)) != 0;
   }
-  bool in_use(const WorldDef&, const Field&) const { return hull_count_ != 0; }
+  bool in_use(const WorldDef&, const Field& field) const {
+    const bool compounds = field.name == "compound_count" || field.name == "compounds";
+    return compounds ? compound_count_ != 0 : hull_count_ != 0;
+  }
   template <class T>
   bool in_use(const T&, const Field&) const {
     return true;
@@ -495,6 +536,13 @@ class DefinitionWriter {
         for (uint32_t k = 0; k < n; ++k)
           out_.value(v[i].points[k]);
       }
+    } else if constexpr (std::is_same_v<T, CompoundDef[kMaxCompounds]>) {
+      for (uint32_t i = 0; i < compound_count_; ++i)
+        fields(v[i]);
+    } else if constexpr (std::is_same_v<T, CompoundChild[kMaxCompoundChildren]>) {
+      // The first child_count children (the compound's count was written just before).
+      for (uint32_t i = 0; i < child_count_; ++i)
+        fields(v[i]);
     } else if constexpr (std::is_same_v<T, char[kMaxTemplateNameBytes + 1]>) {
       for (char c : v)
         out_.u8(static_cast<uint8_t>(c));
@@ -513,6 +561,8 @@ class DefinitionWriter {
   Writer& out_;
   uint32_t template_count_;
   uint32_t hull_count_;
+  uint32_t compound_count_;
+  uint32_t child_count_ = 0;  // of the compound being written
   uint8_t bits_ = 0;
   int bit_count_ = 0;
 };
@@ -726,7 +776,8 @@ Error parse_contact_cache(Reader& in, WorldData& w, uint32_t slot_count) {
   uint32_t point_total = 0;
   uint64_t previous_key = 0;
   for (uint32_t m = 0; m < manifold_count; ++m) {
-    const uint64_t key = in.u64();
+    uint64_t key = 0;
+    const bool key_ok = decode_key(in.u64(), &key);
     const uint32_t count = in.u8();
     ManifoldReference reference;
     reference.position = in.vec3();
@@ -742,7 +793,7 @@ Error parse_contact_cache(Reader& in, WorldData& w, uint32_t slot_count) {
       return Error::snapshot_corrupt;
     }
     const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
-    if ((m > 0 && key <= previous_key) || sa >= sb || sb >= slot_count) {
+    if (!key_ok || (m > 0 && key <= previous_key) || sa >= sb || sb >= slot_count) {
       return Error::snapshot_corrupt;
     }
     const RestoreSlot& a = w.restore_slots[sa];
@@ -806,10 +857,11 @@ Error parse_sensor_pairs(Reader& in, WorldData& w, uint32_t slot_count) {
   if (in.failed || sensor_count > def.max_contact_pairs) return Error::snapshot_corrupt;
   uint64_t previous_sensor_key = 0;
   for (uint32_t i = 0; i < sensor_count; ++i) {
-    const uint64_t key = in.u64();
+    uint64_t key = 0;
+    const bool key_ok = decode_key(in.u64(), &key) && key == body_pair_key(key);
     if (in.failed) return Error::snapshot_corrupt;
     const uint32_t sa = pair_slot_a(key), sb = pair_slot_b(key);
-    if ((i > 0 && key <= previous_sensor_key) || sa >= sb || sb >= slot_count) {
+    if (!key_ok || (i > 0 && key <= previous_sensor_key) || sa >= sb || sb >= slot_count) {
       return Error::snapshot_corrupt;
     }
     const RestoreSlot& a = w.restore_slots[sa];

@@ -336,10 +336,11 @@ bool reuse_manifold(const ContactCache& cache, const CachedManifold& cm, const B
   return true;
 }
 
-// The narrowphase proper: collide() the shapes (keeping last step's corners first, `cm`) and
-// record the pose it ran at as the new reference.
+// The narrowphase proper: collide() two pieces of the bodies' shapes (the shapes themselves, or
+// compound children; keeping last step's corners first, `cm`) and record the bodies' relative
+// pose as the new reference.
 void collide_manifold(const ContactCache& cache, const CachedManifold* cm, const BodyRecord& ra,
-                      const BodyRecord& rb, const Vec3& relative_position,
+                      const ShapePiece& pa, const ShapePiece& pb, const Vec3& relative_position,
                       const Quat& relative_rotation, const ShapeLibrary& library, float margin,
                       FoundManifold* found) {
   Manifold& m = found->m;
@@ -348,8 +349,7 @@ void collide_manifold(const ContactCache& cache, const CachedManifold* cm, const
     for (uint32_t k = 0; k < cm->point_count; ++k)
       m.previous_features[k] = cache.points[cm->first_point + k].feature;
   }
-  collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
-          Transform{rb.position, rb.orientation}, library, margin, &m);
+  collide(pa.shape, pa.xf, pb.shape, pb.xf, library, margin, &m);
   found->reference.position = relative_position;
   found->reference.rotation = relative_rotation;
   found->reference.normal = inv_rotate(ra.orientation, m.normal);
@@ -422,6 +422,7 @@ void add_sensor_candidate(WorldData& w, uint64_t key, StepStats& st, StepStatus&
 void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
   const WorldDef& def = w.def;
   const ReuseBounds bounds = reuse_bounds(def);
+  const ShapeLibrary library = w.library();
   w.constraint_count = 0;
   w.point_count = 0;
   w.sensor_found_count = 0;
@@ -437,26 +438,55 @@ void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
     }
     float margin = def.contact_margin_m + (w.speculative_margins[sa] + w.speculative_margins[sb]);
     if (!(margin <= def.max_speculative_margin_m)) margin = def.max_speculative_margin_m;
-    // Last step's manifold of this pair (merge join: pairs and cache are both in key order).
-    while (cached < w.cache.manifold_count && w.cache.manifolds[cached].key < key)
-      ++cached;
-    const CachedManifold* cm = nullptr;
-    if (cached < w.cache.manifold_count && w.cache.manifolds[cached].key == key) {
-      cm = &w.cache.manifolds[cached];
-    }
     const Vec3 relative_position = inv_rotate(ra.orientation, rb.position - ra.position);
     const Quat relative_rotation = conjugate(ra.orientation) * rb.orientation;
-    FoundManifold found;
-    if (cm != nullptr && bounds.on && !(rolls(ra.shape) && rolls(rb.shape)) &&
-        reuse_manifold(w.cache, *cm, ra, rb, relative_position, relative_rotation, margin, bounds,
-                       &found)) {
-      ++st.reused_manifolds;
-    } else {
-      collide_manifold(w.cache, cm, ra, rb, relative_position, relative_rotation, w.library(),
-                       margin, &found);
+    const Transform xa{ra.position, ra.orientation}, xb{rb.position, rb.orientation};
+    const uint32_t count_a = shape_piece_count(ra.shape, library);
+    const uint32_t count_b = shape_piece_count(rb.shape, library);
+    const bool compound_a = ra.shape.type == ShapeType::compound;
+    const bool compound_b = rb.shape.type == ShapeType::compound;
+    // A compound's children: each one against each piece of the other body whose box its box
+    // (grown by the pair's margin) meets, a manifold of its own under its children's key.
+    Aabb boxes_b[kMaxCompoundChildren];
+    if (compound_a || compound_b) {
+      for (uint32_t cb = 0; cb < count_b; ++cb) {
+        const ShapePiece pb = shape_piece(rb.shape, xb, cb, library);
+        boxes_b[cb] = compute_aabb(pb.shape, library, pb.xf, 0.0f);
+      }
     }
-    if (found.m.count <= 0) continue;
-    add_constraint(w, key, found, st, status);
+    for (uint32_t ca = 0; ca < count_a; ++ca) {
+      const ShapePiece pa = shape_piece(ra.shape, xa, ca, library);
+      Aabb box_a{};
+      if (compound_a || compound_b) box_a = compute_aabb(pa.shape, library, pa.xf, margin);
+      for (uint32_t cb = 0; cb < count_b; ++cb) {
+        if ((compound_a || compound_b) && !overlaps(box_a, boxes_b[cb])) continue;
+        const ShapePiece pb = shape_piece(rb.shape, xb, cb, library);
+        const uint64_t mkey = manifold_key(key, ca, cb);
+        // Last step's manifold of these pieces (merge join: pairs and cache are both in key
+        // order).
+        while (cached < w.cache.manifold_count && w.cache.manifolds[cached].key < mkey)
+          ++cached;
+        const CachedManifold* cm = nullptr;
+        if (cached < w.cache.manifold_count && w.cache.manifolds[cached].key == mkey) {
+          cm = &w.cache.manifolds[cached];
+        }
+        // A round child of a compound rolls about the compound's centre, not its own: its
+        // points are found again each step (reuse_manifold rolls only a body that is round).
+        const bool reusable = !(rolls(pa.shape) && rolls(pb.shape)) &&
+                              !(compound_a && rolls(pa.shape)) && !(compound_b && rolls(pb.shape));
+        FoundManifold found;
+        if (cm != nullptr && bounds.on && reusable &&
+            reuse_manifold(w.cache, *cm, ra, rb, relative_position, relative_rotation, margin,
+                           bounds, &found)) {
+          ++st.reused_manifolds;
+        } else {
+          collide_manifold(w.cache, cm, ra, pa, pb, relative_position, relative_rotation, library,
+                           margin, &found);
+        }
+        if (found.m.count <= 0) continue;
+        add_constraint(w, mkey, found, st, status);
+      }
+    }
   }
   st.manifolds = w.constraint_count;
   st.contact_points = w.point_count;
@@ -643,21 +673,33 @@ void emit_contact_events(WorldData& w, StepStats& st, StepStatus& status) {
     ev.a = body_id(w, pair_slot_a(key));
     ev.b = body_id(w, pair_slot_b(key));
   };
+  // Per body pair: a compound's children make several manifolds of one pair, one after another
+  // in key order; the pair touches while any of them exists.
+  const auto skip_new = [&w](uint32_t k, uint64_t pair) {
+    while (k < w.constraint_count && body_pair_key(w.constraints[k].key) == pair)
+      ++k;
+    return k;
+  };
+  const auto skip_old = [&old](uint32_t k, uint64_t pair) {
+    while (k < old.manifold_count && body_pair_key(old.manifolds[k].key) == pair)
+      ++k;
+    return k;
+  };
   while (i < w.constraint_count || j < old.manifold_count) {
     const bool has_new = i < w.constraint_count;
     const bool has_old = j < old.manifold_count;
-    const uint64_t k_new = has_new ? w.constraints[i].key : 0;
-    const uint64_t k_old = has_old ? old.manifolds[j].key : 0;
+    const uint64_t k_new = has_new ? body_pair_key(w.constraints[i].key) : 0;
+    const uint64_t k_old = has_old ? body_pair_key(old.manifolds[j].key) : 0;
     if (has_new && (!has_old || k_new < k_old)) {
       emit(ContactEventType::begin, k_new);
-      ++i;
+      i = skip_new(i, k_new);
     } else if (has_old && (!has_new || k_old < k_new)) {
       // [sleep] A contact of a sleeping body is held, not ended (island.h).
       if (!contact_pair_asleep(w, k_old)) emit(ContactEventType::end, k_old);
-      ++j;
+      j = skip_old(j, k_old);
     } else {
-      ++i;
-      ++j;
+      i = skip_new(i, k_new);
+      j = skip_old(j, k_old);
     }
   }
   w.event_count = n_events;
@@ -675,12 +717,12 @@ void update_sensor_overlaps(WorldData& w, StepStats& st, StepStatus& status) {
     const uint64_t key = w.sensor_found[c];
     const BodyRecord& ra = w.bodies[pair_slot_a(key)];
     const BodyRecord& rb = w.bodies[pair_slot_b(key)];
-    Manifold m;
-    collide(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
-            Transform{rb.position, rb.orientation}, w.library(), 0.0f, &m);
-    bool touching = false;
-    for (int k = 0; k < m.count; ++k)
-      touching = touching || m.points[k].separation <= 0.0f;
+    ManifoldPoint deepest;
+    Vec3 normal{};
+    const bool touching = deepest_point(ra.shape, Transform{ra.position, ra.orientation}, rb.shape,
+                                        Transform{rb.position, rb.orientation}, w.library(), 0.0f,
+                                        &deepest, &normal) &&
+                          deepest.separation <= 0.0f;
     if (touching) w.sensor_found[found++] = key;
   }
   w.sensor_found_count = found;

@@ -42,14 +42,13 @@ float time_of_impact(const ShapeDef& moving, Vec3 start, Vec3 end, Quat orientat
   float t = 0.0f;
   for (int i = 0; i < kMaxAdvances; ++i) {
     const Vec3 p = start + t * d;
-    Manifold m;
-    collide(moving, Transform{p, orientation}, fixed, fixed_pose, library,
-            (1.0f - t) * travel + target, &m);
-    if (m.count == 0) return 1.0f;  // farther than the rest of the travel
-    float s = m.points[0].separation;
-    for (int k = 1; k < m.count; ++k) {
-      if (m.points[k].separation < s) s = m.points[k].separation;
+    ManifoldPoint deepest;
+    Vec3 normal{};
+    if (!deepest_point(moving, Transform{p, orientation}, fixed, fixed_pose, library,
+                       (1.0f - t) * travel + target, &deepest, &normal)) {
+      return 1.0f;  // farther than the rest of the travel
     }
+    const float s = deepest.separation;
     if (s <= target) return t > 0.0f ? t : 1.0f;  // touching from the start: the contacts' job
     t += (s - 0.5f * target) / travel;
     if (!(t < 1.0f)) return 1.0f;

@@ -2,7 +2,7 @@
 // (bullet bodies; time_of_impact.cpp has the method and why it never steps over a surface).
 #pragma once
 
-#include "hull.h"
+#include "compound.h"
 #include "lockstep/sim/math.h"
 #include "lockstep/sim/types.h"
 

@@ -251,9 +251,11 @@ void refresh_body_derived(WorldData& w, uint32_t slot) {
   s.inv_mass = 1.0f / r.mass_kg;
   const Vec3 inv_local{1.0f / r.inertia.x, 1.0f / r.inertia.y, 1.0f / r.inertia.z};
   w.bodies[slot].inv_inertia_local = inv_local;
-  // A hull's principal axes are turned in its body frame (hull.h); the others' are the body axes.
+  // A hull's or compound's principal axes are turned in its body frame (hull.h, compound.h); the
+  // others' are the body axes.
   Mat3 axes = to_mat3(r.orientation);
-  if (r.shape.type == ShapeType::hull) axes = axes * to_mat3(w.hulls[r.shape.hull].principal_frame);
+  if (r.shape.type == ShapeType::hull || r.shape.type == ShapeType::compound)
+    axes = axes * to_mat3(compute_mass_properties(r.shape, w.library()).principal_frame);
   s.inv_inertia_world = rotate_diagonal(axes, inv_local);
 }
 
@@ -308,12 +310,14 @@ uint64_t world_memory_bytes(const WorldDef& def) {
   n += tree *
        (sizeof(QueryItem) + sizeof(QueryNode) + sizeof(uint64_t) + sizeof(Aabb) + sizeof(uint32_t));
   n += uint64_t{def.hull_count <= kMaxHulls ? def.hull_count : kMaxHulls} * sizeof(HullGeometry);
+  n += uint64_t{def.compound_count <= kMaxCompounds ? def.compound_count : kMaxCompounds} *
+       sizeof(CompoundGeometry);
   return n;
 }
 
 std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
   auto d = std::make_unique<WorldData>();
-  const Error e = validate_world_def_and_build(def, &d->hulls);
+  const Error e = validate_world_def_and_build(def, &d->hulls, &d->compounds);
   if (error != nullptr) *error = e;
   if (e != Error::none) return nullptr;
   d->def = def;
@@ -506,6 +510,20 @@ Error World::get_hull(uint32_t index, HullView* out) const {
   out->vertices = h.vertices;
   out->face_sizes = h.face_size;
   out->face_indices = h.face_vertices;
+  return Error::none;
+}
+
+Error World::get_compound(uint32_t index, CompoundView* out) const {
+  const WorldData& w = *data_;
+  if (out == nullptr || index >= w.compounds.size()) return Error::invalid_argument;
+  const CompoundGeometry& c = w.compounds[index];
+  *out = CompoundView{};
+  out->child_count = c.child_count;
+  for (uint32_t i = 0; i < c.child_count; ++i) {
+    out->children[i] = c.children[i];
+    out->positions[i] = c.poses[i].p;
+    out->orientations[i] = c.poses[i].q;
+  }
   return Error::none;
 }
 

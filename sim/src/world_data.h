@@ -20,6 +20,7 @@ inline constexpr float kMaxGravity = 1.0e3f;  // m/s² per axis
 inline constexpr uint32_t kMaxVelocityIterations = 256;
 inline constexpr uint32_t kMaxSubsteps = 64;
 inline constexpr uint32_t kMaxBodiesLimit = 1u << 20;
+static_assert(kMaxBodiesLimit <= (1u << 26), "pair_key keeps 26 bits for slot b");
 inline constexpr uint32_t kMaxContactPairsLimit = 1u << 22;
 inline constexpr uint32_t kMaxContactPointsLimit = 1u << 24;
 inline constexpr uint32_t kMaxCandidatePairsLimit = 1u << 24;
@@ -147,9 +148,12 @@ struct WorldData {
   mutable QueryTree query_tree;
   // The WorldDef's hulls, built at creation (hull.h); shapes reach them through library().
   std::vector<HullGeometry> hulls;
+  // The WorldDef's compounds, built at creation (compound.h).
+  std::vector<CompoundGeometry> compounds;
 
   ShapeLibrary library() const {
-    return ShapeLibrary{hulls.data(), static_cast<uint32_t>(hulls.size())};
+    return ShapeLibrary{hulls.data(), static_cast<uint32_t>(hulls.size()), compounds.data(),
+                        static_cast<uint32_t>(compounds.size())};
   }
 };
 
@@ -157,8 +161,15 @@ struct WorldData {
 /// error, or Error::none. validate_world_def runs it; World::create keeps what it built.
 Error build_world_hulls(const WorldDef& def, std::vector<HullGeometry>* out);
 
-/// validate_world_def, keeping the hulls it builds.
-Error validate_world_def_and_build(const WorldDef& def, std::vector<HullGeometry>* hulls);
+/// Builds the first def.compound_count compounds of a WorldDef, their hull children reaching
+/// `hulls`, into *out (resized to fit): the first error (invalid_compound for a bad or repeated
+/// name), or Error::none.
+Error build_world_compounds(const WorldDef& def, const std::vector<HullGeometry>& hulls,
+                            std::vector<CompoundGeometry>* out);
+
+/// validate_world_def, keeping the hulls and compounds it builds.
+Error validate_world_def_and_build(const WorldDef& def, std::vector<HullGeometry>* hulls,
+                                   std::vector<CompoundGeometry>* compounds);
 
 /// The checks of an input that do not need the body's slot: its owner and type (the caller
 /// resolved the handle), flags, and the fixed-point limits. Shared by queue_input and the

@@ -37,18 +37,35 @@ bool template_name_byte(char c) {
          c == '-' || c == '.';
 }
 
-// Length of a valid template name (NUL-terminated, NUL-padded, allowed bytes), else 0.
-size_t template_name_length(const BodyTemplate& t) {
+// Length of a valid name (NUL-terminated, NUL-padded, allowed bytes), else 0: templates' and
+// compounds'.
+template <size_t N>
+size_t name_length(const char (&name)[N]) {
   size_t n = 0;
-  while (n <= kMaxTemplateNameBytes && t.name[n] != '\0') {
-    if (!template_name_byte(t.name[n])) return 0;
+  while (n < N && name[n] != '\0') {
+    if (!template_name_byte(name[n])) return 0;
     ++n;
   }
-  if (n == 0 || n > kMaxTemplateNameBytes) return 0;
-  for (size_t i = n; i <= kMaxTemplateNameBytes; ++i) {
-    if (t.name[i] != '\0') return 0;
+  if (n == 0 || n >= N) return 0;
+  for (size_t i = n; i < N; ++i) {
+    if (name[i] != '\0') return 0;
   }
   return n;
+}
+
+size_t template_name_length(const BodyTemplate& t) {
+  return name_length(t.name);
+}
+
+template <size_t N>
+bool set_name(char (&out)[N], std::string_view name) {
+  if (name.empty() || name.size() >= N) return false;
+  for (char c : name) {
+    if (!template_name_byte(c)) return false;
+  }
+  std::memset(out, 0, N);
+  std::memcpy(out, name.data(), name.size());
+  return true;
 }
 
 }  // namespace
@@ -65,13 +82,22 @@ int find_template(const WorldDef& def, std::string_view name) {
 }
 
 bool set_template_name(BodyTemplate* tmpl, std::string_view name) {
-  if (name.empty() || name.size() > kMaxTemplateNameBytes) return false;
-  for (char c : name) {
-    if (!template_name_byte(c)) return false;
+  return set_name(tmpl->name, name);
+}
+
+int find_compound(const WorldDef& def, std::string_view name) {
+  const uint32_t count = def.compound_count <= kMaxCompounds ? def.compound_count : 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const CompoundDef& c = def.compounds[i];
+    if (std::string_view(c.name, strnlen(c.name, sizeof(c.name))) == name) {
+      return static_cast<int>(i);
+    }
   }
-  std::memset(tmpl->name, 0, sizeof(tmpl->name));
-  std::memcpy(tmpl->name, name.data(), name.size());
-  return true;
+  return -1;
+}
+
+bool set_compound_name(CompoundDef* compound, std::string_view name) {
+  return set_name(compound->name, name);
 }
 
 namespace {
@@ -142,12 +168,31 @@ Error build_world_hulls(const WorldDef& def, std::vector<HullGeometry>* out) {
   return Error::none;
 }
 
-Error validate_world_def(const WorldDef& def) {
-  std::vector<HullGeometry> hulls;
-  return validate_world_def_and_build(def, &hulls);
+Error build_world_compounds(const WorldDef& def, const std::vector<HullGeometry>& hulls,
+                            std::vector<CompoundGeometry>* out) {
+  if (def.compound_count > kMaxCompounds) return Error::invalid_compound;
+  out->assign(def.compound_count, CompoundGeometry{});
+  for (uint32_t i = 0; i < def.compound_count; ++i) {
+    const CompoundDef& c = def.compounds[i];
+    const size_t n = name_length(c.name);
+    if (n == 0 || find_compound(def, std::string_view(c.name, n)) != static_cast<int>(i)) {
+      return Error::invalid_compound;  // a bad name, or the first one of a repeated name wins
+    }
+    const Error e =
+        build_compound(c, hulls.data(), static_cast<uint32_t>(hulls.size()), &(*out)[i]);
+    if (e != Error::none) return e;
+  }
+  return Error::none;
 }
 
-Error validate_world_def_and_build(const WorldDef& def, std::vector<HullGeometry>* hulls) {
+Error validate_world_def(const WorldDef& def) {
+  std::vector<HullGeometry> hulls;
+  std::vector<CompoundGeometry> compounds;
+  return validate_world_def_and_build(def, &hulls, &compounds);
+}
+
+Error validate_world_def_and_build(const WorldDef& def, std::vector<HullGeometry>* hulls,
+                                   std::vector<CompoundGeometry>* compounds) {
   // Finiteness of every float first: a NaN anywhere is reported as such (templates below).
   if (!all_floats_finite(def)) return Error::non_finite;
   // dt in (0, 1]: a zero step would divide by zero in the bias terms.
@@ -197,7 +242,9 @@ Error validate_world_def_and_build(const WorldDef& def, std::vector<HullGeometry
   if ((e = check_capacity(def.max_inputs_per_tick, kMaxInputsLimit)) != Error::none) return e;
   if ((e = check_capacity(def.max_commands_per_tick, kMaxCommandsLimit)) != Error::none) return e;
   if ((e = build_world_hulls(def, hulls)) != Error::none) return e;
-  const ShapeLibrary library{hulls->data(), static_cast<uint32_t>(hulls->size())};
+  if ((e = build_world_compounds(def, *hulls, compounds)) != Error::none) return e;
+  const ShapeLibrary library{hulls->data(), static_cast<uint32_t>(hulls->size()), compounds->data(),
+                             static_cast<uint32_t>(compounds->size())};
   return validate_templates(def, library);
 }
 

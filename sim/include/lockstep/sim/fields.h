@@ -55,7 +55,8 @@ struct Field {
 
 /// Scene-text names of the enum values, indexed by value; a value past the end is invalid.
 inline constexpr std::string_view kBodyTypeNames[] = {"static", "kinematic", "dynamic"};
-inline constexpr std::string_view kShapeTypeNames[] = {"sphere", "box", "capsule", "plane", "hull"};
+inline constexpr std::string_view kShapeTypeNames[] = {"sphere", "box",  "capsule",
+                                                       "plane",  "hull", "compound"};
 
 constexpr std::span<const std::string_view> enum_names(BodyType) {
   return kBodyTypeNames;
@@ -99,6 +100,43 @@ struct Fields<ShapeDef> {
     v(Field{"sensor", "sensor", field_text_if_changed}, &ShapeDef::sensor);
     // The text spells a hull by its points (`points=`), not by its index.
     v(Field{"hull", "", field_encoded_if_used, shape_bit(ShapeType::hull)}, &ShapeDef::hull);
+    // The text names a compound (`compound=NAME`, a `compound` line's name), not its index.
+    v(Field{"compound", "", field_encoded_if_used, shape_bit(ShapeType::compound)},
+      &ShapeDef::compound);
+  }
+};
+
+template <>
+struct Fields<CompoundChild> {
+  static constexpr bool kListed = true;
+  template <class V>
+  [[gnu::always_inline]] static constexpr void visit(V&& v) {
+    // The child's shape: ShapeDef's keys and the types they describe; a hull child spells its
+    // hull by its points (`points=`), as a hull shape does.
+    constexpr uint32_t round = shape_bit(ShapeType::sphere) | shape_bit(ShapeType::capsule);
+    constexpr uint32_t box = shape_bit(ShapeType::box);
+    constexpr uint32_t capsule = shape_bit(ShapeType::capsule);
+    constexpr uint32_t hull = shape_bit(ShapeType::hull);
+    using C = CompoundChild;
+    v(Field{"type", "shape", field_text_required}, &C::type);
+    v(Field{"radius", "radius", field_text_required, round}, &C::radius);
+    v(Field{"half_extents", "half", field_text_required, box}, &C::half_extents);
+    v(Field{"half_height", "half_height", field_text_required, capsule}, &C::half_height);
+    v(Field{"hull", "", field_plain, hull}, &C::hull);
+    v(Field{"position", "pos"}, &C::position);
+    v(Field{"orientation", "rot", field_text_if_changed}, &C::orientation);
+  }
+};
+
+template <>
+struct Fields<CompoundDef> {
+  static constexpr bool kListed = true;
+  template <class V>
+  [[gnu::always_inline]] static constexpr void visit(V&& v) {
+    v(Field{"name", ""}, &CompoundDef::name);  // the `compound` line's name
+    // The encodings write the first child_count children only.
+    v(Field{"child_count", ""}, &CompoundDef::child_count);
+    v(Field{"children", ""}, &CompoundDef::children);
   }
 };
 
@@ -200,6 +238,10 @@ struct Fields<WorldDef> {
     // hull's points on the shapes that use it.
     v(Field{"hull_count", "", field_encoded_if_used}, &W::hull_count);
     v(Field{"hulls", "", field_encoded_if_used}, &W::hulls);
+    // The compounds in use: the first compound_count entries; the text writes each as a
+    // `compound` line and its `child` lines.
+    v(Field{"compound_count", "", field_encoded_if_used}, &W::compound_count);
+    v(Field{"compounds", "", field_encoded_if_used}, &W::compounds);
   }
 };
 

@@ -42,17 +42,31 @@ enum class Error : uint8_t {
   unknown_hull,           // a hull shape names an index past WorldDef::hull_count
   unknown_state_field,    // a game state command names a field the world has not declared
   capacity_state_fields,  // kMaxStateFields declared already, or a bad or repeated field name
+  invalid_compound,       // a compound with no child or too many, a child of a type a compound
+                          // cannot hold (plane, compound), or a child pose out of range
+  unknown_compound,       // a compound shape names an index past WorldDef::compound_count
 };
 
 /// One-line English description of an error (static storage).
 const char* error_message(Error error);
 
-enum class ShapeType : uint8_t { sphere = 0, box = 1, capsule = 2, plane = 3, hull = 4 };
+enum class ShapeType : uint8_t {
+  sphere = 0,
+  box = 1,
+  capsule = 2,
+  plane = 3,
+  hull = 4,
+  compound = 5
+};
 
 /// A collision shape in body space. Capsules lie along the body's local y axis; planes are
 /// only allowed on static bodies and are given in body space as {x : dot(normal, x) = offset}.
 /// A hull is the convex hull of the points of WorldDef::hulls[hull], built once when the world
-/// is created; its centre of mass is the body's origin (docs/physics.md, Convex hulls).
+/// is created; its centre of mass is the body's origin (docs/physics.md, Convex hulls). A compound
+/// is the rigid union of the children of WorldDef::compounds[compound], each a sphere, box,
+/// capsule or hull with a pose of its own; its centre of mass is the body's origin too
+/// (docs/physics.md, Compound bodies). The other fields (density, friction, restitution, filter,
+/// sensor) are the whole compound's.
 struct ShapeDef {
   ShapeType type = ShapeType::sphere;
   float radius = 0.5f;                  // sphere, capsule (m)
@@ -73,7 +87,8 @@ struct ShapeDef {
   // body (never with another sensor). Usable on static and kinematic bodies (a goal zone, a
   // moving trigger).
   bool sensor = false;
-  uint32_t hull = 0;  // hull: index into WorldDef::hulls
+  uint32_t hull = 0;      // hull: index into WorldDef::hulls
+  uint32_t compound = 0;  // compound: index into WorldDef::compounds
 };
 
 enum class BodyType : uint8_t { static_body = 0, kinematic = 1, dynamic = 2 };
@@ -130,6 +145,37 @@ inline constexpr uint32_t kMaxHullPoints = 64;
 struct HullDef {
   uint32_t point_count = 0;  // kMinHullPoints..kMaxHullPoints
   Vec3 points[kMaxHullPoints] = {};
+};
+
+/// Capacities of WorldDef::compounds: compound definitions, and children in one.
+inline constexpr uint32_t kMaxCompounds = 16;
+inline constexpr uint32_t kMaxCompoundChildren = 8;
+inline constexpr uint32_t kMaxCompoundNameBytes = 31;
+
+/// One child of a compound: a sphere, box, capsule or hull (ShapeDef's fields of the same names)
+/// at a pose in the compound's frame as given (before the centre of mass is moved to the origin).
+/// A sphere, box or capsule is centred on `position`; a hull's points (WorldDef::hulls[hull]) are
+/// moved by the pose as they were given, so points around the origin sit around `position`.
+struct CompoundChild {
+  ShapeType type = ShapeType::box;
+  float radius = 0.5f;                  // sphere, capsule (m)
+  Vec3 half_extents{0.5f, 0.5f, 0.5f};  // box (m)
+  float half_height = 0.5f;             // capsule (m)
+  uint32_t hull = 0;                    // hull: index into WorldDef::hulls
+  Vec3 position{};                      // m
+  Quat orientation{};                   // unit
+};
+
+/// A compound: 1..kMaxCompoundChildren children, one rigid body. Its mass is the children's at
+/// the body's density, summed (overlapping children count twice), about their common centre of
+/// mass, which becomes the body's origin: the builder moves the children by it, without turning
+/// them, as it does a hull's points. Contacts are found per child, so each child keeps its own
+/// manifold and warm start.
+struct CompoundDef {
+  // 1..kMaxCompoundNameBytes of [A-Za-z0-9_.-], NUL-padded, unique: how the scene text names it.
+  char name[kMaxCompoundNameBytes + 1] = {};
+  uint32_t child_count = 0;
+  CompoundChild children[kMaxCompoundChildren] = {};
 };
 
 /// World definition; start from default_world_def(). Everything is fixed at creation.
@@ -190,6 +236,9 @@ struct WorldDef {
   // Hulls that hull shapes name by index (scene `shape=hull points=...` keys add them).
   uint32_t hull_count = 0;
   HullDef hulls[kMaxHulls] = {};
+  // Compounds that compound shapes name by index (scene `compound` and `child` lines).
+  uint32_t compound_count = 0;
+  CompoundDef compounds[kMaxCompounds] = {};
 };
 
 /// Sensible defaults for a world.

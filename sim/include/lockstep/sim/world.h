@@ -29,6 +29,16 @@ struct HullView {
   const uint8_t* face_indices = nullptr;  // the sum of face_sizes entries
 };
 
+/// A compound as the world built it (WorldDef::compounds[i]): each child's shape (its geometry
+/// fields; a hull child names a hull get_hull draws) at its pose in the body frame, whose origin
+/// is the compound's centre of mass.
+struct CompoundView {
+  uint32_t child_count = 0;
+  ShapeDef children[kMaxCompoundChildren] = {};
+  Vec3 positions[kMaxCompoundChildren] = {};
+  Quat orientations[kMaxCompoundChildren] = {};
+};
+
 struct BodyView {
   BodyId id{};
   BodyType type = BodyType::dynamic;
@@ -90,6 +100,8 @@ class World final {
   Error get_body(BodyId id, BodyView* out) const;
   /// The built hull WorldDef::hulls[index] (invalid_argument past hull_count).
   Error get_hull(uint32_t index, HullView* out) const;
+  /// The built compound WorldDef::compounds[index] (invalid_argument past compound_count).
+  Error get_compound(uint32_t index, CompoundView* out) const;
   Error set_linear_velocity(BodyId id, Vec3 velocity);
   Error set_angular_velocity(BodyId id, Vec3 velocity);
   Error set_transform(BodyId id, Vec3 position, Quat orientation);
@@ -189,6 +201,11 @@ void set_template_properties(BodyTemplate* tmpl, const BodyDef& body);
 /// Writes `name` into a template (NUL-padded); false when it is empty, too long or has a byte
 /// outside [A-Za-z0-9_.-].
 bool set_template_name(BodyTemplate* tmpl, std::string_view name);
+
+/// Index of the compound with this name in def, or -1.
+int find_compound(const WorldDef& def, std::string_view name);
+/// Sets a compound's name (NUL-padded); false for an empty, too long or badly spelt name.
+bool set_compound_name(CompoundDef* compound, std::string_view name);
 
 /// Fingerprint of a WorldDef (XXH3-64 of its canonical encoding); equal defs, equal prints.
 uint64_t world_def_fingerprint(const WorldDef& def);
