@@ -251,12 +251,29 @@ sim::BodyId desync_victim(const sim::World& world, const std::vector<sim::BodyId
 // whose body is moved 0.5 m along x before the step that makes tick desync_at (the SDK's test
 // hook does the same in the end-to-end test); an untouched copy gives the authoritative hashes.
 // It ends at that tick with the client's own state as a last keyframe, as a client's dump does.
+// A scene file record-scripted reads whole: far larger than any scene (a 128-body hull scene is
+// 30 KiB).
+constexpr size_t kMaxSceneFileBytes = size_t{16} << 20;
+
 int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t seed,
                         uint32_t players, uint32_t keyframe_interval, uint64_t desync_at,
                         const std::string& out_path) {
   sim::Scene scene;
-  if (!sim::make_builtin_scene(scene_name, &scene))
-    return fail("unknown scene '" + scene_name + "'");
+  const bool builtin = sim::make_builtin_scene(scene_name, &scene);
+  if (!builtin) {
+    // A scene file: its `at` lines are applied as lockstep-sim applies them.
+    std::ifstream in(scene_name, std::ios::binary);
+    if (!in) return fail("'" + scene_name + "' is neither a built-in scene nor a readable file");
+    std::string text(kMaxSceneFileBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    if (in.bad()) return fail(scene_name + ": read error");
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxSceneFileBytes) {
+      return fail(scene_name + ": larger than " + std::to_string(kMaxSceneFileBytes) + " bytes");
+    }
+    std::string error;
+    if (!sim::parse_scene_text(text, &scene, &error)) return fail(scene_name + ": " + error);
+  }
   scene.def.measure_stage_times = false;
   sim::Error error = sim::Error::none;
   std::unique_ptr<sim::World> world = sim::build_world(scene, &error);
@@ -272,8 +289,11 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
         dynamic_bodies.push_back(id);
     }
   }
-  replays::ReplayHeader header = replays::make_replay_header(*world, scene_name, 60);
+  // A scene file is not part of the build: the header's WorldDef and keyframe carry it, and only
+  // a built-in scene is named (verify checks a named scene against this build's).
+  replays::ReplayHeader header = replays::make_replay_header(*world, builtin ? scene_name : "", 60);
   header.room = "record-scripted seed " + std::to_string(seed);
+  if (!builtin) header.room += ", scene file " + scene_name;
   std::unique_ptr<sim::World> authority;  // the untouched world of a made desync
   sim::BodyId victim{};
   if (desync_at != 0) {
@@ -293,6 +313,8 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
   if (!result.ok) return fail(result.error);
   std::vector<sim::Input> candidates(world->def().max_inputs_per_tick);
   std::vector<sim::Input> applied;
+  std::vector<sim::Command> commands;  // the scene's `at` lines of the tick
+  size_t next_action = 0;
   std::vector<sim::Error> errors;  // what the world said to each candidate
   for (uint64_t n = 0; n < ticks; ++n) {
     const uint64_t tick = world->tick() + 1;  // inputs for the step that makes `tick`
@@ -302,17 +324,30 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
     } else {
       scripted_pushes(seed, tick, players, dynamic_bodies, &candidates);
     }
+    commands.clear();
+    for (; next_action < scene.actions.size() && scene.actions[next_action].tick <= tick;
+         ++next_action) {
+      const sim::ScriptedAction& a = scene.actions[next_action];
+      if (a.tick != tick) continue;
+      if (a.is_command) {
+        commands.push_back(a.command);
+      } else {
+        candidates.push_back(a.input);
+      }
+    }
+    std::sort(commands.begin(), commands.end(), sim::command_less);
+    std::sort(candidates.begin(), candidates.end(), sim::input_less);
     if (authority && tick == desync_at) debug_perturb_position(*world, victim, {0.5f, 0, 0});
     errors.assign(candidates.size(), sim::Error::none);
-    world->step(sim::TickInput{{}, candidates}, sim::TickErrors{{}, errors});
+    world->step(sim::TickInput{commands, candidates}, sim::TickErrors{{}, errors});
     applied.clear();
     for (size_t i = 0; i < candidates.size(); ++i)
       if (errors[i] == sim::Error::none) applied.push_back(candidates[i]);
-    if (authority) authority->step(sim::TickInput{{}, applied});
+    if (authority) authority->step(sim::TickInput{commands, applied});
     const uint64_t authoritative = authority ? authority->state_hash() : world->state_hash();
     const std::optional<uint64_t> own =
         authority ? std::optional<uint64_t>(world->state_hash()) : std::nullopt;
-    result = writer.record_step(*world, applied, authoritative, own);
+    result = writer.record_step(*world, applied, authoritative, own, commands);
     if (!result.ok) return fail(result.error);
   }
   if (authority) {
@@ -384,8 +419,8 @@ int main(int argc, char** argv) {
   uint32_t players = 4;
   uint32_t keyframe_interval = 0;
   CLI::App* record =
-      app.add_subcommand("record-scripted", "record a built-in scene driven by scripted inputs");
-  record->add_option("--scene", scene, "built-in scene")->capture_default_str();
+      app.add_subcommand("record-scripted", "record a scene driven by scripted inputs");
+  record->add_option("--scene", scene, "built-in scene, or a scene file")->capture_default_str();
   record->add_option("--ticks", ticks, "ticks to record")->capture_default_str();
   record->add_option("--seed", seed, "input script seed")->capture_default_str();
   record->add_option("--players", players, "pushing players (scenes without owned bodies)")

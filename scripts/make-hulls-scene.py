@@ -5,7 +5,8 @@
 A pile of mixed hulls dropped into a walled box: tetrahedra, 5-point pyramids, 8-point boxes,
 16- and 24-point rounded stones, and hull templates that scripted `at` lines spawn in; then a
 layer of compounds on top (a table on four legs, an L, a dumbbell of two balls on a bar, a pair
-of hulls) and compound templates spawned the same way. Every
+of hulls), owned by players 1-4 whom the input script drives, and compound templates spawned the
+same way. Every
 coordinate is written with 6 decimals, so the text (not this script's floating point) is what
 every platform reads. Run it again only to change the scene; the golden chain follows it.
 """
@@ -45,7 +46,8 @@ shapes = [tetra, pyramid, box, stone16, stone24]
 lines = [
     "# Hulls golden scene, written by scripts/make-hulls-scene.py: tetrahedra, 5-point pyramids,",
     "# 8-point boxes and 16/24-point rounded stones dropped into a walled box, then more spawned",
-    "# from hull templates by `at` lines (tests/golden/hulls.txt).",
+    "# from hull templates by `at` lines; on top, four compounds that players 1-4 push, and more",
+    "# spawned from compound templates (tests/golden/hulls.txt, replays/golden/hulls_pushes_600.lsr).",
     "scene version=1 name=hulls",
     "world max_bodies=128 max_commands_per_tick=8",
     "compound name=table",
@@ -99,7 +101,9 @@ for layer in range(4):
 for k, c in enumerate(compounds):
     x = -1.2 + 2.4 * (k % 2)
     z = -1.2 + 2.4 * (k // 2)
-    lines.append(f"body type=dynamic shape=compound compound={c} friction=0.6 "
+    # Owned by players 1-4: lockstep-sim's input script (and the golden replay recorded with
+    # `lockstep-replay record-scripted`) pushes them into the pile.
+    lines.append(f"body type=dynamic shape=compound compound={c} friction=0.6 owner={k + 1} "
                  f"pos={fmt(x)},{fmt(4.0 + 0.3 * k)},{fmt(z)} rot=0.087156,0,0.043578,0.995247")
 for t in range(8):
     tick = 60 + 30 * t
