@@ -409,7 +409,8 @@ std::vector<std::string> doc_section_fields(const std::string& md, const std::st
 TEST(SchemaProtocol, DocListsTheWorldTablesFieldForField) {
   const std::string md = read_text(LOCKSTEP_PROTOCOL_DOC);
   const auto tables = schema_tables(read_text(LOCKSTEP_WORLD_FBS));
-  for (const char* name : {"WorldCommand", "WorldDef", "BodyTemplate", "Hull"}) {
+  for (const char* name :
+       {"WorldCommand", "WorldDef", "BodyTemplate", "Hull", "Compound", "CompoundChild"}) {
     SCOPED_TRACE(name);
     const auto table = tables.find(name);
     ASSERT_NE(table, tables.end()) << "not in world.fbs";

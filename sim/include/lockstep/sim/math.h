@@ -133,10 +133,15 @@ inline void tangent_basis(Vec3 n, Vec3* t1, Vec3* t2) {
 }
 
 // ---- Quat -------------------------------------------------------------------------------------
+// Every term is added, a subtracted one as the product of a negated factor (the same bits: −x is
+// exact, and s + (−p) is s − p): lanes that mix + and − let g++ 12's vectorizer at
+// -march=x86-64-v3 fuse them into vfmsubadd despite -ffp-contract=off, which rounds once where
+// every other target rounds twice (the determinism matrix caught it).
 constexpr Quat operator*(Quat a, Quat b) {
-  return {
-      a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y, a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
-      a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w, a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z};
+  return {a.w * b.x + a.x * b.w + a.y * b.z + (-a.z) * b.y,
+          a.w * b.y + (-a.x) * b.z + a.y * b.w + a.z * b.x,
+          a.w * b.z + a.x * b.y + (-a.y) * b.x + a.z * b.w,
+          a.w * b.w + (-a.x) * b.x + (-a.y) * b.y + (-a.z) * b.z};
 }
 constexpr Quat conjugate(Quat q) {
   return {-q.x, -q.y, -q.z, q.w};
