@@ -868,3 +868,140 @@ TEST(SumoRules, AFallenBallIsRespawnedAndTheLastToucherScores) {
 }
 
 }  // namespace
+
+namespace {
+// The rules' answer to one hook, collected.
+struct CollectedOutput final : server::RulesOutput {
+  bool push(const sim::Command& command) override {
+    commands.push_back(command);
+    return true;
+  }
+  std::vector<sim::Command> commands;
+};
+}  // namespace
+
+// A client's game message end to end: the SDK sends "ready", the koth rules see it at the next
+// tick and answer with a game event that every client reads in the TickFrame after; the match
+// recording keeps the message at the tick the rules saw it, so the koth rules re-run over the
+// recording (its world stepped from the first keyframe, its messages given at their ticks) issue
+// the very event the recording holds.
+TEST(NetJoins, KothTurnsAReadyMessageIntoAnEventAndTheRecordingReRunsIt) {
+  TempDir dir;
+  server::ServerConfig config = net_test::loopback_config();
+  config.tick_rate_hz = 60;
+  config.input_delay_ticks = 2;
+  config.scene = LOCKSTEP_SCENES_DIR "/koth.scene";
+  config.replay_dir = dir.str();
+  config.record_matches = true;
+  config.dump_replays_on_shutdown = false;
+  uint32_t me = 0;
+  uint64_t event_tick = 0;
+  {
+    net_test::InProcessServer server(config);
+    ASSERT_TRUE(server.started());
+    KothPlayer sayer(false), watcher(false);
+    ASSERT_TRUE(sayer.connect(server.port()));
+    ASSERT_TRUE(watcher.connect(server.port()));
+    ASSERT_TRUE(net_test::eventually(
+        [&] {
+          sayer.pump();
+          watcher.pump();
+          return !sayer.states.empty() && !watcher.states.empty();
+        },
+        net_test::kHangGuard, 1ms));
+    me = sayer.client.player_id();
+    ASSERT_TRUE(sayer.client.send_game_message("ready")) << sayer.client.last_error();
+    ASSERT_TRUE(sayer.client.send_game_message("ready"));  // said twice: one event
+    ASSERT_TRUE(sayer.client.send_game_message("hello"));  // not a koth message: no event
+    const auto ready_event = [me](const KothPlayer& p) {
+      return std::find_if(p.events.begin(), p.events.end(),
+                          [me](const auto& e) { return e.type == 5 && e.player == me; });
+    };
+    ASSERT_TRUE(net_test::eventually(
+        [&] {
+          sayer.pump();
+          watcher.pump();
+          return ready_event(sayer) != sayer.events.end() &&
+                 ready_event(watcher) != watcher.events.end() &&
+                 watcher.states.rbegin()->first > ready_event(sayer)->tick + 5;
+        },
+        net_test::kHangGuard, 1ms));
+    event_tick = ready_event(sayer)->tick;
+    EXPECT_EQ(ready_event(watcher)->tick, event_tick);  // the same tick on every client
+    for (const KothPlayer* p : {&sayer, &watcher}) {
+      EXPECT_EQ(std::count_if(p->events.begin(), p->events.end(),
+                              [](const auto& e) { return e.type == 5; }),
+                1);
+      EXPECT_TRUE(p->desyncs.empty());
+      EXPECT_TRUE(p->errors.empty()) << p->errors.front();
+    }
+    EXPECT_EQ(sayer.client.stats().game_messages_sent, 3u);
+    server::ServerStats stats;
+    ASSERT_TRUE(server.stats_eventually(
+        [](const server::ServerStats& s) {
+          return s.rooms.size() == 1 && s.rooms[0].game_messages_delivered == 3;
+        },
+        &stats));
+    EXPECT_EQ(stats.rooms[0].game_messages_oversize + stats.rooms[0].game_messages_over_rate, 0u);
+  }  // graceful shutdown publishes the match recording
+
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir.str())) {
+    if (entry.path().extension() == ".lsrp") files.push_back(entry.path().string());
+  }
+  ASSERT_EQ(files.size(), 1u);
+  replays::LoadedReplay replay;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay_file(files[0], &replay, &error)) << error;
+  ASSERT_EQ(replay.game_messages.size(), 3u);
+  const auto text = [](const replays::ReplayGameMessage& m) {
+    return std::string(m.data.begin(), m.data.end());
+  };
+  EXPECT_EQ(text(replay.game_messages[0]), "ready");
+  EXPECT_EQ(text(replay.game_messages[2]), "hello");
+  for (const replays::ReplayGameMessage& m : replay.game_messages)
+    EXPECT_EQ(m.player, me);
+  // The rules saw the first at the tick before the one whose TickFrame carried their event.
+  EXPECT_EQ(replay.game_messages[0].tick + 1, event_tick);
+  const replays::VerifyResult verified = replays::verify_replay(replay);
+  EXPECT_TRUE(verified.ok) << verified.error;
+
+  // The re-run: fresh koth rules, the world re-simulated from the recording, each message given
+  // after the step of its tick; what the rules answer is in the next tick's recorded commands.
+  sim::Scene scene;
+  ASSERT_TRUE(schema::load_scene_file(config.scene, &scene, &error)) << error;
+  std::unique_ptr<server::RoomRules> rules = server::make_builtin_rules("koth", scene, &error);
+  ASSERT_NE(rules, nullptr) << error;
+  std::unique_ptr<sim::World> world = replays::make_replay_world(replay, &error);
+  ASSERT_NE(world, nullptr) << error;
+  server::RoomInfo info;
+  info.scene = &scene;
+  info.tick_rate_hz = replay.header.tick_rate_hz;
+  CollectedOutput ignored;
+  rules->on_room_start(info, *world, ignored);
+  size_t next_message = 0, events_matched = 0;
+  for (size_t i = 0; i < replay.ticks.size(); ++i) {
+    const replays::ReplayTick& t = replay.ticks[i];
+    ASSERT_EQ(world->step(sim::TickInput{t.commands, t.inputs}).ok(), true);
+    CollectedOutput out;
+    for (; next_message < replay.game_messages.size() &&
+           replay.game_messages[next_message].tick == world->tick();
+         ++next_message) {
+      const replays::ReplayGameMessage& m = replay.game_messages[next_message];
+      rules->on_message(info, *world, m.player, m.tick, m.data, out);
+    }
+    for (const sim::Command& c : out.commands) {
+      ASSERT_LT(i + 1, replay.ticks.size());
+      const std::vector<sim::Command>& next = replay.ticks[i + 1].commands;
+      const bool recorded = std::any_of(next.begin(), next.end(), [&c](const sim::Command& r) {
+        return r.type == c.type && r.template_index == c.template_index &&
+               r.owner_player == c.owner_player && r.score_delta == c.score_delta;
+      });
+      EXPECT_TRUE(recorded) << "tick " << world->tick() + 1;
+      EXPECT_EQ(world->tick() + 1, event_tick);
+      ++events_matched;
+    }
+  }
+  EXPECT_EQ(next_message, replay.game_messages.size());
+  EXPECT_EQ(events_matched, 1u);
+}
