@@ -197,6 +197,12 @@ int cmd_view(const std::string& path, const std::string& against_path, std::stri
   if (page.other_pose_bytes != 0) std::printf(" + %zu of the other run", page.other_pose_bytes);
   std::printf(", contacts %zu, before base64) in %.2f s (re-simulation %.2f s)\n",
               page.contact_bytes, seconds, page.simulate_seconds);
+  std::printf("camera: frame %.6g,%.6g,%.6g to %.6g,%.6g,%.6g (%s)\n", page.frame_lo[0],
+              page.frame_lo[1], page.frame_lo[2], page.frame_hi[0], page.frame_hi[1],
+              page.frame_hi[2], page.frame_from.c_str());
+  if (page.game_events + page.game_state_changes + page.game_messages != 0)
+    std::printf("game: %zu events, %zu state changes, %zu messages\n", page.game_events,
+                page.game_state_changes, page.game_messages);
   if (page.first_divergent_tick)
     std::printf("desync: first divergent tick %" PRIu64 ", %zu differing fields\n",
                 *page.first_divergent_tick, page.fields);

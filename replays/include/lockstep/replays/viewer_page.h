@@ -34,6 +34,15 @@ struct ViewerPage {
   size_t fields = 0;                                               // rows of the diff table
   size_t pose_bytes = 0, other_pose_bytes = 0, contact_bytes = 0;  // before base64
   double simulate_seconds = 0;  // wall time of the re-simulations and the diff
+  // The box the camera frames first (metres): where the dynamic bodies were over the whole
+  // window, the 2nd to the 98th percentile per axis of their positions at every tick (so a body
+  // that falls far away for a moment does not shrink the rest), grown by a body's size; without
+  // dynamic bodies, the non-plane, non-sensor bodies at the first tick.
+  float frame_lo[3] = {0, 0, 0}, frame_hi[3] = {0, 0, 0};
+  std::string frame_from;         // "dynamic bodies over the match" or "bodies at the first tick"
+  size_t game_events = 0;         // game events (World::game_events) over the window
+  size_t game_state_changes = 0;  // ticks whose game state text differs from the tick before
+  size_t game_messages = 0;       // clients' game messages the file holds in the window
 };
 
 /// Re-simulates `replay` (and `against`, when given, or a client file's own state after its
