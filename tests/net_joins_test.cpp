@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "hill_rules.h"   // server/examples: the worked RoomRules of docs/server.md
+#include "koth_client.h"  // client_sdk/examples: the worked client of docs/client.md
 #include "lockstep/client_sdk/client.h"
 #include "lockstep/replays/replay_reader.h"
 #include "lockstep/schema/scene_file.h"
@@ -532,39 +534,6 @@ TEST(NetJoins, RulesHooksRunAtTheirPointsInTheTick) {
   EXPECT_EQ(order, (std::vector<std::string>{"start0", "join1", "join2", "leave2", "end0"}));
 }
 
-// The worked example of docs/server.md ("Game rules"), word for word.
-class HillRules final : public lockstep::server::RoomRules {
- public:
-  explicit HillRules(lockstep::sim::BodyId hill) : hill_(hill) {}
-  void on_room_start(const lockstep::server::RoomInfo& info, const lockstep::sim::World&,
-                     lockstep::server::RulesOutput&) override {
-    ticks_per_point_ = info.tick_rate_hz;  // one point per second
-  }
-  void after_step(const lockstep::sim::World& world,
-                  std::span<const lockstep::sim::SensorEvent> events,
-                  lockstep::server::RulesOutput& out) override {
-    for (const lockstep::sim::SensorEvent& e : events) {
-      if (!(e.sensor == hill_)) continue;
-      lockstep::sim::BodyView view;
-      if (world.get_body(e.visitor, &view) != lockstep::sim::Error::none) continue;
-      inside_ += e.type == lockstep::sim::ContactEventType::begin ? 1 : -1;
-      if (e.type == lockstep::sim::ContactEventType::begin) king_ = view.owner_player;
-    }
-    if (inside_ != 1 || king_ == 0 || ++held_ticks_ < ticks_per_point_) return;
-    held_ticks_ = 0;
-    lockstep::sim::Command score;
-    score.type = lockstep::sim::CommandType::add_score;
-    score.owner_player = king_;
-    score.score_delta = 1;
-    out.push(score);  // false: the tick's command capacity is full (counted, logged once)
-  }
-
- private:
-  lockstep::sim::BodyId hill_;
-  uint32_t ticks_per_point_ = 60, held_ticks_ = 0, king_ = 0;
-  int inside_ = 0;
-};
-
 // The docs' example driven as a room drives it: a ball of player 1 resting on the hill scores a
 // point per second of ticks.
 TEST(RoomRulesDocs, TheHillExampleScoresTheKingOncePerSecond) {
@@ -602,6 +571,37 @@ TEST(RoomRulesDocs, TheHillExampleScoresTheKingOncePerSecond) {
   }
   world->step();  // applies the last point
   EXPECT_EQ(world->score(1), 3);
+  // A "ready" from player 2 becomes event 1 about player 2, in the step after the message.
+  const std::string ready = "ready";
+  rules.on_message(info, *world, 2, world->tick(),
+                   std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(ready.data()), 5),
+                   out);
+  world->step();
+  ASSERT_EQ(world->game_events().size(), 1u);
+  EXPECT_EQ(world->game_events()[0].type, 1u);
+  EXPECT_EQ(world->game_events()[0].player, 2u);
+  EXPECT_EQ(world->game_events()[0].value, static_cast<int32_t>(world->tick() - 1));
+}
+
+// The worked client of docs/client.md against a koth room: it joins, says "ready" and sees the
+// rules' event for it, steers its ball onto the hill and earns hill seconds there.
+TEST(ClientDocs, TheWorkedKothClientPlaysSaysReadyAndHoldsTheHill) {
+  server::ServerConfig config = net_test::loopback_config();
+  config.scene = LOCKSTEP_SCENES_DIR "/koth.scene";
+  net_test::InProcessServer server(config);
+  ASSERT_TRUE(server.started());
+  KothProgress last;
+  const auto give_up = std::chrono::steady_clock::now() + net_test::kHangGuard;
+  const int code = play_koth("127.0.0.1", server.port(), "hill", [&](const KothProgress& p) {
+    last = p;
+    return (p.ready_seen && p.hill_seconds >= 1) || std::chrono::steady_clock::now() > give_up;
+  });
+  EXPECT_EQ(code, 0);
+  EXPECT_TRUE(last.said_ready);
+  EXPECT_TRUE(last.ready_seen);
+  EXPECT_GE(last.hill_seconds, 1);
+  EXPECT_EQ(last.score, last.hill_seconds);
+  EXPECT_GE(last.events, 3u);  // its join, its ready, its king
 }
 
 // A koth client: steers its ball to the hill (the platform's centre) while `climb` is set and
