@@ -59,6 +59,19 @@ class TempDir {
   fs::path path_;
 };
 
+// The one match recording (.lsrp) a test's server wrote into `dir`, loaded.
+bool load_the_recording(const std::string& dir, replays::LoadedReplay* replay, std::string* error) {
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".lsrp") files.push_back(entry.path().string());
+  }
+  if (files.size() != 1) {
+    *error = std::to_string(files.size()) + " recordings in " + dir + ", expected one";
+    return false;
+  }
+  return replays::load_replay_file(files[0], replay, error);
+}
+
 // Bodies of a world owned by `player`.
 std::vector<sim::BodyId> bodies_of(const sim::World& world, uint32_t player) {
   std::vector<sim::BodyId> ids(world.body_count());
@@ -259,14 +272,9 @@ TEST(NetJoins, JoinSpawnsLeaveDestroysRespawnsAndTheMatchReplaysBitForBit) {
     EXPECT_EQ(stats.rooms[0].commands_failed, 0u);
   }  // graceful shutdown publishes the match recording
 
-  std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(dir.str())) {
-    if (entry.path().extension() == ".lsrp") files.push_back(entry.path().string());
-  }
-  ASSERT_EQ(files.size(), 1u);
   replays::LoadedReplay replay;
   std::string error;
-  ASSERT_TRUE(replays::load_replay_file(files[0], &replay, &error)) << error;
+  ASSERT_TRUE(load_the_recording(dir.str(), &replay, &error)) << error;
   size_t spawns = 0, destroys = 0, respawns = 0;
   for (const replays::ReplayTick& tick : replay.ticks) {
     for (const sim::Command& command : tick.commands) {
@@ -945,14 +953,9 @@ TEST(NetJoins, KothTurnsAReadyMessageIntoAnEventAndTheRecordingReRunsIt) {
     EXPECT_EQ(stats.rooms[0].game_messages_oversize + stats.rooms[0].game_messages_over_rate, 0u);
   }  // graceful shutdown publishes the match recording
 
-  std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(dir.str())) {
-    if (entry.path().extension() == ".lsrp") files.push_back(entry.path().string());
-  }
-  ASSERT_EQ(files.size(), 1u);
   replays::LoadedReplay replay;
   std::string error;
-  ASSERT_TRUE(replays::load_replay_file(files[0], &replay, &error)) << error;
+  ASSERT_TRUE(load_the_recording(dir.str(), &replay, &error)) << error;
   ASSERT_EQ(replay.game_messages.size(), 3u);
   const auto text = [](const replays::ReplayGameMessage& m) {
     return std::string(m.data.begin(), m.data.end());

@@ -106,17 +106,25 @@ def find_chromium(source_dir):
     return shutil.which("chromium")
 
 
-def open_page(chromium, page, fragment, screenshot):
-    """Runs headless chromium on page#fragment; returns (title, probe attributes)."""
+def chromium_command(chromium, page, fragment, screenshot=None):
+    """Headless chromium on page#fragment, no network, dumping the DOM (and a screenshot)."""
     command = [chromium, "--headless", "--no-sandbox", "--use-angle=swiftshader",
                "--enable-unsafe-swiftshader", "--proxy-server=127.0.0.1:9",
                "--host-resolver-rules=MAP * ~NOTFOUND", "--no-first-run",
-               "--window-size=%d,%d" % (WIDTH, HEIGHT), "--virtual-time-budget=10000",
-               "--screenshot=" + screenshot, "--dump-dom", "file://" + page + "#" + fragment]
+               "--window-size=%d,%d" % (WIDTH, HEIGHT), "--virtual-time-budget=10000"]
+    if screenshot:
+        command.append("--screenshot=" + screenshot)
+    command += ["--dump-dom", "file://" + page + "#" + fragment]
     if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"],
                                                   capture_output=True).returncode == 0:
         command = ["unshare", "-n"] + command
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return command
+
+
+def open_page(chromium, page, fragment, screenshot):
+    """Runs headless chromium on page#fragment; returns (title, probe attributes)."""
+    result = subprocess.run(chromium_command(chromium, page, fragment, screenshot),
+                            capture_output=True, text=True, timeout=300)
     title = re.search(r"<title>([^<]*)</title>", result.stdout)
     probe = re.search(r'<div id="probe"([^>]*)>', result.stdout)
     attributes = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', probe.group(1))) if probe else {}
@@ -250,12 +258,8 @@ def check_koth(chromium, tool, source_dir, work):
 
 
 def open_dom(chromium, page, fragment):
-    command = [chromium, "--headless", "--no-sandbox", "--use-angle=swiftshader",
-               "--enable-unsafe-swiftshader", "--proxy-server=127.0.0.1:9",
-               "--host-resolver-rules=MAP * ~NOTFOUND", "--no-first-run",
-               "--window-size=%d,%d" % (WIDTH, HEIGHT), "--virtual-time-budget=10000",
-               "--dump-dom", "file://" + page + "#" + fragment]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300).stdout
+    return subprocess.run(chromium_command(chromium, page, fragment), capture_output=True,
+                          text=True, timeout=300).stdout
 
 
 def run(tool, args, what):
