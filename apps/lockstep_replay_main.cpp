@@ -96,9 +96,9 @@ int cmd_info(const std::string& path) {
   std::printf("\ninputs: %" PRIu64 "\ncommands: %" PRIu64 " spawn, %" PRIu64 " destroy, %" PRIu64
               " add_score, %" PRIu64
               " body (pose, velocity, impulse, kinematic, respawn)\n"
-              "records: %" PRIu64 "\nintegrity: %s\n",
-              inputs, commands[0], commands[1], commands[2], body_commands, r.records,
-              r.integrity.c_str());
+              "game_messages: %zu\nrecords: %" PRIu64 "\nintegrity: %s\n",
+              inputs, commands[0], commands[1], commands[2], body_commands, r.game_messages.size(),
+              r.records, r.integrity.c_str());
   return 0;
 }
 
