@@ -1008,3 +1008,43 @@ TEST(NetJoins, KothTurnsAReadyMessageIntoAnEventAndTheRecordingReRunsIt) {
   EXPECT_EQ(next_message, replay.game_messages.size());
   EXPECT_EQ(events_matched, 1u);
 }
+
+// The SDK's side of the limits: a message over the server's size limit comes back as a non-fatal
+// ErrorEvent and the client keeps verifying ticks; one over the codec's cap, or sent before the
+// join, is refused locally with the reason in last_error().
+TEST(NetJoins, AnOversizeGameMessageIsRefusedAndTheClientPlaysOn) {
+  server::ServerConfig config = net_test::loopback_config();
+  config.scene = LOCKSTEP_SCENES_DIR "/koth.scene";
+  net_test::InProcessServer server(config);
+  ASSERT_TRUE(server.started());
+  KothPlayer p(false);
+  EXPECT_FALSE(p.client.send_game_message("ready"));  // not connected yet
+  EXPECT_NE(p.client.last_error().find("not joined"), std::string::npos);
+  ASSERT_TRUE(p.connect(server.port()));
+  ASSERT_TRUE(net_test::eventually(
+      [&] {
+        p.pump();
+        return !p.states.empty();
+      },
+      net_test::kHangGuard, 1ms));
+  EXPECT_FALSE(p.client.send_game_message(std::string(schema::kMaxGameMessageBytes + 1, 'x')));
+  EXPECT_NE(p.client.last_error().find("4096"), std::string::npos) << p.client.last_error();
+  ASSERT_TRUE(p.client.send_game_message(std::string(config.max_game_message_bytes + 1, 'x')));
+  ASSERT_TRUE(net_test::eventually(
+      [&] {
+        p.pump();
+        return !p.errors.empty();
+      },
+      net_test::kHangGuard, 1ms));
+  EXPECT_NE(p.errors.front().find("at most 256 bytes"), std::string::npos) << p.errors.front();
+  const uint64_t refused_at = p.states.rbegin()->first;
+  ASSERT_TRUE(net_test::eventually(
+      [&] {
+        p.pump();
+        return p.states.rbegin()->first > refused_at + 30;
+      },
+      net_test::kHangGuard, 1ms));
+  EXPECT_EQ(p.client.state(), client_sdk::ClientState::joined);
+  EXPECT_TRUE(p.desyncs.empty());
+  EXPECT_EQ(p.errors.size(), 1u);
+}
