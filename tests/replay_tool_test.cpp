@@ -169,6 +169,13 @@ TEST(ReplayTool, InfoCountsAMatchRecordingsGameMessagesAndViewFramesIt) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("(dynamic bodies over the match)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(", 3 messages"), std::string::npos) << r.out;
+  // A frame given on the command line replaces the one the tool would choose; a bad one is refused.
+  r = run("view " + path + " -o " + dir() + "/koth_framed.html --frame -6,0,-6,6,2,6");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("camera: frame -6,0,-6 to 6,2,6 (given)"), std::string::npos) << r.out;
+  r = run("view " + path + " -o " + dir() + "/koth_bad.html --frame 6,0,-6,-6,2,6");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("--frame takes"), std::string::npos) << r.err;
 }
 
 TEST(ReplayTool, InfoVerifyDumpExportOnAGoodFile) {

@@ -626,6 +626,13 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
     game.record(*world);
   }
   game.frame(&page);
+  if (options.frame) {
+    for (int k = 0; k < 3; ++k) {
+      page.frame_lo[k] = (*options.frame)[static_cast<size_t>(k)];
+      page.frame_hi[k] = (*options.frame)[static_cast<size_t>(k) + 3];
+    }
+    page.frame_from = "given";
+  }
   const LoadedReplay* other = against != nullptr ? against : (client_file ? &replay : nullptr);
   if (divergent && other != nullptr && *divergent >= other->header.first_tick &&
       *divergent <= other->last_tick() &&

@@ -4,6 +4,7 @@
 // written into the page, quantised (docs/replays.md, Viewer).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -19,6 +20,9 @@ struct ViewerOptions {
   /// body in worlds of up to kViewerAllContactsBodies bodies, else player-owned and differing ones.
   std::vector<uint32_t> contact_bodies;
   size_t max_fields = 200;  // rows of the diff table
+  /// The box the camera frames first (x0, y0, z0, x1, y1, z1 in metres), for a game that knows
+  /// its play area better; none: where the dynamic bodies went (ViewerPage::frame_lo).
+  std::optional<std::array<float, 6>> frame;
 };
 
 /// Worlds with at most this many bodies get every body's contacts written.
