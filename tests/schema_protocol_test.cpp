@@ -648,6 +648,12 @@ TEST(SchemaProtocolDoc, ServerDefaultsAreTheConfigs) {
             defaults.max_frames_per_s);
   EXPECT_EQ(stated_once(messages, R"(`--max-bytes-per-s`, (\d+) MiB/s)") << 20,
             defaults.max_bytes_per_s);
+  EXPECT_EQ(stated_once(messages, R"(`--max-game-message-bytes`, (\d+) by default)"),
+            defaults.max_game_message_bytes);
+  EXPECT_EQ(stated_once(messages, R"(`--max-game-messages-per-s` per player, (\d+) by default)"),
+            defaults.max_game_messages_per_s);
+  EXPECT_EQ(stated_once(messages, R"(Over (\d+) bytes \(`schema::kMaxGameMessageBytes`\))"),
+            kMaxGameMessageBytes);
 }
 
 // world.fbs's names for the fields of a sim list: a vector's components get _x, _y, _z, a
