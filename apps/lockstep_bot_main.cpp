@@ -307,6 +307,7 @@ int main(int argc, char** argv) {
   std::string scene_name;
   std::string scene_file;
   std::string game = "script";
+  std::string say;
   bool predict = false;
   uint64_t state_tick = 0;
   int input_delay = -1;
@@ -333,6 +334,8 @@ int main(int argc, char** argv) {
                  "the platform with velocity inputs; koth: the same, for the hill in the middle")
       ->capture_default_str()
       ->check(CLI::IsMember({"script", "sumo", "koth"}));
+  app.add_option("--say", say,
+                 "a game message for the room's rules, sent once joined (koth: ready)");
   app.add_option("--state-tick", state_tick,
                  "print the game state (state=) as the verified world has it at this tick; 0: "
                  "at the end");
@@ -401,6 +404,7 @@ int main(int argc, char** argv) {
   uint64_t disconnects = 0;
   uint64_t send_failures = 0;
   std::optional<uint64_t> last_sent_tick;
+  bool said = false;  // --say was sent
   bool joined = false;
   bool finished = false;    // we closed on purpose: the disconnect that follows is expected
   std::string fatal_error;  // the first fatal error, quoted in the summary line
@@ -432,6 +436,13 @@ int main(int argc, char** argv) {
       }
       if (!have_script || finished) return;
       last_tick = t->tick;
+      if (!say.empty() && !said) {
+        said = true;
+        if (!client.send_game_message(say)) {
+          ++send_failures;
+          log(client.last_error());
+        }
+      }
       // One input frame per server tick: after a poll that applied several ticks at once, the
       // next stamp is still the one we sent for.
       const std::optional<uint64_t> next_tick = client.next_input_tick();

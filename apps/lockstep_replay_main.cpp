@@ -12,6 +12,7 @@
 // found, 2 the file could not be read or used (one line on stderr), 64 bad command line.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -96,9 +97,9 @@ int cmd_info(const std::string& path) {
   std::printf("\ninputs: %" PRIu64 "\ncommands: %" PRIu64 " spawn, %" PRIu64 " destroy, %" PRIu64
               " add_score, %" PRIu64
               " body (pose, velocity, impulse, kinematic, respawn)\n"
-              "records: %" PRIu64 "\nintegrity: %s\n",
-              inputs, commands[0], commands[1], commands[2], body_commands, r.records,
-              r.integrity.c_str());
+              "game_messages: %zu\nrecords: %" PRIu64 "\nintegrity: %s\n",
+              inputs, commands[0], commands[1], commands[2], body_commands, r.game_messages.size(),
+              r.records, r.integrity.c_str());
   return 0;
 }
 
@@ -171,7 +172,7 @@ int cmd_export(const std::string& path, const std::string& out_path) {
 
 // The viewer page of FILE (and OTHER): default output FILE with ".html" appended.
 int cmd_view(const std::string& path, const std::string& against_path, std::string out_path,
-             const std::vector<uint32_t>& contact_bodies) {
+             const std::vector<uint32_t>& contact_bodies, const std::vector<float>& frame) {
   const auto start = std::chrono::steady_clock::now();
   replays::LoadedReplay r, other;
   int code = 0;
@@ -179,6 +180,12 @@ int cmd_view(const std::string& path, const std::string& against_path, std::stri
   if (!against_path.empty() && !load(against_path, &other, &code)) return code;
   replays::ViewerOptions options;
   options.contact_bodies = contact_bodies;
+  if (!frame.empty()) {
+    if (frame.size() != 6 || !(frame[0] < frame[3] && frame[1] < frame[4] && frame[2] < frame[5]))
+      return fail("--frame takes X0,Y0,Z0,X1,Y1,Z1 with each low corner below the high one");
+    options.frame =
+        std::array<float, 6>{frame[0], frame[1], frame[2], frame[3], frame[4], frame[5]};
+  }
   const replays::ViewerPage page =
       replays::make_viewer_page(r, against_path.empty() ? nullptr : &other, options);
   if (!page.ok) return fail(path + ": " + page.error);
@@ -197,6 +204,12 @@ int cmd_view(const std::string& path, const std::string& against_path, std::stri
   if (page.other_pose_bytes != 0) std::printf(" + %zu of the other run", page.other_pose_bytes);
   std::printf(", contacts %zu, before base64) in %.2f s (re-simulation %.2f s)\n",
               page.contact_bytes, seconds, page.simulate_seconds);
+  std::printf("camera: frame %.6g,%.6g,%.6g to %.6g,%.6g,%.6g (%s)\n", page.frame_lo[0],
+              page.frame_lo[1], page.frame_lo[2], page.frame_hi[0], page.frame_hi[1],
+              page.frame_hi[2], page.frame_from.c_str());
+  if (page.game_events + page.game_state_changes + page.game_messages != 0)
+    std::printf("game: %zu events, %zu state changes, %zu messages\n", page.game_events,
+                page.game_state_changes, page.game_messages);
   if (page.first_divergent_tick)
     std::printf("desync: first divergent tick %" PRIu64 ", %zu differing fields\n",
                 *page.first_divergent_tick, page.fields);
@@ -412,6 +425,12 @@ int main(int argc, char** argv) {
   view->add_option("-o,--output", out_path, "HTML file (default: FILE.html)");
   view->add_option("--contacts", contact_bodies,
                    "body slots (the K of body K:G) whose contact points are also written");
+  std::vector<float> frame;
+  view->add_option("--frame", frame,
+                   "X0,Y0,Z0,X1,Y1,Z1: the box (metres) the camera frames first, instead of "
+                   "where the dynamic bodies went")
+      ->delimiter(',')
+      ->expected(6);
 
   std::string scene = "inputs";
   uint64_t ticks = 600;
@@ -446,7 +465,7 @@ int main(int argc, char** argv) {
   if (*dump) return cmd_dump(file, tick);
   if (*state) return cmd_state(file, tick);
   if (*exp) return cmd_export(file, out_path);
-  if (*view) return cmd_view(file, file_b, out_path, contact_bodies);
+  if (*view) return cmd_view(file, file_b, out_path, contact_bodies, frame);
   if (*record)
     return cmd_record_scripted(scene, ticks, seed, players, keyframe_interval, desync_at, out_path);
   return apps::kExitUsage;

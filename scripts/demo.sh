@@ -67,7 +67,7 @@ if [ -n "$scene" ]; then
   # The bots ask for the scene by name and build their world from the Welcome (no file needed).
   bot_scene=(--scene "$scene")
   if [ "$scene" = koth ]; then
-    bot_game=(--game koth)
+    bot_game=(--game koth --say ready)
   fi
   if [ "$scene" = sumo ]; then
     bot_game=(--game sumo)

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "hill_rules.h"   // server/examples: the worked RoomRules of docs/server.md
+#include "koth_client.h"  // client_sdk/examples: the worked client of docs/client.md
 #include "lockstep/client_sdk/client.h"
 #include "lockstep/replays/replay_reader.h"
 #include "lockstep/schema/scene_file.h"
@@ -56,6 +58,19 @@ class TempDir {
   }
   fs::path path_;
 };
+
+// The one match recording (.lsrp) a test's server wrote into `dir`, loaded.
+bool load_the_recording(const std::string& dir, replays::LoadedReplay* replay, std::string* error) {
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".lsrp") files.push_back(entry.path().string());
+  }
+  if (files.size() != 1) {
+    *error = std::to_string(files.size()) + " recordings in " + dir + ", expected one";
+    return false;
+  }
+  return replays::load_replay_file(files[0], replay, error);
+}
 
 // Bodies of a world owned by `player`.
 std::vector<sim::BodyId> bodies_of(const sim::World& world, uint32_t player) {
@@ -257,14 +272,9 @@ TEST(NetJoins, JoinSpawnsLeaveDestroysRespawnsAndTheMatchReplaysBitForBit) {
     EXPECT_EQ(stats.rooms[0].commands_failed, 0u);
   }  // graceful shutdown publishes the match recording
 
-  std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(dir.str())) {
-    if (entry.path().extension() == ".lsrp") files.push_back(entry.path().string());
-  }
-  ASSERT_EQ(files.size(), 1u);
   replays::LoadedReplay replay;
   std::string error;
-  ASSERT_TRUE(replays::load_replay_file(files[0], &replay, &error)) << error;
+  ASSERT_TRUE(load_the_recording(dir.str(), &replay, &error)) << error;
   size_t spawns = 0, destroys = 0, respawns = 0;
   for (const replays::ReplayTick& tick : replay.ticks) {
     for (const sim::Command& command : tick.commands) {
@@ -532,39 +542,6 @@ TEST(NetJoins, RulesHooksRunAtTheirPointsInTheTick) {
   EXPECT_EQ(order, (std::vector<std::string>{"start0", "join1", "join2", "leave2", "end0"}));
 }
 
-// The worked example of docs/server.md ("Game rules"), word for word.
-class HillRules final : public lockstep::server::RoomRules {
- public:
-  explicit HillRules(lockstep::sim::BodyId hill) : hill_(hill) {}
-  void on_room_start(const lockstep::server::RoomInfo& info, const lockstep::sim::World&,
-                     lockstep::server::RulesOutput&) override {
-    ticks_per_point_ = info.tick_rate_hz;  // one point per second
-  }
-  void after_step(const lockstep::sim::World& world,
-                  std::span<const lockstep::sim::SensorEvent> events,
-                  lockstep::server::RulesOutput& out) override {
-    for (const lockstep::sim::SensorEvent& e : events) {
-      if (!(e.sensor == hill_)) continue;
-      lockstep::sim::BodyView view;
-      if (world.get_body(e.visitor, &view) != lockstep::sim::Error::none) continue;
-      inside_ += e.type == lockstep::sim::ContactEventType::begin ? 1 : -1;
-      if (e.type == lockstep::sim::ContactEventType::begin) king_ = view.owner_player;
-    }
-    if (inside_ != 1 || king_ == 0 || ++held_ticks_ < ticks_per_point_) return;
-    held_ticks_ = 0;
-    lockstep::sim::Command score;
-    score.type = lockstep::sim::CommandType::add_score;
-    score.owner_player = king_;
-    score.score_delta = 1;
-    out.push(score);  // false: the tick's command capacity is full (counted, logged once)
-  }
-
- private:
-  lockstep::sim::BodyId hill_;
-  uint32_t ticks_per_point_ = 60, held_ticks_ = 0, king_ = 0;
-  int inside_ = 0;
-};
-
 // The docs' example driven as a room drives it: a ball of player 1 resting on the hill scores a
 // point per second of ticks.
 TEST(RoomRulesDocs, TheHillExampleScoresTheKingOncePerSecond) {
@@ -602,6 +579,37 @@ TEST(RoomRulesDocs, TheHillExampleScoresTheKingOncePerSecond) {
   }
   world->step();  // applies the last point
   EXPECT_EQ(world->score(1), 3);
+  // A "ready" from player 2 becomes event 1 about player 2, in the step after the message.
+  const std::string ready = "ready";
+  rules.on_message(info, *world, 2, world->tick(),
+                   std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(ready.data()), 5),
+                   out);
+  world->step();
+  ASSERT_EQ(world->game_events().size(), 1u);
+  EXPECT_EQ(world->game_events()[0].type, 1u);
+  EXPECT_EQ(world->game_events()[0].player, 2u);
+  EXPECT_EQ(world->game_events()[0].value, static_cast<int32_t>(world->tick() - 1));
+}
+
+// The worked client of docs/client.md against a koth room: it joins, says "ready" and sees the
+// rules' event for it, steers its ball onto the hill and earns hill seconds there.
+TEST(ClientDocs, TheWorkedKothClientPlaysSaysReadyAndHoldsTheHill) {
+  server::ServerConfig config = net_test::loopback_config();
+  config.scene = LOCKSTEP_SCENES_DIR "/koth.scene";
+  net_test::InProcessServer server(config);
+  ASSERT_TRUE(server.started());
+  KothProgress last;
+  const auto give_up = std::chrono::steady_clock::now() + net_test::kHangGuard;
+  const int code = play_koth("127.0.0.1", server.port(), "hill", [&](const KothProgress& p) {
+    last = p;
+    return (p.ready_seen && p.hill_seconds >= 1) || std::chrono::steady_clock::now() > give_up;
+  });
+  EXPECT_EQ(code, 0);
+  EXPECT_TRUE(last.said_ready);
+  EXPECT_TRUE(last.ready_seen);
+  EXPECT_GE(last.hill_seconds, 1);
+  EXPECT_EQ(last.score, last.hill_seconds);
+  EXPECT_GE(last.events, 3u);  // its join, its ready, its king
 }
 
 // A koth client: steers its ball to the hill (the platform's centre) while `climb` is set and
@@ -868,3 +876,175 @@ TEST(SumoRules, AFallenBallIsRespawnedAndTheLastToucherScores) {
 }
 
 }  // namespace
+
+namespace {
+// The rules' answer to one hook, collected.
+struct CollectedOutput final : server::RulesOutput {
+  bool push(const sim::Command& command) override {
+    commands.push_back(command);
+    return true;
+  }
+  std::vector<sim::Command> commands;
+};
+}  // namespace
+
+// A client's game message end to end: the SDK sends "ready", the koth rules see it at the next
+// tick and answer with a game event that every client reads in the TickFrame after; the match
+// recording keeps the message at the tick the rules saw it, so the koth rules re-run over the
+// recording (its world stepped from the first keyframe, its messages given at their ticks) issue
+// the very event the recording holds.
+TEST(NetJoins, KothTurnsAReadyMessageIntoAnEventAndTheRecordingReRunsIt) {
+  TempDir dir;
+  server::ServerConfig config = net_test::loopback_config();
+  config.tick_rate_hz = 60;
+  config.input_delay_ticks = 2;
+  config.scene = LOCKSTEP_SCENES_DIR "/koth.scene";
+  config.replay_dir = dir.str();
+  config.record_matches = true;
+  config.dump_replays_on_shutdown = false;
+  uint32_t me = 0;
+  uint64_t event_tick = 0;
+  {
+    net_test::InProcessServer server(config);
+    ASSERT_TRUE(server.started());
+    KothPlayer sayer(false), watcher(false);
+    ASSERT_TRUE(sayer.connect(server.port()));
+    ASSERT_TRUE(watcher.connect(server.port()));
+    ASSERT_TRUE(net_test::eventually(
+        [&] {
+          sayer.pump();
+          watcher.pump();
+          return !sayer.states.empty() && !watcher.states.empty();
+        },
+        net_test::kHangGuard, 1ms));
+    me = sayer.client.player_id();
+    ASSERT_TRUE(sayer.client.send_game_message("ready")) << sayer.client.last_error();
+    ASSERT_TRUE(sayer.client.send_game_message("ready"));  // said twice: one event
+    ASSERT_TRUE(sayer.client.send_game_message("hello"));  // not a koth message: no event
+    const auto ready_event = [me](const KothPlayer& p) {
+      return std::find_if(p.events.begin(), p.events.end(),
+                          [me](const auto& e) { return e.type == 5 && e.player == me; });
+    };
+    ASSERT_TRUE(net_test::eventually(
+        [&] {
+          sayer.pump();
+          watcher.pump();
+          return ready_event(sayer) != sayer.events.end() &&
+                 ready_event(watcher) != watcher.events.end() &&
+                 watcher.states.rbegin()->first > ready_event(sayer)->tick + 5;
+        },
+        net_test::kHangGuard, 1ms));
+    event_tick = ready_event(sayer)->tick;
+    EXPECT_EQ(ready_event(watcher)->tick, event_tick);  // the same tick on every client
+    for (const KothPlayer* p : {&sayer, &watcher}) {
+      EXPECT_EQ(std::count_if(p->events.begin(), p->events.end(),
+                              [](const auto& e) { return e.type == 5; }),
+                1);
+      EXPECT_TRUE(p->desyncs.empty());
+      EXPECT_TRUE(p->errors.empty()) << p->errors.front();
+    }
+    EXPECT_EQ(sayer.client.stats().game_messages_sent, 3u);
+    server::ServerStats stats;
+    ASSERT_TRUE(server.stats_eventually(
+        [](const server::ServerStats& s) {
+          return s.rooms.size() == 1 && s.rooms[0].game_messages_delivered == 3;
+        },
+        &stats));
+    EXPECT_EQ(stats.rooms[0].game_messages_oversize + stats.rooms[0].game_messages_over_rate, 0u);
+  }  // graceful shutdown publishes the match recording
+
+  replays::LoadedReplay replay;
+  std::string error;
+  ASSERT_TRUE(load_the_recording(dir.str(), &replay, &error)) << error;
+  ASSERT_EQ(replay.game_messages.size(), 3u);
+  const auto text = [](const replays::ReplayGameMessage& m) {
+    return std::string(m.data.begin(), m.data.end());
+  };
+  EXPECT_EQ(text(replay.game_messages[0]), "ready");
+  EXPECT_EQ(text(replay.game_messages[2]), "hello");
+  for (const replays::ReplayGameMessage& m : replay.game_messages)
+    EXPECT_EQ(m.player, me);
+  // The rules saw the first at the tick before the one whose TickFrame carried their event.
+  EXPECT_EQ(replay.game_messages[0].tick + 1, event_tick);
+  const replays::VerifyResult verified = replays::verify_replay(replay);
+  EXPECT_TRUE(verified.ok) << verified.error;
+
+  // The re-run: fresh koth rules, the world re-simulated from the recording, each message given
+  // after the step of its tick; what the rules answer is in the next tick's recorded commands.
+  sim::Scene scene;
+  ASSERT_TRUE(schema::load_scene_file(config.scene, &scene, &error)) << error;
+  std::unique_ptr<server::RoomRules> rules = server::make_builtin_rules("koth", scene, &error);
+  ASSERT_NE(rules, nullptr) << error;
+  std::unique_ptr<sim::World> world = replays::make_replay_world(replay, &error);
+  ASSERT_NE(world, nullptr) << error;
+  server::RoomInfo info;
+  info.scene = &scene;
+  info.tick_rate_hz = replay.header.tick_rate_hz;
+  CollectedOutput ignored;
+  rules->on_room_start(info, *world, ignored);
+  size_t next_message = 0, events_matched = 0;
+  for (size_t i = 0; i < replay.ticks.size(); ++i) {
+    const replays::ReplayTick& t = replay.ticks[i];
+    ASSERT_EQ(world->step(sim::TickInput{t.commands, t.inputs}).ok(), true);
+    CollectedOutput out;
+    for (; next_message < replay.game_messages.size() &&
+           replay.game_messages[next_message].tick == world->tick();
+         ++next_message) {
+      const replays::ReplayGameMessage& m = replay.game_messages[next_message];
+      rules->on_message(info, *world, m.player, m.tick, m.data, out);
+    }
+    for (const sim::Command& c : out.commands) {
+      ASSERT_LT(i + 1, replay.ticks.size());
+      const std::vector<sim::Command>& next = replay.ticks[i + 1].commands;
+      const bool recorded = std::any_of(next.begin(), next.end(), [&c](const sim::Command& r) {
+        return r.type == c.type && r.template_index == c.template_index &&
+               r.owner_player == c.owner_player && r.score_delta == c.score_delta;
+      });
+      EXPECT_TRUE(recorded) << "tick " << world->tick() + 1;
+      EXPECT_EQ(world->tick() + 1, event_tick);
+      ++events_matched;
+    }
+  }
+  EXPECT_EQ(next_message, replay.game_messages.size());
+  EXPECT_EQ(events_matched, 1u);
+}
+
+// The SDK's side of the limits: a message over the server's size limit comes back as a non-fatal
+// ErrorEvent and the client keeps verifying ticks; one over the codec's cap, or sent before the
+// join, is refused locally with the reason in last_error().
+TEST(NetJoins, AnOversizeGameMessageIsRefusedAndTheClientPlaysOn) {
+  server::ServerConfig config = net_test::loopback_config();
+  config.scene = LOCKSTEP_SCENES_DIR "/koth.scene";
+  net_test::InProcessServer server(config);
+  ASSERT_TRUE(server.started());
+  KothPlayer p(false);
+  EXPECT_FALSE(p.client.send_game_message("ready"));  // not connected yet
+  EXPECT_NE(p.client.last_error().find("not joined"), std::string::npos);
+  ASSERT_TRUE(p.connect(server.port()));
+  ASSERT_TRUE(net_test::eventually(
+      [&] {
+        p.pump();
+        return !p.states.empty();
+      },
+      net_test::kHangGuard, 1ms));
+  EXPECT_FALSE(p.client.send_game_message(std::string(schema::kMaxGameMessageBytes + 1, 'x')));
+  EXPECT_NE(p.client.last_error().find("4096"), std::string::npos) << p.client.last_error();
+  ASSERT_TRUE(p.client.send_game_message(std::string(config.max_game_message_bytes + 1, 'x')));
+  ASSERT_TRUE(net_test::eventually(
+      [&] {
+        p.pump();
+        return !p.errors.empty();
+      },
+      net_test::kHangGuard, 1ms));
+  EXPECT_NE(p.errors.front().find("at most 256 bytes"), std::string::npos) << p.errors.front();
+  const uint64_t refused_at = p.states.rbegin()->first;
+  ASSERT_TRUE(net_test::eventually(
+      [&] {
+        p.pump();
+        return p.states.rbegin()->first > refused_at + 30;
+      },
+      net_test::kHangGuard, 1ms));
+  EXPECT_EQ(p.client.state(), client_sdk::ClientState::joined);
+  EXPECT_TRUE(p.desyncs.empty());
+  EXPECT_EQ(p.errors.size(), 1u);
+}

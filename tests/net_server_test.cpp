@@ -985,6 +985,28 @@ std::vector<MalformedCase> malformed_cases() {
                      return out;
                    },
                    false, ErrorCode::bad_frame});
+  cases.push_back({"game_message_over_the_codec_cap", true,
+                   [] {
+                     return schema::encode_frame(schema::GameMessage{
+                         std::vector<uint8_t>(schema::kMaxGameMessageBytes + 1, 'x')});
+                   },
+                   false, ErrorCode::bad_frame});
+  cases.push_back({"game_message_without_its_table", true,
+                   [] {
+                     flatbuffers::FlatBufferBuilder builder;
+                     builder.Finish(wire::CreateEnvelope(builder, wire::Message::GameMessage, 0),
+                                    "LSW1");
+                     std::vector<uint8_t> out = header(builder.GetSize());
+                     out.insert(out.end(), builder.GetBufferPointer(),
+                                builder.GetBufferPointer() + builder.GetSize());
+                     return out;
+                   },
+                   false, ErrorCode::bad_frame});
+  cases.push_back({"game_message_before_hello", false,
+                   [] {
+                     return schema::encode_frame(schema::GameMessage{{'h', 'i'}});
+                   },
+                   false, ErrorCode::not_joined});
   return cases;
 }
 
@@ -1035,7 +1057,7 @@ TEST_P(NetServerMalformed, ClosesThatConnectionWhileTheRoomKeepsTicking) {
   EXPECT_EQ(stats.rooms[0].protocol_errors, bad.join_first ? 1u : 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, NetServerMalformed, ::testing::Range(0, 11),
+INSTANTIATE_TEST_SUITE_P(Cases, NetServerMalformed, ::testing::Range(0, 14),
                          [](const ::testing::TestParamInfo<int>& param_info) {
                            return std::string(
                                malformed_cases()[static_cast<size_t>(param_info.param)].name);
@@ -1063,26 +1085,76 @@ std::string version_refusal(uint16_t port, const schema::Hello& h) {
   return error->reason;
 }
 
+// Game messages over the room's size or rate limit: a non-fatal message_rejected Error to that
+// client, counted by kind, and the client keeps receiving and verifying every tick; messages
+// within the limits are delivered (counted) at the next tick.
+TEST(NetServer, GameMessagesOverTheSizeOrRateAreRefusedAndThePlayerKeepsPlaying) {
+  server::ServerConfig config = test_config();
+  config.max_game_message_bytes = 16;
+  config.max_game_messages_per_s = 2;  // a burst of 2, then one per 30 ticks at 60 Hz
+  ServerRunner runner(config);
+  Player p = join(runner.port(), "alpha", "chatty");
+  ASSERT_TRUE(p.pump_until(p.snapshot.tick + 2));
+
+  p.client->send(schema::GameMessage{std::vector<uint8_t>(17, 'x')});
+  std::optional<schema::ErrorMessage> error = wait_error(*p.client);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->code, ErrorCode::message_rejected);
+  EXPECT_FALSE(error->fatal);
+  EXPECT_NE(error->reason.find("17 bytes"), std::string::npos) << error->reason;
+  EXPECT_NE(error->reason.find("at most 16"), std::string::npos) << error->reason;
+
+  // Eight at once: the bucket holds two, so at least six are refused for the rate.
+  for (int i = 0; i < 8; ++i)
+    p.client->send(schema::GameMessage{std::vector<uint8_t>(16, static_cast<uint8_t>('a' + i))});
+  error = wait_error(*p.client);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->code, ErrorCode::message_rejected);
+  EXPECT_FALSE(error->fatal);
+  EXPECT_NE(error->reason.find("2 messages per second"), std::string::npos) << error->reason;
+
+  // Still in the room: every tick after the refusals arrives and verifies.
+  const uint64_t from = p.last_tick;
+  ASSERT_TRUE(p.pump_until(from + 10));
+  EXPECT_FALSE(p.gap);
+  EXPECT_EQ(p.mismatches, 0u);
+  server::ServerStats stats;
+  ASSERT_TRUE(runner.stats_eventually(
+      [](const server::ServerStats& s) {
+        return s.rooms.size() == 1 &&
+               s.rooms[0].game_messages_delivered + s.rooms[0].game_messages_over_rate == 8;
+      },
+      &stats));
+  const server::RoomStats& room = stats.rooms[0];
+  EXPECT_EQ(room.game_messages_oversize, 1u);
+  EXPECT_GE(room.game_messages_over_rate, 6u);
+  EXPECT_GE(room.game_messages_delivered, 2u);
+  EXPECT_EQ(room.protocol_errors, 0u);
+  EXPECT_EQ(room.clients, 1u);
+  EXPECT_EQ(stats.errors_by_code[static_cast<size_t>(ErrorCode::message_rejected)],
+            1 + room.game_messages_over_rate);
+}
+
 TEST(NetServer, VersionMismatchNamesBothRanges) {
   ServerRunner runner(test_config());
   schema::Hello h = hello("alpha", "future");
-  h.protocol_version = 6;
-  h.min_protocol_version = 5;
+  h.protocol_version = 7;
+  h.min_protocol_version = 6;
   const std::string reason = version_refusal(runner.port(), h);
-  EXPECT_NE(reason.find("server speaks 4..4"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("client 5..6"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("server speaks 4..5"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("client 6..7"), std::string::npos) << reason;
 }
 
 TEST(NetServer, OverlappingVersionsNegotiateTheHighestCommonOne) {
   ServerRunner runner(test_config());
   RawClient client(runner.port());
   schema::Hello h = hello("alpha", "newer");
-  h.protocol_version = 7;  // speaks 1..7; we speak 4..4
+  h.protocol_version = 7;  // speaks 1..7; we speak 4..5
   h.min_protocol_version = 1;
   client.send(h);
   std::optional<schema::Welcome> welcome = client.receive_of<schema::Welcome>(kReplyTimeout);
   ASSERT_TRUE(welcome);
-  EXPECT_EQ(welcome->protocol_version, 4);
+  EXPECT_EQ(welcome->protocol_version, 5);
 }
 
 TEST(NetServer, OlderClientsGetAClearVersionMismatch) {
@@ -1093,8 +1165,8 @@ TEST(NetServer, OlderClientsGetAClearVersionMismatch) {
   const struct {
     uint16_t min, max;
     const char* reason;
-  } clients[] = {{3, 3, "server speaks 4..4, client 3..3"},
-                 {1, 2, "server speaks 4..4, client 1..2"}};
+  } clients[] = {{3, 3, "server speaks 4..5, client 3..3"},
+                 {1, 2, "server speaks 4..5, client 1..2"}};
   ServerRunner runner(test_config());
   for (const auto& c : clients) {
     SCOPED_TRACE(c.reason);

@@ -156,6 +156,28 @@ void expect_bad_file(const ToolRun& r, const std::string& needle) {
   EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
 }
 
+TEST(ReplayTool, InfoCountsAMatchRecordingsGameMessagesAndViewFramesIt) {
+  // A koth match recording (three bots said "ready"): format 9 with game message records.
+  const std::string path = LOCKSTEP_REPLAY_FILES "/koth_ready.lsrp";
+  ToolRun r = run("info " + path);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("format_version: 9"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("game_messages: 3"), std::string::npos) << r.out;
+  r = run("verify --quiet " + path);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = run("view " + path + " -o " + dir() + "/koth.html");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(dynamic bodies over the match)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", 3 messages"), std::string::npos) << r.out;
+  // A frame given on the command line replaces the one the tool would choose; a bad one is refused.
+  r = run("view " + path + " -o " + dir() + "/koth_framed.html --frame -6,0,-6,6,2,6");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("camera: frame -6,0,-6 to 6,2,6 (given)"), std::string::npos) << r.out;
+  r = run("view " + path + " -o " + dir() + "/koth_bad.html --frame 6,0,-6,-6,2,6");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("--frame takes"), std::string::npos) << r.err;
+}
+
 TEST(ReplayTool, InfoVerifyDumpExportOnAGoodFile) {
   const std::string path = write_match("good.lsr", 120);
   ToolRun r = run("info " + path);
@@ -164,6 +186,7 @@ TEST(ReplayTool, InfoVerifyDumpExportOnAGoodFile) {
   EXPECT_NE(r.out.find("ticks: 0..120"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("players: 1 2 3 4"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("records: 122"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("game_messages: 0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("intact"), std::string::npos) << r.out;
 
   r = run("verify " + path);

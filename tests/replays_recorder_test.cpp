@@ -464,6 +464,11 @@ TEST(ReplayFile, EncodedInChunksTheStreamIsTheSameFile) {
                     .record_step(*encoded.world, encoded.applied, encoded.world->state_hash(),
                                  std::nullopt, {}, &chunk)
                     .ok);
+    if (i % 10 == 5) {  // game messages (format 9) after some ticks, the same way in both
+      const std::vector<uint8_t> said = {'g', 'g', static_cast<uint8_t>(i)};
+      ASSERT_TRUE(stream.record_game_message(streamed.world->tick(), 2, said).ok);
+      ASSERT_TRUE(encoder.record_game_message(encoded.world->tick(), 2, said, &chunk).ok);
+    }
     if (i % 7 == 3) {  // chunks of uneven sizes, some holding a keyframe
       ASSERT_EQ(writer.append_framed(chunk), replays::RecordError::none);
       chunk.clear();
@@ -483,6 +488,28 @@ TEST(ReplayFile, EncodedInChunksTheStreamIsTheSameFile) {
   EXPECT_EQ(r.ticks.size(), 100u);
   EXPECT_GE(r.keyframes.size(), 6u);
   EXPECT_TRUE(replays::verify_replay(r).ok);
+  ASSERT_EQ(r.game_messages.size(), 10u);
+  for (size_t k = 0; k < r.game_messages.size(); ++k) {
+    EXPECT_EQ(r.game_messages[k].tick, 10 * k + 6);  // after the step of tick i + 1
+    EXPECT_EQ(r.game_messages[k].player, 2u);
+    EXPECT_EQ(r.game_messages[k].data, (std::vector<uint8_t>{'g', 'g', uint8_t(10 * k + 5)}));
+  }
+}
+
+TEST(ReplayFile, AGameMessageForATickTheFileHasNotReachedIsRefused) {
+  const std::string dir = temp_dir();
+  Match m;
+  replays::ReplayStreamWriter writer;
+  ASSERT_TRUE(writer.open(dir + "/ahead.lsr", m.header(), *m.world).ok);
+  m.step();
+  ASSERT_TRUE(writer.record_step(*m.world, m.applied, m.world->state_hash(), std::nullopt).ok);
+  const std::vector<uint8_t> said = {'h', 'i'};
+  ASSERT_TRUE(writer.record_game_message(m.world->tick() + 1, 1, said).ok);
+  ASSERT_TRUE(writer.finish().ok);
+  LoadedReplay r;
+  std::string error;
+  EXPECT_FALSE(replays::load_replay(read_bytes(dir + "/ahead.lsr"), &r, &error));
+  EXPECT_NE(error.find("game message for tick 2 out of order"), std::string::npos) << error;
 }
 
 TEST(ReplayFile, BadFilesAreRefusedWithOneLine) {
@@ -1112,7 +1139,7 @@ TEST(ReplayInputReference, ALongRoomsDumpFitsItsBudgetWithEveryTick) {
   LoadedReplay r;
   std::string error;
   ASSERT_TRUE(replays::load_replay(bytes, &r, &error)) << error;
-  EXPECT_EQ(r.header.format_version, 8u);
+  EXPECT_EQ(r.header.format_version, replays::kReplayFormatVersion);
   EXPECT_EQ(r.header.first_tick, 840u);  // the newest multiple of 120 at or before 1500 - 600
   EXPECT_EQ(r.ticks.size(), 660u);
   const replays::VerifyResult verified = replays::verify_replay(r);

@@ -4,6 +4,7 @@
 // viewer_browser_test.py; here the data it is given.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "lockstep/replays/viewer_page.h"
+#include "lockstep/sim/scene.h"
 #include "lockstep/sim/testing.h"
 
 namespace {
@@ -127,3 +129,95 @@ TEST(ReplaysViewer, FilesThatCannotBeViewedGiveAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+// The share of the dynamic bodies' positions over the whole replay inside [lo, hi] on each axis,
+// and the lowest y a dynamic body reached.
+struct Coverage {
+  double inside[3] = {0, 0, 0};
+  float lowest_y = 0;
+  size_t samples = 0;
+};
+Coverage coverage(const replays::LoadedReplay& replay, const replays::ViewerPage& page) {
+  Coverage c;
+  std::string error;
+  std::unique_ptr<sim::World> world = replays::make_replay_world(replay, &error);
+  EXPECT_NE(world, nullptr) << error;
+  if (world == nullptr) return c;
+  size_t in[3] = {0, 0, 0};
+  for (size_t t = 0;; ++t) {
+    std::vector<sim::BodyId> ids(world->body_count());
+    ids.resize(world->list_bodies(ids));
+    for (const sim::BodyId id : ids) {
+      sim::BodyView v;
+      if (world->get_body(id, &v) != sim::Error::none || v.type != sim::BodyType::dynamic) continue;
+      const float p[3] = {v.position.x, v.position.y, v.position.z};
+      for (int k = 0; k < 3; ++k)
+        in[k] += p[k] >= page.frame_lo[k] && p[k] <= page.frame_hi[k];
+      c.lowest_y = c.samples == 0 ? p[1] : std::min(c.lowest_y, p[1]);
+      ++c.samples;
+    }
+    if (t == replay.ticks.size()) break;
+    const replays::ReplayTick& r = replay.ticks[t];
+    world->step(sim::TickInput{r.commands, r.inputs});
+  }
+  for (int k = 0; k < 3; ++k)
+    c.inside[k] = c.samples ? static_cast<double>(in[k]) / static_cast<double>(c.samples) : 0;
+  return c;
+}
+
+}  // namespace
+
+TEST(ReplaysViewer, TheCameraFramesTheDynamicBodiesOverTheWholeMatch) {
+  // A koth match recording: the players' balls start alone on the platform at tick 0 (their
+  // spawns come with the first ticks), a 80 m kill box sits 12 m below it, and balls that fall
+  // reach it for a moment before the rules respawn them.
+  replays::LoadedReplay replay;
+  std::string error;
+  ASSERT_TRUE(replays::load_replay_file(LOCKSTEP_OLD_REPLAYS "/koth_ready.lsrp", &replay, &error))
+      << error;
+  const replays::ViewerPage page = replays::make_viewer_page(replay, nullptr);
+  ASSERT_TRUE(page.ok) << page.error;
+  EXPECT_EQ(page.frame_from, "dynamic bodies over the match");
+  const Coverage c = coverage(replay, page);
+  ASSERT_GT(c.samples, 1000u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_GE(c.inside[k], 0.95) << "axis " << k;  // 2nd..98th percentile, grown by a ball
+    EXPECT_LT(page.frame_lo[k], page.frame_hi[k]);
+  }
+  // Not the kill box: the frame stays within the platform's reach, above where fallen balls went.
+  EXPECT_LT(c.lowest_y, -3.0f);  // some ball did fall
+  EXPECT_GT(page.frame_lo[1], -3.0f);
+  for (int k : {0, 2}) {
+    EXPECT_GT(page.frame_lo[k], -9.0f);
+    EXPECT_LT(page.frame_hi[k], 9.0f);
+  }
+  // The game shown besides the bodies: the rules' events, their state, the clients' messages.
+  EXPECT_EQ(page.game_messages, 3u);
+  EXPECT_GE(page.game_events, 6u);  // three joins and three "ready"
+  EXPECT_GE(page.game_state_changes, 1u);
+  EXPECT_TRUE(has(page.html, "\"game_messages\":[[")) << "messages in the page's data";
+  EXPECT_TRUE(has(page.html, "\"sensor\":true"));
+}
+
+TEST(ReplaysViewer, AWorldWithoutDynamicBodiesIsFramedByItsBodiesAtTheFirstTick) {
+  sim::Scene scene;
+  ASSERT_TRUE(sim::make_builtin_scene("inputs", &scene));
+  scene.bodies.erase(
+      std::remove_if(scene.bodies.begin(), scene.bodies.end(),
+                     [](const sim::BodyDef& b) { return b.type == sim::BodyType::dynamic; }),
+      scene.bodies.end());
+  std::unique_ptr<sim::World> world = sim::build_world(scene);
+  ASSERT_NE(world, nullptr);
+  replays::LoadedReplay replay;
+  replay.header = replays::make_replay_header(*world, "", 60);
+  replays::ReplayKeyframe k{0, world->state_hash(), std::vector<uint8_t>(world->snapshot_size())};
+  size_t written = 0;
+  ASSERT_EQ(world->save_snapshot(k.snapshot, &written), sim::Error::none);
+  k.snapshot.resize(written);
+  replay.keyframes = {k};
+  const replays::ViewerPage page = replays::make_viewer_page(replay, nullptr);
+  ASSERT_TRUE(page.ok) << page.error;
+  EXPECT_EQ(page.frame_from, "bodies at the first tick");
+}

@@ -152,6 +152,7 @@ std::vector<Message> sample_messages() {
   messages.push_back(Pong{987'654'321'000ull, 5555, 16'000'000});
   messages.push_back(ErrorMessage{ErrorCode::version_mismatch, "we speak 1..1", true, 9, 8});
   messages.push_back(Disconnect{ErrorCode::slow_consumer, "outgoing queue over 4 MiB"});
+  messages.push_back(GameMessage{{'r', 'e', 'a', 'd', 'y', 0, 0xff}});
   return messages;
 }
 
@@ -220,6 +221,10 @@ void expect_fields(const ErrorMessage& a, const ErrorMessage& b) {
 void expect_fields(const Disconnect& a, const Disconnect& b) {
   EXPECT_EQ(a.code, b.code);
   EXPECT_EQ(a.reason, b.reason);
+}
+
+void expect_fields(const GameMessage& a, const GameMessage& b) {
+  EXPECT_EQ(a.data, b.data);
 }
 
 void expect_equal(const Message& expected, const Message& actual) {
@@ -534,12 +539,23 @@ TEST(SchemaMessages, EnumOutOfRangeIsBadValue) {
       decode_bytes(body_of(encode_frame(Hello{1, 1, "r", "p", "", ClientMode{2}, 0, ""}))).error,
       DecodeError::bad_value);
   EXPECT_EQ(
-      decode_bytes(body_of(encode_frame(ErrorMessage{ErrorCode{17}, "x", false, 1, 1}))).error,
+      decode_bytes(body_of(encode_frame(ErrorMessage{ErrorCode{18}, "x", false, 1, 1}))).error,
       DecodeError::bad_value);
   EXPECT_EQ(decode_bytes(body_of(encode_frame(Disconnect{ErrorCode{0xFFFF}, "x"}))).error,
             DecodeError::bad_value);
   // The last valid values pass.
-  EXPECT_TRUE(decode_bytes(body_of(encode_frame(Disconnect{ErrorCode::scene_mismatch, ""}))).ok());
+  EXPECT_TRUE(
+      decode_bytes(body_of(encode_frame(Disconnect{ErrorCode::message_rejected, ""}))).ok());
+}
+
+TEST(SchemaMessages, GameMessageCap) {
+  // At the codec's cap: accepted; one byte over: bad_value (the server's own limit is lower).
+  GameMessage at{std::vector<uint8_t>(kMaxGameMessageBytes, 7)};
+  expect_equal(at, round_trip(at));
+  GameMessage over{std::vector<uint8_t>(kMaxGameMessageBytes + 1, 7)};
+  const DecodeResult result = decode_bytes(body_of(encode_frame(over)));
+  EXPECT_EQ(result.error, DecodeError::bad_value);
+  EXPECT_NE(result.detail.find("GameMessage.data"), std::string::npos) << result.detail;
 }
 
 TEST(SchemaMessages, StringCaps) {
@@ -691,18 +707,18 @@ TEST(SchemaMessages, Names) {
   const std::vector<Message> messages = sample_messages();
   const char* expected[] = {"Hello",     "Welcome",      "Snapshot",      "InputFrame",
                             "TickFrame", "DesyncReport", "ResyncRequest", "Ping",
-                            "Pong",      "Error",        "Disconnect"};
+                            "Pong",      "Error",        "Disconnect",    "GameMessage"};
   ASSERT_EQ(std::size(expected), messages.size());
   for (size_t i = 0; i < messages.size(); ++i) {
     EXPECT_STREQ(message_name(messages[i]), expected[i]);
   }
   std::set<std::string> names;
-  for (uint16_t code = 0; code <= 16; ++code) {
+  for (uint16_t code = 0; code <= 17; ++code) {
     const std::string name = error_code_name(static_cast<ErrorCode>(code));
     EXPECT_NE(name, "unknown_error_code") << code;
     names.insert(name);
   }
-  EXPECT_EQ(names.size(), 17u);
+  EXPECT_EQ(names.size(), 18u);
   EXPECT_STREQ(error_code_name(ErrorCode::slow_consumer), "slow_consumer");
   EXPECT_STREQ(error_code_name(ErrorCode{99}), "unknown_error_code");
   names.clear();

@@ -159,7 +159,7 @@ uint64_t fingerprint_or_zero(const std::optional<sim::WorldDef>& def) {
 std::vector<Documented> documented() {
   std::vector<Documented> list;
   {
-    Hello m{5, 1, "lobby", "ada", "token", ClientMode::thin, 7, "arena", 77};
+    Hello m{6, 1, "lobby", "ada", "token", ClientMode::thin, 7, "arena", 77};
     list.push_back(
         {"Hello",
          m,
@@ -276,6 +276,9 @@ std::vector<Documented> documented() {
                   Disconnect{ErrorCode::server_shutdown, "bye"},
                   {field<Disconnect>("code", [](auto& x) { return x.code; }),
                    field<Disconnect>("reason", [](auto& x) { return x.reason; })}});
+  list.push_back({"GameMessage",
+                  GameMessage{{'r', 'e', 'a', 'd', 'y'}},
+                  {field<GameMessage>("data", [](auto& x) { return x.data; })}});
   return list;
 }
 
@@ -555,9 +558,9 @@ std::string snake_case(const std::string& camel) {
 TEST(SchemaProtocolDoc, VersionsAreTheCodes) {
   const std::string md = read_text(LOCKSTEP_PROTOCOL_DOC);
   const std::string versions = doc_section_text(md, "Versions");
-  ASSERT_EQ(kMinProtocolVersion, kProtocolVersion)
-      << "the doc says the build speaks one version; say the range when there are several";
-  EXPECT_EQ(stated_once(versions, R"(speaks protocol version \*\*(\d+)\*\* only)"),
+  EXPECT_EQ(stated_once(versions, R"(speaks protocol versions \*\*(\d+)\*\* to)"),
+            kMinProtocolVersion);
+  EXPECT_EQ(stated_once(versions, R"(speaks protocol versions \*\*\d+\*\* to \*\*(\d+)\*\*)"),
             kProtocolVersion);
   // The table of versions ends at the current one.
   const std::vector<uint64_t> rows = numbers_after(versions, R"(\| (\d+) \| )");
@@ -646,6 +649,12 @@ TEST(SchemaProtocolDoc, ServerDefaultsAreTheConfigs) {
             defaults.max_frames_per_s);
   EXPECT_EQ(stated_once(messages, R"(`--max-bytes-per-s`, (\d+) MiB/s)") << 20,
             defaults.max_bytes_per_s);
+  EXPECT_EQ(stated_once(messages, R"(`--max-game-message-bytes`, (\d+) by default)"),
+            defaults.max_game_message_bytes);
+  EXPECT_EQ(stated_once(messages, R"(`--max-game-messages-per-s` per player, (\d+) by default)"),
+            defaults.max_game_messages_per_s);
+  EXPECT_EQ(stated_once(messages, R"(Over (\d+) bytes \(`schema::kMaxGameMessageBytes`\))"),
+            kMaxGameMessageBytes);
 }
 
 // world.fbs's names for the fields of a sim list: a vector's components get _x, _y, _z, a

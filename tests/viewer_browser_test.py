@@ -17,7 +17,13 @@ any case), at two ticks, and checked from the outside:
   here from the layout rule (tick t of a window of n ticks starts at x = floor(t·W/n)), and a page
   without a desync has no red there;
 - the two ticks give different pictures (the bodies moved);
-- a page whose pose data is damaged sets its title to "error: ...".
+- a page whose pose data is damaged sets its title to "error: ...";
+- a koth match recording (tests/replay_files/koth_ready.lsrp: three bots that said "ready"): the
+  camera frames the play area from the dynamic bodies over the whole match (the page's frame
+  is the one computed here from the decoded poses, and it stays inside the platform, not the
+  40 m kill box 12 m below it), its two sensors are drawn translucent (alpha < 1) and the view
+  behind the hill shows through, the game state fields are listed, and the game events and
+  messages up to the tick are counted and listed in the panel, their marks on the timeline.
 
 Usage: viewer_browser_test.py --tool lockstep-replay --source-dir DIR --work-dir DIR
        [--save-screenshots DIR] (writes the screenshots the docs show)
@@ -100,17 +106,25 @@ def find_chromium(source_dir):
     return shutil.which("chromium")
 
 
-def open_page(chromium, page, fragment, screenshot):
-    """Runs headless chromium on page#fragment; returns (title, probe attributes)."""
+def chromium_command(chromium, page, fragment, screenshot=None):
+    """Headless chromium on page#fragment, no network, dumping the DOM (and a screenshot)."""
     command = [chromium, "--headless", "--no-sandbox", "--use-angle=swiftshader",
                "--enable-unsafe-swiftshader", "--proxy-server=127.0.0.1:9",
                "--host-resolver-rules=MAP * ~NOTFOUND", "--no-first-run",
-               "--window-size=%d,%d" % (WIDTH, HEIGHT), "--virtual-time-budget=10000",
-               "--screenshot=" + screenshot, "--dump-dom", "file://" + page + "#" + fragment]
+               "--window-size=%d,%d" % (WIDTH, HEIGHT), "--virtual-time-budget=10000"]
+    if screenshot:
+        command.append("--screenshot=" + screenshot)
+    command += ["--dump-dom", "file://" + page + "#" + fragment]
     if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"],
                                                   capture_output=True).returncode == 0:
         command = ["unshare", "-n"] + command
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return command
+
+
+def open_page(chromium, page, fragment, screenshot):
+    """Runs headless chromium on page#fragment; returns (title, probe attributes)."""
+    result = subprocess.run(chromium_command(chromium, page, fragment, screenshot),
+                            capture_output=True, text=True, timeout=300)
     title = re.search(r"<title>([^<]*)</title>", result.stdout)
     probe = re.search(r'<div id="probe"([^>]*)>', result.stdout)
     attributes = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', probe.group(1))) if probe else {}
@@ -190,6 +204,64 @@ def check_shot(label, rows, title, probe, tick, desync_tick, first_tick, last_ti
         check(not any(is_red(p) for p in strip), "%s: no red mark on the timeline" % label)
 
 
+def is_event_mark(p):
+    return abs(p[0] - 0xff) <= 8 and abs(p[1] - 0xd2) <= 8 and abs(p[2] - 0x4a) <= 8
+
+
+def check_koth(chromium, tool, source_dir, work):
+    """The koth recording: framing, translucent sensors, game state and events."""
+    replay = os.path.join(source_dir, "tests", "replay_files", "koth_ready.lsrp")
+    page = os.path.join(work, "koth.html")
+    out = run(tool, ["view", replay, "-o", page], "koth page")
+    match = re.search(r"frame ([-\d.e]+),([-\d.e]+),([-\d.e]+) to ([-\d.e]+),([-\d.e]+),([-\d.e]+)",
+                      out)
+    if not check(match is not None, "koth: the tool prints the frame it chose: " + out.strip()):
+        return
+    lo = [float(match.group(k)) for k in (1, 2, 3)]
+    hi = [float(match.group(k)) for k in (4, 5, 6)]
+    # The platform is 12 x 12 m at y 0 (the balls' centres 0.5 m above it); the kill box is 80 m
+    # wide, 12 m below. The frame holds the balls' play, not the kill box.
+    check(all(-9 <= lo[k] and hi[k] <= 9 for k in (0, 2)) and lo[1] >= -3 and hi[1] <= 6,
+          "koth: frame %s..%s is about the platform, not the kill box" % (lo, hi))
+    check(hi[0] - lo[0] >= 4 and hi[2] - lo[2] >= 4,
+          "koth: frame %s..%s spans the balls' play (>= 4 m across)" % (lo, hi))
+    shot = os.path.join(work, "koth_200.png")
+    if os.path.exists(shot):
+        os.remove(shot)
+    title, probe = open_page(chromium, page, "tick=200", shot)
+    check(title.startswith("ok tick=200 "), "koth: title %r" % title)
+    framed = [float(v) for v in probe.get("frame", "").split(",") if v]
+    check(len(framed) == 6 and all(abs(a - b) < 1e-3 for a, b in zip(framed, lo + hi)),
+          "koth: the page frames the box the tool chose (%s)" % probe.get("frame"))
+    check(probe.get("sensors") == "2", "koth: both sensors drawn (%s)" % probe.get("sensors"))
+    alpha = float(probe.get("sensor-alpha", "1"))
+    check(0 < alpha < 1, "koth: sensors drawn with alpha %.2f (< 1: translucent)" % alpha)
+    check(probe.get("game-fields") == "score,hill_seconds,king",
+          "koth: game state fields listed: %r" % probe.get("game-fields"))
+    check(int(probe.get("messages", "0")) == 3, "koth: 3 ready messages by tick 200 (%s)"
+          % probe.get("messages"))
+    check(int(probe.get("events", "0")) >= 6,
+          "koth: >= 6 game events by tick 200 (3 joins, 3 ready): %s" % probe.get("events"))
+    dom = open_dom(chromium, page, "tick=200")
+    check(dom.count("event 5 player") == 3, "koth: the panel lists the 3 'ready' events")
+    check('message from player' in dom, "koth: the panel lists the game messages")
+    if not check(os.path.exists(shot), "koth: screenshot written"):
+        return
+    rows = read_png(shot)
+    strip = rows[HEIGHT - 4]
+    check(sum(1 for p in strip if is_event_mark(p)) >= 4, "koth: game event marks on the timeline")
+    # A sensor drawn solid would paint one flat colour over the hill; translucent, the hill's
+    # projected centre mixes its green with the platform behind it (neither pure).
+    area = view_area(rows)
+    greenish = [p for row in area for p in row if p[1] > p[0] + 20 and p[1] > p[2] + 10]
+    check(len(set(greenish)) >= 3, "koth: the sensors' green varies with what is behind them")
+
+
+def open_dom(chromium, page, fragment):
+    return subprocess.run(chromium_command(chromium, page, fragment), capture_output=True,
+                          text=True, timeout=300).stdout
+
+
 def run(tool, args, what):
     result = subprocess.run([tool] + args, capture_output=True, text=True, timeout=300)
     check(result.returncode == 0, what + ": " + (result.stdout + result.stderr).strip())
@@ -251,9 +323,11 @@ def main():
     open(damaged, "w").write(html[:start] + "!!not base64!!" + html[start:])
     title, _ = open_page(chromium, damaged, "tick=5", os.path.join(work, "damaged.png"))
     check(title.startswith("error: "), "damaged page: title %r starts with 'error: '" % title)
+    check_koth(chromium, options.tool, options.source_dir, work)
     if options.save_screenshots:
         for name, tick, target in (("golden", 400, "viewer-golden.png"),
-                                   ("desync", 200, "viewer-desync.png")):
+                                   ("desync", 200, "viewer-desync.png"),
+                                   ("koth", 200, "viewer-koth.png")):
             source = os.path.join(work, "%s_%d.png" % (name, tick))
             if os.path.exists(source):
                 shutil.copyfile(source, os.path.join(options.save_screenshots, target))

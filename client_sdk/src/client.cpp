@@ -32,6 +32,7 @@ struct Client::Impl {
   std::vector<sim::BodyId> owned_bodies;
   uint16_t tick_rate_hz = 0;
   uint16_t input_delay_ticks = 0;
+  uint16_t protocol_version = 0;  // the Welcome's
   bool joined = false;
   bool have_snapshot = false;
   bool awaiting_snapshot = false;  // after a desync: frames are skipped until a snapshot arrives
@@ -85,7 +86,8 @@ struct Client::Impl {
 
   // Session counters, readable from any thread.
   std::atomic<uint64_t> ticks_applied{0}, ticks_verified{0}, desyncs{0}, recurring_desyncs{0},
-      snapshots{0}, resyncs{0}, errors{0}, input_frames_sent{0}, inputs_sent{0};
+      snapshots{0}, resyncs{0}, errors{0}, input_frames_sent{0}, inputs_sent{0},
+      game_messages_sent{0};
   std::atomic<uint64_t> ticks_predicted{0}, rollbacks{0}, ticks_resimulated{0},
       max_ticks_resimulated{0}, max_rollback_cost_us{0}, prediction_waits{0}, sync_test_ticks{0},
       sync_test_failures{0};
@@ -106,6 +108,16 @@ struct Client::Impl {
   void handle(schema::Message& message);
   void handle_end(detail::ConnectionEnd& end);
   void on_welcome(const schema::Welcome& welcome);
+  /// Sends a frame behind the inputs sent before it (through the simulated latency, if any).
+  void send_in_order(schema::SharedFrame encoded) {
+    if (options.simulated_latency.count() > 0 || options.simulated_jitter.count() > 0) {
+      const auto now = Clock::now();
+      delayed_outbound.emplace_back(delayed_due(now, &last_outbound_due), std::move(encoded));
+      flush_outbound(now);
+    } else {
+      connection->send(std::move(encoded));
+    }
+  }
   void on_snapshot(const schema::Snapshot& snapshot);
   void on_tick_frame(const schema::TickFrame& frame);
   /// Our hash after `tick` differs from the server's: report, write the replay, then resync or,
@@ -235,6 +247,7 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
   owned_bodies = welcome.owned_bodies;
   tick_rate_hz = welcome.tick_rate_hz;
   input_delay_ticks = welcome.input_delay_ticks;
+  protocol_version = welcome.protocol_version;
 
   // The local world. Since protocol 3 the Welcome carries the room's WorldDef (checked against
   // its fingerprint by the decoder), and the join Snapshot brings every body: no file needed.
@@ -793,16 +806,39 @@ std::optional<uint64_t> Client::send_input(std::span<const sim::Input> inputs) {
       s.last_error = std::string("send_input: not predicted: ") + sim::error_message(error);
     }
   }
-  if (s.options.simulated_latency.count() > 0 || s.options.simulated_jitter.count() > 0) {
-    const auto now = Impl::Clock::now();
-    s.delayed_outbound.emplace_back(s.delayed_due(now, &s.last_outbound_due), std::move(encoded));
-    s.flush_outbound(now);
-  } else {
-    s.connection->send(std::move(encoded));
-  }
+  s.send_in_order(std::move(encoded));
   s.input_frames_sent.fetch_add(1, std::memory_order_relaxed);
   s.inputs_sent.fetch_add(inputs.size(), std::memory_order_relaxed);
   return stamped;
+}
+
+bool Client::send_game_message(std::span<const uint8_t> data) {
+  Impl& s = *impl_;
+  if (!s.connection || !s.joined || s.state == ClientState::disconnected) {
+    s.last_error = "send_game_message: not joined";
+    return false;
+  }
+  if (s.protocol_version < schema::kFirstVersionWithGameMessages) {
+    s.last_error = "send_game_message: the server speaks protocol " +
+                   std::to_string(s.protocol_version) + ", game messages need " +
+                   std::to_string(schema::kFirstVersionWithGameMessages);
+    return false;
+  }
+  if (data.empty() || data.size() > schema::kMaxGameMessageBytes) {
+    s.last_error =
+        "send_game_message: " + std::to_string(data.size()) + " bytes; a game message holds 1.." +
+        std::to_string(schema::kMaxGameMessageBytes) + " (the server's own limit may be lower)";
+    return false;
+  }
+  s.send_in_order(schema::encode_shared_frame(
+      schema::GameMessage{std::vector<uint8_t>(data.begin(), data.end())}));
+  s.game_messages_sent.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool Client::send_game_message(std::string_view text) {
+  return send_game_message(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
 }
 
 void Client::request_resync(const std::string& reason) {
@@ -870,6 +906,7 @@ ClientStats Client::stats() const {
   out.errors = load(s.errors);
   out.input_frames_sent = load(s.input_frames_sent);
   out.inputs_sent = load(s.inputs_sent);
+  out.game_messages_sent = load(s.game_messages_sent);
   out.ticks_predicted = load(s.ticks_predicted);
   out.rollbacks = load(s.rollbacks);
   out.ticks_resimulated = load(s.ticks_resimulated);

@@ -488,6 +488,12 @@ WriteResult ReplayStreamWriter::record_step(const sim::World& world,
   return result;
 }
 
+WriteResult ReplayStreamWriter::record_game_message(uint64_t tick, uint32_t player,
+                                                    std::span<const uint8_t> data) {
+  State& s = *state_;
+  return record_result(s.writer, s.writer.append(s.encoder.game_message(tick, player, data)));
+}
+
 WriteResult ReplayStreamWriter::finish() {
   return record_result(state_->writer, state_->writer.finish());
 }
@@ -576,6 +582,12 @@ WriteResult ReplayStreamEncoder::record_step(const sim::World& world,
   if (!result.ok || s.keyframe_interval_ticks == 0 || world.tick() % s.keyframe_interval_ticks != 0)
     return result;
   return framed_keyframe(s.encoder, s.snapshot, s.previous, &s.previous_bytes, world, out);
+}
+
+WriteResult ReplayStreamEncoder::record_game_message(uint64_t tick, uint32_t player,
+                                                     std::span<const uint8_t> data,
+                                                     std::vector<uint8_t>* out) {
+  return framed(out, state_->encoder.game_message(tick, player, data));
 }
 
 }  // namespace lockstep::replays

@@ -287,6 +287,18 @@ bool decode_record(std::span<const uint8_t> payload, std::vector<uint8_t>* scrat
       return decode_keyframe(record->record_as_Keyframe(), out, error);
     case rp::Record::Tick:
       return decode_table_tick(record->record_as_Tick(), out, error);
+    case rp::Record::GameMessage: {
+      const rp::GameMessage* m = record->record_as_GameMessage();
+      if (m == nullptr || m->data() == nullptr || m->data()->size() == 0) {
+        *error = "game message record without its bytes";
+        return false;
+      }
+      out->kind = RecordKind::game_message;
+      out->game_message.tick = m->tick();
+      out->game_message.player = m->player();
+      out->game_message.data.assign(m->data()->begin(), m->data()->end());
+      return true;
+    }
     default:
       *error = "replay record of an unknown kind (" +
                std::to_string(static_cast<unsigned>(record->record_type())) + ")";
@@ -310,6 +322,14 @@ bool apply_keyframe_delta(std::span<const uint8_t> base, DecodedRecord* record,
     return false;
   }
   return true;
+}
+
+std::span<const uint8_t> RecordEncoder::game_message(uint64_t tick, uint32_t player,
+                                                     std::span<const uint8_t> data) {
+  fb::FlatBufferBuilder& b = impl_->builder;
+  b.Clear();
+  const auto bytes = b.CreateVector(data.data(), data.size());
+  return finish(b, rp::Record::GameMessage, rp::CreateGameMessage(b, tick, player, bytes).Union());
 }
 
 namespace {

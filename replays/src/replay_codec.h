@@ -34,13 +34,15 @@ class RecordEncoder final {
                                 uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
                                 std::span<const sim::Command> commands = {},
                                 std::optional<std::span<const sim::Input>> previous = std::nullopt);
+  std::span<const uint8_t> game_message(uint64_t tick, uint32_t player,
+                                        std::span<const uint8_t> data);
 
  private:
   struct Impl;
   Impl* impl_;
 };
 
-enum class RecordKind : uint8_t { header, keyframe, tick };
+enum class RecordKind : uint8_t { header, keyframe, tick, game_message };
 
 /// One decoded record; only the member of `kind` is filled.
 struct DecodedRecord {
@@ -52,6 +54,7 @@ struct DecodedRecord {
   bool keyframe_is_delta = false;
   uint64_t keyframe_snapshot_xxh3 = 0;
   ReplayTick tick;
+  ReplayGameMessage game_message;
 };
 
 /// Rebuilds a delta keyframe's snapshot in place from `base`, the snapshot of the keyframe before

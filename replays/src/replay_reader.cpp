@@ -108,6 +108,19 @@ bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string*
       replay.keyframes.push_back(std::move(record.keyframe));
       continue;
     }
+    if (record.kind == detail::RecordKind::game_message) {
+      // Written after the record of its tick, so it names a tick the file holds already.
+      const uint64_t tick = record.game_message.tick;
+      if (replay.keyframes.empty() || tick <= replay.header.first_tick ||
+          tick > replay.last_tick() ||
+          (!replay.game_messages.empty() && tick < replay.game_messages.back().tick)) {
+        *error = at_record(index, offset) + "game message for tick " + std::to_string(tick) +
+                 " out of order (the file is at tick " + std::to_string(replay.last_tick()) + ")";
+        return false;
+      }
+      replay.game_messages.push_back(std::move(record.game_message));
+      continue;
+    }
     if (replay.keyframes.empty()) {
       *error = at_record(index, offset) + "a tick record before the first keyframe";
       return false;

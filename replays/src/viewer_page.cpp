@@ -461,6 +461,129 @@ std::string desync_meta(const std::optional<DiffResult>& diff, std::optional<uin
   return meta + "]}";
 }
 
+// What the page shows of the game besides bodies: the game state at each tick it changes, the game
+// events of every tick, and (from the file) the clients' game messages; and the positions of the
+// dynamic bodies the first camera frames.
+class GameTrack {
+ public:
+  void record(const sim::World& world) {
+    if (states_.empty()) first_tick_box(world);
+    std::string text = game_state_text(world);
+    if (states_.empty() || states_.back().second != text)
+      states_.emplace_back(world.tick(), std::move(text));
+    for (const sim::GameEvent& e : world.game_events())
+      events_.push_back({world.tick(), e});
+    // At most ~64k samples per axis: every tick of a small world, every few ticks of a big one.
+    ids_.resize(world.body_count());
+    ids_.resize(world.list_bodies(ids_));
+    size_t dynamic = 0;
+    for (const sim::BodyId id : ids_) {
+      sim::BodyView v;
+      if (world.get_body(id, &v) != sim::Error::none || v.type != sim::BodyType::dynamic) continue;
+      ++dynamic;
+      if (dynamic_samples_++ % sample_every_ != 0) continue;
+      const float p[3] = {v.position.x, v.position.y, v.position.z};
+      for (int k = 0; k < 3; ++k)
+        samples_[k].push_back(p[k]);
+      extent_ = std::max(extent_, body_extent(v.shape));
+    }
+    if (samples_[0].size() > kMaxSamples) {
+      for (std::vector<float>& axis : samples_) {
+        std::vector<float> kept;
+        for (size_t i = 0; i < axis.size(); i += 2)
+          kept.push_back(axis[i]);
+        axis.swap(kept);
+      }
+      sample_every_ *= 2;
+    }
+  }
+
+  // The frame: percentiles of the dynamic bodies' positions, else the first tick's solid bodies.
+  void frame(ViewerPage* page) {
+    if (samples_[0].empty()) {
+      for (int k = 0; k < 3; ++k) {
+        page->frame_lo[k] = first_lo_[k];
+        page->frame_hi[k] = first_hi_[k];
+      }
+      page->frame_from = "bodies at the first tick";
+      return;
+    }
+    for (int k = 0; k < 3; ++k) {
+      std::vector<float>& axis = samples_[k];
+      const size_t lo = axis.size() * 2 / 100, hi = axis.size() - 1 - axis.size() * 2 / 100;
+      std::nth_element(axis.begin(), axis.begin() + static_cast<std::ptrdiff_t>(lo), axis.end());
+      page->frame_lo[k] = axis[lo] - extent_;
+      std::nth_element(axis.begin(), axis.begin() + static_cast<std::ptrdiff_t>(hi), axis.end());
+      page->frame_hi[k] = axis[hi] + extent_;
+    }
+    page->frame_from = "dynamic bodies over the match";
+  }
+
+  std::string meta(const LoadedReplay& replay, const ViewerPage& page) const {
+    std::string out = ",\"frame\":{\"lo\":[" + number(page.frame_lo[0]) + "," +
+                      number(page.frame_lo[1]) + "," + number(page.frame_lo[2]) + "],\"hi\":[" +
+                      number(page.frame_hi[0]) + "," + number(page.frame_hi[1]) + "," +
+                      number(page.frame_hi[2]) + "],\"from\":" + json_string(page.frame_from) +
+                      "},\"game_state\":[";
+    for (size_t i = 0; i < states_.size(); ++i)
+      out += (i ? ",[" : "[") + std::to_string(states_[i].first) + "," +
+             json_string(states_[i].second) + "]";
+    out += "],\"game_events\":[";
+    for (size_t i = 0; i < events_.size(); ++i) {
+      const sim::GameEvent& e = events_[i].second;
+      out += (i ? ",[" : "[") + std::to_string(events_[i].first) + "," + std::to_string(e.type) +
+             "," + std::to_string(e.player) + "," + std::to_string(e.value) + "]";
+    }
+    out += "],\"game_messages\":[";
+    bool first = true;
+    for (const ReplayGameMessage& m : replay.game_messages) {
+      if (m.tick < replay.header.first_tick || m.tick > replay.last_tick()) continue;
+      out += (first ? "[" : ",[") + std::to_string(m.tick) + "," + std::to_string(m.player) + "," +
+             json_string(std::string(m.data.begin(), m.data.end())) + "]";
+      first = false;
+    }
+    return out + "]";
+  }
+
+  size_t events() const { return events_.size(); }
+  size_t state_changes() const { return states_.empty() ? 0 : states_.size() - 1; }
+
+ private:
+  static constexpr size_t kMaxSamples = 65536;
+  // The non-plane, non-sensor bodies of the first tick (the frame of a world without dynamic
+  // bodies).
+  void first_tick_box(const sim::World& world) {
+    bool any = false;
+    ids_.resize(world.body_count());
+    ids_.resize(world.list_bodies(ids_));
+    for (const sim::BodyId id : ids_) {
+      sim::BodyView v;
+      if (world.get_body(id, &v) != sim::Error::none || v.shape.type == sim::ShapeType::plane ||
+          v.shape.sensor)
+        continue;
+      const float p[3] = {v.position.x, v.position.y, v.position.z};
+      const float r = body_extent(v.shape);
+      for (int k = 0; k < 3; ++k) {
+        first_lo_[k] = any ? std::min(first_lo_[k], p[k] - r) : p[k] - r;
+        first_hi_[k] = any ? std::max(first_hi_[k], p[k] + r) : p[k] + r;
+      }
+      any = true;
+    }
+  }
+  static float body_extent(const sim::ShapeDef& s) {
+    if (s.type == sim::ShapeType::sphere) return s.radius;
+    if (s.type == sim::ShapeType::capsule) return s.radius + s.half_height;
+    return std::max({s.half_extents.x, s.half_extents.y, s.half_extents.z, s.radius});
+  }
+  std::vector<std::pair<uint64_t, std::string>> states_;
+  std::vector<std::pair<uint64_t, sim::GameEvent>> events_;
+  std::vector<float> samples_[3];
+  std::vector<sim::BodyId> ids_;
+  uint64_t dynamic_samples_ = 0, sample_every_ = 1;
+  float extent_ = 0;
+  float first_lo_[3] = {-5, -5, -5}, first_hi_[3] = {5, 5, 5};
+};
+
 }  // namespace
 
 ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* against,
@@ -489,8 +612,10 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
   }
   const bool a_follows_keyframes = !(client_file && against == nullptr);
   const std::vector<sim::BodyId> watched = watched_bodies(*world, options, diff);
+  GameTrack game;
   run_a.record(*world, &table);
   run_a.record_contacts(*world, table, watched);
+  game.record(*world);
   for (uint64_t t = replay.header.first_tick + 1; t <= replay.last_tick(); ++t) {
     if (!advance(replay, t, a_follows_keyframes, world.get(), &error)) {
       page.error = error;
@@ -498,6 +623,15 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
     }
     run_a.record(*world, &table);
     run_a.record_contacts(*world, table, watched);
+    game.record(*world);
+  }
+  game.frame(&page);
+  if (options.frame) {
+    for (int k = 0; k < 3; ++k) {
+      page.frame_lo[k] = (*options.frame)[static_cast<size_t>(k)];
+      page.frame_hi[k] = (*options.frame)[static_cast<size_t>(k) + 3];
+    }
+    page.frame_from = "given";
   }
   const LoadedReplay* other = against != nullptr ? against : (client_file ? &replay : nullptr);
   if (divergent && other != nullptr && *divergent >= other->header.first_tick &&
@@ -535,7 +669,7 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
     first = false;
     meta += std::to_string(*index);
   }
-  meta += "]," + desync_meta(diff, divergent, other_label, table) + "}";
+  meta += "]," + desync_meta(diff, divergent, other_label, table) + game.meta(replay, page) + "}";
 
   // The blobs first: base64 has no '_' or '/*', so no marker can appear inside them, while the
   // JSON carries free text (room names).
@@ -553,6 +687,10 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
   page.pose_bytes = run_a.poses().size();
   page.other_pose_bytes = run_b.poses().size();
   page.contact_bytes = run_a.contacts().size();
+  page.game_events = game.events();
+  page.game_state_changes = game.state_changes();
+  for (const ReplayGameMessage& m : replay.game_messages)
+    page.game_messages += m.tick >= page.first_tick && m.tick <= page.last_tick;
   return page;
 }
 

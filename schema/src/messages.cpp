@@ -78,10 +78,11 @@ static_assert(wire_type<Ping>() == wire::Message::Ping);
 static_assert(wire_type<Pong>() == wire::Message::Pong);
 static_assert(wire_type<ErrorMessage>() == wire::Message::Error);
 static_assert(wire_type<Disconnect>() == wire::Message::Disconnect);
+static_assert(wire_type<GameMessage>() == wire::Message::GameMessage);
 
 constexpr const char* kMessageNames[] = {
     "Hello",         "Welcome", "Snapshot", "InputFrame", "TickFrame",  "DesyncReport",
-    "ResyncRequest", "Ping",    "Pong",     "Error",      "Disconnect",
+    "ResyncRequest", "Ping",    "Pong",     "Error",      "Disconnect", "GameMessage",
 };
 static_assert(std::size(kMessageNames) == std::variant_size_v<Message>);
 
@@ -226,6 +227,11 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Disconnect
   return wire::CreateDisconnect(builder, static_cast<wire::ErrorCode>(m.code), reason).Union();
 }
 
+fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const GameMessage& m) {
+  auto data = builder.CreateVector(m.data);
+  return wire::CreateGameMessage(builder, data).Union();
+}
+
 // Builder's first block: enough for every message but snapshots and big input batches, which
 // get their payload size on top, so a frame is built without the builder reallocating.
 size_t initial_builder_bytes(const Message& message) {
@@ -233,6 +239,7 @@ size_t initial_builder_bytes(const Message& message) {
   if (const auto* snapshot = std::get_if<Snapshot>(&message)) {
     return kBaseBytes + snapshot->state.size();
   }
+  if (const auto* game = std::get_if<GameMessage>(&message)) return kBaseBytes + game->data.size();
   return kBaseBytes;
 }
 
@@ -413,6 +420,22 @@ DecodeResult decode_message(const wire::Disconnect& in, Message* out) {
   return result;
 }
 
+DecodeResult decode_message(const wire::GameMessage& in, Message* out) {
+  // An empty one is well-formed: the server refuses it as a message (message_rejected).
+  const auto* data = in.data();
+  if (data == nullptr) {
+    *out = GameMessage{};
+    return {};
+  }
+  if (data->size() > kMaxGameMessageBytes) {
+    return fail(DecodeError::bad_value, "GameMessage.data has " + std::to_string(data->size()) +
+                                            " bytes, over the codec's cap of " +
+                                            std::to_string(kMaxGameMessageBytes));
+  }
+  *out = GameMessage{std::vector<uint8_t>(data->begin(), data->end())};
+  return {};
+}
+
 // Decodes a verified, identified, aligned body.
 DecodeResult decode_verified(const uint8_t* body, size_t size, Message* out) {
   fb::Verifier::Options options;
@@ -478,6 +501,8 @@ DecodeResult decode_verified(const uint8_t* body, size_t size, Message* out) {
       return decode_message(*envelope->message_as_Error(), out);
     case wire::Message::Disconnect:
       return decode_message(*envelope->message_as_Disconnect(), out);
+    case wire::Message::GameMessage:
+      return decode_message(*envelope->message_as_GameMessage(), out);
     case wire::Message::NONE:
       break;
   }
@@ -522,6 +547,8 @@ const char* error_code_name(ErrorCode code) {
       return "unknown_scene";
     case ErrorCode::scene_mismatch:
       return "scene_mismatch";
+    case ErrorCode::message_rejected:
+      return "message_rejected";
   }
   return "unknown_error_code";
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "lockstep/schema/messages.h"
 #include "lockstep/schema/tick_schedule.h"
 
 namespace lockstep::server {
@@ -38,6 +39,10 @@ std::string server_config_error(const ServerConfig& c) {
     return fmt::format("threads {} is outside 1..{} (0 = one per core)", c.threads, kMaxThreads);
   }
   if (c.max_rooms < 1) return "max rooms must be at least 1";
+  if (c.max_game_message_bytes < 1 || c.max_game_message_bytes > schema::kMaxGameMessageBytes) {
+    return fmt::format("max game message bytes {} is outside 1..{}", c.max_game_message_bytes,
+                       schema::kMaxGameMessageBytes);
+  }
   if (c.max_players_per_room < 1 || c.max_players_per_room > 1024) {
     return fmt::format("max players per room {} is outside 1..1024", c.max_players_per_room);
   }
@@ -162,6 +167,12 @@ void add_room_options(CLI::App& app, ServerConfig* config) {
                  "Game rules of every room: sumo, none, or empty for each scene's 'rules' line");
   add_ms_option(app, "--player-leave-grace-ms", &config->player_leave_grace,
                 "A leaving player's bodies are destroyed after this long");
+  app.add_option("--max-game-message-bytes", config->max_game_message_bytes,
+                 "Bytes per game message for the rules at most")
+      ->capture_default_str();
+  app.add_option("--max-game-messages-per-s", config->max_game_messages_per_s,
+                 "Game messages per second per player at most (0 = no limit)")
+      ->capture_default_str();
   app.add_option("--max-catch-up-ticks", config->max_catch_up_ticks,
                  "Ticks run per timer wake at most when behind")
       ->capture_default_str();

@@ -5,10 +5,12 @@
 // (0 when the hill is empty or contested), and each change of king is a game event. A ball that
 // falls is respawned at its player's spawn point with its handle; a crate (template `crate`) is
 // dropped onto the platform every 5 s while fewer than kMaxCrates are alive, and one that falls is
-// destroyed. Everything the rules decide travels as commands, so every client and replay sees the
-// same state and events.
+// destroyed. A player's game message "ready" (Client::send_game_message) becomes a game event,
+// once per player. Everything the rules decide travels as commands, so every client and replay sees
+// the same state and events.
 #include <algorithm>
 #include <array>
+#include <string_view>
 #include <vector>
 
 #include "builtin_rules.h"
@@ -38,6 +40,15 @@ class KothRules final : public RoomRules {
   void on_player_leave(const RoomInfo&, const sim::World&, const RoomPlayer& player,
                        RulesOutput& out) override {
     out.push(event_command(kEventLeft, player.id, 0));
+  }
+
+  void on_message(const RoomInfo&, const sim::World&, uint32_t player, uint64_t,
+                  std::span<const uint8_t> data, RulesOutput& out) override {
+    const std::string_view text(reinterpret_cast<const char*>(data.data()), data.size());
+    if (text != "ready" || player == 0) return;  // the game knows no other message
+    if (std::find(ready_.begin(), ready_.end(), player) != ready_.end()) return;
+    ready_.push_back(player);
+    out.push(event_command(kEventReady, player, static_cast<int32_t>(ready_.size())));
   }
 
   void after_step(const sim::World& world, std::span<const sim::SensorEvent> sensor_events,
@@ -78,6 +89,7 @@ class KothRules final : public RoomRules {
   static constexpr uint32_t kEventJoined = 2;  // player joined
   static constexpr uint32_t kEventLeft = 3;    // player left
   static constexpr uint32_t kEventFell = 4;    // player's ball fell and was respawned
+  static constexpr uint32_t kEventReady = 5;   // player said "ready"; value = players ready so far
 
  private:
   void score_the_hill(const sim::World& world, RulesOutput& out) {
@@ -141,6 +153,7 @@ class KothRules final : public RoomRules {
   std::vector<sim::BodyId> bodies_;
   uint32_t king_ = 0, held_ticks_ = 0;
   uint32_t crates_dropped_ = 0;
+  std::vector<uint32_t> ready_;  // players who said "ready", in that order
 };
 
 // A body the rules need: named, and a sensor.

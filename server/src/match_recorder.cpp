@@ -91,6 +91,18 @@ void MatchRecorder::record_step(const sim::World& world, std::span<const sim::In
   if (chunk_->size() > max_pending_bytes_) abandon(world.tick());
 }
 
+void MatchRecorder::record_game_message(uint64_t tick, uint32_t player,
+                                        std::span<const uint8_t> data) {
+  if (!active_) return;
+  // The chunk is handed over at the next step's hand-off, with the tick record after it.
+  const replays::WriteResult encoded =
+      encoder_.record_game_message(tick, player, data, chunk_.get());
+  if (!encoded.ok) {
+    spdlog::error("room {}: match recording stopped at tick {}: {}", room_, tick, encoded.error);
+    finish();
+  }
+}
+
 bool MatchRecorder::hand_off() {
   if (chunk_->empty()) return true;
   // The step holds its own reference: if the queue refuses it, the chunk stays ours.

@@ -51,6 +51,8 @@ class MatchRecorder final {
   /// Records the step just made; hands the chunk over when one is due. Never does I/O.
   void record_step(const sim::World& world, std::span<const sim::Input> applied_inputs,
                    uint64_t state_hash, std::span<const sim::Command> applied_commands);
+  /// Records a client's game message the rules saw after the step of `tick` (just recorded).
+  void record_game_message(uint64_t tick, uint32_t player, std::span<const uint8_t> data);
   /// Hands the last chunk over with the publishing of the file. Idempotent.
   void finish();
   /// Recording (begun, neither finished nor given up).

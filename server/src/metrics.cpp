@@ -44,6 +44,10 @@ void add_room_counters(RoomStats* into, const RoomStats& from) {
   into->commands_applied += from.commands_applied;
   into->commands_refused += from.commands_refused;
   into->commands_failed += from.commands_failed;
+  into->game_messages_delivered += from.game_messages_delivered;
+  into->game_messages_oversize += from.game_messages_oversize;
+  into->game_messages_over_rate += from.game_messages_over_rate;
+  into->game_messages_other += from.game_messages_other;
 }
 
 namespace {
@@ -214,6 +218,12 @@ void expose_inputs(Exposition& e, const ServerStats& stats, const RoomStats& tot
   e.sample("lockstep_commands_total{result=\"applied\"}", total.commands_applied);
   e.sample("lockstep_commands_total{result=\"refused\"}", total.commands_refused);
   e.sample("lockstep_commands_total{result=\"failed\"}", total.commands_failed);
+  e.family("lockstep_game_messages_total", "counter",
+           "Clients' game messages for the rules, by outcome.");
+  e.sample("lockstep_game_messages_total{result=\"delivered\"}", total.game_messages_delivered);
+  e.sample("lockstep_game_messages_total{result=\"oversize\"}", total.game_messages_oversize);
+  e.sample("lockstep_game_messages_total{result=\"over_rate\"}", total.game_messages_over_rate);
+  e.sample("lockstep_game_messages_total{result=\"refused\"}", total.game_messages_other);
   e.one("lockstep_desync_reports_total", "counter", "Clients that reported a state hash mismatch.",
         stats.desync_reports);
   e.one("lockstep_snapshots_sent_total", "counter", "Snapshots sent to thin clients.",

@@ -140,6 +140,12 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
   window.dedup_memory_ticks = std::max<uint64_t>(uint64_t{kInputDedupSeconds} * config.tick_rate_hz,
                                                  config.input_window_ticks);
   room->input_window_ = std::make_unique<InputWindow>(window);
+  GameMessageLimits message_limits;
+  message_limits.max_bytes = config.max_game_message_bytes;
+  message_limits.max_per_s = config.max_game_messages_per_s;
+  message_limits.tick_rate_hz = config.tick_rate_hz;
+  message_limits.max_players = max_players;
+  room->game_messages_ = std::make_unique<GameMessageInbox>(message_limits);
   room->applied_.reserve(room->input_window_->slot_capacity());
   const uint32_t max_commands = room->world_->def().max_commands_per_tick;
   room->pending_commands_.reserve(max_commands);
@@ -314,6 +320,8 @@ void Room::run_tick() {
   applied_ = std::move(frame.inputs);  // keep the capacity
   applied_commands_ = std::move(frame.commands);
   replays_->record_step(*world_, applied_, frame.state_hash, applied_commands_);
+  for (const PendingGameMessage& m : game_messages_->pending())
+    replays_->record_game_message(frame.tick, m.player, m.data);
 
   // Game rules: read the world as the step left it, answer with commands for the next tick.
   run_rules_after_step();
@@ -367,8 +375,10 @@ void Room::run_rules_before_step() {
 }
 
 void Room::run_rules_after_step() {
+  game_messages_delivered_ += game_messages_->pending().size();
   if (rules_ == nullptr) {
     membership_changes_.clear();
+    game_messages_->clear();
     return;
   }
   RoomRulesOutput output([this](const sim::Command& c) { return push_command(c, "rules"); });
@@ -403,6 +413,10 @@ void Room::run_rules_after_step() {
   }
   membership_changes_.erase(membership_changes_.begin(),
                             membership_changes_.begin() + static_cast<std::ptrdiff_t>(done));
+  // Game messages that arrived before this step, in arrival order (recorded at this tick).
+  for (const PendingGameMessage& m : game_messages_->pending())
+    rules_->on_message(rules_info_, *world_, m.player, world_->tick(), m.data, output);
+  game_messages_->clear();
   rules_->after_step(*world_, world_->sensor_events(), output);
 }
 
@@ -746,6 +760,28 @@ void Room::on_input(Session& session, const schema::InputFrame& frame) {
   if (offer.error != schema::ErrorCode::none) session.input_error(offer.error, offer.reason);
 }
 
+void Room::on_game_message(Session& session, const schema::GameMessage& message) {
+  if (find_member(session) == nullptr) return;
+  std::string reason;
+  const GameMessageVerdict verdict =
+      game_messages_->offer(session.player_id(), world_->tick(), message.data, &reason);
+  switch (verdict) {
+    case GameMessageVerdict::accepted:
+      return;
+    case GameMessageVerdict::empty:
+    case GameMessageVerdict::oversize:
+      ++game_messages_oversize_;
+      break;
+    case GameMessageVerdict::over_rate:
+      ++game_messages_over_rate_;
+      break;
+    case GameMessageVerdict::bad_player:
+      ++game_messages_other_;
+      break;
+  }
+  session.input_error(schema::ErrorCode::message_rejected, reason);
+}
+
 void Room::on_resync_request(Session& session) {
   // Served after the next step, so a flood of requests costs one snapshot per tick at most.
   if (Member* m = find_member(session)) m->resync_pending = true;
@@ -847,6 +883,10 @@ RoomStats Room::stats() const {
   s.commands_applied = commands_applied_;
   s.commands_refused = commands_refused_;
   s.commands_failed = commands_failed_;
+  s.game_messages_delivered = game_messages_delivered_;
+  s.game_messages_oversize = game_messages_oversize_;
+  s.game_messages_over_rate = game_messages_over_rate_;
+  s.game_messages_other = game_messages_other_;
   s.client_list = departed_;
   auto add_live = [&s](const Member& m) {
     if (m.session == nullptr) return;

@@ -50,6 +50,7 @@
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "game_messages.h"
 #include "input_window.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/room_rules.h"
@@ -115,6 +116,9 @@ class Room final : public std::enable_shared_from_this<Room> {
   void leave(Session& session, const std::string& reason);
 
   void on_input(Session& session, const schema::InputFrame& frame);
+  /// A client's game message: checked (size, rate) and held for the rules at the next tick, or
+  /// refused with a message_rejected Error (the session stays open).
+  void on_game_message(Session& session, const schema::GameMessage& message);
   void on_resync_request(Session& session);
   void on_desync_report(Session& session, const schema::DesyncReport& report);
   schema::Pong make_pong(uint64_t client_time_ns) const;
@@ -198,6 +202,10 @@ class Room final : public std::enable_shared_from_this<Room> {
   // Inputs for the ticks ahead (input_window.h) and this step's accepted ones.
   std::unique_ptr<InputWindow> input_window_;
   std::vector<sim::Input> applied_;
+  // Clients' game messages waiting for the rules (game_messages.h).
+  std::unique_ptr<GameMessageInbox> game_messages_;
+  uint64_t game_messages_delivered_ = 0, game_messages_oversize_ = 0, game_messages_over_rate_ = 0,
+           game_messages_other_ = 0;
 
   // Commands (see the top of this file) and players' bodies.
   std::unique_ptr<RoomRules> rules_;

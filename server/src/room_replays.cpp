@@ -82,6 +82,11 @@ void RoomReplays::record_step(const sim::World& world, std::span<const sim::Inpu
   if (match_ != nullptr) match_->record_step(world, applied_inputs, state_hash, applied_commands);
 }
 
+void RoomReplays::record_game_message(uint64_t tick, uint32_t player,
+                                      std::span<const uint8_t> data) {
+  if (match_ != nullptr) match_->record_game_message(tick, player, data);
+}
+
 void RoomReplays::on_desync_report(const sim::World& world, const schema::DesyncReport& report,
                                    const std::string& reporter, Clock::time_point now) {
   if (window_ == nullptr) return;

@@ -40,6 +40,9 @@ class RoomReplays final {
   /// Feeds the step just made to the window and the match recording.
   void record_step(const sim::World& world, std::span<const sim::Input> applied_inputs,
                    uint64_t state_hash, std::span<const sim::Command> applied_commands);
+  /// Records a client's game message the rules see after the step of `tick`: in the match
+  /// recording only (a window dump starts mid-match, where the rules cannot be re-run).
+  void record_game_message(uint64_t tick, uint32_t player, std::span<const uint8_t> data);
   /// A DesyncReport from `reporter` arrived at `now`: writes the window unless rate-limited, a
   /// tick already dumped or outside the window (each counted).
   void on_desync_report(const sim::World& world, const schema::DesyncReport& report,

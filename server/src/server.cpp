@@ -805,7 +805,8 @@ std::string summary_json(const ServerStats& stats) {
         "\"bytes_out\":{},\"clients\":{},\"clients_peak\":{},\"clients_joined\":{},"
         "\"snapshots_sent\":{},\"desync_reports\":{},\"protocol_errors\":{},\"input_errors\":{},"
         "\"slow_consumers\":{},\"commands_applied\":{},\"commands_refused\":{},"
-        "\"commands_failed\":{},\"client_list\":[",
+        "\"commands_failed\":{},\"game_messages_delivered\":{},\"game_messages_oversize\":{},"
+        "\"game_messages_over_rate\":{},\"game_messages_refused\":{},\"client_list\":[",
         r == 0 ? "" : ",", json_string(room.name), json_string(room.scene), room.thread,
         room.open ? "true" : "false", room.tick, room.late_ticks, room.capped_wakes,
         room.schedule_slips, us(room.schedule_slipped) / 1000.0, us(room.lateness_p50),
@@ -814,7 +815,9 @@ std::string summary_json(const ServerStats& stats) {
         room.inputs_duplicate, room.inputs_behind_schedule, room.bytes_in, room.bytes_out,
         room.clients, room.clients_peak, room.clients_joined, room.snapshots_sent,
         room.desync_reports, room.protocol_errors, room.input_errors, room.slow_consumers,
-        room.commands_applied, room.commands_refused, room.commands_failed);
+        room.commands_applied, room.commands_refused, room.commands_failed,
+        room.game_messages_delivered, room.game_messages_oversize, room.game_messages_over_rate,
+        room.game_messages_other);
     for (size_t c = 0; c < room.client_list.size(); ++c) {
       const ClientSummary& client = room.client_list[c];
       const double per_s =

@@ -197,6 +197,8 @@ void Session::handle_body(std::span<const uint8_t> body) {
     room_->on_desync_report(*this, *report);
   } else if (std::holds_alternative<schema::ResyncRequest>(message)) {
     on_resync_request();
+  } else if (const auto* game = std::get_if<schema::GameMessage>(&message)) {
+    room_->on_game_message(*this, *game);
   } else if (const auto* bye = std::get_if<schema::Disconnect>(&message)) {
     begin_close(nullptr, false, "left: " + sanitize_name(bye->reason));
   } else if (std::holds_alternative<schema::Hello>(message)) {

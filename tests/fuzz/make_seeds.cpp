@@ -40,10 +40,12 @@ std::vector<uint8_t> framed(uint8_t side_and_chunk, const std::vector<uint8_t>& 
 }
 
 // A replay file of 8 scripted ticks of `world` (stepped), written through the real recorder;
-// `scene` is the built-in scene it names ("" for a world of the game's own).
+// `scene` is the built-in scene it names ("" for a world of the game's own). With `messages`, a
+// game message record (format 9) follows every other tick.
 std::vector<uint8_t> record_replay(sim::World& world, const char* scene,
                                    const std::filesystem::path& out,
-                                   const replays::ReplayStreamOptions& options = {}) {
+                                   const replays::ReplayStreamOptions& options = {},
+                                   bool messages = false) {
   const sim::InputScript script = sim::make_input_script(world);
   std::vector<sim::Input> buffer(world.def().max_inputs_per_tick);
   const std::filesystem::path path = out / "match.lsr";
@@ -58,6 +60,10 @@ std::vector<uint8_t> record_replay(sim::World& world, const char* scene,
         if (world.queue_input(buffer[i]) == sim::Error::none) applied.push_back(buffer[i]);
       world.step();
       writer.record_step(world, applied, world.state_hash(), std::nullopt);
+      if (messages && t % 2 == 1) {
+        const std::vector<uint8_t> said = {'r', 'e', 'a', 'd', 'y'};
+        writer.record_game_message(world.tick(), 1 + static_cast<uint32_t>(t % 4), said);
+      }
     }
     writer.finish();
   }
@@ -113,6 +119,20 @@ int main(int argc, char** argv) {
     client.insert(client.end(), f.begin(), f.end());
   }
   write(out / "fuzz_frame_messages" / "client_whole", framed(0x01 | (127 << 1), client));
+  // Game messages (protocol 5): a short one, one at the server's default limit, an empty one
+  // and one past the codec's cap (refused as bad_value), whole and split.
+  {
+    std::vector<uint8_t> games;
+    for (const size_t size :
+         {size_t{5}, size_t{256}, size_t{0}, schema::kMaxGameMessageBytes + 1}) {
+      const std::vector<uint8_t> f =
+          schema::encode_frame(schema::GameMessage{std::vector<uint8_t>(size, 'g')});
+      games.insert(games.end(), f.begin(), f.end());
+    }
+    write(out / "fuzz_frame_messages" / "client_game_messages", framed(0x01 | (127 << 1), games));
+    write(out / "fuzz_frame_messages" / "client_game_messages_split",
+          framed(0x01 | (5 << 1), games));
+  }
   write(out / "fuzz_frame_messages" / "client_split", framed(0x01 | (3 << 1), client));
   schema::Welcome welcome;
   schema::TickFrame tick;
@@ -183,6 +203,10 @@ int main(int argc, char** argv) {
     options.keyframe_interval_ticks = 4;
     write(out / "fuzz_replay_file" / "match8_small_deltas",
           record_replay(*delta_world, "", out, options));
+    // With game message records (format 9).
+    std::unique_ptr<sim::World> message_world = sim::build_world(small);
+    write(out / "fuzz_replay_file" / "match8_small_messages",
+          record_replay(*message_world, "", out, {}, true));
   }
 
   // Scripts for the stateful server harness (fuzz_server_session.cpp decodes them: an operation

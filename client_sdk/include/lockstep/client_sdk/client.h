@@ -40,6 +40,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -222,6 +223,7 @@ struct ClientStats {
   uint64_t errors = 0;             // Error frames received plus local failures
   uint64_t input_frames_sent = 0;
   uint64_t inputs_sent = 0;
+  uint64_t game_messages_sent = 0;
   uint64_t bytes_in = 0;  // wire bytes, frame headers included
   uint64_t bytes_out = 0;
   uint64_t frames_in = 0;
@@ -288,6 +290,14 @@ class Client final {
   /// this is not past the tick it last sent for (after a poll that applied several ticks at
   /// once, say). Call it from the thread that polls.
   std::optional<uint64_t> next_input_tick() const;
+  /// Sends a game message (the game's own bytes: "ready", a chat line) to the room's rules, which
+  /// see it at the room's next tick (RoomRules::on_message). False (why in last_error()) when not
+  /// joined, the server speaks a protocol without game messages, or the size is outside
+  /// 1..schema::kMaxGameMessageBytes. The server refuses one over its own size or rate limit
+  /// (256 bytes, 10 per second by default) with a non-fatal ErrorEvent (message_rejected); the
+  /// connection stays open. Call it from the thread that polls.
+  bool send_game_message(std::span<const uint8_t> data);
+  bool send_game_message(std::string_view text);
   /// Asks the server for a snapshot (lockstep mode: restored when it arrives).
   void request_resync(const std::string& reason);
   /// Closes the connection; a DisconnectedEvent follows on the next poll.

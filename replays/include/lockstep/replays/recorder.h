@@ -142,6 +142,9 @@ class ReplayStreamWriter final {
   WriteResult record_step(const sim::World& world, std::span<const sim::Input> applied_inputs,
                           uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
                           std::span<const sim::Command> applied_commands = {});
+  /// Appends a client's game message that the rules saw after the step of `tick` (the tick
+  /// recorded last): format 9's game message record.
+  WriteResult record_game_message(uint64_t tick, uint32_t player, std::span<const uint8_t> data);
   /// Flush, fsync and rename to the final name.
   WriteResult finish();
   bool is_open() const;
@@ -179,6 +182,9 @@ class ReplayStreamEncoder final {
                           uint64_t authoritative_hash, std::optional<uint64_t> client_hash,
                           std::span<const sim::Command> applied_commands,
                           std::vector<uint8_t>* out);
+  /// Same contract as ReplayStreamWriter::record_game_message; appends to *out.
+  WriteResult record_game_message(uint64_t tick, uint32_t player, std::span<const uint8_t> data,
+                                  std::vector<uint8_t>* out);
 
  private:
   struct State;

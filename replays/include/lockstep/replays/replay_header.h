@@ -24,7 +24,9 @@ namespace lockstep::replays {
 /// (Keyframe.snapshot_delta); a format 6 build would find no snapshot in it.
 /// 8: a tick record's inputs may be coded against the previous tick record's (only the fields
 /// that changed: a player holding a direction costs a few bytes per input instead of a dozen).
-inline constexpr uint32_t kReplayFormatVersion = 8;
+/// 9: game message records (a client's message to the rules, at the tick the rules saw it); a
+/// format 8 build would refuse the file at the first one, so it is told the format instead.
+inline constexpr uint32_t kReplayFormatVersion = 9;
 /// The first format whose tick records code their inputs against the previous tick record's.
 inline constexpr uint32_t kFirstFormatWithInputReference = 8;
 

@@ -29,6 +29,14 @@ struct ReplayTick {
   uint64_t writer_hash() const { return client_hash ? *client_hash : authoritative_hash; }
 };
 
+/// A client's game message as the room's rules saw it (format 9): after the step that made
+/// `tick`, from `player`, in the order of the file.
+struct ReplayGameMessage {
+  uint64_t tick = 0;
+  uint32_t player = 0;
+  std::vector<uint8_t> data;
+};
+
 struct ReplayKeyframe {
   uint64_t tick = 0;
   uint64_t state_hash = 0;  // the world's hash when the snapshot was taken
@@ -41,9 +49,10 @@ inline constexpr uint64_t kDefaultWorldMemoryBudgetBytes = uint64_t{512} << 20;
 
 struct LoadedReplay {
   ReplayHeader header;
-  std::vector<ReplayKeyframe> keyframes;  // in tick order
-  std::vector<ReplayTick> ticks;          // consecutive, starting at first_tick + 1
-  uint64_t records = 0;                   // complete records read
+  std::vector<ReplayKeyframe> keyframes;         // in tick order
+  std::vector<ReplayTick> ticks;                 // consecutive, starting at first_tick + 1
+  std::vector<ReplayGameMessage> game_messages;  // by tick, then as given to the rules
+  uint64_t records = 0;                          // complete records read
   uint64_t file_bytes = 0;
   bool truncated = false;  // the file ends inside a record (crash mid-write): rest was read
   std::string integrity;   // one line: how the file ends ("intact, N records" / truncation)

@@ -4,6 +4,7 @@
 // written into the page, quantised (docs/replays.md, Viewer).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -19,6 +20,9 @@ struct ViewerOptions {
   /// body in worlds of up to kViewerAllContactsBodies bodies, else player-owned and differing ones.
   std::vector<uint32_t> contact_bodies;
   size_t max_fields = 200;  // rows of the diff table
+  /// The box the camera frames first (x0, y0, z0, x1, y1, z1 in metres), for a game that knows
+  /// its play area better; none: where the dynamic bodies went (ViewerPage::frame_lo).
+  std::optional<std::array<float, 6>> frame;
 };
 
 /// Worlds with at most this many bodies get every body's contacts written.
@@ -34,6 +38,15 @@ struct ViewerPage {
   size_t fields = 0;                                               // rows of the diff table
   size_t pose_bytes = 0, other_pose_bytes = 0, contact_bytes = 0;  // before base64
   double simulate_seconds = 0;  // wall time of the re-simulations and the diff
+  // The box the camera frames first (metres): where the dynamic bodies were over the whole
+  // window, the 2nd to the 98th percentile per axis of their positions at every tick (so a body
+  // that falls far away for a moment does not shrink the rest), grown by a body's size; without
+  // dynamic bodies, the non-plane, non-sensor bodies at the first tick.
+  float frame_lo[3] = {0, 0, 0}, frame_hi[3] = {0, 0, 0};
+  std::string frame_from;         // "dynamic bodies over the match" or "bodies at the first tick"
+  size_t game_events = 0;         // game events (World::game_events) over the window
+  size_t game_state_changes = 0;  // ticks whose game state text differs from the tick before
+  size_t game_messages = 0;       // clients' game messages the file holds in the window
 };
 
 /// Re-simulates `replay` (and `against`, when given, or a client file's own state after its

@@ -30,9 +30,11 @@ namespace lockstep::schema {
 /// applied before its inputs).
 /// 4: TickFrame and InputFrame travel as compact bodies (varints, inputs grouped by player, zero
 /// fields left out; docs/protocol.md), no longer as FlatBuffers tables.
+/// 5: GameMessage (client → server, for the room's rules) and ErrorCode message_rejected. A
+/// version 4 peer is still spoken to: it just cannot send game messages.
 /// Older versions are no longer spoken: a v3 peer could not read the compact bodies, so it gets
 /// a clear version_mismatch instead (Hello and Error keep their v3 bytes for that).
-inline constexpr uint16_t kProtocolVersion = 4;
+inline constexpr uint16_t kProtocolVersion = 5;
 inline constexpr uint16_t kMinProtocolVersion = 4;
 
 /// Caps on strings, checked by decode_body (bad_value beyond): room, player and scene names;
@@ -41,6 +43,11 @@ inline constexpr uint16_t kMinProtocolVersion = 4;
 inline constexpr size_t kMaxNameBytes = 64;
 inline constexpr size_t kMaxTokenBytes = 1024;
 inline constexpr size_t kMaxReasonBytes = 1024;
+/// The largest GameMessage the codec takes (bad_value beyond); a server's own limit is at most
+/// this (ServerConfig::max_game_message_bytes).
+inline constexpr size_t kMaxGameMessageBytes = 4096;
+/// The first protocol version with GameMessage.
+inline constexpr uint16_t kFirstVersionWithGameMessages = 5;
 
 enum class ClientMode : uint8_t { lockstep = 0, thin = 1 };
 
@@ -63,10 +70,11 @@ enum class ErrorCode : uint16_t {
   auth_failed = 14,
   unknown_scene = 15,
   scene_mismatch = 16,
+  message_rejected = 17,  // v5: a GameMessage over the room's size or rate limit (not fatal)
 };
 /// The last ErrorCode (messages.cpp checks it is the wire enum's last too): arrays indexed by
 /// code take kErrorCodeCount entries.
-inline constexpr ErrorCode kLastErrorCode = ErrorCode::scene_mismatch;
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::message_rejected;
 inline constexpr size_t kErrorCodeCount = static_cast<size_t>(kLastErrorCode) + 1;
 const char* error_code_name(ErrorCode code);
 
@@ -159,8 +167,14 @@ struct Disconnect {
   std::string reason;
 };
 
+/// Client → server (v5): the game's own bytes for the room's rules (at most kMaxGameMessageBytes;
+/// the server refuses an empty one).
+struct GameMessage {
+  std::vector<uint8_t> data;
+};
+
 using Message = std::variant<Hello, Welcome, Snapshot, InputFrame, TickFrame, DesyncReport,
-                             ResyncRequest, Ping, Pong, ErrorMessage, Disconnect>;
+                             ResyncRequest, Ping, Pong, ErrorMessage, Disconnect, GameMessage>;
 
 /// Name of the message kind ("Hello", "TickFrame", …) for logs and errors.
 const char* message_name(const Message& message);

@@ -66,6 +66,12 @@ struct ServerConfig {
   /// to whole ticks) before the room destroys them; a player who joins with its id before then
   /// takes them over.
   std::chrono::milliseconds player_leave_grace{2'000};
+  /// Game messages (clients' small messages for the rules, RoomRules::on_message): bytes per
+  /// message at most (1..schema::kMaxGameMessageBytes), and messages per second per player at
+  /// most (a token bucket counted in ticks, one second deep; 0 = no limit). A message over
+  /// either is refused with a message_rejected Error; the player stays connected.
+  uint32_t max_game_message_bytes = 256;
+  uint32_t max_game_messages_per_s = 10;
 
   // ---- inputs -----------------------------------------------------------------------------
   LateInputPolicy late_input_policy = LateInputPolicy::apply_next_tick;

@@ -10,6 +10,8 @@
 //   on_player_leave    players who left since the last tick, in leave order → commands for t+1
 //   on_player_join     players whose join is complete (their bodies exist),
 //                      in join order                                       → commands for t+1
+//   on_message         clients' game messages that arrived before the step,
+//                      in arrival order                                    → commands for t+1
 //   after_step         every tick, with the step's sensor events           → commands for t+1
 //   on_match_end       once, when the room stops (no commands: no step follows)
 //
@@ -113,6 +115,15 @@ class RoomRules {
   /// for the leave grace). Commands go into the next tick.
   virtual void on_player_leave(const RoomInfo& /*info*/, const sim::World& /*world*/,
                                const RoomPlayer& /*player*/, RulesOutput& /*out*/) {}
+  /// After the step of tick `tick` (== world.tick()), after the joins and leaves: one client game
+  /// message that arrived before that step (in arrival order), `data` its bytes as sent (within
+  /// the server's size limit; valid during the call only). The match recording keeps it at this
+  /// tick, so a re-run of the rules over the recording sees it at the same point. A message may
+  /// come from a player whose join the rules have not seen yet (its body spawn still pending) or
+  /// who has left since. Commands go into the next tick.
+  virtual void on_message(const RoomInfo& /*info*/, const sim::World& /*world*/,
+                          uint32_t /*player*/, uint64_t /*tick*/, std::span<const uint8_t> /*data*/,
+                          RulesOutput& /*out*/) {}
   /// Called once per tick, after the step, with the world as the step left it and the step's
   /// sensor events (world.events() has its contact events). Read-only: answer through `out`.
   virtual void after_step(const sim::World& world, std::span<const sim::SensorEvent> sensor_events,

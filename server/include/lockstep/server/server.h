@@ -90,6 +90,10 @@ struct RoomStats {
   uint64_t commands_applied = 0;  // commands (joins' spawns, leaves' destroys, rules') applied
   uint64_t commands_refused = 0;  // over the tick's command capacity, or refused by the world
   uint64_t commands_failed = 0;   // queued, then failed when applied (e.g. no free body slot)
+  uint64_t game_messages_delivered = 0;  // clients' game messages the rules were given
+  uint64_t game_messages_oversize = 0;   // refused: over max_game_message_bytes (or empty)
+  uint64_t game_messages_over_rate = 0;  // refused: over max_game_messages_per_s
+  uint64_t game_messages_other = 0;      // refused: from a spectator
   std::vector<ClientSummary> client_list;
 };
 
