@@ -1,9 +1,10 @@
 /* The C API from C: every entry point with good and bad arguments, compiled as C11 with warnings
  * as errors, linked against liblockstep_c only (no C++ compiler needed by a caller).
  *
- *   capi_test SCENE_DIR [PORT]
+ *   capi_test SCENE_DIR [PORT [TICKS]]
  * SCENE_DIR holds koth.scene; with PORT (a lockstep-server on 127.0.0.1), a client also joins
- * and verifies 120 ticks. Exit 0 when every check passed; each failure prints its line. */
+ * and verifies TICKS ticks (default 120). Exit 0 when every check passed; each failure prints its
+ * line. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,9 +436,10 @@ static void test_client_errors(void) {
   EXPECT_STATUS(LOCKSTEP_OK, lockstep_client_destroy(NULL));
 }
 
-/* Joins the room of a running server, sends an input per tick, and requires 120 verified ticks,
- * no desync, and a readable confirmed world; then disconnects and sees the DISCONNECTED event. */
-static void test_client_joins(uint16_t port) {
+/* Joins the room of a running server, sends an input per tick, and requires `ticks` verified
+ * ticks, no desync, and a readable confirmed world; then disconnects and sees the DISCONNECTED
+ * event. */
+static void test_client_joins(uint16_t port, uint64_t ticks) {
   lockstep_client* c = NULL;
   lockstep_world* view = NULL;
   lockstep_client_event events[64];
@@ -452,8 +454,8 @@ static void test_client_joins(uint16_t port) {
                 lockstep_client_connect(c, "127.0.0.1", port, "capi_c", "c_test", ""));
   lockstep_client_world(c, LOCKSTEP_WORLD_CONFIRMED, &view);
   /* Bounded by polls of at most 50 ms: a server that stops answering ends the loop (the read
-   * timeout disconnects), and 6000 polls are far more than 120 ticks need. */
-  while (verified < 120 && !disconnected && polls++ < 6000) {
+   * timeout disconnects), and 50 polls a tick are far more than a tick needs. */
+  while (verified < ticks && !disconnected && polls++ < 50 * ticks) {
     uint64_t next = 0;
     if (lockstep_client_poll(c, 50, NULL) != LOCKSTEP_OK) break;
     while (lockstep_client_take_events(c, events, 64, &count) == LOCKSTEP_OK && count > 0) {
@@ -480,11 +482,11 @@ static void test_client_joins(uint16_t port) {
     }
   }
   CHECK(joined);
-  CHECK(verified >= 120);
+  CHECK(verified >= ticks);
   CHECK(desyncs == 0);
   EXPECT_STATUS(LOCKSTEP_OK, lockstep_world_state_hash(view, &hash));
   EXPECT_STATUS(LOCKSTEP_OK, lockstep_client_get_stats(c, &stats));
-  CHECK(stats.desyncs == 0 && stats.ticks_verified >= 120);
+  CHECK(stats.desyncs == 0 && stats.ticks_verified >= ticks);
   lockstep_client_disconnect(c);
   for (polls = 0; !disconnected && polls < 200; ++polls) {
     lockstep_client_poll(c, 50, NULL);
@@ -510,7 +512,8 @@ int main(int argc, char** argv) {
   test_world();
   test_scene_actions();
   test_client_errors();
-  if (argc > 2) test_client_joins((uint16_t)atoi(argv[2]));
+  if (argc > 2)
+    test_client_joins((uint16_t)atoi(argv[2]), argc > 3 ? strtoull(argv[3], NULL, 10) : 120);
   printf("capi_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }
