@@ -47,12 +47,12 @@ normal_targets=(
   clang14-O0 clang14-O2 clang14-O3
   clang19-O0 clang19-O2 clang19-O3
   gcc-v3-O2 clang14-v3-O2
-  i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2
+  i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2 win64-mingw-O2
 )
 injected_targets=(aarch64-gcc-O2-fpcontract-fast i686-gcc-O2-x87)
 # The change check (scripts/test.sh without --full): one target of each architecture the matrix
 # guards, and clang at another -O level than the ci build's gcc -O2 (docs/ci.md says why these).
-representative_targets=(clang14-O3 i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2)
+representative_targets=(clang14-O3 i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2 win64-mingw-O2)
 representative_injected=()
 injected_ticks=600
 
@@ -75,6 +75,7 @@ target_spec() {
   runner=()
   exe=apps/lockstep-sim
   replay_exe=apps/lockstep-replay-verify
+  capi=0
   case "$name" in
   *-O0*) opt=0 slow=1 ;;
   *-O2*) opt=2 ;;
@@ -100,6 +101,16 @@ target_spec() {
   aarch64-gcc-O*)
     toolchain=aarch64-linux-gnu group=aarch64 slow=1
     runner=(qemu-aarch64)
+    ;;
+  win64-mingw-O*)
+    # Windows x86-64 (mingw-w64, static) under wine, in a wine prefix of the target's own that
+    # the build phase creates (its first start takes a while; the runs then start quickly).
+    toolchain=x86_64-w64-mingw32 group=mingw
+    runner=(env WINEPREFIX="$build_root/matrix-$name/wine-prefix" WINEDEBUG=-all
+      /usr/lib/wine/wine64)
+    exe=apps/lockstep-sim.exe
+    replay_exe=apps/lockstep-replay-verify.exe
+    capi=1 # lockstep_c.dll is built and its C suite run on this target too
     ;;
   wasm32-emcc-O*)
     toolchain=wasm32-emscripten group=wasm
@@ -145,6 +156,16 @@ if [ "${1:-}" = "--_build-one" ]; then
     -DLOCKSTEP_SIM_ONLY=ON -DLOCKSTEP_REPLAY_TOOL=ON
     -DLOCKSTEP_STAGED_INCLUDE_DIR="$staged" -DXXHASH_INCLUDE_DIR="$staged"
     -DLOCKSTEP_INJECT_NONDETERMINISM="$inject_flags")
+  build_targets=(lockstep-sim lockstep-replay-verify)
+  if [ "$capi" = 1 ]; then
+    # The C API's DLL too, and its C test suite, run below: the client SDK needs Asio, staged as
+    # header-only like FlatBuffers.
+    rm -rf "${staged:?}/asio"
+    cp -r /usr/include/asio "$staged/asio"
+    cp /usr/include/asio.hpp "$staged/asio.hpp"
+    cmake_args+=(-DLOCKSTEP_CAPI=ON -DASIO_INCLUDE_DIR="$staged")
+    build_targets+=(lockstep_c capi_test)
+  fi
   # No -g: debug information never changes the generated code, and was a third of the build
   # time. Unity builds for the tools around the sim (schema, replays, lockstep-replay-verify; the
   # sim itself is always compiled file by file, sim/CMakeLists.txt): FlatBuffers' headers are
@@ -158,8 +179,19 @@ if [ "${1:-}" = "--_build-one" ]; then
   3) cmake_args+=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG") ;;
   esac
   start_ns=$(date +%s%N)
-  if { cmake "${cmake_args[@]}" && cmake --build "$dir" --target lockstep-sim lockstep-replay-verify -j "$build_jobs"; } >"$log" 2>&1; then
+  if { cmake "${cmake_args[@]}" && cmake --build "$dir" --target "${build_targets[@]}" -j "$build_jobs"; } >"$log" 2>&1; then
     result=ok
+    # A target run under wine: its prefix is made now, once (wine's first start), so that the
+    # runs, two at a time, do not both make it.
+    if [ "${runner[0]:-}" = env ] && [[ "${runner[*]}" == *wine* ]]; then
+      "${runner[@]}" "$dir/$exe" --help >>"$log" 2>&1 || true
+    fi
+    # The C API's own suite on the target (every entry point through the DLL): a failure there
+    # fails the target's build.
+    if [ "$capi" = 1 ] && ! "${runner[@]}" "$dir/capi/tests/capi_test.exe" "$root/scenes" >>"$log" 2>&1; then
+      echo "determinism-matrix: capi_test failed on $name" >>"$log"
+      result=failed
+    fi
   else
     result=failed
   fi
