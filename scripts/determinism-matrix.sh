@@ -158,13 +158,15 @@ if [ "${1:-}" = "--_build-one" ]; then
     -DLOCKSTEP_INJECT_NONDETERMINISM="$inject_flags")
   build_targets=(lockstep-sim lockstep-replay-verify)
   if [ "$capi" = 1 ]; then
-    # The C API's DLL too, and its C test suite, run below: the client SDK needs Asio, staged as
-    # header-only like FlatBuffers.
-    rm -rf "${staged:?}/asio"
+    # The C API's DLL too, its C test suite (run below) and lockstep-bot
+    # (scripts/windows-client-check.sh): the client SDK needs Asio, staged as header-only like
+    # FlatBuffers.
+    rm -rf "${staged:?}/asio" "${staged:?}/CLI"
     cp -r /usr/include/asio "$staged/asio"
     cp /usr/include/asio.hpp "$staged/asio.hpp"
+    cp -r /usr/include/CLI "$staged/CLI" # CLI11, for lockstep-bot
     cmake_args+=(-DLOCKSTEP_CAPI=ON -DASIO_INCLUDE_DIR="$staged")
-    build_targets+=(lockstep_c capi_test)
+    build_targets+=(lockstep_c capi_test lockstep-bot)
   fi
   # No -g: debug information never changes the generated code, and was a third of the build
   # time. Unity builds for the tools around the sim (schema, replays, lockstep-replay-verify; the

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A Windows lockstep client against a Linux server: the C API's test program, built for Windows
-# x86-64 by the determinism matrix (mingw-w64, linked to lockstep_c.dll), runs under wine, joins a
-# lockstep-server of the Linux build on loopback and must verify 10 s of ticks (600 at 60 Hz)
-# with no desync; its other checks run first, through the DLL.
+# Windows lockstep clients against a Linux server, each for 10 s of ticks (600 at 60 Hz) with no
+# desync, under wine, joining a lockstep-server of the Linux build on loopback:
+#   1. lockstep-bot built for Windows x86-64 by the determinism matrix (mingw-w64, static);
+#   2. the C API's test program, linked to lockstep_c.dll (its other checks run first, through
+#      the DLL), as an engine loading the DLL would join.
 #
 #   scripts/windows-client-check.sh [LINUX_BUILD_DIR]    default build/ci
 #
@@ -14,16 +15,21 @@ linux_build=${1:-$root/build/ci}
 target=win64-mingw-O2
 win_build=$root/build/matrix-$target
 program=$win_build/capi/tests/capi_test.exe
+bot=$win_build/apps/lockstep-bot.exe
 [ -x "$linux_build/apps/lockstep-server" ] || {
   echo "windows-client-check: no $linux_build/apps/lockstep-server (build the ci preset first)" >&2
   exit 2
 }
-if [ ! -f "$program" ]; then
+if [ ! -f "$program" ] || [ ! -f "$bot" ]; then
   bash "$root/scripts/determinism-matrix.sh" --targets "$target" --build-only
 fi
-[ -f "$program" ] || { echo "windows-client-check: the Windows build made no $program" >&2; exit 1; }
+for f in "$program" "$bot"; do
+  [ -f "$f" ] || { echo "windows-client-check: the Windows build made no $f" >&2; exit 1; }
+done
 start=$(date +%s)
-WINEPREFIX="$win_build/wine-prefix" WINEDEBUG=-all \
-  bash "$root/capi/tests/with_server.sh" "$linux_build/apps/lockstep-server" -- \
+export WINEPREFIX="$win_build/wine-prefix" WINEDEBUG=-all
+bash "$root/capi/tests/with_server.sh" "$linux_build/apps/lockstep-server" -- \
+  /usr/lib/wine/wine64 "$bot" --port @PORT@ --name windows_bot --seconds 10 --quiet
+bash "$root/capi/tests/with_server.sh" "$linux_build/apps/lockstep-server" -- \
   /usr/lib/wine/wine64 "$program" "$root/scenes" @PORT@ 600
 echo "windows-client-check: passed in $(($(date +%s) - start)) s"
