@@ -25,6 +25,11 @@ constexpr size_t kMaxInputsPerSend = 256;
 constexpr uint32_t kReservedEventSlots = 16;
 constexpr uint32_t kMaxEventCapacity = 1u << 20;
 
+static_assert(LOCKSTEP_CLIENT_IDLE == static_cast<int>(sdk::ClientState::idle) &&
+              LOCKSTEP_CLIENT_CONNECTING == static_cast<int>(sdk::ClientState::connecting) &&
+              LOCKSTEP_CLIENT_JOINED == static_cast<int>(sdk::ClientState::joined) &&
+              LOCKSTEP_CLIENT_DISCONNECTED == static_cast<int>(sdk::ClientState::disconnected));
+
 }  // namespace
 
 struct lockstep_client {

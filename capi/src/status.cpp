@@ -9,6 +9,28 @@
 namespace lockstep::capi {
 namespace {
 
+// The header's numbers are the library's own: a change on either side fails to compile here.
+static_assert(LOCKSTEP_BODY_STATIC == static_cast<int>(sim::BodyType::static_body) &&
+              LOCKSTEP_BODY_KINEMATIC == static_cast<int>(sim::BodyType::kinematic) &&
+              LOCKSTEP_BODY_DYNAMIC == static_cast<int>(sim::BodyType::dynamic));
+static_assert(LOCKSTEP_SHAPE_SPHERE == static_cast<int>(sim::ShapeType::sphere) &&
+              LOCKSTEP_SHAPE_BOX == static_cast<int>(sim::ShapeType::box) &&
+              LOCKSTEP_SHAPE_CAPSULE == static_cast<int>(sim::ShapeType::capsule) &&
+              LOCKSTEP_SHAPE_PLANE == static_cast<int>(sim::ShapeType::plane) &&
+              LOCKSTEP_SHAPE_HULL == static_cast<int>(sim::ShapeType::hull));
+static_assert(LOCKSTEP_COMMAND_EMIT_EVENT == static_cast<int>(sim::kLastCommandType) &&
+              LOCKSTEP_COMMAND_SET_STATE == static_cast<int>(sim::CommandType::set_state) &&
+              LOCKSTEP_COMMAND_RESPAWN == static_cast<int>(sim::CommandType::respawn));
+static_assert(LOCKSTEP_INPUT_SCALE_LOG2 == sim::kInputScaleLog2 &&
+              LOCKSTEP_INPUT_SETS_LINEAR_VELOCITY == sim::input_sets_linear_velocity &&
+              LOCKSTEP_INPUT_SETS_ANGULAR_VELOCITY == sim::input_sets_angular_velocity);
+static_assert(LOCKSTEP_SCORE_STATE_FIELD == sim::kScoreStateField &&
+              LOCKSTEP_STATE_PLAYER == static_cast<int>(sim::StateScope::player) &&
+              LOCKSTEP_STATE_FIXED == static_cast<int>(sim::StateType::fixed));
+static_assert(LOCKSTEP_EVENT_BEGIN == static_cast<int>(sim::ContactEventType::begin) &&
+              LOCKSTEP_EVENT_END == static_cast<int>(sim::ContactEventType::end));
+static_assert(sizeof(lockstep_state_field{}.name) == sim::kMaxStateNameBytes + 1);
+
 // The thread's last error: calls that fail before a handle exists (creation) report here too.
 thread_local char thread_error[kErrorBytes] = {};
 
