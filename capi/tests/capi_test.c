@@ -423,6 +423,9 @@ static void test_client_errors(void) {
   EXPECT_STATUS(LOCKSTEP_ERR_INVALID_ARGUMENT,
                 lockstep_client_connect(c, "127.0.0.1", 0, "r", "n", NULL));
   EXPECT_STATUS(LOCKSTEP_ERR_INVALID_ARGUMENT, lockstep_client_poll(c, 600000, NULL));
+  EXPECT_STATUS(LOCKSTEP_OK, lockstep_client_poll(c, 0, &count)); /* idle: nothing happens */
+  CHECK(count == 0);
+  EXPECT_STATUS(LOCKSTEP_ERR_NULL_ARGUMENT, lockstep_client_poll(NULL, 0, &count));
   EXPECT_STATUS(LOCKSTEP_ERR_NULL_ARGUMENT, lockstep_client_take_events(c, NULL, 4, &count));
   EXPECT_STATUS(LOCKSTEP_OK, lockstep_client_take_events(c, events, 4, &count));
   CHECK(count == 0);
