@@ -445,17 +445,25 @@ static void test_client_errors(void) {
 static void test_client_joins(uint16_t port, uint64_t ticks) {
   lockstep_client* c = NULL;
   lockstep_world* view = NULL;
+  lockstep_world* predicted = NULL;
+  lockstep_client_options options;
+  uint64_t predicted_events = 0, confirmed_tick = 0, predicted_tick = 0;
   lockstep_client_event events[64];
   lockstep_client_stats stats;
   uint64_t verified = 0, last_sent = 0, hash = 0;
   uint32_t count = 0, i, polls = 0;
   int joined = 0, disconnected = 0, desyncs = 0;
-  EXPECT_STATUS(LOCKSTEP_OK, lockstep_client_create(NULL, &c));
+  /* With the prediction on: the confirmed world is still the verified one. */
+  lockstep_client_options_init(&options);
+  options.prediction = 1;
+  options.input_delay_ticks = 1;
+  EXPECT_STATUS(LOCKSTEP_OK, lockstep_client_create(&options, &c));
   if (c == NULL) return;
   EXPECT_STATUS(LOCKSTEP_OK, lockstep_client_connect(c, "127.0.0.1", port, "capi_c", "c_test", ""));
   EXPECT_STATUS(LOCKSTEP_ERR_BAD_STATE,
                 lockstep_client_connect(c, "127.0.0.1", port, "capi_c", "c_test", ""));
   lockstep_client_world(c, LOCKSTEP_WORLD_CONFIRMED, &view);
+  lockstep_client_world(c, LOCKSTEP_WORLD_PREDICTED, &predicted);
   /* Bounded by polls of at most 50 ms: a server that stops answering ends the loop (the read
    * timeout disconnects), and 50 polls a tick are far more than a tick needs. */
   while (verified < ticks && !disconnected && polls++ < 50 * ticks) {
@@ -465,6 +473,7 @@ static void test_client_joins(uint16_t port, uint64_t ticks) {
       for (i = 0; i < count; ++i) {
         if (events[i].type == LOCKSTEP_CLIENT_EVENT_JOINED) joined = 1;
         if (events[i].type == LOCKSTEP_CLIENT_EVENT_TICK_APPLIED) ++verified;
+        if (events[i].type == LOCKSTEP_CLIENT_EVENT_TICK_PREDICTED) ++predicted_events;
         if (events[i].type == LOCKSTEP_CLIENT_EVENT_DESYNC) ++desyncs;
         if (events[i].type == LOCKSTEP_CLIENT_EVENT_DISCONNECTED) disconnected = 1;
       }
@@ -488,8 +497,20 @@ static void test_client_joins(uint16_t port, uint64_t ticks) {
   CHECK(verified >= ticks);
   CHECK(desyncs == 0);
   EXPECT_STATUS(LOCKSTEP_OK, lockstep_world_state_hash(view, &hash));
+  EXPECT_STATUS(LOCKSTEP_OK, lockstep_world_tick(view, &confirmed_tick));
+  EXPECT_STATUS(LOCKSTEP_OK, lockstep_world_tick(predicted, &predicted_tick));
+  CHECK(predicted_tick >= confirmed_tick);
+  CHECK(predicted_events > 0);
+  {
+    lockstep_body bodies[8];
+    uint32_t n = 0, live = 0;
+    EXPECT_STATUS(LOCKSTEP_OK, lockstep_world_get_bodies(predicted, bodies, 8, &n, &live));
+    CHECK(n > 0 && live > 0);
+    EXPECT_STATUS(LOCKSTEP_ERR_READ_ONLY, lockstep_world_step(predicted, NULL, 0, NULL, 0, NULL));
+  }
   EXPECT_STATUS(LOCKSTEP_OK, lockstep_client_get_stats(c, &stats));
   CHECK(stats.desyncs == 0 && stats.ticks_verified >= ticks);
+  CHECK(stats.ticks_predicted > 0);
   lockstep_client_disconnect(c);
   for (polls = 0; !disconnected && polls < 200; ++polls) {
     lockstep_client_poll(c, 50, NULL);
@@ -501,8 +522,11 @@ static void test_client_joins(uint16_t port, uint64_t ticks) {
   }
   CHECK(disconnected);
   lockstep_client_destroy(c);
-  printf("capi_test: joined on port %u, %llu ticks verified, 0 desyncs\n", port,
-         (unsigned long long)verified);
+  printf(
+      "capi_test: joined on port %u, %llu ticks verified, %llu predicted, %llu rollbacks, "
+      "%llu desyncs\n",
+      port, (unsigned long long)verified, (unsigned long long)stats.ticks_predicted,
+      (unsigned long long)stats.rollbacks, (unsigned long long)stats.desyncs);
 }
 
 int main(int argc, char** argv) {
