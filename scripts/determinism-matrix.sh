@@ -161,10 +161,11 @@ if [ "${1:-}" = "--_build-one" ]; then
     # The C API's DLL too, its C test suite (run below) and lockstep-bot
     # (scripts/windows-client-check.sh): the client SDK needs Asio, staged as header-only like
     # FlatBuffers.
+    # -p keeps the headers' times, so a reused build folder does not rebuild what includes them.
     rm -rf "${staged:?}/asio" "${staged:?}/CLI"
-    cp -r /usr/include/asio "$staged/asio"
-    cp /usr/include/asio.hpp "$staged/asio.hpp"
-    cp -r /usr/include/CLI "$staged/CLI" # CLI11, for lockstep-bot
+    cp -rp /usr/include/asio "$staged/asio"
+    cp -p /usr/include/asio.hpp "$staged/asio.hpp"
+    cp -rp /usr/include/CLI "$staged/CLI" # CLI11, for lockstep-bot
     cmake_args+=(-DLOCKSTEP_CAPI=ON -DASIO_INCLUDE_DIR="$staged")
     build_targets+=(lockstep_c capi_test lockstep-bot)
   fi
