@@ -9,7 +9,8 @@
  *   thread (lockstep_last_error, for calls that failed before a handle existed).
  * - The caller owns every buffer: results are written into the caller's arrays, with the count
  *   written and the count that exists; nothing the library returns needs freeing except handles.
- *   Stepping a world and polling a client do not allocate.
+ *   Stepping a world and reading it do not allocate; a client's events go into a ring made when
+ *   the client is created (decoding what the server sends is the client SDK's own work).
  * - No C++ exception crosses this boundary; a null pointer, a bad size, NaN or infinity is a
  *   status code, never a crash.
  * - Threads: one handle is used by one thread at a time (no call locks). Different handles may be
