@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "alloc_counter.h"
 #include "lockstep.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/scene.h"
@@ -135,6 +136,45 @@ TEST(CapiFrames, WelcomeRefusals) {
     }
     flipped[i] ^= 0x5a;
   }
+}
+
+// The C layer's promise: a step with commands and inputs, and reading every body back, take no
+// memory (the conversion buffers were made with the world). Counted by replacing operator new in
+// this program, which the shared library's allocations go through too.
+TEST(CapiFrames, StepAndReadAllocateNothing) {
+  lockstep_world* world = nullptr;
+  lockstep::testing::AllocationCounter creation;
+  ASSERT_EQ(lockstep_world_create_builtin("inputs", &world), LOCKSTEP_OK);
+  // The counter sees the library's own allocations (creation takes the world's memory).
+  EXPECT_GT(creation.count(), 0u);
+  std::vector<lockstep_body> bodies(64);
+  lockstep_input input{};
+  input.player = 1;
+  uint32_t count = 0, found = 0;
+  ASSERT_EQ(lockstep_world_get_bodies(world, bodies.data(), 64, &count, &found), LOCKSTEP_OK);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (bodies[i].owner_player == 1) input.body = bodies[i].id;
+  }
+  ASSERT_NE(input.body.index1, 0u);
+  lockstep_command command{};
+  command.type = LOCKSTEP_COMMAND_ADD_SCORE;
+  command.owner_player = 1;
+  command.score_delta = 1;
+  lockstep_step_result result{};
+  lockstep::testing::AllocationCounter counter;
+  for (int t = 0; t < 120; ++t) {
+    input.sequence = static_cast<uint32_t>(t + 1);
+    input.linear_impulse[0] = (t % 5 - 2) << LOCKSTEP_INPUT_SCALE_LOG2;
+    ASSERT_EQ(lockstep_world_step(world, &command, 1, &input, 1, &result), LOCKSTEP_OK);
+    ASSERT_EQ(lockstep_world_get_bodies(world, bodies.data(), 64, &count, &found), LOCKSTEP_OK);
+  }
+  EXPECT_EQ(counter.count(), 0u);
+  EXPECT_EQ(result.inputs_rejected, 0u);
+  EXPECT_EQ(result.commands_rejected, 0u);
+  int32_t score = 0;
+  ASSERT_EQ(lockstep_world_state_value(world, LOCKSTEP_SCORE_STATE_FIELD, 1, &score), LOCKSTEP_OK);
+  EXPECT_EQ(score, 120);
+  lockstep_world_destroy(world);
 }
 
 }  // namespace
