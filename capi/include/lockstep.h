@@ -19,7 +19,9 @@
  * Versioning: LOCKSTEP_C_API_VERSION is the version this header describes, as
  * major * 10000 + minor * 100 + patch; lockstep_api_version() is the library's. A caller checks
  * that the majors are equal and the library's minor is at least the header's. Within a major,
- * functions, enum values and trailing struct fields are only added.
+ * functions and enum values are only added and no struct changes size or layout (the caller
+ * allocates them, so a grown struct would be written past its end): new data comes with new
+ * functions, and a struct changes only with a new major.
  */
 #ifndef LOCKSTEP_H
 #define LOCKSTEP_H
