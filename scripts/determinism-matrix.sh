@@ -7,7 +7,9 @@
 #   scripts/determinism-matrix.sh [options]
 #     --targets A,B,...          only these targets (default: every normal target; see --list)
 #     --representative           the change check's set instead of every target: x86-64
-#                                clang14 -O3, i686, aarch64 and wasm32 (x86-64 gcc -O2 is the ci
+#                                clang14 -O3, i686, aarch64, wasm32 and Windows x86-64 (under
+#                                wine; it also builds lockstep_c.dll and runs the C API's suite
+#                                through it) (x86-64 gcc -O2 is the ci
 #                                build's own golden test); no injected target (the desync drill
 #                                proves there that a broken build is caught)
 #     --scenes A,B,...           only these golden scenes (default: every tests/golden/*.txt)
@@ -357,7 +359,7 @@ while [ $# -gt 0 ]; do
     exit 0
     ;;
   -h | --help)
-    sed -n '2,35p' "$0"
+    sed -n '2,37p' "$0"
     exit 0
     ;;
   *)
