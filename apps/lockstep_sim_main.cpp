@@ -68,6 +68,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#ifdef _WIN32
+#include <fcntl.h>
+#include <io.h>
+#endif
 
 #include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
@@ -641,6 +645,11 @@ bool report_sync_test(const std::string& scene, uint64_t k, const SyncTester& te
 }
 
 int main(int argc, char** argv) {
+#ifdef _WIN32
+  // Windows: stdout in binary mode, so that lines end in \n as everywhere else (the determinism
+  // matrix compares them byte for byte with the golden chains).
+  _setmode(_fileno(stdout), _O_BINARY);
+#endif
   Options options;
   std::string error;
   if (!parse_options(argc, argv, &options, &error)) {

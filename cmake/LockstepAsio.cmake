@@ -15,6 +15,11 @@ function(lockstep_use_asio target)
   # Asio 1.24 enables co_await on clang only through <experimental/coroutine>, which clang 14
   # with libstdc++ 12 does not have; its C++20 coroutines work (the fuzz build compiles the
   # server with clang).
+  # Windows (the mingw-w64 build of the C API): Winsock, and the Windows 10 API Asio is built for.
+  if(WIN32)
+    target_compile_definitions(${target} PRIVATE _WIN32_WINNT=0x0A00)
+    target_link_libraries(${target} PRIVATE ws2_32 mswsock)
+  endif()
   if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     target_compile_definitions(${target} PRIVATE ASIO_HAS_CO_AWAIT=1)
   endif()

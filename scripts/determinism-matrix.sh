@@ -7,7 +7,9 @@
 #   scripts/determinism-matrix.sh [options]
 #     --targets A,B,...          only these targets (default: every normal target; see --list)
 #     --representative           the change check's set instead of every target: x86-64
-#                                clang14 -O3, i686, aarch64 and wasm32 (x86-64 gcc -O2 is the ci
+#                                clang14 -O3, i686, aarch64, wasm32 and Windows x86-64 (under
+#                                wine; it also builds lockstep_c.dll and runs the C API's suite
+#                                through it) (x86-64 gcc -O2 is the ci
 #                                build's own golden test); no injected target (the desync drill
 #                                proves there that a broken build is caught)
 #     --scenes A,B,...           only these golden scenes (default: every tests/golden/*.txt)
@@ -47,12 +49,12 @@ normal_targets=(
   clang14-O0 clang14-O2 clang14-O3
   clang19-O0 clang19-O2 clang19-O3
   gcc-v3-O2 clang14-v3-O2
-  i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2
+  i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2 win64-mingw-O2
 )
 injected_targets=(aarch64-gcc-O2-fpcontract-fast i686-gcc-O2-x87)
 # The change check (scripts/test.sh without --full): one target of each architecture the matrix
 # guards, and clang at another -O level than the ci build's gcc -O2 (docs/ci.md says why these).
-representative_targets=(clang14-O3 i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2)
+representative_targets=(clang14-O3 i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2 win64-mingw-O2)
 representative_injected=()
 injected_ticks=600
 
@@ -75,6 +77,7 @@ target_spec() {
   runner=()
   exe=apps/lockstep-sim
   replay_exe=apps/lockstep-replay-verify
+  capi=0
   case "$name" in
   *-O0*) opt=0 slow=1 ;;
   *-O2*) opt=2 ;;
@@ -100,6 +103,16 @@ target_spec() {
   aarch64-gcc-O*)
     toolchain=aarch64-linux-gnu group=aarch64 slow=1
     runner=(qemu-aarch64)
+    ;;
+  win64-mingw-O*)
+    # Windows x86-64 (mingw-w64, static) under wine, in a wine prefix of the target's own that
+    # the build phase creates (its first start takes a while; the runs then start quickly).
+    toolchain=x86_64-w64-mingw32 group=mingw
+    runner=(env WINEPREFIX="$build_root/matrix-$name/wine-prefix" WINEDEBUG=-all
+      /usr/lib/wine/wine64)
+    exe=apps/lockstep-sim.exe
+    replay_exe=apps/lockstep-replay-verify.exe
+    capi=1 # lockstep_c.dll is built and its C suite run on this target too
     ;;
   wasm32-emcc-O*)
     toolchain=wasm32-emscripten group=wasm
@@ -145,6 +158,19 @@ if [ "${1:-}" = "--_build-one" ]; then
     -DLOCKSTEP_SIM_ONLY=ON -DLOCKSTEP_REPLAY_TOOL=ON
     -DLOCKSTEP_STAGED_INCLUDE_DIR="$staged" -DXXHASH_INCLUDE_DIR="$staged"
     -DLOCKSTEP_INJECT_NONDETERMINISM="$inject_flags")
+  build_targets=(lockstep-sim lockstep-replay-verify)
+  if [ "$capi" = 1 ]; then
+    # The C API's DLL too, its C test suite (run below) and lockstep-bot
+    # (scripts/windows-client-check.sh): the client SDK needs Asio, staged as header-only like
+    # FlatBuffers.
+    # -p keeps the headers' times, so a reused build folder does not rebuild what includes them.
+    rm -rf "${staged:?}/asio" "${staged:?}/CLI"
+    cp -rp /usr/include/asio "$staged/asio"
+    cp -p /usr/include/asio.hpp "$staged/asio.hpp"
+    cp -rp /usr/include/CLI "$staged/CLI" # CLI11, for lockstep-bot
+    cmake_args+=(-DLOCKSTEP_CAPI=ON -DASIO_INCLUDE_DIR="$staged")
+    build_targets+=(lockstep_c capi_test lockstep-bot)
+  fi
   # No -g: debug information never changes the generated code, and was a third of the build
   # time. Unity builds for the tools around the sim (schema, replays, lockstep-replay-verify; the
   # sim itself is always compiled file by file, sim/CMakeLists.txt): FlatBuffers' headers are
@@ -158,8 +184,19 @@ if [ "${1:-}" = "--_build-one" ]; then
   3) cmake_args+=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG") ;;
   esac
   start_ns=$(date +%s%N)
-  if { cmake "${cmake_args[@]}" && cmake --build "$dir" --target lockstep-sim lockstep-replay-verify -j "$build_jobs"; } >"$log" 2>&1; then
+  if { cmake "${cmake_args[@]}" && cmake --build "$dir" --target "${build_targets[@]}" -j "$build_jobs"; } >"$log" 2>&1; then
     result=ok
+    # A target run under wine: its prefix is made now, once (wine's first start), so that the
+    # runs, two at a time, do not both make it.
+    if [ "${runner[0]:-}" = env ] && [[ "${runner[*]}" == *wine* ]]; then
+      "${runner[@]}" "$dir/$exe" --help >>"$log" 2>&1 || true
+    fi
+    # The C API's own suite on the target (every entry point through the DLL): a failure there
+    # fails the target's build.
+    if [ "$capi" = 1 ] && ! "${runner[@]}" "$dir/capi/tests/capi_test.exe" "$root/scenes" >>"$log" 2>&1; then
+      echo "determinism-matrix: capi_test failed on $name" >>"$log"
+      result=failed
+    fi
   else
     result=failed
   fi
@@ -322,7 +359,7 @@ while [ $# -gt 0 ]; do
     exit 0
     ;;
   -h | --help)
-    sed -n '2,35p' "$0"
+    sed -n '2,37p' "$0"
     exit 0
     ;;
   *)

@@ -2,7 +2,7 @@
 # Installs the toolchains of the determinism matrix (docs/determinism.md) from Debian 12's
 # archive, idempotently: apt-get runs only for packages that dpkg-query reports missing.
 #
-#   scripts/install-matrix-toolchains.sh [group...]   groups: native clang2 i686 aarch64 wasm
+#   scripts/install-matrix-toolchains.sh [group...]   groups: native clang2 i686 aarch64 wasm mingw
 #                                                      (default: all of them)
 # Exit status is non-zero if a package could not be installed.
 set -euo pipefail
@@ -17,15 +17,17 @@ packages_for() {
   i686) echo "g++-i686-linux-gnu qemu-user" ;;
   aarch64) echo "g++-aarch64-linux-gnu qemu-user" ;;
   wasm) echo "emscripten nodejs" ;;
+  # Windows x86-64: mingw-w64 with posix threads (std::thread for the client SDK), run by wine64.
+  mingw) echo "g++-mingw-w64-x86-64-posix wine64" ;;
   *)
-    echo "unknown toolchain group: $1 (native clang2 i686 aarch64 wasm)" >&2
+    echo "unknown toolchain group: $1 (native clang2 i686 aarch64 wasm mingw)" >&2
     return 1
     ;;
   esac
 }
 
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(native clang2 i686 aarch64 wasm)
+[ ${#groups[@]} -gt 0 ] || groups=(native clang2 i686 aarch64 wasm mingw)
 
 missing=()
 for group in "${groups[@]}"; do

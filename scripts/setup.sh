@@ -21,6 +21,7 @@ packages=(
   libsodium-dev                               # join tokens: HMAC-SHA512-256 (crypto_auth)
   clang-14 libclang-rt-14-dev                 # libFuzzer + sanitizers of tests/fuzz (scripts/fuzz.sh)
   chromium python3                            # the replay viewer's browser test (headless)
+  mono-mcs mono-runtime                       # the C API's C# example, built and run by ctest
 )
 packages+=("$@")
 

@@ -15,10 +15,13 @@
 #   asan    ASan+UBSan (clang 14) over the tests that read untrusted bytes, the net paths and the
 #           solver; the same build has the libFuzzer harnesses
 #   fuzz    every libFuzzer target for 10 s from the committed corpus, from the asan build
-#   matrix  the representative determinism targets: x86-64 clang -O3, i686, aarch64 and wasm32,
+#   matrix  the representative determinism targets: x86-64 clang -O3, i686, aarch64, wasm32 and
+#           Windows x86-64 under wine (its build also runs the C API's suite through the DLL),
 #           built and run in the background from the end of the ci build; the emulated targets
 #           compare the first 600 ticks of each golden chain (a prefix another chain checks in
 #           full is not run twice), every target every golden replay in full
+#   windows the Windows build of the C API's client joins a server of the ci build under wine
+#           and verifies 10 s of ticks (scripts/windows-client-check.sh)
 #
 # Knobs for a developer (CI sets none of them):
 #   LOCKSTEP_SKIP_{ASAN,MATRIX,FUZZ,SOAK}=1   skip that stage
@@ -32,7 +35,7 @@ case "${1:-}" in
 "") ;;
 --full) full=1 ;;
 -h | --help)
-  sed -n '2,25p' "$0"
+  sed -n '2,28p' "$0"
   exit 0
   ;;
 *)
@@ -233,6 +236,14 @@ if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ]; then
     echo "test.sh: the determinism matrix failed (exit $matrix_rc)" >&2
     exit 1
   fi
+fi
+
+if [ "${LOCKSTEP_SKIP_MATRIX:-0}" != 1 ]; then
+  # The matrix built the Windows target (lockstep_c.dll and its C suite): that program joins a
+  # server of the ci build from wine and must verify 10 s of ticks with no desync.
+  begin_stage "Windows client (wine) against the Linux server, 10 s"
+  bash scripts/windows-client-check.sh build/ci
+  end_stage
 fi
 
 print_stages

@@ -8,25 +8,11 @@
 #      and run it: it binds, serves, shuts down and prints its summary.
 # Run by ctest as: cmake -DBUILD_DIR=… -DSOURCE_DIR=… -DWORK_DIR=… -DCXX=… [-DBUILD_TYPE=…]
 #                        [-DCXX_FLAGS=…] [-DLINKER_FLAGS=…] [-DGENERATOR=…] -P sdk_install_test.cmake
-foreach(var BUILD_DIR SOURCE_DIR WORK_DIR CXX)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "sdk_install_test: -D${var}=… is required")
-  endif()
-endforeach()
-
-set(prefix ${WORK_DIR}/prefix)
+set(install_test_name sdk_install_test)
+include(${CMAKE_CURRENT_LIST_DIR}/install_test_run.cmake)
+install_test_start(BUILD_DIR SOURCE_DIR WORK_DIR CXX)
 set(example_build ${WORK_DIR}/example)
 set(backend_build ${WORK_DIR}/backend)
-file(REMOVE_RECURSE ${WORK_DIR})
-file(MAKE_DIRECTORY ${WORK_DIR})
-
-function(run step)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "sdk_install_test: ${step} failed (${rc}):\n${out}")
-  endif()
-  message(STATUS "sdk_install_test: ${step}: ok")
-endfunction()
 
 run("install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 foreach(file lib/cmake/lockstep/lockstepConfig.cmake include/lockstep/client_sdk/client.h

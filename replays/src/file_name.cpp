@@ -15,7 +15,11 @@ std::atomic<uint64_t> g_replay_file_sequence{0};
 std::string utc_stamp() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};
+#ifdef _WIN32
+  gmtime_s(&utc, &now);  // the C runtime's thread-safe gmtime, its arguments the other way round
+#else
   gmtime_r(&now, &utc);
+#endif
   char text[32];
   const size_t n = std::strftime(text, sizeof(text), "%Y%m%dT%H%M%SZ", &utc);
   return std::string(text, n);

@@ -9,13 +9,55 @@
 #include <utility>
 
 #include <fcntl.h>
+#ifdef _WIN32
+#include <io.h>
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#define O_CLOEXEC 0  // handles are not inherited by the processes the tools never start
+#else
 #include <unistd.h>
+#endif
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 namespace lockstep::replays {
 namespace {
+
+// The file calls the writer makes. Windows (mingw-w64): the C runtime's, in binary mode; the
+// rename replaces an existing file (std::rename does not there) and reaches the disk before it
+// returns, and there is no directory to fsync (NTFS journals the rename itself).
+namespace file_io {
+#ifdef _WIN32
+using ssize_t = long long;
+int open(const char* path, int flags, int mode) {
+  return ::_open(path, flags | _O_BINARY, mode);
+}
+int fsync(int fd) {
+  return ::_commit(fd);
+}
+ssize_t write(int fd, const void* bytes, size_t count) {
+  return ::_write(fd, bytes, static_cast<unsigned>(count < (1u << 30) ? count : (1u << 30)));
+}
+int close(int fd) {
+  return ::_close(fd);
+}
+int unlink(const char* path) {
+  return ::_unlink(path);
+}
+int rename(const char* from, const char* to) {
+  if (MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) return 0;
+  errno = EACCES;
+  return -1;
+}
+#else
+using ::close, ::fsync, ::open, ::rename, ::unlink, ::write;
+using ssize_t = ::ssize_t;
+#endif
+}  // namespace file_io
 
 uint16_t load_u16_le(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] | p[1] << 8);
@@ -50,8 +92,8 @@ std::string hex_bytes(std::span<const uint8_t> bytes) {
   return text;
 }
 
-// The directory holding `path`, for the fsync that makes a rename durable.
-std::string parent_directory(const std::string& path) {
+// The directory holding `path`, for the fsync that makes a rename durable (not on Windows).
+[[maybe_unused]] std::string parent_directory(const std::string& path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
@@ -256,7 +298,7 @@ RecordError RecordWriter::open(std::string_view final_path, uint32_t max_record_
   records_written_ = 0;
   file_bytes_ = 0;
 
-  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd_ = file_io::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) return fail_io("open", temp_path_, errno);
   temp_exists_ = true;
 
@@ -332,7 +374,7 @@ RecordError RecordWriter::flush() {
 
 RecordError RecordWriter::sync() {
   if (const RecordError e = flush(); e != RecordError::none) return e;
-  while (::fsync(fd_) != 0) {
+  while (file_io::fsync(fd_) != 0) {
     if (errno != EINTR) return fail_io("fsync", temp_path_, errno);
   }
   return RecordError::none;
@@ -342,28 +384,30 @@ RecordError RecordWriter::finish() {
   if (const RecordError e = sync(); e != RecordError::none) return e;
   const int fd = std::exchange(fd_, -1);
   // close() can report a deferred write error (NFS); the data is not safe if it does.
-  if (::close(fd) != 0) return fail_io("close", temp_path_, errno);
-  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+  if (file_io::close(fd) != 0) return fail_io("close", temp_path_, errno);
+  if (file_io::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
     return fail_io("rename", temp_path_ + " to " + final_path_, errno);
   }
   temp_exists_ = false;
+#ifndef _WIN32
   // The rename itself is durable only once the directory entry is on disk.
   const std::string directory = parent_directory(final_path_);
-  const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dir_fd = file_io::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) return fail_io("open directory", directory, errno);
   int sync_result;
-  while ((sync_result = ::fsync(dir_fd)) != 0 && errno == EINTR) {
+  while ((sync_result = file_io::fsync(dir_fd)) != 0 && errno == EINTR) {
   }
   const int sync_errno = errno;
-  ::close(dir_fd);
+  file_io::close(dir_fd);
   if (sync_result != 0) return fail_io("fsync directory", directory, sync_errno);
+#endif
   return RecordError::none;
 }
 
 void RecordWriter::abandon() {
   close_fd();
   if (temp_exists_) {
-    ::unlink(temp_path_.c_str());
+    file_io::unlink(temp_path_.c_str());
     temp_exists_ = false;
   }
   buffer_used_ = 0;
@@ -379,7 +423,7 @@ RecordError RecordWriter::fail_io(const std::string& operation, const std::strin
 
 RecordError RecordWriter::write_all(const uint8_t* bytes, size_t count) {
   while (count > 0) {
-    const ssize_t written = ::write(fd_, bytes, count);
+    const file_io::ssize_t written = file_io::write(fd_, bytes, count);
     if (written < 0) {
       if (errno == EINTR) continue;
       return fail_io("write", temp_path_, errno);
@@ -391,7 +435,7 @@ RecordError RecordWriter::write_all(const uint8_t* bytes, size_t count) {
 }
 
 void RecordWriter::close_fd() {
-  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  if (fd_ >= 0) file_io::close(std::exchange(fd_, -1));
 }
 
 }  // namespace lockstep::replays
