@@ -37,7 +37,7 @@ Reference brute_force(const std::vector<uint32_t>& live, const std::vector<Aabb>
       if (!dynamic[a] && !dynamic[b]) continue;
       if (!overlap_closed(boxes[a], boxes[b])) continue;
       uint64_t lo = a < b ? a : b, hi = a < b ? b : a;
-      r.pairs.push_back(lo << 32 | hi);
+      r.pairs.push_back(pair_key(static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)));
     }
   }
   std::sort(r.pairs.begin(), r.pairs.end());

@@ -414,3 +414,50 @@ TEST(CompoundPhysics, DumbbellsSpawnFromATemplateAndSnapshotsRoundTrip) {
 }
 
 }  // namespace
+
+namespace {
+
+// Static and kinematic compounds: a box rests on a static compound step (its upper child), and a
+// kinematic compound paddle moving at 1 m/s pushes a box ahead of it.
+TEST(CompoundPhysics, StaticAndKinematicCompoundsCarryAndPush) {
+  constexpr const char* kText =
+      "world enable_sleep=0\n"
+      "compound name=step\n"
+      "child shape=box half=1,0.25,1 pos=0,0.25,0\n"
+      "child shape=box half=0.5,0.25,0.5 pos=0.5,0.75,0\n"
+      "compound name=paddle\n"
+      "child shape=box half=0.05,0.3,0.6 pos=0,0,0\n"
+      "child shape=sphere radius=0.1 pos=0,0.4,0\n"
+      "body type=static shape=box half=20,0.5,20 pos=10,-0.5,0\n"
+      "body name=step type=static shape=compound compound=step pos=0,0.4,0\n"
+      "body name=on_step type=dynamic shape=box half=0.2,0.2,0.2 pos=0.5,1.61,0\n"
+      "body name=paddle type=kinematic shape=compound compound=paddle pos=3,0.35,0 vel=1,0,0\n"
+      "body name=pushed type=dynamic shape=box half=0.2,0.2,0.2 pos=3.6,0.2,0\n";
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_text(kText, &scene, &error)) << error;
+  Error e = Error::none;
+  std::unique_ptr<World> world = build_world(scene, &e);
+  ASSERT_NE(world, nullptr);
+  // The step's centre of mass: 2 m³ at (0, 0.25) and 0.5 m³ at (0.5, 0.75) give (0.1, 0.35).
+  // Placed there at (0, 0.4), its upper child's top is at 0.4 + (1.0 − 0.35) = 1.05 m and spans
+  // x from −0.1 to 0.9.
+  for (int i = 0; i < 120; ++i)
+    world->step();
+  BodyView on_step, pushed, paddle;
+  ASSERT_EQ(world->get_body(find_scene_body(scene, "on_step"), &on_step), Error::none);
+  ASSERT_EQ(world->get_body(find_scene_body(scene, "pushed"), &pushed), Error::none);
+  ASSERT_EQ(world->get_body(find_scene_body(scene, "paddle"), &paddle), Error::none);
+  std::printf(
+      "[figures] box on the static step: %.4f m (its top 1.05 + 0.2); paddle x %.3f, "
+      "pushed box x %.3f, vx %.3f\n",
+      on_step.position.y, paddle.position.x, pushed.position.x, pushed.linear_velocity.x);
+  EXPECT_NEAR(on_step.position.y, 1.25f, 0.003f);
+  EXPECT_NEAR(on_step.position.x, 0.5f, 0.002f);
+  // After 2 s the paddle is at x = 5; the box it pushes stays ahead of its face (0.05 + 0.2).
+  EXPECT_NEAR(paddle.position.x, 5.0f, 1e-3f);
+  EXPECT_GT(pushed.position.x, paddle.position.x + 0.24f);
+  EXPECT_GT(pushed.position.x, 5.0f);
+}
+
+}  // namespace

@@ -96,6 +96,10 @@ TEST(FieldLists, EveryWorldDefFieldReachesTheFingerprint) {
   base.hulls[0].points[1] = {1, 0, 0};
   base.hulls[0].points[2] = {0, 1, 0};
   base.hulls[0].points[3] = {0, 0, 1};
+  // And a compound of one child, so the compound fields are in use too.
+  base.compound_count = 1;
+  EXPECT_TRUE(set_compound_name(&base.compounds[0], "c"));
+  base.compounds[0].child_count = 1;
   const uint64_t base_fingerprint = world_def_fingerprint(base);
   size_t leaf = 0, leaves = 0;
   for_each_leaf(base, [&](const std::string&, const Field&, const auto&) { ++leaves; });
@@ -109,10 +113,13 @@ TEST(FieldLists, EveryWorldDefFieldReachesTheFingerprint) {
       change_value(value);
       name = n;
       simulated = (field.flags & field_not_simulated) == 0;
-      // A template's hull index is encoded only for a hull shape; the template is a sphere
-      // (HullIndexReachesTheStateHashAndSnapshots covers the index).
-      if ((field.flags & field_encoded_if_used) != 0 && n.find("shape.hull") != std::string::npos)
+      // A template's hull and compound indices are encoded only for a hull or compound shape;
+      // the template is a sphere (HullIndexReachesTheStateHashAndSnapshots covers the index).
+      if ((field.flags & field_encoded_if_used) != 0 &&
+          (n.find("shape.hull") != std::string::npos ||
+           n.find("shape.compound") != std::string::npos)) {
         simulated = false;
+      }
     });
     SCOPED_TRACE(name);
     EXPECT_EQ(world_def_fingerprint(def) != base_fingerprint, simulated);
@@ -242,9 +249,17 @@ TEST(FieldLists, EveryFieldRoundTripsThroughTheSceneText) {
   scene.def.hulls[0].points[1] = {1, 0, 0};
   scene.def.hulls[0].points[2] = {0, 1, 0};
   scene.def.hulls[0].points[3] = {0, 0, 1};
+  // The compound shapes' compound: one of one child (its keys changed above), named.
+  scene.def.compound_count = 1;
+  ASSERT_TRUE(set_compound_name(&scene.def.compounds[0], "c"));
+  scene.def.compounds[0].child_count = 1;
+  // Changed from a box into a capsule: the text writes a capsule's sizes, not a box's.
+  ASSERT_EQ(scene.def.compounds[0].children[0].type, ShapeType::capsule);
+  scene.def.compounds[0].children[0].half_extents = CompoundChild{}.half_extents;
   for (size_t s = 0; s < std::size(kShapeTypeNames); ++s) {
     BodyDef body = changed_body(static_cast<ShapeType>(s));
     body.shape.hull = 0;
+    body.shape.compound = 0;
     scene.bodies.push_back(body);
     BodyTemplate& t = scene.def.templates[scene.def.template_count++];
     change_every_leaf(t);

@@ -101,7 +101,8 @@ enum {
   LOCKSTEP_SHAPE_BOX = 1,
   LOCKSTEP_SHAPE_CAPSULE = 2,
   LOCKSTEP_SHAPE_PLANE = 3,
-  LOCKSTEP_SHAPE_HULL = 4
+  LOCKSTEP_SHAPE_HULL = 4,
+  LOCKSTEP_SHAPE_COMPOUND = 5
 };
 
 /** A body between steps. Lengths in m, velocities in m/s and rad/s, orientation x, y, z, w. */

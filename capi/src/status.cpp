@@ -17,7 +17,8 @@ static_assert(LOCKSTEP_SHAPE_SPHERE == static_cast<int>(sim::ShapeType::sphere) 
               LOCKSTEP_SHAPE_BOX == static_cast<int>(sim::ShapeType::box) &&
               LOCKSTEP_SHAPE_CAPSULE == static_cast<int>(sim::ShapeType::capsule) &&
               LOCKSTEP_SHAPE_PLANE == static_cast<int>(sim::ShapeType::plane) &&
-              LOCKSTEP_SHAPE_HULL == static_cast<int>(sim::ShapeType::hull));
+              LOCKSTEP_SHAPE_HULL == static_cast<int>(sim::ShapeType::hull) &&
+              LOCKSTEP_SHAPE_COMPOUND == static_cast<int>(sim::ShapeType::compound));
 static_assert(LOCKSTEP_COMMAND_EMIT_EVENT == static_cast<int>(sim::kLastCommandType) &&
               LOCKSTEP_COMMAND_SET_STATE == static_cast<int>(sim::CommandType::set_state) &&
               LOCKSTEP_COMMAND_RESPAWN == static_cast<int>(sim::CommandType::respawn));
@@ -87,6 +88,8 @@ lockstep_status status_of(sim::Error error) {
     case Error::unknown_player:
     case Error::degenerate_hull:
     case Error::unknown_hull:
+    case Error::invalid_compound:
+    case Error::unknown_compound:
       return LOCKSTEP_ERR_INVALID_ARGUMENT;
   }
   return LOCKSTEP_ERR_INTERNAL;

@@ -282,27 +282,114 @@ std::string base64(const std::vector<uint8_t>& bytes) {
   return out;
 }
 
-// A hull's drawing: its vertices (body space) and faces, as
-// "hull":{"v":[x,y,z,...],"f":[[i,...],...]}.
-std::string hull_json(const sim::World& world, const sim::ShapeDef& s) {
-  sim::HullView h;
-  if (s.type != sim::ShapeType::hull || world.get_hull(s.hull, &h) != sim::Error::none) return "";
-  std::string out = ",\"hull_index\":" + std::to_string(s.hull) + ",\"hull\":{\"v\":[";
-  for (uint32_t i = 0; i < h.vertex_count; ++i) {
-    if (i) out += ',';
-    out += number(h.vertices[i].x) + "," + number(h.vertices[i].y) + "," + number(h.vertices[i].z);
-  }
-  out += "],\"f\":[";
+// A solid's drawing in body space: vertices, and faces as vertex index lists, each convex and
+// counter-clockwise seen from outside (the page fans them into triangles).
+struct PolyMesh {
+  std::vector<sim::Vec3> v;
+  std::vector<std::vector<uint32_t>> f;
+};
+
+void add_hull(const sim::HullView& h, const sim::Transform& pose, PolyMesh* mesh) {
+  const uint32_t base = static_cast<uint32_t>(mesh->v.size());
+  for (uint32_t i = 0; i < h.vertex_count; ++i)
+    mesh->v.push_back(pose.p + sim::rotate(pose.q, h.vertices[i]));
   uint32_t at = 0;
   for (uint32_t f = 0; f < h.face_count; ++f) {
+    std::vector<uint32_t> face;
+    for (uint32_t k = 0; k < h.face_sizes[f]; ++k)
+      face.push_back(base + h.face_indices[at++]);
+    mesh->f.push_back(std::move(face));
+  }
+}
+
+void add_box(sim::Vec3 half, const sim::Transform& pose, PolyMesh* mesh) {
+  const uint32_t base = static_cast<uint32_t>(mesh->v.size());
+  for (int i = 0; i < 8; ++i) {
+    const sim::Vec3 corner{(i & 1) ? half.x : -half.x, (i & 2) ? half.y : -half.y,
+                           (i & 4) ? half.z : -half.z};
+    mesh->v.push_back(pose.p + sim::rotate(pose.q, corner));
+  }
+  // Corner i has bit 0 for +x, bit 1 for +y, bit 2 for +z; each face counter-clockwise outside.
+  const uint32_t faces[6][4] = {{1, 3, 7, 5}, {0, 4, 6, 2}, {2, 6, 7, 3},
+                                {0, 1, 5, 4}, {4, 5, 7, 6}, {0, 2, 3, 1}};
+  for (const auto& face : faces)
+    mesh->f.push_back({base + face[0], base + face[1], base + face[2], base + face[3]});
+}
+
+// A sphere (half_height 0) or a capsule along its local y, as rings of quads.
+void add_round(float radius, float half_height, const sim::Transform& pose, PolyMesh* mesh) {
+  constexpr int kRings = 8, kSegments = 12;
+  const uint32_t base = static_cast<uint32_t>(mesh->v.size());
+  for (int i = 0; i <= kRings; ++i) {
+    const double th = 3.14159265358979 * i / kRings;
+    const float lift = i <= kRings / 2 ? half_height : -half_height;
+    for (int j = 0; j < kSegments; ++j) {
+      const double ph = 2 * 3.14159265358979 * j / kSegments;
+      const sim::Vec3 p{static_cast<float>(std::sin(th) * std::cos(ph)) * radius,
+                        static_cast<float>(std::cos(th)) * radius + lift,
+                        static_cast<float>(std::sin(th) * std::sin(ph)) * radius};
+      mesh->v.push_back(pose.p + sim::rotate(pose.q, p));
+    }
+  }
+  for (int i = 0; i < kRings; ++i) {
+    for (int j = 0; j < kSegments; ++j) {
+      const uint32_t a = base + static_cast<uint32_t>(i * kSegments + j);
+      const uint32_t b = base + static_cast<uint32_t>(i * kSegments + (j + 1) % kSegments);
+      // The page takes a face's normal from its first three corners: at the top pole a and b are
+      // one point, so the top ring's quads start below it.
+      if (i == 0) {
+        mesh->f.push_back({b + kSegments, a + kSegments, a, b});
+      } else {
+        mesh->f.push_back({a, b, b + kSegments, a + kSegments});
+      }
+    }
+  }
+}
+
+std::string mesh_json(const PolyMesh& mesh) {
+  std::string out = "{\"v\":[";
+  for (size_t i = 0; i < mesh.v.size(); ++i) {
+    if (i) out += ',';
+    out += number(mesh.v[i].x) + "," + number(mesh.v[i].y) + "," + number(mesh.v[i].z);
+  }
+  out += "],\"f\":[";
+  for (size_t f = 0; f < mesh.f.size(); ++f) {
     out += f ? ",[" : "[";
-    for (uint32_t k = 0; k < h.face_sizes[f]; ++k) {
+    for (size_t k = 0; k < mesh.f[f].size(); ++k) {
       if (k) out += ',';
-      out += std::to_string(h.face_indices[at++]);
+      out += std::to_string(mesh.f[f][k]);
     }
     out += ']';
   }
   return out + "]}";
+}
+
+// A hull's or a compound's drawing, as "hull_index":N,"hull":{"v":[x,y,z,...],"f":[[i,...],...]}
+// (a compound's children in one mesh, "compound_index":N).
+std::string hull_json(const sim::World& world, const sim::ShapeDef& s) {
+  PolyMesh mesh;
+  sim::HullView h;
+  if (s.type == sim::ShapeType::hull) {
+    if (world.get_hull(s.hull, &h) != sim::Error::none) return "";
+    add_hull(h, sim::Transform{}, &mesh);
+    return ",\"hull_index\":" + std::to_string(s.hull) + ",\"hull\":" + mesh_json(mesh);
+  }
+  sim::CompoundView c;
+  if (s.type != sim::ShapeType::compound || world.get_compound(s.compound, &c) != sim::Error::none)
+    return "";
+  for (uint32_t i = 0; i < c.child_count; ++i) {
+    const sim::ShapeDef& child = c.children[i];
+    const sim::Transform pose{c.positions[i], c.orientations[i]};
+    if (child.type == sim::ShapeType::box) {
+      add_box(child.half_extents, pose, &mesh);
+    } else if (child.type == sim::ShapeType::hull) {
+      if (world.get_hull(child.hull, &h) == sim::Error::none) add_hull(h, pose, &mesh);
+    } else {
+      add_round(child.radius, child.type == sim::ShapeType::capsule ? child.half_height : 0.0f,
+                pose, &mesh);
+    }
+  }
+  return ",\"compound_index\":" + std::to_string(s.compound) + ",\"hull\":" + mesh_json(mesh);
 }
 
 std::string body_json(const sim::World& world, const sim::BodyView& v) {

@@ -70,15 +70,24 @@ bool set_name(char (&out)[N], std::string_view name) {
 
 }  // namespace
 
-int find_template(const WorldDef& def, std::string_view name) {
-  const uint32_t count = def.template_count <= kMaxBodyTemplates ? def.template_count : 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    const BodyTemplate& t = def.templates[i];
-    if (std::string_view(t.name, strnlen(t.name, sizeof(t.name))) == name) {
+namespace {
+
+// The index of the first of list[0, count) named `name` (a count past N: none), or -1.
+template <class T, size_t N>
+int find_named(const T (&list)[N], uint32_t count, std::string_view name) {
+  const uint32_t n = count <= N ? count : 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (std::string_view(list[i].name, strnlen(list[i].name, sizeof(list[i].name))) == name) {
       return static_cast<int>(i);
     }
   }
   return -1;
+}
+
+}  // namespace
+
+int find_template(const WorldDef& def, std::string_view name) {
+  return find_named(def.templates, def.template_count, name);
 }
 
 bool set_template_name(BodyTemplate* tmpl, std::string_view name) {
@@ -86,14 +95,7 @@ bool set_template_name(BodyTemplate* tmpl, std::string_view name) {
 }
 
 int find_compound(const WorldDef& def, std::string_view name) {
-  const uint32_t count = def.compound_count <= kMaxCompounds ? def.compound_count : 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    const CompoundDef& c = def.compounds[i];
-    if (std::string_view(c.name, strnlen(c.name, sizeof(c.name))) == name) {
-      return static_cast<int>(i);
-    }
-  }
-  return -1;
+  return find_named(def.compounds, def.compound_count, name);
 }
 
 bool set_compound_name(CompoundDef* compound, std::string_view name) {

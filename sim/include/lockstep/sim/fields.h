@@ -77,19 +77,26 @@ struct Fields {
   static constexpr bool kListed = false;
 };
 
+/// The shape type and sizes, which a ShapeDef and a CompoundChild share: v(Field, &S::member...)
+/// for the classes S.
+template <class... S, class V>
+[[gnu::always_inline]] constexpr void visit_shape_sizes(V&& v) {
+  constexpr uint32_t round = shape_bit(ShapeType::sphere) | shape_bit(ShapeType::capsule);
+  constexpr uint32_t box = shape_bit(ShapeType::box);
+  constexpr uint32_t capsule = shape_bit(ShapeType::capsule);
+  v(Field{"type", "shape", field_text_required}, &S::type...);
+  v(Field{"radius", "radius", field_text_required, round}, &S::radius...);
+  v(Field{"half_extents", "half", field_text_required, box}, &S::half_extents...);
+  v(Field{"half_height", "half_height", field_text_required, capsule}, &S::half_height...);
+}
+
 template <>
 struct Fields<ShapeDef> {
   static constexpr bool kListed = true;
   template <class V>
   [[gnu::always_inline]] static constexpr void visit(V&& v) {
-    constexpr uint32_t round = shape_bit(ShapeType::sphere) | shape_bit(ShapeType::capsule);
-    constexpr uint32_t box = shape_bit(ShapeType::box);
-    constexpr uint32_t capsule = shape_bit(ShapeType::capsule);
     constexpr uint32_t plane = shape_bit(ShapeType::plane);
-    v(Field{"type", "shape", field_text_required}, &ShapeDef::type);
-    v(Field{"radius", "radius", field_text_required, round}, &ShapeDef::radius);
-    v(Field{"half_extents", "half", field_text_required, box}, &ShapeDef::half_extents);
-    v(Field{"half_height", "half_height", field_text_required, capsule}, &ShapeDef::half_height);
+    visit_shape_sizes<ShapeDef>(v);
     v(Field{"plane_normal", "normal", field_text_required, plane}, &ShapeDef::plane_normal);
     v(Field{"plane_offset", "offset", field_plain, plane}, &ShapeDef::plane_offset);
     v(Field{"density", "density"}, &ShapeDef::density);
@@ -113,16 +120,9 @@ struct Fields<CompoundChild> {
   [[gnu::always_inline]] static constexpr void visit(V&& v) {
     // The child's shape: ShapeDef's keys and the types they describe; a hull child spells its
     // hull by its points (`points=`), as a hull shape does.
-    constexpr uint32_t round = shape_bit(ShapeType::sphere) | shape_bit(ShapeType::capsule);
-    constexpr uint32_t box = shape_bit(ShapeType::box);
-    constexpr uint32_t capsule = shape_bit(ShapeType::capsule);
-    constexpr uint32_t hull = shape_bit(ShapeType::hull);
     using C = CompoundChild;
-    v(Field{"type", "shape", field_text_required}, &C::type);
-    v(Field{"radius", "radius", field_text_required, round}, &C::radius);
-    v(Field{"half_extents", "half", field_text_required, box}, &C::half_extents);
-    v(Field{"half_height", "half_height", field_text_required, capsule}, &C::half_height);
-    v(Field{"hull", "", field_plain, hull}, &C::hull);
+    visit_shape_sizes<C>(v);
+    v(Field{"hull", "", field_plain, shape_bit(ShapeType::hull)}, &C::hull);
     v(Field{"position", "pos"}, &C::position);
     v(Field{"orientation", "rot", field_text_if_changed}, &C::orientation);
   }
