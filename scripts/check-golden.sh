@@ -97,6 +97,17 @@ compare_lines() {
   done
   if IFS= read -r want <&3; then printf 'missing\t%s\t%s\t-\n' "$((n + 1))" "$want"; fi
 }
+# When two lines print alike but differ (a carriage return, a tab, a trailing space, a byte
+# outside ASCII), says which bytes: a Windows build writing text-mode stdout ends every line in
+# \r\n, and the two lines then look the same in the message above.
+invisible_difference() {
+  local want=$1 got=$2
+  if [ "$got" = "$want"$'\r' ]; then
+    echo "check-golden:   the line ends in a carriage return (\\r\\n line ends): the binary writes stdout in text mode; write it in binary mode"
+  elif [ "$(tr -cd '[:graph:]' <<<"$want")" = "$(tr -cd '[:graph:]' <<<"$got")" ]; then
+    echo "check-golden:   they differ in invisible bytes: expected $(printf '%q' "$want"), got $(printf '%q' "$got")"
+  fi
+}
 # The sources' physics revision (sim/include/lockstep/sim/version.h): every chain must have been
 # made at it (scripts/update-golden.sh stamps it), so a revision raised without new chains, or
 # chains copied from another revision, are caught here.
@@ -173,7 +184,10 @@ for scene in "${scenes[@]}"; do
     case $kind in
     extra) echo "check-golden: $scene: extra output after the last golden line: '$got' ($seconds s, $cpu s cpu)" ;;
     missing) echo "check-golden: $scene: tick $(awk '{ print $1 }' <<<"$want") differs: expected '$want', got no line (exit $rc, $seconds s, $cpu s cpu)" ;;
-    diff) echo "check-golden: $scene: tick $(awk '{ print $1 }' <<<"$want") differs: expected '$want', got '$got' ($seconds s, $cpu s cpu)" ;;
+    diff)
+      echo "check-golden: $scene: tick $(awk '{ print $1 }' <<<"$want") differs: expected '$want', got '$got' ($seconds s, $cpu s cpu)"
+      invisible_difference "$want" "$got"
+      ;;
     esac
   fi
   if [ -s "$tmp/stderr" ]; then
