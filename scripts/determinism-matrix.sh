@@ -191,6 +191,19 @@ if [ "${1:-}" = "--_build-one" ]; then
     if [ "${runner[0]:-}" = env ] && [[ "${runner[*]}" == *wine* ]]; then
       "${runner[@]}" "$dir/$exe" --help >>"$log" 2>&1 || true
     fi
+    # A target that may use FMA (x86-64-v3): the sim must hold no fused multiply-add, which
+    # rounds once where every other target rounds twice. -ffp-contract=off is not enough: g++ 12's
+    # vectorizer once fused a quaternion product's mixed +/- lanes into vfmsubadd regardless.
+    if [[ "$name" == *-v3-* ]] && command -v objdump >/dev/null; then
+      fused=$(objdump -d --no-show-raw-insn "$dir/sim/liblockstep_sim.a" |
+        grep -cE '[[:space:]]vfn?m(add|sub)' || true)
+      if [ "$fused" != 0 ]; then
+        echo "determinism-matrix: $name: $fused fused multiply-add instructions in the sim" >>"$log"
+        objdump -d --no-show-raw-insn -C "$dir/sim/liblockstep_sim.a" |
+          grep -E '^[0-9a-f]+ <|[[:space:]]vfn?m(add|sub)' | grep -B1 -E 'vfn?m(add|sub)' >>"$log"
+        result=failed
+      fi
+    fi
     # The C API's own suite on the target (every entry point through the DLL): a failure there
     # fails the target's build.
     if [ "$capi" = 1 ] && ! "${runner[@]}" "$dir/capi/tests/capi_test.exe" "$root/scenes" >>"$log" 2>&1; then
