@@ -483,7 +483,8 @@ TEST(OpsAgones, ReadyHealthRoomLabelThenShutdownWhenTheLastRoomCloses) {
   EXPECT_LT(first_label0, at_label1);
   EXPECT_LT(at_label1, last_label0);                  // back to 0 rooms...
   EXPECT_LT(last_label0, index_of(calls, shutdown));  // ...then Shutdown
-  EXPECT_TRUE(server.ops().agones_counters().shutdown_sent);
+  // The sidecar has the call before the server has read its answer: wait for the counter.
+  EXPECT_TRUE(eventually([&] { return server.ops().agones_counters().shutdown_sent; }));
 }
 
 TEST(OpsAgones, RetriesReadyUntilTheSidecarAcceptsIt) {
