@@ -341,3 +341,46 @@ TEST(SimAlloc, WorldMemoryBytesMatchesWhatCreateTakes) {
   hostile.max_bodies = 0xFFFFFFF0u;
   EXPECT_GT(lockstep::sim::world_memory_bytes(hostile), uint64_t{1} << 36);
 }
+
+// Contact capacities left 0 derive from max_bodies (WorldDef's rule: 7 manifolds per body, 3.5
+// points per manifold, 1.5 candidate pairs and 1 event per manifold); a value given is kept.
+// A world sized by the rule is the same world as one with the numbers written out.
+TEST(SimAlloc, ContactCapacitiesDeriveFromTheBodiesUnlessGiven) {
+  lockstep::sim::WorldDef def = lockstep::sim::default_world_def();
+  def.max_bodies = 1000;
+  std::unique_ptr<World> derived = World::create(def);
+  ASSERT_NE(derived, nullptr);
+  EXPECT_EQ(derived->def().max_contact_pairs, 7000u);
+  EXPECT_EQ(derived->def().max_contact_points, 24500u);
+  EXPECT_EQ(derived->def().max_candidate_pairs, 10500u);
+  EXPECT_EQ(derived->def().max_events, 7000u);
+
+  lockstep::sim::WorldDef written = def;
+  written.max_contact_pairs = 7000;
+  written.max_contact_points = 24500;
+  written.max_candidate_pairs = 10500;
+  written.max_events = 7000;
+  std::unique_ptr<World> explicit_world = World::create(written);
+  ASSERT_NE(explicit_world, nullptr);
+  derived->step();
+  explicit_world->step();
+  EXPECT_EQ(derived->state_hash(), explicit_world->state_hash());
+
+  lockstep::sim::WorldDef overridden = def;
+  overridden.max_contact_points = 64;
+  std::unique_ptr<World> small = World::create(overridden);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(small->def().max_contact_pairs, 7000u);  // still derived
+  EXPECT_EQ(small->def().max_contact_points, 64u);   // kept
+
+  // The built-in 1,240-box pyramid fits its world in 16 MiB (it took 29 MiB with fixed
+  // capacities of 16,384 manifolds and 65,536 points) and never runs out of room.
+  lockstep::sim::Scene pyramid;
+  ASSERT_TRUE(lockstep::sim::make_builtin_scene("pyramid3d", &pyramid));
+  EXPECT_LE(lockstep::sim::world_memory_bytes(pyramid.def), uint64_t{16} << 20);
+  std::unique_ptr<World> world = lockstep::sim::build_world(pyramid);
+  ASSERT_NE(world, nullptr);
+  for (int tick = 0; tick < 600; ++tick) {
+    ASSERT_TRUE(world->step().ok()) << "tick " << tick;
+  }
+}

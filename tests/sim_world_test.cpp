@@ -598,10 +598,12 @@ uint32_t run_overflowing_pair(const WorldDef& def) {
     EXPECT_EQ(a.dropped_contact_pairs, b.dropped_contact_pairs);
     EXPECT_EQ(a.dropped_contact_points, b.dropped_contact_points);
     EXPECT_EQ(a.dropped_events, b.dropped_events);
-    EXPECT_LE(a.candidate_pairs, def.max_candidate_pairs);
-    EXPECT_LE(a.manifolds, def.max_contact_pairs);
-    EXPECT_LE(a.contact_points, def.max_contact_points);
-    EXPECT_LE(w1->events().size(), def.max_events);
+    // The capacities in use (a 0 in `def` is derived from max_bodies).
+    const WorldDef& used = w1->def();
+    EXPECT_LE(a.candidate_pairs, used.max_candidate_pairs);
+    EXPECT_LE(a.manifolds, used.max_contact_pairs);
+    EXPECT_LE(a.contact_points, used.max_contact_points);
+    EXPECT_LE(w1->events().size(), used.max_events);
     EXPECT_EQ(s1.ok(), s1.overflow == 0);
     // A flag is set exactly when something of that kind was dropped.
     EXPECT_EQ((s1.overflow & lockstep::sim::overflow_candidate_pairs) != 0,
@@ -902,11 +904,12 @@ TEST(SimWorld, ValidateWorldDefRejectsBadDefinitions) {
        Error::invalid_argument},
       {"bodies 0", [](WorldDef& d) { d.max_bodies = 0; }, Error::invalid_argument},
       {"bodies huge", [](WorldDef& d) { d.max_bodies = 1u << 30; }, Error::invalid_argument},
-      {"pairs 0", [](WorldDef& d) { d.max_contact_pairs = 0; }, Error::invalid_argument},
-      {"points 0", [](WorldDef& d) { d.max_contact_points = 0; }, Error::invalid_argument},
+      // A contact capacity of 0 is derived from max_bodies; past its limit it is refused.
+      {"pairs huge", [](WorldDef& d) { d.max_contact_pairs = ~0u; }, Error::invalid_argument},
+      {"points huge", [](WorldDef& d) { d.max_contact_points = ~0u; }, Error::invalid_argument},
       {"candidates huge", [](WorldDef& d) { d.max_candidate_pairs = ~0u; },
        Error::invalid_argument},
-      {"events 0", [](WorldDef& d) { d.max_events = 0; }, Error::invalid_argument},
+      {"events huge", [](WorldDef& d) { d.max_events = ~0u; }, Error::invalid_argument},
       {"inputs 0", [](WorldDef& d) { d.max_inputs_per_tick = 0; }, Error::invalid_argument},
   };
   for (const Case& c : cases) {
@@ -922,6 +925,8 @@ TEST(SimWorld, ValidateWorldDefRejectsBadDefinitions) {
   edge.dt_s = 1.0f;
   edge.velocity_iterations = 256;
   edge.max_bodies = 1;
+  edge.max_contact_pairs = 0;  // derived: 16, the least
+  edge.max_events = 0;
   EXPECT_EQ(validate_world_def(edge), Error::none);
 }
 

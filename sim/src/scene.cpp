@@ -22,14 +22,10 @@ uint64_t mix64(uint64_t key) {
 constexpr std::array<std::string_view, 5> kSceneNames = {"pyramid", "pile", "bounce", "inputs",
                                                          "pyramid3d"};
 
-/// World defaults with capacities for `bodies` bodies and `pairs` expected contact pairs.
-WorldDef sized_world_def(uint32_t bodies, uint32_t pairs) {
+/// World defaults for up to `bodies` bodies; the contact capacities derive from it.
+WorldDef sized_world_def(uint32_t bodies) {
   WorldDef def = default_world_def();
   def.max_bodies = bodies;
-  def.max_contact_pairs = pairs;
-  def.max_contact_points = 4 * pairs;   // box-box manifolds have up to 4 points
-  def.max_candidate_pairs = 2 * pairs;  // fat AABBs overlap more often than shapes touch
-  def.max_events = pairs;
   return def;
 }
 
@@ -67,7 +63,7 @@ void make_pyramid(Scene* scene) {
   constexpr int kRows = 20;
   constexpr float kHalf = 0.5f;
   constexpr float kPitch = 1.01f;  // box size + 1 cm gap
-  scene->def = sized_world_def(256, 2048);
+  scene->def = sized_world_def(256);
   scene->bodies.push_back(static_plane(0.6f, 0));
   for (int row = 0; row < kRows; ++row) {
     int count = kRows - row;
@@ -87,7 +83,7 @@ void make_pile(Scene* scene) {
   constexpr int kGrid = 10;
   constexpr float kCell = 1.5f;
   constexpr float kJitter = 0.1f;
-  scene->def = sized_world_def(1024, 16384);
+  scene->def = sized_world_def(1024);
   scene->bodies.push_back(static_plane(0.5f, 0));
   // Walls: inner faces at x, z = ±8, 0.5 m half thickness, 2 m half height.
   scene->bodies.push_back(box_body(BodyType::static_body, {8.5f, 2, 0}, {0.5f, 2, 9}, 0.5f));
@@ -119,7 +115,7 @@ void make_pile(Scene* scene) {
 // e = 0 and each sphere's own value decides its bounce.
 void make_bounce(Scene* scene) {
   constexpr std::array<float, 4> kRestitution = {0.0f, 0.3f, 0.6f, 1.0f};
-  scene->def = sized_world_def(16, 64);
+  scene->def = sized_world_def(16);
   scene->bodies.push_back(static_plane(0, 0));
   for (int i = 0; i < 4; ++i) {
     BodyDef body = sphere_body({static_cast<float>(2 * i - 3), 2.0f, 0}, 0.5f);
@@ -136,7 +132,7 @@ void make_inputs(Scene* scene) {
   constexpr int kGrid = 10;
   constexpr float kCell = 1.1f;
   constexpr float kJitter = 0.05f;
-  scene->def = sized_world_def(128, 1024);
+  scene->def = sized_world_def(128);
   scene->bodies.push_back(static_plane(0.5f, 0));
   scene->bodies.push_back(box_body(BodyType::static_body, {6.5f, 1, 0}, {0.5f, 1, 7}, 0.5f));
   scene->bodies.push_back(box_body(BodyType::static_body, {-6.5f, 1, 0}, {0.5f, 1, 7}, 0.5f));
@@ -171,7 +167,7 @@ void make_inputs(Scene* scene) {
 // boxes, layer i at y = 1 + 2.5 i holding (15 - i)^2 boxes; 1^2 + ... + 15^2 = 1240 boxes.
 void make_pyramid3d(Scene* scene) {
   constexpr int kLayers = 15;
-  scene->def = sized_world_def(1280, 16384);
+  scene->def = sized_world_def(1241);  // exactly its bodies: nothing spawns
   BodyDef floor = box_body(BodyType::static_body, {0, -1, 0}, {50, 1, 50}, 0.2f);
   scene->bodies.push_back(floor);
   for (int i = 0; i < kLayers; ++i) {

@@ -48,6 +48,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "collide.h"
@@ -1097,11 +1098,15 @@ void update_state_hash(const WorldData& w) {
   w.hash_dirty = false;
 }
 
-uint64_t world_def_fingerprint(const WorldDef& def) {
+uint64_t world_def_fingerprint(const WorldDef& requested) {
+  // Over the capacities a world made from it uses: a def with its contact capacities left 0 and
+  // one with the derived values written out are the same world. (Set-up code: it allocates.)
+  const auto def = std::make_unique<WorldDef>(requested);
+  resolve_capacities(def.get());
   uint8_t bytes[4 + DefinitionWriter::max_bytes<WorldDef>()];
   Writer o{bytes};
   o.u32(kDefEncodingVersion);
-  DefinitionWriter(o, def).fields(def);
+  DefinitionWriter(o, *def).fields(*def);
   return XXH3_64bits(bytes, o.n);
 }
 

@@ -271,7 +271,10 @@ constexpr uint64_t element_bytes() {
 
 // Mirrors World::create and the *_init functions it calls, vector by vector, in 64-bit arithmetic
 // so that capacities near UINT32_MAX cannot wrap.
-uint64_t world_memory_bytes(const WorldDef& def) {
+uint64_t world_memory_bytes(const WorldDef& requested) {
+  auto resolved = std::make_unique<WorldDef>(requested);  // 34 KB: not on a small stack
+  resolve_capacities(resolved.get());
+  const WorldDef& def = *resolved;
   const uint64_t bodies = def.max_bodies;
   const uint64_t pairs = def.max_contact_pairs;
   using D = WorldData;
@@ -315,12 +318,14 @@ uint64_t world_memory_bytes(const WorldDef& def) {
   return n;
 }
 
-std::unique_ptr<World> World::create(const WorldDef& def, Error* error) {
+std::unique_ptr<World> World::create(const WorldDef& requested, Error* error) {
   auto d = std::make_unique<WorldData>();
-  const Error e = validate_world_def_and_build(def, &d->hulls, &d->compounds);
+  const Error e = validate_world_def_and_build(requested, &d->hulls, &d->compounds);
   if (error != nullptr) *error = e;
   if (e != Error::none) return nullptr;
-  d->def = def;
+  d->def = requested;
+  resolve_capacities(&d->def);
+  const WorldDef& def = d->def;
   d->def_fingerprint = world_def_fingerprint(def);
   d->bodies.assign(def.max_bodies, BodyRecord{});
   d->solver_bodies.assign(def.max_bodies, BodySolverState{});

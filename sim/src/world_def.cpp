@@ -115,7 +115,45 @@ Error check_capacity(uint32_t value, uint32_t hi) {
   return (value >= 1 && value <= hi) ? Error::none : Error::invalid_argument;
 }
 
+// n·num/den in 64 bits, at least 16 and at most `hi`.
+uint32_t derived(uint64_t n, uint64_t num, uint64_t den, uint32_t hi) {
+  const uint64_t v = n * num / den;
+  return static_cast<uint32_t>(v < 16 ? 16 : (v > hi ? hi : v));
+}
+
+// The contact capacities of a WorldDef.
+struct ContactCapacities {
+  uint32_t pairs = 0, points = 0, candidates = 0, events = 0;
+};
+
+// The contact capacities of `def` with a 0 replaced by WorldDef's rule.
+ContactCapacities derive_capacities(const WorldDef& def) {
+  // A body in a dense packing of boxes touches 4 below, 4 above and 4 beside it: 6 manifolds
+  // per body, one more for the transients of a collapse (the 1,240-box pyramid peaks at 6.3).
+  // Box manifolds hold up to 4 points, spheres 1, capsules 2 (that pyramid peaks at 3.8 per
+  // manifold while its manifold count is below the bound). The sweep's boxes, fattened by the
+  // speculative margins, overlap half as often again as shapes touch.
+  ContactCapacities c;
+  const uint32_t bodies = def.max_bodies < kMaxBodiesLimit ? def.max_bodies : kMaxBodiesLimit;
+  c.pairs = def.max_contact_pairs != 0 ? def.max_contact_pairs
+                                       : derived(bodies, 7, 1, kMaxContactPairsLimit);
+  c.points = def.max_contact_points != 0 ? def.max_contact_points
+                                         : derived(c.pairs, 7, 2, kMaxContactPointsLimit);
+  c.candidates = def.max_candidate_pairs != 0 ? def.max_candidate_pairs
+                                              : derived(c.pairs, 3, 2, kMaxCandidatePairsLimit);
+  c.events = def.max_events != 0 ? def.max_events : derived(c.pairs, 1, 1, kMaxEventsLimit);
+  return c;
+}
+
 }  // namespace
+
+void resolve_capacities(WorldDef* def) {
+  const ContactCapacities c = derive_capacities(*def);
+  def->max_contact_pairs = c.pairs;
+  def->max_contact_points = c.points;
+  def->max_candidate_pairs = c.candidates;
+  def->max_events = c.events;
+}
 
 namespace {
 
@@ -235,12 +273,12 @@ Error validate_world_def_and_build(const WorldDef& def, std::vector<HullGeometry
   if ((e = check_range(def.time_to_sleep_s, 0.0f, kMaxTimeToSleep)) != Error::none) return e;
   if (!(def.time_to_sleep_s > 0.0f)) return Error::invalid_argument;
   if ((e = check_capacity(def.max_bodies, kMaxBodiesLimit)) != Error::none) return e;
-  if ((e = check_capacity(def.max_contact_pairs, kMaxContactPairsLimit)) != Error::none) return e;
-  if ((e = check_capacity(def.max_contact_points, kMaxContactPointsLimit)) != Error::none) return e;
-  if ((e = check_capacity(def.max_candidate_pairs, kMaxCandidatePairsLimit)) != Error::none) {
-    return e;
-  }
-  if ((e = check_capacity(def.max_events, kMaxEventsLimit)) != Error::none) return e;
+  // The contact capacities as the world would use them (0: derived from max_bodies).
+  const ContactCapacities c = derive_capacities(def);
+  if ((e = check_capacity(c.pairs, kMaxContactPairsLimit)) != Error::none) return e;
+  if ((e = check_capacity(c.points, kMaxContactPointsLimit)) != Error::none) return e;
+  if ((e = check_capacity(c.candidates, kMaxCandidatePairsLimit)) != Error::none) return e;
+  if ((e = check_capacity(c.events, kMaxEventsLimit)) != Error::none) return e;
   if ((e = check_capacity(def.max_inputs_per_tick, kMaxInputsLimit)) != Error::none) return e;
   if ((e = check_capacity(def.max_commands_per_tick, kMaxCommandsLimit)) != Error::none) return e;
   if ((e = build_world_hulls(def, hulls)) != Error::none) return e;

@@ -221,12 +221,16 @@ struct WorldDef {
   float max_input_angular_impulse = 1.0e4f;   // N·m·s per axis
   float max_input_linear_velocity = 100.0f;   // m/s per axis, target velocities of inputs
   float max_input_angular_velocity = 100.0f;  // rad/s per axis
-  // Capacities: all memory is taken at creation.
+  // Capacities: all memory is taken at creation. The four contact capacities may be left 0, and
+  // are then derived from max_bodies when the world is created (resolve_capacities): room for a
+  // dense packing of boxes, 7 manifolds per body, 3.5 points per manifold, 1.5 candidate pairs
+  // per manifold and one event per manifold. World::def() reports the values in use; a step
+  // that needs more drops what does not fit and reports it (StepStatus::overflow), as always.
   uint32_t max_bodies = 1024;
-  uint32_t max_contact_pairs = 8192;     // manifolds per step
-  uint32_t max_contact_points = 16384;   // manifold points per step
-  uint32_t max_candidate_pairs = 32768;  // broadphase overlaps per step
-  uint32_t max_events = 4096;            // contact begin/end events per step
+  uint32_t max_contact_pairs = 0;    // manifolds per step (0: 7 × max_bodies)
+  uint32_t max_contact_points = 0;   // manifold points per step (0: 3.5 × max_contact_pairs)
+  uint32_t max_candidate_pairs = 0;  // broadphase overlaps per step (0: 1.5 × max_contact_pairs)
+  uint32_t max_events = 0;           // contact begin/end events per step (0: max_contact_pairs)
   uint32_t max_inputs_per_tick = 256;
   uint32_t max_commands_per_tick = 64;  // spawn/destroy commands queued for one step
   bool measure_stage_times = true;      // steady-clock timings in StepStats (never in the state)

@@ -58,6 +58,12 @@ struct BodyView {
 /// Checks a WorldDef; Error::none when a world can be made from it.
 Error validate_world_def(const WorldDef& def);
 
+/// Replaces every contact capacity of *def left 0 by its value derived from max_bodies
+/// (WorldDef's rule, each within its limit). World::create does this to its copy: World::def(),
+/// the fingerprint, snapshots and the state hash see the derived values, so a def with zeros and
+/// one with the derived values written out make the same world.
+void resolve_capacities(WorldDef* def);
+
 /// The heap bytes World::create(def) takes, computed from the capacities alone (nothing is
 /// allocated): a tool reading a WorldDef from an untrusted file checks it against a budget first.
 /// Exact up to the allocator's rounding.
@@ -207,7 +213,8 @@ int find_compound(const WorldDef& def, std::string_view name);
 /// Sets a compound's name (NUL-padded); false for an empty, too long or badly spelt name.
 bool set_compound_name(CompoundDef* compound, std::string_view name);
 
-/// Fingerprint of a WorldDef (XXH3-64 of its canonical encoding); equal defs, equal prints.
+/// Fingerprint of a WorldDef (XXH3-64 of its canonical encoding, with the contact capacities as
+/// resolve_capacities gives them); equal defs, equal prints.
 uint64_t world_def_fingerprint(const WorldDef& def);
 
 }  // namespace lockstep::sim
