@@ -369,6 +369,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "lockstep-bot: cannot write --hash-log %s\n", hash_log_path.c_str());
       return 2;
     }
+    // Line by line: a bot stopped by a signal leaves every tick it verified in the file.
+    std::setvbuf(hash_log.get(), nullptr, _IOLBF, 0);
   }
 
   if (!replay_dir.empty()) {

@@ -33,8 +33,8 @@ done
 [ -d "$staged/flatbuffers" ] || cp -rp /usr/include/flatbuffers "$staged/flatbuffers"
 
 # CMAKE_EXE_LINKER_FLAGS empty: the toolchain's node-only link flags (NODERAWFS) are for the
-# matrix's command-line tools, not for a page.
-cmake -S "$root" -B "$build_dir" -G Ninja \
+# matrix's command-line tools, not for a page. Configured once; ninja reconfigures on a change.
+[ -f "$build_dir/build.ninja" ] || cmake -S "$root" -B "$build_dir" -G Ninja \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/wasm32-emscripten.cmake" \
   -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
   -DCMAKE_EXE_LINKER_FLAGS="" \

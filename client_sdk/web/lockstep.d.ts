@@ -6,6 +6,8 @@ export const INPUT_SCALE: 1024;
 export interface CoreOptions {
   /** Where lockstep_core.wasm is served, when not beside lockstep_core.mjs. */
   wasmUrl?: string;
+  /** The bytes of lockstep_core.wasm, for hosts without fetch (node). */
+  wasmBinary?: ArrayBuffer | Uint8Array;
 }
 
 export interface ConnectOptions extends CoreOptions {
@@ -78,6 +80,8 @@ export interface ClientStats {
   verified: number;
   desyncs: number;
   rttMs: number;
+  /** This player's inputs that the server applied (listed in its TickFrames). */
+  inputsApplied: number;
 }
 
 export interface InputOptions {

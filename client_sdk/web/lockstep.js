@@ -17,11 +17,13 @@ const BODY_TYPES = ['static', 'kinematic', 'dynamic'];
 
 let corePromise = null;
 
-/** Loads the wasm core once per page (options.wasmUrl: where lockstep_core.wasm is served). */
+/** Loads the wasm core once per page. options.wasmUrl: where lockstep_core.wasm is served (default:
+ * beside lockstep_core.mjs); options.wasmBinary: its bytes, for hosts without fetch (node). */
 export function loadCore(options = {}) {
   if (!corePromise) {
     const settings = {};
     if (options.wasmUrl) settings.locateFile = (path) => (path.endsWith('.wasm') ? options.wasmUrl : path);
+    if (options.wasmBinary) settings.wasmBinary = options.wasmBinary;
     corePromise = createLockstepCore(settings);
   }
   return corePromise;
@@ -138,13 +140,14 @@ export class LockstepClient {
     }
     return out;
   }
-  /** Ticks verified, desyncs, snapshots, smoothed round trip. */
+  /** Ticks verified, desyncs, smoothed round trip, this player's inputs the server applied. */
   get stats() {
     const core = this._core;
     return {
       verified: core._lsw_ticks_verified(this._handle),
       desyncs: core._lsw_desyncs(this._handle),
       rttMs: core._lsw_rtt_ms(this._handle),
+      inputsApplied: core._lsw_own_inputs_applied(this._handle),
     };
   }
 

@@ -27,6 +27,8 @@ let joinTick = -1;
 let finished = false;
 let lastDesync = null;
 let failure = '';
+let errors = 0;     // non-fatal Errors from the server (refused inputs, ...)
+let inputsSent = 0;
 
 function heading(tick) {
   if (scripted) {
@@ -57,7 +59,7 @@ async function finish(client, title) {
       await fetch(reportUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ title, joinTick, hashes, ...stats, desync: lastDesync, failure }),
+        body: JSON.stringify({ title, joinTick, hashes, ...stats, inputsSent, errors, desync: lastDesync, failure }),
       });
     } catch (e) {
       title = `error: report not sent: ${e}`;
@@ -167,6 +169,7 @@ async function main() {
   });
   client.on('error', (e) => {
     if (e.fatal) failure = e.message;
+    else errors += 1;
     $('status').textContent = e.message;
   });
   client.on('closed', (e) => {
@@ -187,6 +190,7 @@ async function main() {
     const [hx, hz] = heading(tick);
     if (client.sendInput({ body: ball.id, velocity: [hx * SPEED, 0, hz * SPEED] }) !== null) {
       lastSent = tick;
+      inputsSent += 1;
     }
     if (prediction > 0) client.predict();
   }, 4);
