@@ -14,8 +14,14 @@ build_dir="$root/build/web"
 pack=0
 while [ $# -gt 0 ]; do
   case "$1" in
-  --build-dir) build_dir=$2 shift 2 ;;
-  --pack) pack=1 shift ;;
+  --build-dir)
+    build_dir=$2
+    shift 2
+    ;;
+  --pack)
+    pack=1
+    shift
+    ;;
   *) echo "usage: $0 [--build-dir DIR] [--pack]" >&2; exit 2 ;;
   esac
 done

@@ -91,7 +91,9 @@ class WsClient {
     asio::write(socket_, asio::buffer(out), ec);
   }
 
-  void send_message(const schema::Message& message) { send(kBinary, schema::encode_frame(message)); }
+  void send_message(const schema::Message& message) {
+    send(kBinary, schema::encode_frame(message));
+  }
 
   /// The next frame, or nullopt when the connection ended (or kHangGuard passed).
   std::optional<WsFrame> read() {
@@ -260,8 +262,8 @@ TEST(WebSocket, JoinsAndFollowsTheRoomLikeTcp) {
   EXPECT_EQ(std::get<schema::Pong>(*m).client_time_ns, 12345u);
   // The session is an ordinary one: counted with the others.
   server::ServerStats stats;
-  EXPECT_TRUE(server.stats_eventually([](const auto& s) { return s.connections_accepted == 1; },
-                                      &stats));
+  EXPECT_TRUE(
+      server.stats_eventually([](const auto& s) { return s.connections_accepted == 1; }, &stats));
 }
 
 TEST(WebSocket, FragmentedMessageIsOneFrame) {
@@ -352,8 +354,8 @@ TEST(WebSocket, OriginOutsideTheAllowListIsRefused) {
   EXPECT_TRUE(holds<schema::Welcome>(allowed.read_message()));
   // A refused handshake never became a session.
   server::ServerStats stats;
-  EXPECT_TRUE(server.stats_eventually([](const auto& s) { return s.connections_accepted == 1; },
-                                      &stats));
+  EXPECT_TRUE(
+      server.stats_eventually([](const auto& s) { return s.connections_accepted == 1; }, &stats));
 }
 
 TEST(WebSocket, NoHelloTimesOutWithTheTcpError) {
@@ -399,8 +401,7 @@ TEST(WebSocket, ClosedBrowserEndsItsSession) {
     client.read_until_close();
   }
   server::ServerStats stats;
-  EXPECT_TRUE(server.stats_eventually([](const auto& s) { return s.sessions_open == 0; },
-                                      &stats))
+  EXPECT_TRUE(server.stats_eventually([](const auto& s) { return s.sessions_open == 0; }, &stats))
       << stats.sessions_open;
 }
 

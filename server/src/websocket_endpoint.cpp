@@ -36,8 +36,7 @@ struct WsEndpoint::Impl {
     auto it = connections.find(id);
     if (it == connections.end()) return nullptr;
     std::error_code ec;
-    WsServer::connection_ptr con =
-        const_cast<WsServer&>(ws).get_con_from_hdl(it->second, ec);
+    WsServer::connection_ptr con = const_cast<WsServer&>(ws).get_con_from_hdl(it->second, ec);
     return ec ? nullptr : con;
   }
 

@@ -7,11 +7,11 @@
 #include <deque>
 #include <map>
 
+#include <spdlog/spdlog.h>
 #include <asio/local/connect_pair.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
-#include <spdlog/spdlog.h>
 
 #include "lockstep/schema/limits.h"
 #include "server_core.h"

@@ -255,7 +255,8 @@ LSW_EXPORT int32_t lsw_receive(WebClient* c) {
   if (auto* welcome = std::get_if<schema::Welcome>(&message)) {
     return on_welcome(c, std::move(*welcome));
   }
-  if (const auto* snapshot = std::get_if<schema::Snapshot>(&message)) return on_snapshot(c, *snapshot);
+  if (const auto* snapshot = std::get_if<schema::Snapshot>(&message))
+    return on_snapshot(c, *snapshot);
   if (const auto* frame_msg = std::get_if<schema::TickFrame>(&message)) {
     return on_tick_frame(c, *frame_msg);
   }
