@@ -68,6 +68,7 @@ struct WebClient {
   uint64_t newest_room_tick = 0;
   uint64_t announced_input_tick = 0;
   uint32_t input_sequence = 0;
+  Clock::time_point hello_sent{};
 
   uint64_t ticks_verified = 0, desyncs = 0, snapshots = 0;
   uint64_t own_inputs_applied = 0;  // this player's inputs in the TickFrames applied
@@ -126,13 +127,12 @@ int32_t on_welcome(WebClient* c, schema::Welcome welcome) {
   config.tick_rate_hz = welcome.tick_rate_hz;
   c->time_sync.emplace(config);
   client_sdk::TimeSample sample;
-  // The Welcome answers the Hello: its schedule position is a sample with an unknown send time,
-  // taken as now (an upper bound on its lateness that the Pings soon replace).
-  sample.client_send = Clock::now();
+  // Hello → Welcome is a round trip too: the estimate exists from the first moment on.
+  sample.client_send = c->hello_sent;
   sample.server_tick = welcome.current_tick;
   sample.server_since_due = std::chrono::nanoseconds(welcome.ns_into_tick);
   sample.server_schedule_moved = std::chrono::nanoseconds(welcome.schedule_moved_ns);
-  sample.client_receive = sample.client_send;
+  sample.client_receive = Clock::now();
   c->time_sync->add_sample(sample);
   c->newest_room_tick = welcome.current_tick;
   c->welcome = std::move(welcome);
@@ -227,6 +227,7 @@ LSW_EXPORT uint32_t lsw_hello(WebClient* c, const char* room, const char* name, 
   hello.auth_token = token;
   hello.scene = scene;
   hello.mode = thin != 0 ? schema::ClientMode::thin : schema::ClientMode::lockstep;
+  c->hello_sent = Clock::now();
   return c->emit(hello);
 }
 
