@@ -13,6 +13,7 @@
 
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/scene.h"
+#include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
 #include "lockstep/sim/world.h"
 
@@ -37,6 +38,9 @@ double lsw_ticks_verified(WebClient* c);
 double lsw_desyncs(WebClient* c);
 double lsw_own_inputs_applied(WebClient* c);
 uint32_t lsw_bodies(WebClient* c, int32_t which);
+uint32_t lsw_diff_count(WebClient* c);
+const float* lsw_diff_data(WebClient* c);
+double lsw_diff_tick(WebClient* c);
 double lsw_bench_builtin(const char* scene_name, uint32_t ticks, uint32_t warmup);
 const char* lsw_bench_hash();
 }
@@ -164,6 +168,35 @@ TEST(WebClient, AHashThatDiffersIsADesync) {
   lsw_destroy(c);
 }
 
+TEST(WebClient, TheResyncSnapshotNamesTheBodiesThatDiffered) {
+  Room room;
+  WebClient* c = lsw_create(0);
+  ASSERT_EQ(receive(c, room.welcome()), kJoined);
+  ASSERT_EQ(receive(c, room.snapshot()), kSnapshot);
+  EXPECT_EQ(lsw_diff_tick(c), -1) << "no comparison without a desync";
+  ASSERT_EQ(receive(c, room.step()), kTick);
+  // The room's world moves a body outside the tick: the page's world is no longer the room's.
+  ASSERT_EQ(sim::debug_perturb_position(*room.world, sim::BodyId{10, 0}, sim::Vec3{0.25f, 0, 0}),
+            sim::Error::none);
+  room.world->step();
+  schema::TickFrame frame;
+  frame.tick = room.world->tick();
+  frame.state_hash = room.world->state_hash();
+  ASSERT_EQ(receive(c, schema::encode_frame(frame)), kDesync);
+  // Later ticks differ too: one desync, not one a tick.
+  ASSERT_EQ(receive(c, room.step()), 0);
+  EXPECT_EQ(lsw_desyncs(c), 1);
+  ASSERT_EQ(receive(c, room.snapshot()), kSnapshot);
+  EXPECT_EQ(lsw_diff_tick(c), static_cast<double>(room.world->tick()));
+  ASSERT_GE(lsw_diff_count(c), 1u);
+  bool named = false;
+  for (uint32_t i = 0; i < lsw_diff_count(c); ++i)
+    named = named || lsw_diff_data(c)[i * 13] == 10.0f;
+  EXPECT_TRUE(named) << "the moved body is among the differing ones";
+  ASSERT_EQ(receive(c, room.step()), kTick) << "verified again after the resync";
+  lsw_destroy(c);
+}
+
 TEST(WebClient, InputFramesAreStampedInTheWindowAndInOrder) {
   Room room;
   WebClient* c = lsw_create(0);
@@ -211,12 +244,12 @@ TEST(WebClient, BadBytesAreRefusedNotApplied) {
 
 TEST(WebClient, ServerErrorsAreEvents) {
   WebClient* c = lsw_create(0);
-  EXPECT_EQ(receive(c, schema::encode_frame(schema::ErrorMessage{
-                           schema::ErrorCode::input_late, "late", false})),
+  EXPECT_EQ(receive(c, schema::encode_frame(
+                           schema::ErrorMessage{schema::ErrorCode::input_late, "late", false})),
             kError);
   EXPECT_EQ(lsw_code(c), static_cast<int32_t>(schema::ErrorCode::input_late));
-  EXPECT_EQ(receive(c, schema::encode_frame(schema::Disconnect{schema::ErrorCode::server_shutdown,
-                                                               "bye"})),
+  EXPECT_EQ(receive(c, schema::encode_frame(
+                           schema::Disconnect{schema::ErrorCode::server_shutdown, "bye"})),
             kClosed);
   EXPECT_NE(std::string(lsw_text(c)).find("bye"), std::string::npos);
   lsw_destroy(c);

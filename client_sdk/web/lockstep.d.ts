@@ -64,9 +64,21 @@ export interface GameEvent {
   sequence: number;
 }
 
+export interface BodyState {
+  position: [number, number, number];
+  velocity: [number, number, number];
+}
+
+export interface DesyncDiff {
+  tick: number;
+  bodies: { index1: number; local: BodyState; server: BodyState }[];
+}
+
 export interface ClientEvents {
   joined: { playerId: number; scene: string; tickRateHz: number };
-  snapshot: { tick: number; hash: string };
+  /** A snapshot was restored (the join, or a resync). After a desync, `diff` names the bodies
+   * whose state differed from the server's at the snapshot's tick (null when not comparable). */
+  snapshot: { tick: number; hash: string; diff: DesyncDiff | null };
   /** A tick stepped and verified: its hash equals the server's. */
   tick: { tick: number; hash: string };
   desync: { tick: number; localHash: string; serverHash: string };
@@ -113,6 +125,9 @@ export class LockstepClient {
   score(player: number): number;
   gameEvents(): GameEvent[];
   requestResync(reason?: string): void;
+  /** Moves a body of the confirmed world outside the tick: the next tick is a desync (for seeing
+   * how a page shows one; never in a real game). */
+  debugPerturb(body: BodyId, dx: number, dz: number): boolean;
   close(): void;
   dispose(): void;
 }

@@ -217,6 +217,12 @@ export class LockstepClient {
     return out;
   }
 
+  /** Moves a body of the confirmed world outside the tick, so that the next tick is a desync
+   * (to see how a page shows one; never in a real game). */
+  debugPerturb(body, dx, dz) {
+    return this._core._lsw_debug_perturb(this._handle, body.index1, body.generation, dx, dz) === 0;
+  }
+
   /** Asks the server for a snapshot (restored when it arrives). */
   requestResync(reason = 'asked by the page') {
     const text = allocString(this._core, reason);
@@ -264,10 +270,13 @@ export class LockstepClient {
         this._startPings();
         this._emit('joined', { playerId: this.playerId, scene: text(), tickRateHz: this.tickRateHz });
         break;
-      case 'snapshot':
+      case 'snapshot': {
         this._state = 'joined';
-        this._emit('snapshot', { tick: this.confirmed.tick, hash: this.confirmed.hash });
+        const detail = { tick: this.confirmed.tick, hash: this.confirmed.hash, diff: null };
+        if (core._lsw_diff_tick(this._handle) >= 0) detail.diff = this._diff();
+        this._emit('snapshot', detail);
         break;
+      }
       case 'tick': {
         const tick = this.confirmed.tick;
         this._emit('tick', { tick, hash: this.confirmed.hash });
@@ -275,6 +284,7 @@ export class LockstepClient {
       }
       case 'desync': {
         const detail = { tick: this.confirmed.tick, localHash: this.confirmed.hash, serverHash: core.UTF8ToString(core._lsw_server_hash(this._handle)) };
+        // The server writes its replay window of the tick; a snapshot puts this world back.
         this._sendOut(core._lsw_desync_report(this._handle));
         if (this._options.autoResync ?? true) this.requestResync('desync');
         this._emit('desync', detail);
@@ -303,6 +313,25 @@ export class LockstepClient {
           this._socket.close(1002, 'bad frame');
         }
     }
+  }
+
+  /** After a desync: the bodies the resync snapshot shows differing from the local world at the
+   * same tick, local against server (position, linear velocity). */
+  _diff() {
+    const core = this._core;
+    const n = core._lsw_diff_count(this._handle);
+    const base = core._lsw_diff_data(this._handle) >> 2;
+    const f = core.HEAPF32;
+    const bodies = [];
+    for (let i = 0; i < n; ++i) {
+      const o = base + i * 13;
+      bodies.push({
+        index1: f[o],
+        local: { position: [f[o + 1], f[o + 2], f[o + 3]], velocity: [f[o + 7], f[o + 8], f[o + 9]] },
+        server: { position: [f[o + 4], f[o + 5], f[o + 6]], velocity: [f[o + 10], f[o + 11], f[o + 12]] },
+      });
+    }
+    return { tick: core._lsw_diff_tick(this._handle), bodies };
   }
 
   _startPings() {

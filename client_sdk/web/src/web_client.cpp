@@ -81,6 +81,11 @@ struct WebClient {
   std::vector<sim::BodyId> body_ids;
   std::vector<int32_t> game_events;
   std::vector<uint8_t> game_message;
+  bool desynced = false;  // since the last snapshot
+  // After a desync, the resync Snapshot compared with the local world at the same tick: the
+  // bodies whose state differs (index1, then local and server position and linear velocity).
+  std::vector<float> diff;
+  double diff_tick = -1;
   char hex[17] = {};
 
   uint32_t emit(const schema::Message& message) {
@@ -141,8 +146,61 @@ int32_t on_welcome(WebClient* c, schema::Welcome welcome) {
   return event_joined;
 }
 
+/// Floats per differing body in lsw_diff_data: index1, local x y z, server x y z, local vx vy vz,
+/// server vx vy vz.
+constexpr int kDiffFloats = 13;
+
+/// The local world (desynced) against the server's Snapshot of the same tick: what the replay
+/// viewer's diff names, for the bodies of both worlds, in slot order.
+void diff_with_snapshot(WebClient* c, const schema::Snapshot& snapshot) {
+  c->diff.clear();
+  c->diff_tick = -1;
+  if (!c->desynced || snapshot.tick != c->world->tick()) return;
+  sim::WorldDef def = c->world->def();
+  std::unique_ptr<sim::World> server = sim::World::create(def);
+  if (!server || server->restore_snapshot(snapshot.state) != sim::Error::none) return;
+  c->diff_tick = static_cast<double>(snapshot.tick);
+  std::vector<sim::BodyId> ids(c->world->body_count());
+  ids.resize(c->world->list_bodies(ids));
+  for (sim::BodyId id : ids) {
+    sim::BodyView mine, theirs;
+    if (c->world->get_body(id, &mine) != sim::Error::none ||
+        server->get_body(id, &theirs) != sim::Error::none) {
+      continue;
+    }
+    const bool same =
+        mine.position.x == theirs.position.x && mine.position.y == theirs.position.y &&
+        mine.position.z == theirs.position.z && mine.orientation.x == theirs.orientation.x &&
+        mine.orientation.y == theirs.orientation.y && mine.orientation.z == theirs.orientation.z &&
+        mine.orientation.w == theirs.orientation.w &&
+        mine.linear_velocity.x == theirs.linear_velocity.x &&
+        mine.linear_velocity.y == theirs.linear_velocity.y &&
+        mine.linear_velocity.z == theirs.linear_velocity.z &&
+        mine.angular_velocity.x == theirs.angular_velocity.x &&
+        mine.angular_velocity.y == theirs.angular_velocity.y &&
+        mine.angular_velocity.z == theirs.angular_velocity.z;
+    if (same) continue;
+    const float row[kDiffFloats] = {static_cast<float>(id.index1),
+                                    mine.position.x,
+                                    mine.position.y,
+                                    mine.position.z,
+                                    theirs.position.x,
+                                    theirs.position.y,
+                                    theirs.position.z,
+                                    mine.linear_velocity.x,
+                                    mine.linear_velocity.y,
+                                    mine.linear_velocity.z,
+                                    theirs.linear_velocity.x,
+                                    theirs.linear_velocity.y,
+                                    theirs.linear_velocity.z};
+    c->diff.insert(c->diff.end(), row, row + kDiffFloats);
+  }
+}
+
 int32_t on_snapshot(WebClient* c, const schema::Snapshot& snapshot) {
   if (!c->world) return event_none;
+  diff_with_snapshot(c, snapshot);
+  c->desynced = false;
   if (sim::Error e = c->world->restore_snapshot(snapshot.state); e != sim::Error::none) {
     c->text = std::string("Snapshot: ") + sim::error_message(e);
     return event_closed;
@@ -179,7 +237,11 @@ int32_t on_tick_frame(WebClient* c, const schema::TickFrame& frame) {
   c->last_local_hash = c->world->state_hash();
   if (c->prediction) c->prediction->on_confirmed(*c->world, frame.inputs, frame.commands);
   if (c->last_local_hash != frame.state_hash) {
+    // One desync per divergence: the ticks after it differ too until a Snapshot restores the
+    // room's state, and are neither verified nor reported again.
+    if (c->desynced) return event_none;
     ++c->desyncs;
+    c->desynced = true;
     c->text = "tick " + std::to_string(frame.tick) + ": local hash differs from the server's";
     return event_desync;
   }
@@ -463,6 +525,29 @@ LSW_EXPORT uint32_t lsw_bodies(WebClient* c, int32_t which) {
 
 LSW_EXPORT const float* lsw_bodies_data(WebClient* c) {
   return c->bodies.data();
+}
+
+/// Moves a body of the confirmed world by (dx, 0, dz) m outside the tick: the next TickFrame is a
+/// desync (to see how the page shows one). 0 when done.
+LSW_EXPORT int32_t lsw_debug_perturb(WebClient* c, uint32_t body_index1, uint32_t generation,
+                                     float dx, float dz) {
+  if (!c->world) return -1;
+  return static_cast<int32_t>(sim::debug_perturb_position(
+      *c->world, sim::BodyId{body_index1, generation}, sim::Vec3{dx, 0, dz}));
+}
+
+/// After a desync, the bodies the resync Snapshot showed differing (kDiffFloats each), at the
+/// tick lsw_diff_tick says (-1: no comparison was possible: the snapshot was of another tick).
+LSW_EXPORT uint32_t lsw_diff_count(WebClient* c) {
+  return static_cast<uint32_t>(c->diff.size() / kDiffFloats);
+}
+
+LSW_EXPORT const float* lsw_diff_data(WebClient* c) {
+  return c->diff.data();
+}
+
+LSW_EXPORT double lsw_diff_tick(WebClient* c) {
+  return c->diff_tick;
 }
 
 /// Replicated game state: fields of the confirmed world (scene `state` lines).

@@ -3,7 +3,8 @@
 // room (default "sumo"), name, token, prediction (ticks; default 0: draw the verified world),
 // and for tests: script=1 (steer by a fixed pattern instead of the keyboard), ticks=N (play N
 // ticks after the join, default 600, then put the result in the title), report=PATH (POST the
-// verified hashes there as JSON before setting the title).
+// verified hashes there as JSON before setting the title), desyncAt=N (move our ball 0.5 m
+// outside the tick N ticks after the join, to see how a desync is shown).
 import { connect } from '../lockstep.js';
 
 const params = new URLSearchParams(location.search);
@@ -12,6 +13,8 @@ const scripted = params.get('script') === '1';
 const playTicks = Number(params.get('ticks') ?? 600);
 const reportUrl = params.get('report');
 const prediction = Number(params.get('prediction') ?? 0);
+const desyncAt = Number(params.get('desyncAt') ?? 0);
+let diffBodies = new Set();  // bodies the last resync showed differing, drawn in magenta
 const SPEED = 4;  // m/s, as the terminal sumo client
 
 const $ = (id) => document.getElementById(id);
@@ -101,6 +104,13 @@ function draw(client) {
       ctx.strokeStyle = '#ffffff';
       ctx.stroke();
     }
+    if (diffBodies.has(b.id.index1)) {
+      ctx.beginPath();
+      ctx.arc(x * scale, z * scale, r + 6, 0, 2 * Math.PI);
+      ctx.lineWidth = 3;
+      ctx.strokeStyle = '#ff00ff';
+      ctx.stroke();
+    }
   }
   ctx.restore();
 
@@ -123,6 +133,18 @@ function drawTimeline(tick, desync) {
   const x = Math.floor(((tick - joinTick) * 300) / Math.max(playTicks, 1)) % 300;
   timeline.fillStyle = desync ? '#ff3b3b' : '#2f7d32';
   timeline.fillRect(x, desync ? 0 : 6, desync ? 2 : 1, desync ? 24 : 12);
+}
+
+// The resync's comparison, as the replay viewer shows a desync: the differing bodies in magenta
+// on the view, their state local against server in a table.
+function showDiff(diff) {
+  diffBodies = new Set(diff.bodies.map((b) => b.index1));
+  const f = (v) => v.map((x) => x.toFixed(3)).join(', ');
+  const rows = diff.bodies.slice(0, 12).map((b) =>
+    `<tr><td>body ${b.index1}</td><td>position</td><td>${f(b.local.position)}</td><td>${f(b.server.position)}</td></tr>` +
+    `<tr><td></td><td>velocity</td><td>${f(b.local.velocity)}</td><td>${f(b.server.velocity)}</td></tr>`).join('');
+  $('desync').innerHTML += `<p>At tick ${diff.tick}, ${diff.bodies.length} bodies differed (magenta):</p>` +
+    `<table><tr><th></th><th>field</th><th>here</th><th>server</th></tr>${rows}</table>`;
 }
 
 async function main() {
@@ -148,10 +170,15 @@ async function main() {
   });
   client.on('snapshot', (e) => {
     if (joinTick < 0) joinTick = e.tick;
+    if (e.diff) showDiff(e.diff);
     $('status').textContent = 'playing';
     document.title = 'playing';
   });
   client.on('tick', (e) => {
+    if (desyncAt > 0 && e.tick === joinTick + desyncAt) {
+      const ball = myBall(client, client.confirmed.bodies());
+      if (ball) client.debugPerturb(ball.id, 0.5, 0);
+    }
     hashes.push([e.tick, e.hash]);
     drawTimeline(e.tick, false);
     if (joinTick >= 0 && e.tick >= joinTick + playTicks && !finished) {
