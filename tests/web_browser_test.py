@@ -142,6 +142,9 @@ def stop(process):
 def pack(source_dir, work_dir):
     """npm pack of client_sdk/web, unpacked into work_dir/site; returns the site folder."""
     web = os.path.join(source_dir, "client_sdk", "web")
+    if not check(shutil.which("npm") is not None,
+                 "npm is installed (NodeSource's nodejs, or Debian's npm beside Debian's nodejs)"):
+        return None
     result = subprocess.run(["npm", "pack", "--silent", "--pack-destination", work_dir], cwd=web,
                             capture_output=True, text=True, timeout=120)
     if not check(result.returncode == 0, "npm pack makes the package"):
