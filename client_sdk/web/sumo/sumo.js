@@ -15,6 +15,7 @@ const reportUrl = params.get('report');
 const prediction = Number(params.get('prediction') ?? 0);
 const desyncAt = Number(params.get('desyncAt') ?? 0);
 let diffBodies = new Set();  // bodies the last resync showed differing, drawn in magenta
+let lastDiff = null;
 const SPEED = 4;  // m/s, as the terminal sumo client
 
 const $ = (id) => document.getElementById(id);
@@ -62,7 +63,7 @@ async function finish(client, title) {
       await fetch(reportUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ title, joinTick, hashes, ...stats, inputsSent, errors, desync: lastDesync, failure }),
+        body: JSON.stringify({ title, joinTick, hashes, ...stats, inputsSent, errors, desync: lastDesync, diff: lastDiff, failure }),
       });
     } catch (e) {
       title = `error: report not sent: ${e}`;
@@ -138,6 +139,7 @@ function drawTimeline(tick, desync) {
 // The resync's comparison, as the replay viewer shows a desync: the differing bodies in magenta
 // on the view, their state local against server in a table.
 function showDiff(diff) {
+  lastDiff = diff;
   diffBodies = new Set(diff.bodies.map((b) => b.index1));
   const f = (v) => v.map((x) => x.toFixed(3)).join(', ');
   const rows = diff.bodies.slice(0, 12).map((b) =>
