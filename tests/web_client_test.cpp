@@ -98,7 +98,8 @@ struct Room {
 };
 
 int32_t receive(WebClient* c, const std::vector<uint8_t>& frame) {
-  std::memcpy(lsw_in_buffer(c, static_cast<uint32_t>(frame.size())), frame.data(), frame.size());
+  uint8_t* in = lsw_in_buffer(c, static_cast<uint32_t>(frame.size()));
+  if (!frame.empty()) std::memcpy(in, frame.data(), frame.size());
   return lsw_receive(c);
 }
 
