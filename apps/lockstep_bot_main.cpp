@@ -45,12 +45,14 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -316,6 +318,7 @@ int main(int argc, char** argv) {
   uint32_t jitter_ms = 0;
   uint32_t sync_test = 0;
   std::string replay_dir;
+  std::string hash_log_path;
   app.add_option("--host", host, "server address")->capture_default_str();
   app.add_option("--port", port, "server port")->capture_default_str();
   app.add_option("--room", room, "room to join")->capture_default_str();
@@ -355,7 +358,20 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 64));
   app.add_option("--replay-dir", replay_dir,
                  "write this client's replay window here on a desync (lockstep-replay diff)");
+  app.add_option("--hash-log", hash_log_path,
+                 "write `tick hash` (16 hex digits) of every verified tick to FILE");
   CLI11_PARSE(app, argc, argv);
+  // Every verified tick's hash, for comparing this client with others (the browser test does).
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> hash_log(nullptr, &std::fclose);
+  if (!hash_log_path.empty()) {
+    hash_log.reset(std::fopen(hash_log_path.c_str(), "w"));
+    if (!hash_log) {
+      std::fprintf(stderr, "lockstep-bot: cannot write --hash-log %s\n", hash_log_path.c_str());
+      return 2;
+    }
+    // Line by line: a bot stopped by a signal leaves every tick it verified in the file.
+    std::setvbuf(hash_log.get(), nullptr, _IOLBF, 0);
+  }
 
   if (!replay_dir.empty()) {
     // Found out now, not at the first desync when the replay is the one thing wanted.
@@ -431,6 +447,9 @@ int main(int argc, char** argv) {
       }
       if (s->resync) log("resynced at tick " + std::to_string(s->tick));
     } else if (const auto* t = std::get_if<client_sdk::TickAppliedEvent>(&event)) {
+      if (hash_log) {
+        std::fprintf(hash_log.get(), "%" PRIu64 " %016" PRIx64 "\n", t->tick, t->state_hash);
+      }
       if (state_tick != 0 && t->tick == state_tick) {
         state_at_tick = replays::game_state_text(t->world());
       }

@@ -14,7 +14,7 @@ target=${1:-all}
 seconds=${2:-30}
 build=${LOCKSTEP_FUZZ_BUILD:-build/fuzz}
 targets=(fuzz_frame_messages fuzz_replay_file fuzz_scene_text fuzz_snapshot fuzz_record_file
-  fuzz_server_session)
+  fuzz_server_session fuzz_websocket)
 if [[ $target != all ]]; then targets=("$target"); fi
 
 if [[ ! -f $build/build.ninja ]]; then
@@ -39,10 +39,10 @@ fuzz_one() {
   # stateful server harness holds up to 8 rooms and ASan's quarantine: it checks its own heap
   # bound, and an input may wait seconds for a room on a busy machine.
   local rss=1024 timeout=10
-  if [[ $t == fuzz_server_session ]]; then rss=2048 timeout=60; fi
+  if [[ $t == fuzz_server_session || $t == fuzz_websocket ]]; then rss=2048 timeout=60; fi
   "$build/tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=$rss -timeout=$timeout \
     -print_final_stats=1 -artifact_prefix="$build/findings/$t-" "${dirs[@]}" 2>&1 |
-    grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY|fuzz_server_session:)' \
+    grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY|fuzz_server_session:|fuzz_websocket:)' \
       >"$build/logs/$t.log" || true
 }
 

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   libxxhash-dev                               # state hash (XXH3), used header-only by sim
   libasio-dev                                 # standalone Asio: the network service
+  libwebsocketpp-dev                          # WebSocket listener for browser clients (header-only)
   libflatbuffers-dev flatbuffers-compiler     # wire protocol and replay files
   libcli11-dev                                # command-line parsing of the service tools
   libspdlog-dev                               # levelled, timestamped logs of the service

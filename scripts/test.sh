@@ -94,6 +94,8 @@ end_stage
 begin_stage "build, preset ci (RelWithDebInfo, -Werror)"
 cmake --preset ci
 cmake --build --preset ci -j "$build_jobs"
+# The browser client's wasm core (emscripten), for the browser label's web_browser test.
+bash scripts/build-web.sh
 end_stage
 
 # The determinism matrix (its builds and its runs) starts now in the background at the lowest

@@ -35,6 +35,9 @@ std::string server_config_error(const ServerConfig& c) {
     return fmt::format("input delay {} ticks must be below the input window ({} ticks)",
                        c.input_delay_ticks, c.input_window_ticks);
   }
+  if (c.ws_port < -1 || c.ws_port > 65535) {
+    return fmt::format("WebSocket port {} is outside -1..65535 (-1 = none)", c.ws_port);
+  }
   if (c.threads > kMaxThreads) {
     return fmt::format("threads {} is outside 1..{} (0 = one per core)", c.threads, kMaxThreads);
   }
@@ -131,6 +134,11 @@ void add_listen_options(CLI::App& app, ServerConfig* config) {
   app.set_config("--config", "", "Read options from a TOML/INI file (keys = long option names)");
   app.add_option("--bind", config->bind_address, "Address to listen on")->capture_default_str();
   app.add_option("--port", config->port, "TCP port (0 = ephemeral)")->capture_default_str();
+  app.add_option("--ws-port", config->ws_port,
+                 "WebSocket port for browser clients (-1 = none, 0 = ephemeral)")
+      ->capture_default_str();
+  app.add_option("--ws-allow-origin", config->ws_allowed_origins,
+                 "Origin a WebSocket handshake may come from (repeat; none given = any)");
   app.add_option("--max-connections", config->max_connections, "Open connections at most")
       ->capture_default_str();
   app.add_option("--socket-send-buffer-bytes", config->socket_send_buffer_bytes,

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -26,6 +27,7 @@
 #include "room.h"
 #include "server_core.h"
 #include "session.h"
+#include "websocket_listener.h"
 
 namespace lockstep::server {
 namespace {
@@ -144,6 +146,8 @@ ServerCore::ServerCore(const ServerConfig& config_in)
         return make_builtin_rules(name, scene, error);
       }) {}
 
+ServerCore::~ServerCore() = default;
+
 void ServerCore::make_workers(uint32_t count) {
   workers.clear();
   for (uint32_t i = 0; i < count; ++i) {
@@ -229,7 +233,7 @@ asio::awaitable<void> ServerCore::accept_loop() {
   }
 }
 
-void ServerCore::admit(asio::ip::tcp::socket socket) {
+bool ServerCore::admit(asio::ip::tcp::socket socket, std::string remote) {
   if (sessions.size() >= config.max_connections) {
     ++connections_refused;
     if (connections_refused == 1) {
@@ -238,7 +242,7 @@ void ServerCore::admit(asio::ip::tcp::socket socket) {
     }
     std::error_code ignored;
     socket.close(ignored);
-    return;
+    return false;
   }
   std::error_code option_error;
   socket.set_option(asio::ip::tcp::no_delay(true), option_error);
@@ -247,11 +251,13 @@ void ServerCore::admit(asio::ip::tcp::socket socket) {
         asio::socket_base::send_buffer_size(static_cast<int>(config.socket_send_buffer_bytes)),
         option_error);
   }
-  std::error_code endpoint_error;
-  const auto endpoint = socket.remote_endpoint(endpoint_error);
-  const std::string remote =
-      endpoint_error ? std::string("?")
-                     : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  if (remote.empty()) {
+    std::error_code endpoint_error;
+    const auto endpoint = socket.remote_endpoint(endpoint_error);
+    remote = endpoint_error
+                 ? std::string("?")
+                 : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  }
   if (!guard.connection_opened(address_of(remote))) {
     if (guard.stats().refused_per_ip_connections == 1) {
       spdlog::warn("refusing connections over max_connections_per_ip = {} (logged once)",
@@ -259,13 +265,14 @@ void ServerCore::admit(asio::ip::tcp::socket socket) {
     }
     std::error_code ignored;
     socket.close(ignored);
-    return;
+    return false;
   }
   ++connections_accepted;
   const uint64_t id = next_session_id++;
   auto session = std::make_shared<Session>(*this, std::move(socket), id, remote);
   sessions.emplace(id, session);
   session->start();
+  return true;
 }
 
 asio::awaitable<void> ServerCore::publish_loop() {
@@ -393,6 +400,7 @@ void ServerCore::begin_shutdown() {
   spdlog::info("shutting down: {} sessions, {} rooms", sessions.size(), rooms.size());
   std::error_code ignored;
   acceptor.close(ignored);
+  if (websocket) websocket->stop();
   stats_timer.cancel();
   publish_timer.cancel();
   // Each room on its own thread (inline for those on this one).
@@ -558,6 +566,20 @@ bool Server::start(std::string* error) {
     return false;
   }
   core.port = core.acceptor.local_endpoint(ec).port();
+  if (core.config.ws_port >= 0) {
+    core.websocket = std::make_unique<WebSocketListener>(core);
+    if (!core.websocket->listen(error)) {
+      core.websocket.reset();
+      std::error_code ignored;
+      core.acceptor.close(ignored);
+      return false;
+    }
+    spdlog::info("WebSocket clients on {}:{} ({})", core.config.bind_address,
+                 core.websocket->port(),
+                 core.config.ws_allowed_origins.empty()
+                     ? std::string("any Origin")
+                     : fmt::format("Origin {}", fmt::join(core.config.ws_allowed_origins, ", ")));
+  }
   core.file_writer.start();
   core.started = true;
   core.start_time = ServerCore::Clock::now();
@@ -573,6 +595,10 @@ bool Server::start(std::string* error) {
 
 uint16_t Server::port() const {
   return core_->port;
+}
+
+uint16_t Server::ws_port() const {
+  return core_->websocket ? core_->websocket->port() : 0;
 }
 
 void Server::run() {

@@ -38,6 +38,7 @@ namespace lockstep::server {
 
 class Room;
 class Session;
+class WebSocketListener;
 
 /// A scene the server serves, checked at start-up; immutable and shared by its rooms.
 struct ServedScene {
@@ -69,10 +70,12 @@ struct ServerCore {
   using Clock = std::chrono::steady_clock;
 
   explicit ServerCore(const ServerConfig& config_in);
+  ~ServerCore();
 
   ServerConfig config;
   asio::io_context io{1};  // the control thread
   asio::ip::tcp::acceptor acceptor{io};
+  std::unique_ptr<WebSocketListener> websocket;  // config.ws_port >= 0
   asio::signal_set signals{io};
   asio::steady_timer shutdown_timer{io};
   asio::steady_timer stats_timer{io};
@@ -132,8 +135,9 @@ struct ServerCore {
   /// The worker a new room goes to: fewest rooms, ties to the lowest index.
   size_t pick_worker() const;
   asio::awaitable<void> accept_loop();
-  /// Starts a session for an accepted socket (or closes it over max_connections).
-  void admit(asio::ip::tcp::socket socket);
+  /// Starts a session for an accepted socket (or closes it over max_connections or
+  /// max_connections_per_ip, returning false). `remote` names the peer; "" = the socket's.
+  bool admit(asio::ip::tcp::socket socket, std::string remote = {});
   asio::awaitable<void> stats_loop();
   asio::awaitable<void> publish_loop();
   /// Stop accepting, Disconnect every session, stop the rooms; run() returns once every

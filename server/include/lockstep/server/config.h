@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -26,6 +27,12 @@ struct ServerConfig {
   // ---- network ----------------------------------------------------------------------------
   std::string bind_address = "0.0.0.0";
   uint16_t port = 7777;  // 0 = an ephemeral port (Server::port() reports it)
+  /// The WebSocket listener for browser clients (docs/web.md): the same frames, one per binary
+  /// message, on the same sessions as TCP. -1 = none, 0 = an ephemeral port (Server::ws_port()).
+  int32_t ws_port = -1;
+  /// Origins a WebSocket handshake may come from (exact match, e.g. "https://game.example");
+  /// empty = any Origin or none. A browser always sends one; other clients usually do not.
+  std::vector<std::string> ws_allowed_origins;
   uint32_t max_connections = 1024;
   /// SO_SNDBUF of accepted sockets; 0 keeps the OS default (auto-tuned). Tests make it small so
   /// a client that stops reading fills our queue quickly.

@@ -202,6 +202,8 @@ class Server final {
   bool start(std::string* error);
   /// The bound port (the ephemeral one when configured with port 0); 0 before start().
   uint16_t port() const;
+  /// The WebSocket port after start() (0 when ServerConfig::ws_port is -1).
+  uint16_t ws_port() const;
   /// Serves on the calling thread until a shutdown completes: stop accepting, Disconnect
   /// {server_shutdown} to every session, flush (bounded by flush_timeout), stop the rooms.
   void run();
