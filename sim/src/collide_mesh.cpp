@@ -30,9 +30,10 @@ namespace {
 using namespace collide_detail;
 
 constexpr float kPrismDepth = 1.0f;       // m behind the front face
-constexpr float kFaceCos = 0.99995f;      // a normal this close to the face's is the face's
+constexpr float kFaceCos = 0.999999f;     // a normal this close to the face's is the face's
 constexpr float kMergeCos = 0.9962f;      // 5°: triangles' manifolds merged into one
 constexpr float kInsideBand = 1.0e-3f;    // m: a plane point this far outside still counts
+constexpr float kSamePointSq = 2.5e-5f;   // m²: points of a group closer than 5 mm are one
 constexpr uint32_t kMaxTrianglesPerCall = 128;  // scratch on the stack (wasm's is small)
 constexpr int kMaxCandidatePoints = 256;
 
@@ -198,6 +199,15 @@ uint32_t collide_level(const ShapeDef& piece, const Transform& xa, const ShapeDe
       group_normal[g] = m.normal;
     }
     for (int k = 0; k < m.count && count < kMaxCandidatePoints; ++k) {
+      // A point another triangle of the group found already (a ball over a seam touches both
+      // triangles at one point): kept once, or the seam would double its stiffness and change
+      // the count of points, and so the warm start, as the ball rolls over it.
+      bool repeated = false;
+      for (int q = 0; q < count && !repeated; ++q) {
+        repeated = group_of[q] == g &&
+                   length_squared(position[q] - m.points[k].position) <= kSamePointSq;
+      }
+      if (repeated) continue;
       position[count] = m.points[k].position;
       separation[count] = m.points[k].separation;
       feature[count] = level_feature(triangles[i].index, m.points[k].feature);
