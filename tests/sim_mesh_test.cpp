@@ -7,8 +7,8 @@
 
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -34,7 +34,8 @@ Grid flat_grid(int n, float cell, float x0, float z0, float height) {
   Grid g;
   for (int r = 0; r <= n; ++r)
     for (int c = 0; c <= n; ++c)
-      g.vertices.push_back({x0 + static_cast<float>(c) * cell, height, z0 + static_cast<float>(r) * cell});
+      g.vertices.push_back(
+          {x0 + static_cast<float>(c) * cell, height, z0 + static_cast<float>(r) * cell});
   const auto at = [n](int c, int r) { return static_cast<uint32_t>(r * (n + 1) + c); };
   for (int r = 0; r < n; ++r) {
     for (int c = 0; c < n; ++c) {
@@ -89,7 +90,8 @@ void figure(const char* name, double value, const char* unit, const char* bound)
   std::printf("[figure] %s = %.6g %s (bound %s)\n", name, value, unit, bound);
 }
 
-// ---- the builder ---------------------------------------------------------------------------------
+// ---- the builder
+// ---------------------------------------------------------------------------------
 
 TEST(MeshBuild, TreeIsTheSameForTheSameLevelAndCoversEveryTriangleOnce) {
   const Grid g = flat_grid(20, 1.0f, -10, -10, 0);
@@ -103,8 +105,8 @@ TEST(MeshBuild, TreeIsTheSameForTheSameLevelAndCoversEveryTriangleOnce) {
   ASSERT_EQ(build_level(level, &b, &hb, &sb), Error::none);
   ASSERT_EQ(a[0].triangles.size(), 800u);
   ASSERT_EQ(a[0].nodes.size(), b[0].nodes.size());
-  EXPECT_EQ(0, std::memcmp(a[0].nodes.data(), b[0].nodes.data(),
-                           a[0].nodes.size() * sizeof(MeshNode)));
+  EXPECT_EQ(
+      0, std::memcmp(a[0].nodes.data(), b[0].nodes.data(), a[0].nodes.size() * sizeof(MeshNode)));
   EXPECT_EQ(0, std::memcmp(a[0].triangles.data(), b[0].triangles.data(),
                            a[0].triangles.size() * sizeof(LevelTriangle)));
   std::vector<int> seen(800, 0);
@@ -259,7 +261,8 @@ TEST(MeshBuild, TheLevelIsPartOfTheSnapshotsIdentity) {
   EXPECT_EQ(c->state_hash(), a->state_hash());
 }
 
-// ---- queries -------------------------------------------------------------------------------------
+// ---- queries
+// -------------------------------------------------------------------------------------
 
 TEST(MeshQuery, RayAndShapeCastAndOverlapNameTheTriangle) {
   const Grid g = flat_grid(8, 1, -4, -4, 0);
@@ -299,16 +302,17 @@ TEST(MeshQuery, RayAndShapeCastAndOverlapNameTheTriangle) {
     EXPECT_NEAR(hit.fraction * 10.0f, 4.8f, 2e-3f);
     // Overlap: a box touching the floor, and one above it.
     BodyId bodies[4];
-    EXPECT_EQ(overlap(*world, box, Transform{{0.5f, 0.1f, 0.5f}, Quat{}}, QueryFilter{}, bodies)
-                  .count,
-              1u);
-    EXPECT_EQ(overlap(*world, box, Transform{{0.5f, 0.5f, 0.5f}, Quat{}}, QueryFilter{}, bodies)
-                  .count,
-              0u);
+    EXPECT_EQ(
+        overlap(*world, box, Transform{{0.5f, 0.1f, 0.5f}, Quat{}}, QueryFilter{}, bodies).count,
+        1u);
+    EXPECT_EQ(
+        overlap(*world, box, Transform{{0.5f, 0.5f, 0.5f}, Quat{}}, QueryFilter{}, bodies).count,
+        0u);
   }
 }
 
-// ---- physics -------------------------------------------------------------------------------------
+// ---- physics
+// -------------------------------------------------------------------------------------
 
 struct Roll {
   float min_speed = 1e9f, max_speed = 0, max_up = 0, max_side = 0;
@@ -318,8 +322,8 @@ struct Roll {
 Roll roll_ball(bool on_mesh) {
   const Grid g = flat_grid(32, 1.0f, -16, -16, 0);  // 2,048 triangles
   const MeshDef m = g.def();
-  auto world = on_mesh ? World::create(quiet_def(), LevelDef{{&m, 1}, {}})
-                       : World::create(quiet_def());
+  auto world =
+      on_mesh ? World::create(quiet_def(), LevelDef{{&m, 1}, {}}) : World::create(quiet_def());
   if (on_mesh)
     add_static(*world, ShapeType::mesh, 0);
   else
@@ -460,7 +464,8 @@ TEST(MeshPhysics, NothingFallsThroughTheTerrainInASixtySecondPile) {
   for (int i = 0; i < 150; ++i) {
     BodyDef b = default_body_def();
     const int kind = i % 3;
-    b.shape.type = kind == 0 ? ShapeType::sphere : (kind == 1 ? ShapeType::box : ShapeType::capsule);
+    b.shape.type =
+        kind == 0 ? ShapeType::sphere : (kind == 1 ? ShapeType::box : ShapeType::capsule);
     b.shape.radius = 0.3f;
     b.shape.half_extents = {0.3f, 0.25f, 0.35f};
     b.shape.half_height = 0.3f;
@@ -477,8 +482,8 @@ TEST(MeshPhysics, NothingFallsThroughTheTerrainInASixtySecondPile) {
     for (BodyId id : ids) {
       const BodyView v = view(*world, id);
       RayHit hit;
-      const QueryResult q = ray_cast(*world, Vec3{v.position.x, 50, v.position.z},
-                                     Vec3{0, -100, 0}, QueryFilter{1, 2, id}, &hit);
+      const QueryResult q = ray_cast(*world, Vec3{v.position.x, 50, v.position.z}, Vec3{0, -100, 0},
+                                     QueryFilter{1, 2, id}, &hit);
       if (q.count == 0) continue;  // off the terrain's edge: no surface under it
       worst = std::min(worst, v.position.y - hit.point.y);
     }
@@ -519,8 +524,8 @@ TEST(MeshPhysics, ABulletSphereAtFiftyMetresPerSecondDoesNotPassAOneTriangleWall
 float resting_height(bool on_mesh) {
   const Grid g = flat_grid(8, 1.0f, -4, -4, 0);
   const MeshDef m = g.def();
-  auto world = on_mesh ? World::create(quiet_def(), LevelDef{{&m, 1}, {}})
-                       : World::create(quiet_def());
+  auto world =
+      on_mesh ? World::create(quiet_def(), LevelDef{{&m, 1}, {}}) : World::create(quiet_def());
   if (on_mesh)
     add_static(*world, ShapeType::mesh, 0);
   else

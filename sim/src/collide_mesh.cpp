@@ -29,11 +29,11 @@ namespace {
 
 using namespace collide_detail;
 
-constexpr float kPrismDepth = 1.0f;       // m behind the front face
-constexpr float kFaceCos = 0.999999f;     // a normal this close to the face's is the face's
-constexpr float kMergeCos = 0.9962f;      // 5°: triangles' manifolds merged into one
-constexpr float kInsideBand = 1.0e-3f;    // m: a plane point this far outside still counts
-constexpr float kSamePointSq = 2.5e-5f;   // m²: points of a group closer than 5 mm are one
+constexpr float kPrismDepth = 1.0f;             // m behind the front face
+constexpr float kFaceCos = 0.999999f;           // a normal this close to the face's is the face's
+constexpr float kMergeCos = 0.9962f;            // 5°: triangles' manifolds merged into one
+constexpr float kInsideBand = 1.0e-3f;          // m: a plane point this far outside still counts
+constexpr float kSamePointSq = 2.5e-5f;         // m²: points of a group closer than 5 mm are one
 constexpr uint32_t kMaxTrianglesPerCall = 128;  // scratch on the stack (wasm's is small)
 constexpr int kMaxCandidatePoints = 256;
 
@@ -204,8 +204,8 @@ uint32_t collide_level(const ShapeDef& piece, const Transform& xa, const ShapeDe
       // the count of points, and so the warm start, as the ball rolls over it.
       bool repeated = false;
       for (int q = 0; q < count && !repeated; ++q) {
-        repeated = group_of[q] == g &&
-                   length_squared(position[q] - m.points[k].position) <= kSamePointSq;
+        repeated =
+            group_of[q] == g && length_squared(position[q] - m.points[k].position) <= kSamePointSq;
       }
       if (repeated) continue;
       position[count] = m.points[k].position;

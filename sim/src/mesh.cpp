@@ -101,13 +101,16 @@ void build_node(MeshGeometry& m, uint32_t node, uint32_t first, uint32_t count) 
     return;
   }
   const Vec3 spread = chi - clo;
-  const int axis = spread.x >= spread.y && spread.x >= spread.z ? 0 : (spread.y >= spread.z ? 1 : 2);
+  const int axis =
+      spread.x >= spread.y && spread.x >= spread.z ? 0 : (spread.y >= spread.z ? 1 : 2);
   auto* begin = m.triangles.data() + first;
-  std::sort(begin, begin + count, [axis](const LevelTriangle& a, const LevelTriangle& b) {
+  // Centroid, then the unique triangle index: a total order.
+  const auto along = [axis](const LevelTriangle& a, const LevelTriangle& b) {
     const float ca = element(centroid(a), axis), cb = element(centroid(b), axis);
     if (ca != cb) return ca < cb;
     return a.index < b.index;
-  });
+  };
+  std::sort(begin, begin + count, along);  // determinism-lint: allow
   const uint32_t child = static_cast<uint32_t>(m.nodes.size());
   m.nodes.push_back(MeshNode{});
   m.nodes.push_back(MeshNode{});
@@ -141,6 +144,8 @@ Error build_mesh(const MeshDef& def, MeshGeometry* out, uint32_t* triangle_budge
            bits_of(va.y + 0.0f) == bits_of(vb.y + 0.0f) &&
            bits_of(va.z + 0.0f) == bits_of(vb.z + 0.0f);
   };
+  // Every sort below has a total order (ties broken by a unique index), so every standard library
+  // sorts alike.
   const auto key_less = [&def](uint32_t a, uint32_t b) {
     const Vec3 va = def.vertices[a], vb = def.vertices[b];
     const uint32_t ka[3] = {bits_of(va.x + 0.0f), bits_of(va.y + 0.0f), bits_of(va.z + 0.0f)};
@@ -150,7 +155,7 @@ Error build_mesh(const MeshDef& def, MeshGeometry* out, uint32_t* triangle_budge
     }
     return a < b;
   };
-  std::sort(order.begin(), order.end(), key_less);
+  std::sort(order.begin(), order.end(), key_less);  // determinism-lint: allow
   std::vector<uint32_t> weld(vertex_count);
   for (size_t i = 0; i < vertex_count; ++i) {
     const bool same = i > 0 && same_position(order[i - 1], order[i]);
@@ -189,12 +194,14 @@ Error build_mesh(const MeshDef& def, MeshGeometry* out, uint32_t* triangle_budge
       edges.push_back(EdgeRef{a < b ? a : b, a < b ? b : a, t, k});
     }
   }
-  std::sort(edges.begin(), edges.end(), [](const EdgeRef& x, const EdgeRef& y) {
+  // Integers, and (triangle, edge) is unique: a total order.
+  const auto edge_less = [](const EdgeRef& x, const EdgeRef& y) {
     if (x.lo != y.lo) return x.lo < y.lo;
     if (x.hi != y.hi) return x.hi < y.hi;
     if (x.tri != y.tri) return x.tri < y.tri;
     return x.k < y.k;
-  });
+  };
+  std::sort(edges.begin(), edges.end(), edge_less);  // determinism-lint: allow
   for (size_t i = 0; i < edges.size();) {
     size_t j = i + 1;
     while (j < edges.size() && edges[j].lo == edges[i].lo && edges[j].hi == edges[i].hi)
@@ -258,8 +265,8 @@ Error build_heightfield(const HeightfieldDef& def, HeightfieldGeometry* out,
 }
 
 bool boxes_meet(Vec3 alo, Vec3 ahi, Vec3 blo, Vec3 bhi) {
-  return alo.x <= bhi.x && blo.x <= ahi.x && alo.y <= bhi.y && blo.y <= ahi.y &&
-         alo.z <= bhi.z && blo.z <= ahi.z;
+  return alo.x <= bhi.x && blo.x <= ahi.x && alo.y <= bhi.y && blo.y <= ahi.y && alo.z <= bhi.z &&
+         blo.z <= ahi.z;
 }
 
 Vec3 sample(const HeightfieldGeometry& g, int c, int r) {
@@ -383,8 +390,8 @@ Error build_level(const LevelDef& level, std::vector<MeshGeometry>* meshes,
   return Error::none;
 }
 
-uint32_t gather_mesh_triangles(const MeshGeometry& mesh, Vec3 lower, Vec3 upper,
-                               LevelTriangle* out, uint32_t capacity) {
+uint32_t gather_mesh_triangles(const MeshGeometry& mesh, Vec3 lower, Vec3 upper, LevelTriangle* out,
+                               uint32_t capacity) {
   uint32_t stack[64];
   int top = 0;
   uint32_t n = 0;

@@ -56,8 +56,8 @@ inline constexpr uint32_t kMaxGatheredTriangles = 512;
 
 /// Writes the triangles whose boxes meet the box [lower, upper] (body space) to out, up to
 /// `capacity`, in a fixed order; returns how many were met (may exceed capacity).
-uint32_t gather_mesh_triangles(const MeshGeometry& mesh, Vec3 lower, Vec3 upper,
-                               LevelTriangle* out, uint32_t capacity);
+uint32_t gather_mesh_triangles(const MeshGeometry& mesh, Vec3 lower, Vec3 upper, LevelTriangle* out,
+                               uint32_t capacity);
 uint32_t gather_heightfield_triangles(const HeightfieldGeometry& field, Vec3 lower, Vec3 upper,
                                       LevelTriangle* out, uint32_t capacity);
 

@@ -435,8 +435,8 @@ void collide_level_pair(WorldData& w, uint64_t key, const BodyRecord& ra, const 
   uint32_t dropped = 0;
   for (uint32_t p = 0; p < pieces; ++p) {
     const ShapePiece piece = shape_piece(body.shape, xbody, p, library);
-    groups[p] = collide_level(piece.shape, piece.xf, level.shape, xlevel, library, margin,
-                              found[p], &dropped);
+    groups[p] = collide_level(piece.shape, piece.xf, level.shape, xlevel, library, margin, found[p],
+                              &dropped);
   }
   st.dropped_level_triangles += dropped;
   // Key order: (child a, child b) = (piece, group) when the level is B, (group, piece) when A.

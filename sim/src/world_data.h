@@ -6,9 +6,9 @@
 
 #include "broadphase.h"
 #include "island.h"
-#include "mesh.h"
 #include "lockstep/sim/types.h"
 #include "lockstep/sim/world.h"
+#include "mesh.h"
 #include "query_tree.h"
 #include "shape.h"
 #include "solver/contact_lanes.h"
@@ -157,9 +157,9 @@ struct WorldData {
   LevelStats level_stats{};
 
   ShapeLibrary library() const {
-    return ShapeLibrary{hulls.data(),  static_cast<uint32_t>(hulls.size()),
-                        compounds.data(), static_cast<uint32_t>(compounds.size()),
-                        meshes.data(), static_cast<uint32_t>(meshes.size()),
+    return ShapeLibrary{hulls.data(),        static_cast<uint32_t>(hulls.size()),
+                        compounds.data(),    static_cast<uint32_t>(compounds.size()),
+                        meshes.data(),       static_cast<uint32_t>(meshes.size()),
                         heightfields.data(), static_cast<uint32_t>(heightfields.size())};
   }
 };

@@ -68,11 +68,11 @@ struct LevelDef {
 
 /// What World::create made of a LevelDef.
 struct LevelStats {
-  uint32_t triangles = 0;           // kept mesh triangles, all meshes
-  uint32_t dropped_triangles = 0;   // degenerate mesh triangles dropped
-  uint32_t heightfield_cells = 0;   // all heightfields
-  uint64_t memory_bytes = 0;        // the world's copies: triangles, trees and heights
-  uint64_t digest = 0;              // level_digest of the LevelDef
+  uint32_t triangles = 0;          // kept mesh triangles, all meshes
+  uint32_t dropped_triangles = 0;  // degenerate mesh triangles dropped
+  uint32_t heightfield_cells = 0;  // all heightfields
+  uint64_t memory_bytes = 0;       // the world's copies: triangles, trees and heights
+  uint64_t digest = 0;             // level_digest of the LevelDef
 };
 
 /// XXH3-64 of the level's content: every mesh's vertex and index counts, vertices and indices,
