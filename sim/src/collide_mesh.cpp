@@ -184,7 +184,14 @@ uint32_t collide_level(const ShapeDef& piece, const Transform& xa, const ShapeDe
   Vec3 group_normal[kMaxLevelManifolds];
   uint32_t groups = 0;
   int count = 0;
+  // The piece's bounding ball: a triangle whose plane it does not reach (in front beyond the
+  // margin, or behind the prism) cannot touch it.
+  const float reach = bounding_radius(piece, library);
+  const Vec3 centre = local.p;
   for (uint32_t i = 0; i < found; ++i) {
+    const LevelTriangle& t = triangles[i];
+    const float height = dot(t.normal, centre - t.v[0]);
+    if (height > reach + margin || height < -(reach + margin + kPrismDepth)) continue;
     Manifold m;
     collide_triangle(piece, local, library, triangles[i], margin, &m);
     if (m.count == 0) continue;

@@ -422,14 +422,39 @@ void add_sensor_candidate(WorldData& w, uint64_t key, StepStats& st, StepStatus&
 // side; collided every step (never reused), appended in key order.
 void collide_level_pair(WorldData& w, uint64_t key, const BodyRecord& ra, const BodyRecord& rb,
                         const Vec3& relative_position, const Quat& relative_rotation,
-                        const ShapeLibrary& library, float margin, StepStats& st,
-                        StepStatus& status) {
+                        const ShapeLibrary& library, float margin, const ReuseBounds& bounds,
+                        uint32_t* cached, StepStats& st, StepStatus& status) {
   const bool level_a = is_level_shape(ra.shape.type);
   if (level_a && is_level_shape(rb.shape.type)) return;  // both static: never a pair
   const BodyRecord& body = level_a ? rb : ra;
   const BodyRecord& level = level_a ? ra : rb;
   const Transform xbody{body.position, body.orientation}, xlevel{level.position, level.orientation};
   const uint32_t pieces = shape_piece_count(body.shape, library);
+  // Reuse, as for other pairs: while the body has hardly moved against the level since its
+  // manifolds were found, each keeps its points (a compound's, whose children roll about its
+  // centre, are always found again). All of the pair's manifolds or none.
+  while (*cached < w.cache.manifold_count && w.cache.manifolds[*cached].key < key)
+    ++*cached;
+  uint32_t end = *cached;
+  while (end < w.cache.manifold_count && body_pair_key(w.cache.manifolds[end].key) == key)
+    ++end;
+  if (bounds.on && pieces == 1 && body.shape.type != ShapeType::compound && end > *cached &&
+      end - *cached <= kMaxLevelManifolds) {
+    FoundManifold reused[kMaxLevelManifolds];
+    bool all = true;
+    for (uint32_t c = *cached; c < end && all; ++c) {
+      all = reuse_manifold(w.cache, w.cache.manifolds[c], ra, rb, relative_position,
+                           relative_rotation, margin, bounds, &reused[c - *cached]);
+    }
+    if (all) {
+      for (uint32_t c = *cached; c < end; ++c) {
+        ++st.reused_manifolds;
+        if (reused[c - *cached].m.count > 0)
+          add_constraint(w, w.cache.manifolds[c].key, reused[c - *cached], st, status);
+      }
+      return;
+    }
+  }
   Manifold found[kMaxCompoundChildren][kMaxLevelManifolds];
   uint32_t groups[kMaxCompoundChildren] = {};
   uint32_t dropped = 0;
@@ -486,8 +511,8 @@ void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
     const Vec3 relative_position = inv_rotate(ra.orientation, rb.position - ra.position);
     const Quat relative_rotation = conjugate(ra.orientation) * rb.orientation;
     if (is_level_shape(ra.shape.type) || is_level_shape(rb.shape.type)) {
-      collide_level_pair(w, key, ra, rb, relative_position, relative_rotation, library, margin, st,
-                         status);
+      collide_level_pair(w, key, ra, rb, relative_position, relative_rotation, library, margin,
+                         bounds, &cached, st, status);
       continue;
     }
     const Transform xa{ra.position, ra.orientation}, xb{rb.position, rb.orientation};
