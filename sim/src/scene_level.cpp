@@ -112,6 +112,9 @@ void make_convex_vs_mesh(Scene* scene) {
   WorldDef& def = scene->def;
   def = default_world_def();
   def.enable_sleep = false;
+  // Two substeps (of one biased and one relaxed pass each): as good as the default four here
+  // (every body stays on the mesh, as many come to rest), at about half the solver's cost.
+  def.substeps = 2;
   def.max_bodies = 2048;
   def.max_contact_pairs = 16384;
   def.max_contact_points = 65536;
