@@ -593,6 +593,36 @@ TEST(MeshScenes, ConvexVsMeshKeepsEveryBodyOnTheMeshAndComesToRest) {
   auto world = build_world(scene, &e);
   ASSERT_NE(world, nullptr) << error_message(e);
   EXPECT_EQ(world->level_stats().triangles, 20000u);
+  figure("convex_vs_mesh_level_memory", static_cast<double>(world->level_stats().memory_bytes),
+         "bytes", "(reported)");
+  {
+    Scene terrain;
+    ASSERT_TRUE(make_builtin_scene("terrain_pile", &terrain));
+    auto t = build_world(terrain, &e);
+    ASSERT_NE(t, nullptr);
+    figure("terrain_pile_level_memory", static_cast<double>(t->level_stats().memory_bytes),
+           "bytes", "(reported)");
+    // The same surface as a mesh: two triangles per cell, the heights as vertices.
+    const SceneHeightfield& h = terrain.heightfields[0];
+    SceneMesh as_mesh;
+    for (uint32_t r = 0; r < h.rows; ++r)
+      for (uint32_t c = 0; c < h.columns; ++c)
+        as_mesh.vertices.push_back({static_cast<float>(c), h.heights[r * h.columns + c],
+                                    static_cast<float>(r)});
+    for (uint32_t r = 0; r + 1 < h.rows; ++r) {
+      for (uint32_t c = 0; c + 1 < h.columns; ++c) {
+        const uint32_t a = r * h.columns + c;
+        as_mesh.indices.insert(as_mesh.indices.end(), {a, a + h.columns + 1, a + 1});
+        as_mesh.indices.insert(as_mesh.indices.end(), {a, a + h.columns, a + h.columns + 1});
+      }
+    }
+    const MeshDef md{as_mesh.vertices, as_mesh.indices};
+    auto m = World::create(quiet_def(), LevelDef{{&md, 1}, {}}, &e);
+    ASSERT_NE(m, nullptr);
+    figure("terrain_as_mesh_level_memory", static_cast<double>(m->level_stats().memory_bytes),
+           "bytes", "(reported)");
+    EXPECT_LT(t->level_stats().memory_bytes * 20, m->level_stats().memory_bytes);
+  }
   for (int s = 0; s < 500; ++s) {
     const StepStatus status = world->step(TickInput{});
     ASSERT_TRUE(status.ok()) << "overflow at step " << s;
