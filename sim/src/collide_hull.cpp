@@ -56,9 +56,17 @@ bool clearly_better(float candidate, float best) {
 struct WorldPoly {
   PolyView view;
   Vec3 centre{};
-  Vec3 v[kMaxHullPoints];
-  Vec3 n[kMaxHullFaces];
+  // Written by to_world before anything reads them, so left uninitialized (variant members):
+  // clearing them would cost 2 KB of stores a call, and the level narrowphase makes one per
+  // triangle.
+  union {
+    Vec3 v[kMaxHullPoints];
+  };
+  union {
+    Vec3 n[kMaxHullFaces];
+  };
   float d[kMaxHullFaces];
+  WorldPoly() {}
 };
 
 void to_world(const PolyView& p, const Transform& xf, WorldPoly* w) {

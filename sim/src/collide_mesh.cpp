@@ -99,6 +99,21 @@ bool over_triangle(const LevelTriangle& t, Vec3 p) {
   return true;
 }
 
+// collide_level's arrays, on the stack and left uninitialized (variant members): each entry is
+// written before it is read, and clearing 10 KB a call would cost more than most calls' work.
+struct Scratch {
+  union {
+    LevelTriangle triangles[kMaxTrianglesPerCall];
+  };
+  union {
+    Vec3 position[kMaxCandidatePoints];
+  };
+  union {
+    Vec3 group_position[kMaxCandidatePoints];
+  };
+  Scratch() {}
+};
+
 // The manifold of the piece (A, at xa in the level's frame) against one triangle.
 void collide_triangle(const ShapeDef& piece, const Transform& xa, const ShapeLibrary& library,
                       const LevelTriangle& t, float margin, Manifold* m) {
@@ -161,7 +176,8 @@ uint32_t collide_level(const ShapeDef& piece, const Transform& xa, const ShapeDe
   // The piece in the level's frame.
   const Transform local{inv_rotate(xb.q, xa.p - xb.p), conjugate(xb.q) * xa.q};
   const Aabb box = compute_aabb(piece, library, local, margin);
-  LevelTriangle triangles[kMaxTrianglesPerCall];
+  Scratch scratch;
+  LevelTriangle* triangles = scratch.triangles;
   uint32_t found = 0;
   if (level.type == ShapeType::mesh) {
     if (level.mesh >= library.mesh_count) return 0;
@@ -177,7 +193,7 @@ uint32_t collide_level(const ShapeDef& piece, const Transform& xa, const ShapeDe
     found = kMaxTrianglesPerCall;
   }
   // Candidate points, each with its group.
-  Vec3 position[kMaxCandidatePoints];
+  Vec3* position = scratch.position;
   float separation[kMaxCandidatePoints];
   uint32_t feature[kMaxCandidatePoints];
   uint8_t group_of[kMaxCandidatePoints];
@@ -223,8 +239,8 @@ uint32_t collide_level(const ShapeDef& piece, const Transform& xa, const ShapeDe
     }
   }
   const Mat3 r = to_mat3(xb.q);
+  Vec3* gp = scratch.group_position;
   for (uint32_t g = 0; g < groups; ++g) {
-    Vec3 gp[kMaxCandidatePoints];
     float gs[kMaxCandidatePoints];
     uint32_t gf[kMaxCandidatePoints];
     int n = 0;
