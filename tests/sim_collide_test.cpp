@@ -1210,8 +1210,10 @@ float surface_distance(const ShapeDef& s, const Transform& x, Vec3 p) {
       Vec3 n = rotate(x.q, s.plane_normal);
       return std::fabs(dot(n, p - x.p) - s.plane_offset);
     }
-    case ShapeType::hull:  // sim_hull_test covers hulls and compounds
+    case ShapeType::hull:  // sim_hull_test covers hulls and compounds, sim_mesh_test levels
     case ShapeType::compound:
+    case ShapeType::mesh:
+    case ShapeType::heightfield:
       break;
   }
   return 0;
@@ -1233,6 +1235,8 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
       case ShapeType::plane:
       case ShapeType::hull:
       case ShapeType::compound:
+      case ShapeType::mesh:
+      case ShapeType::heightfield:
         break;
     }
     return plane(random_unit(rng), pos(rng));

@@ -256,7 +256,8 @@ TEST(FieldLists, EveryFieldRoundTripsThroughTheSceneText) {
   // Changed from a box into a capsule: the text writes a capsule's sizes, not a box's.
   ASSERT_EQ(scene.def.compounds[0].children[0].type, ShapeType::capsule);
   scene.def.compounds[0].children[0].half_extents = CompoundChild{}.half_extents;
-  for (size_t s = 0; s < std::size(kShapeTypeNames); ++s) {
+  // Level shapes (mesh, heightfield) name geometry the text format does not carry yet.
+  for (size_t s = 0; s < static_cast<size_t>(ShapeType::mesh); ++s) {
     BodyDef body = changed_body(static_cast<ShapeType>(s));
     body.shape.hull = 0;
     body.shape.compound = 0;

@@ -72,6 +72,8 @@ float enclosing_radius(const ShapeDef& s) {
     case ShapeType::plane:
     case ShapeType::hull:  // no built-in scene has hulls or compounds
     case ShapeType::compound:
+    case ShapeType::mesh:  // nor level geometry (level_scene_names)
+    case ShapeType::heightfield:
       break;
   }
   return 1e30f;
