@@ -178,9 +178,9 @@ TEST(SimAlloc, MeshesAndHeightfieldsNeverAllocate) {
       lockstep::sim::RayHit hit;
       EXPECT_EQ(lockstep::sim::ray_cast(*world, {1, 30, 1}, {0, -60, 0}, {}, &hit).error,
                 Error::none);
-      EXPECT_EQ(lockstep::sim::shape_cast(*world, box, {{1, 30, 1}, {}}, {0, -60, 0}, {}, &hit)
-                    .error,
-                Error::none);
+      EXPECT_EQ(
+          lockstep::sim::shape_cast(*world, box, {{1, 30, 1}, {}}, {0, -60, 0}, {}, &hit).error,
+          Error::none);
       EXPECT_EQ(lockstep::sim::overlap(*world, box, {{0, 0, 0}, {}}, {}, found).error, Error::none);
       allocations = counter.count();
     }

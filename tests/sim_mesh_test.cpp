@@ -600,15 +600,15 @@ TEST(MeshScenes, ConvexVsMeshKeepsEveryBodyOnTheMeshAndComesToRest) {
     ASSERT_TRUE(make_builtin_scene("terrain_pile", &terrain));
     auto t = build_world(terrain, &e);
     ASSERT_NE(t, nullptr);
-    figure("terrain_pile_level_memory", static_cast<double>(t->level_stats().memory_bytes),
-           "bytes", "(reported)");
+    figure("terrain_pile_level_memory", static_cast<double>(t->level_stats().memory_bytes), "bytes",
+           "(reported)");
     // The same surface as a mesh: two triangles per cell, the heights as vertices.
     const SceneHeightfield& h = terrain.heightfields[0];
     SceneMesh as_mesh;
     for (uint32_t r = 0; r < h.rows; ++r)
       for (uint32_t c = 0; c < h.columns; ++c)
-        as_mesh.vertices.push_back({static_cast<float>(c), h.heights[r * h.columns + c],
-                                    static_cast<float>(r)});
+        as_mesh.vertices.push_back(
+            {static_cast<float>(c), h.heights[r * h.columns + c], static_cast<float>(r)});
     for (uint32_t r = 0; r + 1 < h.rows; ++r) {
       for (uint32_t c = 0; c + 1 < h.columns; ++c) {
         const uint32_t a = r * h.columns + c;
@@ -634,8 +634,8 @@ TEST(MeshScenes, ConvexVsMeshKeepsEveryBodyOnTheMeshAndComesToRest) {
     const BodyView v = view(*world, id);
     ++bodies;
     RayHit hit;
-    const QueryResult q = ray_cast(*world, Vec3{v.position.x, 100, v.position.z},
-                                   Vec3{0, -200, 0}, QueryFilter{1, 2, id}, &hit);
+    const QueryResult q = ray_cast(*world, Vec3{v.position.x, 100, v.position.z}, Vec3{0, -200, 0},
+                                   QueryFilter{1, 2, id}, &hit);
     if (q.count == 1 && v.position.y < hit.point.y) ++under;
     const float speed = length(v.linear_velocity);
     const uint32_t kind = ((i - 1) / 21) % 4;  // box, ball, capsule, hull
