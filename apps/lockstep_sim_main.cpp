@@ -258,6 +258,9 @@ bool is_builtin(std::string_view name) {
   for (std::string_view builtin : builtin_scene_names()) {
     if (builtin == name) return true;
   }
+  for (std::string_view builtin : level_scene_names()) {
+    if (builtin == name) return true;
+  }
   return false;
 }
 

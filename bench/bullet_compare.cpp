@@ -192,6 +192,8 @@ class BulletEngine final : public Engine {
         break;
       }
       case ShapeType::compound:  // no compared scene has compounds
+      case ShapeType::mesh:      // nor level geometry (yet)
+      case ShapeType::heightfield:
         return false;
     }
     const bool dynamic = def.type == BodyType::dynamic;

@@ -143,6 +143,14 @@ BENCHMARK_CAPTURE(BM_StepScene, pyramid3d_run, "pyramid3d", 0)
 BENCHMARK_CAPTURE(BM_StepScene, pile_run, "pile", 0)
     ->Iterations(500)
     ->Unit(benchmark::kMicrosecond);
+// Level geometry: the mesh benchmark scene as Jolt's PerformanceTest runs it (500 steps from the
+// first tick, no sleeping), and 1,000 bodies on a 256 x 256 heightfield.
+BENCHMARK_CAPTURE(BM_StepScene, convex_vs_mesh_run, "convex_vs_mesh", 0)
+    ->Iterations(500)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_StepScene, terrain_pile_run, "terrain_pile", 0)
+    ->Iterations(500)
+    ->Unit(benchmark::kMicrosecond);
 
 /// Sleeping: 1,000 unit boxes in 500 stacks of two (a 25 × 20 grid, 1.4 m apart) on a static
 /// floor, stepped after 600 untimed steps, with sleeping on (`asleep`: every stack sleeps about

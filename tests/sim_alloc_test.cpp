@@ -155,6 +155,40 @@ TEST(SimAlloc, HullsNeverAllocate) {
   EXPECT_GT(contact_points / 600, 100u);
 }
 
+// Level geometry: stepping bodies on a mesh and on a heightfield, and queries against them,
+// never allocate (the trees and height grids were built at creation).
+TEST(SimAlloc, MeshesAndHeightfieldsNeverAllocate) {
+  for (const char* name : {"convex_vs_mesh", "terrain_pile"}) {
+    SCOPED_TRACE(name);
+    lockstep::sim::Scene scene;
+    ASSERT_TRUE(lockstep::sim::make_builtin_scene(name, &scene));
+    std::unique_ptr<World> world = lockstep::sim::build_world(scene);
+    ASSERT_NE(world, nullptr);
+    lockstep::sim::ShapeDef box;
+    box.type = lockstep::sim::ShapeType::box;
+    BodyId found[16];
+    uint64_t allocations = 0, contact_points = 0;
+    {
+      AllocationCounter counter;
+      for (int tick = 0; tick < 150; ++tick) {
+        world->step();
+        contact_points += world->last_step_stats().contact_points;
+        (void)world->state_hash();
+      }
+      lockstep::sim::RayHit hit;
+      EXPECT_EQ(lockstep::sim::ray_cast(*world, {1, 30, 1}, {0, -60, 0}, {}, &hit).error,
+                Error::none);
+      EXPECT_EQ(
+          lockstep::sim::shape_cast(*world, box, {{1, 30, 1}, {}}, {0, -60, 0}, {}, &hit).error,
+          Error::none);
+      EXPECT_EQ(lockstep::sim::overlap(*world, box, {{0, 0, 0}, {}}, {}, found).error, Error::none);
+      allocations = counter.count();
+    }
+    EXPECT_EQ(allocations, 0u);
+    EXPECT_GT(contact_points, 1000u);
+  }
+}
+
 // Spawn and destroy commands and velocity inputs every tick: the command stage never allocates.
 TEST(SimAlloc, CommandsAndVelocityInputsNeverAllocate) {
   lockstep::sim::WorldDef def = lockstep::sim::default_world_def();

@@ -1174,8 +1174,10 @@ TEST(ValidateShape, AcceptsGoodAndRejectsBad) {
   s = sphere(1e20f);  // mass overflows float
   EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
   s = sphere(1);
-  s.type = static_cast<ShapeType>(7);
+  s.type = static_cast<ShapeType>(8);
   EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
+  s.type = ShapeType::mesh;  // a level shape whose geometry the library does not have
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::unknown_mesh);
 }
 
 // ---- fuzz ------------------------------------------------------------------------------------
@@ -1210,8 +1212,10 @@ float surface_distance(const ShapeDef& s, const Transform& x, Vec3 p) {
       Vec3 n = rotate(x.q, s.plane_normal);
       return std::fabs(dot(n, p - x.p) - s.plane_offset);
     }
-    case ShapeType::hull:  // sim_hull_test covers hulls and compounds
+    case ShapeType::hull:  // sim_hull_test covers hulls and compounds, sim_mesh_test levels
     case ShapeType::compound:
+    case ShapeType::mesh:
+    case ShapeType::heightfield:
       break;
   }
   return 0;
@@ -1233,6 +1237,8 @@ TEST(CollideFuzz, RandomPairsStayFiniteBoundedAndConsistent) {
       case ShapeType::plane:
       case ShapeType::hull:
       case ShapeType::compound:
+      case ShapeType::mesh:
+      case ShapeType::heightfield:
         break;
     }
     return plane(random_unit(rng), pos(rng));

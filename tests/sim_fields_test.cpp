@@ -113,11 +113,12 @@ TEST(FieldLists, EveryWorldDefFieldReachesTheFingerprint) {
       change_value(value);
       name = n;
       simulated = (field.flags & field_not_simulated) == 0;
-      // A template's hull and compound indices are encoded only for a hull or compound shape;
+      // A template's hull, compound and level indices are encoded only for such a shape;
       // the template is a sphere (HullIndexReachesTheStateHashAndSnapshots covers the index).
       if ((field.flags & field_encoded_if_used) != 0 &&
           (n.find("shape.hull") != std::string::npos ||
-           n.find("shape.compound") != std::string::npos)) {
+           n.find("shape.compound") != std::string::npos ||
+           n.find("shape.mesh") != std::string::npos)) {
         simulated = false;
       }
     });
@@ -267,7 +268,8 @@ TEST(FieldLists, EveryFieldRoundTripsThroughTheSceneText) {
   // Changed from a box into a capsule: the text writes a capsule's sizes, not a box's.
   ASSERT_EQ(scene.def.compounds[0].children[0].type, ShapeType::capsule);
   scene.def.compounds[0].children[0].half_extents = CompoundChild{}.half_extents;
-  for (size_t s = 0; s < std::size(kShapeTypeNames); ++s) {
+  // Level shapes (mesh, heightfield) name geometry the text format does not carry yet.
+  for (size_t s = 0; s < static_cast<size_t>(ShapeType::mesh); ++s) {
     BodyDef body = changed_body(static_cast<ShapeType>(s));
     body.shape.hull = 0;
     body.shape.compound = 0;

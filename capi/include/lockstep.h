@@ -102,7 +102,9 @@ enum {
   LOCKSTEP_SHAPE_CAPSULE = 2,
   LOCKSTEP_SHAPE_PLANE = 3,
   LOCKSTEP_SHAPE_HULL = 4,
-  LOCKSTEP_SHAPE_COMPOUND = 5
+  LOCKSTEP_SHAPE_COMPOUND = 5,
+  LOCKSTEP_SHAPE_MESH = 6,       /* static level geometry: a triangle mesh */
+  LOCKSTEP_SHAPE_HEIGHTFIELD = 7 /* static level geometry: a height grid */
 };
 
 /** A body between steps. Lengths in m, velocities in m/s and rad/s, orientation x, y, z, w. */

@@ -18,7 +18,9 @@ static_assert(LOCKSTEP_SHAPE_SPHERE == static_cast<int>(sim::ShapeType::sphere) 
               LOCKSTEP_SHAPE_CAPSULE == static_cast<int>(sim::ShapeType::capsule) &&
               LOCKSTEP_SHAPE_PLANE == static_cast<int>(sim::ShapeType::plane) &&
               LOCKSTEP_SHAPE_HULL == static_cast<int>(sim::ShapeType::hull) &&
-              LOCKSTEP_SHAPE_COMPOUND == static_cast<int>(sim::ShapeType::compound));
+              LOCKSTEP_SHAPE_COMPOUND == static_cast<int>(sim::ShapeType::compound) &&
+              LOCKSTEP_SHAPE_MESH == static_cast<int>(sim::ShapeType::mesh) &&
+              LOCKSTEP_SHAPE_HEIGHTFIELD == static_cast<int>(sim::ShapeType::heightfield));
 static_assert(LOCKSTEP_COMMAND_EMIT_EVENT == static_cast<int>(sim::kLastCommandType) &&
               LOCKSTEP_COMMAND_SET_STATE == static_cast<int>(sim::CommandType::set_state) &&
               LOCKSTEP_COMMAND_RESPAWN == static_cast<int>(sim::CommandType::respawn));
@@ -90,7 +92,11 @@ lockstep_status status_of(sim::Error error) {
     case Error::unknown_hull:
     case Error::invalid_compound:
     case Error::unknown_compound:
+    case Error::invalid_mesh:
+    case Error::unknown_mesh:
       return LOCKSTEP_ERR_INVALID_ARGUMENT;
+    case Error::capacity_mesh:
+      return LOCKSTEP_ERR_CAPACITY;
   }
   return LOCKSTEP_ERR_INTERNAL;
 }

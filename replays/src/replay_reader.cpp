@@ -271,6 +271,10 @@ const char* shape_type_name(sim::ShapeType type) {
       return "hull";
     case sim::ShapeType::compound:
       return "compound";
+    case sim::ShapeType::mesh:
+      return "mesh";
+    case sim::ShapeType::heightfield:
+      return "heightfield";
   }
   return "unknown";
 }

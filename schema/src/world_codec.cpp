@@ -26,7 +26,7 @@ fb::Offset<wire::WorldDef> encode_world_def(fb::FlatBufferBuilder& b, const sim:
           s.half_extents.x, s.half_extents.y, s.half_extents.z, s.half_height, s.plane_normal.x,
           s.plane_normal.y, s.plane_normal.z, s.plane_offset, s.density, s.friction, s.restitution,
           s.category, s.mask, s.sensor, t.linear_damping, t.angular_damping, t.allow_sleep,
-          t.bullet, s.hull, s.compound));
+          t.bullet, s.hull, s.compound, s.mesh));
     }
     templates = b.CreateVector(list);
   }
@@ -183,6 +183,7 @@ bool decode_world_def(const wire::WorldDef& w, sim::WorldDef* out, std::string* 
       o.bullet = t->bullet();
       s.hull = t->hull();
       s.compound = t->compound();
+      s.mesh = t->mesh();
       ++d.template_count;
     }
   }

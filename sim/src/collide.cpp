@@ -33,6 +33,7 @@
 #include "collide.h"
 
 #include "collide_internal.h"
+#include "collide_mesh.h"
 
 namespace lockstep::sim {
 
@@ -354,6 +355,8 @@ int canonical_rank(ShapeType type) {
     case ShapeType::plane:
       return 4;
     case ShapeType::compound:  // collided piece by piece (compound.h): never here
+    case ShapeType::mesh:      // collide_level, before the canonical routines
+    case ShapeType::heightfield:
       break;
   }
   return 5;
@@ -417,7 +420,42 @@ int canonical_rank(ShapeType type) {
       return;  // Planes are static: plane–plane never collides.
     case ShapeType::compound:
       return;  // The caller collides a compound's children (shape_piece), each a pair of its own.
+    case ShapeType::mesh:
+    case ShapeType::heightfield:
+      return;  // collide() hands level shapes to collide_level.
   }
+}
+
+// A piece against a level shape as one manifold: the group holding the deepest point (the step
+// takes every group, collide_level; this serves the queries, bullets and sensors).
+void collide_level_deepest(const ShapeDef& piece, const Transform& xa, const ShapeDef& level,
+                           const Transform& xb, const ShapeLibrary& library, float margin,
+                           Manifold* out) {
+  if (is_level_shape(piece.type) || piece.type == ShapeType::plane ||
+      piece.type == ShapeType::compound) {
+    return;
+  }
+  Manifold groups[kMaxLevelManifolds];
+  const uint32_t n = collide_level(piece, xa, level, xb, library, margin, groups, nullptr);
+  int best = -1;
+  float deepest = 0.0f;
+  for (uint32_t g = 0; g < n; ++g) {
+    for (int k = 0; k < groups[g].count; ++k) {
+      if (best < 0 || groups[g].points[k].separation < deepest) {
+        best = static_cast<int>(g);
+        deepest = groups[g].points[k].separation;
+      }
+    }
+  }
+  if (best < 0) return;
+  const int previous_count = out->previous_count;
+  uint32_t previous[kMaxManifoldPoints];
+  for (int k = 0; k < kMaxManifoldPoints; ++k)
+    previous[k] = out->previous_features[k];
+  *out = groups[best];
+  out->previous_count = previous_count;
+  for (int k = 0; k < kMaxManifoldPoints; ++k)
+    out->previous_features[k] = previous[k];
 }
 
 }  // namespace
@@ -431,7 +469,12 @@ void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Tr
   for (int k = 0; k < kMaxManifoldPoints; ++k)
     cleared.previous_features[k] = out->previous_features[k];
   *out = cleared;
-  if (canonical_rank(a.type) <= canonical_rank(b.type)) {
+  if (is_level_shape(b.type)) {
+    collide_level_deepest(a, xa, b, xb, library, margin, out);
+  } else if (is_level_shape(a.type)) {
+    collide_level_deepest(b, xb, a, xa, library, margin, out);
+    out->normal = -out->normal;
+  } else if (canonical_rank(a.type) <= canonical_rank(b.type)) {
     collide_canonical(a, xa, b, xb, library, margin, out);
   } else {
     collide_canonical(b, xb, a, xa, library, margin, out);

@@ -56,9 +56,17 @@ bool clearly_better(float candidate, float best) {
 struct WorldPoly {
   PolyView view;
   Vec3 centre{};
-  Vec3 v[kMaxHullPoints];
-  Vec3 n[kMaxHullFaces];
+  // Written by to_world before anything reads them, so left uninitialized (variant members):
+  // clearing them would cost 2 KB of stores a call, and the level narrowphase makes one per
+  // triangle.
+  union {
+    Vec3 v[kMaxHullPoints];
+  };
+  union {
+    Vec3 n[kMaxHullFaces];
+  };
   float d[kMaxHullFaces];
+  WorldPoly() {}
 };
 
 void to_world(const PolyView& p, const Transform& xf, WorldPoly* w) {
@@ -530,6 +538,28 @@ void collide_box_hull(const ShapeDef& box, const Transform& xa, const HullGeomet
 void collide_hull_hull(const HullGeometry& a, const Transform& xa, const HullGeometry& b,
                        const Transform& xb, float margin, Manifold* out) {
   poly_poly(view_of(a), xa, view_of(b), xb, margin, out);
+}
+
+}  // namespace lockstep::sim::collide_detail
+
+namespace lockstep::sim::collide_detail {
+
+void collide_round_poly(const ShapeDef& round, const Transform& xa, const PolyView& poly,
+                        const Transform& xb, float margin, Manifold* out) {
+  WorldPoly w;
+  to_world(poly, xb, &w);
+  Vec3 p = xa.p, d{};
+  if (round.type == ShapeType::capsule) {
+    const Vec3 axis = to_mat3(xa.q).c1 * round.half_height;
+    p = xa.p - axis;
+    d = axis * 2.0f;
+  }
+  round_hull(p, d, round.radius, w, margin, out);
+}
+
+void collide_poly_poly(const PolyView& a, const Transform& xa, const PolyView& b,
+                       const Transform& xb, float margin, Manifold* out) {
+  poly_poly(a, xa, b, xb, margin, out);
 }
 
 }  // namespace lockstep::sim::collide_detail

@@ -25,6 +25,7 @@ enum PairTag : uint32_t {
   kTagRoundHull = 10,  // sphere or capsule against a hull
   kTagPolyHull = 11,   // box or hull against a hull
   kTagHullPlane = 12,
+  kTagLevel = 13,  // anything against a level triangle (collide_mesh.cpp)
 };
 
 constexpr uint32_t feature_id(PairTag tag, uint32_t payload) {
@@ -107,6 +108,11 @@ void collide_round_hull(const ShapeDef& round, const Transform& xa, const HullGe
 void collide_box_hull(const ShapeDef& box, const Transform& xa, const HullGeometry& hull,
                       const Transform& xb, float margin, Manifold* out);
 void collide_hull_hull(const HullGeometry& a, const Transform& xa, const HullGeometry& b,
+                       const Transform& xb, float margin, Manifold* out);
+/// The same routines on a polyhedron view (a level triangle's prism, collide_mesh.cpp).
+void collide_round_poly(const ShapeDef& round, const Transform& xa, const PolyView& poly,
+                        const Transform& xb, float margin, Manifold* out);
+void collide_poly_poly(const PolyView& a, const Transform& xa, const PolyView& b,
                        const Transform& xb, float margin, Manifold* out);
 /// The point of the hull's surface closest to p (body space): true when p lies inside the solid
 /// (then *on and *distance are not set), else *on and the distance to it.

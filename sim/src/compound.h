@@ -25,6 +25,9 @@ struct CompoundGeometry {
   float radius = 0;       // the largest distance from the origin to a point of a child (m)
 };
 
+struct MeshGeometry;
+struct HeightfieldGeometry;
+
 /// What a shape's geometry needs beyond its ShapeDef: the world's built hulls and compounds,
 /// indexed by ShapeDef::hull and ShapeDef::compound. A default ShapeLibrary has none (shapes
 /// without hulls or compounds need nothing).
@@ -33,6 +36,11 @@ struct ShapeLibrary {
   uint32_t hull_count = 0;
   const CompoundGeometry* compounds = nullptr;
   uint32_t compound_count = 0;
+  // The level's meshes and heightfields (mesh.h), which mesh and heightfield shapes name.
+  const MeshGeometry* meshes = nullptr;
+  uint32_t mesh_count = 0;
+  const HeightfieldGeometry* heightfields = nullptr;
+  uint32_t heightfield_count = 0;
   const HullGeometry& hull(const ShapeDef& shape) const { return hulls[shape.hull]; }
   const CompoundGeometry& compound(const ShapeDef& shape) const {
     return compounds[shape.compound];

@@ -54,6 +54,12 @@ const char* error_message(Error error) {
              "pose";
     case Error::unknown_compound:
       return "a compound shape names a compound the WorldDef does not have";
+    case Error::invalid_mesh:
+      return "level geometry: a non-finite value, an index out of range, no triangle or a bad grid";
+    case Error::capacity_mesh:
+      return "level geometry over its triangle capacity (LevelDef::max_triangles, kMaxMeshes)";
+    case Error::unknown_mesh:
+      return "a mesh or heightfield shape names geometry the level does not have, or moves";
   }
   return "unknown error";
 }

@@ -169,6 +169,8 @@ float lowest_above_plane(const ShapeDef& s, const Transform& xf, Vec3 n, float o
     case ShapeType::hull:      // shapes_overlap hands hulls to the narrowphase
     case ShapeType::compound:  // and compounds piece by piece
     case ShapeType::plane:
+    case ShapeType::mesh:
+    case ShapeType::heightfield:
       break;
   }
   return 1.0f;
@@ -189,7 +191,9 @@ bool shapes_overlap(const ShapeDef& a_in, const Transform& xa_in, const ShapeDef
     }
     return false;
   }
-  if (a_in.type == ShapeType::hull || b_in.type == ShapeType::hull) {
+  if (a_in.type == ShapeType::hull || b_in.type == ShapeType::hull ||
+      a_in.type == ShapeType::mesh || b_in.type == ShapeType::mesh ||
+      a_in.type == ShapeType::heightfield || b_in.type == ShapeType::heightfield) {
     // Hulls: the narrowphase's manifold without a margin; a point at separation ≤ 0 touches.
     Manifold m;
     collide(a_in, xa_in, b_in, xb_in, library, 0.0f, &m);

@@ -17,6 +17,7 @@
 #include <initializer_list>
 
 #include "collide.h"
+#include "collide_mesh.h"
 #include "overlap_test.h"
 #include "query_tree.h"
 #include "ray_cast.h"
@@ -119,6 +120,8 @@ Error check_shape(const ShapeDef& s, const WorldData& w) {
                  ? Error::none
                  : Error::invalid_argument;
     case ShapeType::plane:
+    case ShapeType::mesh:  // level geometry is never a query's shape
+    case ShapeType::heightfield:
       break;
   }
   return Error::invalid_argument;
@@ -261,6 +264,7 @@ bool cast_body(const WorldData& w, uint32_t slot, const Ray& ray, float radius, 
   hit->body = id_of(w, slot);
   hit->fraction = c.distance / ray.length;
   hit->normal = c.normal;
+  hit->triangle = c.triangle;
   hit->point =
       c.started_inside ? ray.origin : ray.origin + c.distance * ray.direction - radius * c.normal;
   return true;
@@ -449,6 +453,9 @@ bool cast_shape_body(const WorldData& w, uint32_t slot, const ShapeDef& shape,
       } else {
         hit->point = point - normal * (0.5f * s);
         hit->normal = normal;  // from the body toward the cast shape: the body's outward normal
+      }
+      if (r.shape.type == ShapeType::mesh || r.shape.type == ShapeType::heightfield) {
+        hit->triangle = level_feature_triangle(deepest.feature);
       }
       return true;
     }

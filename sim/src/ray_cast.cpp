@@ -20,6 +20,8 @@
 // box). The rounded box is convex, so a ray cannot leave an edge capsule and enter a face later.
 #include "ray_cast.h"
 
+#include "mesh.h"
+
 #include <cmath>
 #include <initializer_list>
 
@@ -258,6 +260,68 @@ bool cast_hull(const HullGeometry& hull, const Transform& xf, Vec3 origin, Vec3 
 
 }  // namespace
 
+namespace {
+
+// A ray or a sphere against level geometry, in its frame. A ray meets either side of a triangle
+// (level triangles are one-sided for contacts, not for sight). A sphere meets a triangle's face
+// grown by its radius on the side it comes from, or a corner's ball; the edges' cylinders are
+// left out, so at an edge a sphere is found where it meets a face or corner, at most about the
+// radius farther on (a sphere never passes between two triangles that share the edge).
+bool cast_level(const ShapeDef& shape, const Transform& xf, const ShapeLibrary& library,
+                Vec3 origin, Vec3 direction, float max_distance, float radius, CastHit* hit) {
+  const Vec3 o = inv_rotate(xf.q, origin - xf.p);
+  const Vec3 u = inv_rotate(xf.q, direction);
+  const bool is_mesh = shape.type == ShapeType::mesh;
+  if (is_mesh ? shape.mesh >= library.mesh_count : shape.mesh >= library.heightfield_count) {
+    return false;
+  }
+  LevelTriangle t;
+  float best = 0.0f;
+  bool found = false;
+  if (radius == 0.0f) {
+    found = is_mesh ? ray_cast_mesh(library.meshes[shape.mesh], o, u, max_distance, &best, &t)
+                    : ray_cast_heightfield(library.heightfields[shape.mesh], o, u, max_distance,
+                                           &best, &t);
+  } else {
+    const Vec3 end = o + u * max_distance;
+    const Vec3 grow{radius, radius, radius};
+    const Vec3 lo = min_elements(o, end) - grow, hi = max_elements(o, end) + grow;
+    LevelTriangle near[kMaxGatheredTriangles / 4];
+    constexpr uint32_t kCap = kMaxGatheredTriangles / 4;
+    uint32_t n = is_mesh ? gather_mesh_triangles(library.meshes[shape.mesh], lo, hi, near, kCap)
+                         : gather_heightfield_triangles(library.heightfields[shape.mesh], lo, hi,
+                                                        near, kCap);
+    if (n > kCap) n = kCap;
+    best = max_distance;
+    for (uint32_t i = 0; i < n; ++i) {
+      const LevelTriangle& tri = near[i];
+      const float side = dot(o - tri.v[0], tri.normal) >= 0.0f ? radius : -radius;
+      LevelTriangle grown = tri;
+      for (Vec3& v : grown.v)
+        v = v + tri.normal * side;
+      float d = 0.0f;
+      bool met = ray_triangle(o, u, best, grown, &d);
+      for (int k = 0; k < 3; ++k) {
+        float dk = 0.0f;
+        if (ray_ball(o, u, tri.v[k], radius, best, &dk) && (!met || dk < d)) d = dk, met = true;
+      }
+      if (met && (!found || d < best)) {
+        best = d;
+        t = tri;
+        found = true;
+      }
+    }
+  }
+  if (!found) return false;
+  hit->distance = best;
+  const Vec3 n = dot(u, t.normal) <= 0.0f ? t.normal : -t.normal;
+  hit->normal = rotate(xf.q, n);
+  hit->triangle = t.index;
+  return true;
+}
+
+}  // namespace
+
 bool cast_against_shape(const ShapeDef& shape, const Transform& xf, const ShapeLibrary& library,
                         Vec3 origin, Vec3 direction, float max_distance, float radius,
                         CastHit* hit) {
@@ -339,6 +403,9 @@ bool cast_against_shape(const ShapeDef& shape, const Transform& xf, const ShapeL
     }
     case ShapeType::compound:  // above
       break;
+    case ShapeType::mesh:
+    case ShapeType::heightfield:
+      return cast_level(shape, xf, library, origin, direction, max_distance, radius, hit);
   }
   if (!inside) return false;
   hit->distance = 0.0f;

@@ -13,6 +13,7 @@ struct CastHit {
   float distance = 0;
   Vec3 normal{};
   bool started_inside = false;  // the origin was inside or on the grown shape (distance 0)
+  uint32_t triangle = 0;        // mesh or heightfield: the triangle met (level.h numbering)
 };
 
 /// Casts from `origin` along the unit `direction` up to `max_distance` (m) against `shape` at

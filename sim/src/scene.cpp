@@ -12,6 +12,11 @@
 #include "split_mix64.h"
 
 namespace lockstep::sim {
+
+// The scenes with level geometry (scene_level.cpp).
+void make_convex_vs_mesh(Scene* scene);
+void make_terrain_pile(Scene* scene);
+
 namespace {
 
 /// One SplitMix64 output for a key: used to hash (seed, tick, body) without state.
@@ -191,6 +196,12 @@ std::span<const std::string_view> builtin_scene_names() {
   return kSceneNames;
 }
 
+std::span<const std::string_view> level_scene_names() {
+  static constexpr std::array<std::string_view, 2> kLevelSceneNames = {"convex_vs_mesh",
+                                                                       "terrain_pile"};
+  return kLevelSceneNames;
+}
+
 bool make_builtin_scene(std::string_view name, Scene* out) {
   Scene scene;
   scene.name = std::string(name);
@@ -204,6 +215,10 @@ bool make_builtin_scene(std::string_view name, Scene* out) {
     make_inputs(&scene);
   } else if (name == "pyramid3d") {
     make_pyramid3d(&scene);
+  } else if (name == "convex_vs_mesh") {
+    make_convex_vs_mesh(&scene);
+  } else if (name == "terrain_pile") {
+    make_terrain_pile(&scene);
   } else {
     return false;
   }
@@ -220,7 +235,13 @@ std::unique_ptr<World> build_world(const Scene& scene, Error* error, size_t* fai
   constexpr size_t kWorld = SIZE_MAX;
   if (scene.bodies.size() > scene.def.max_bodies) return fail(Error::capacity_bodies, kWorld);
   Error e = Error::none;
-  std::unique_ptr<World> world = World::create(scene.def, &e);
+  std::vector<MeshDef> meshes;
+  std::vector<HeightfieldDef> heightfields;
+  for (const SceneMesh& m : scene.meshes)
+    meshes.push_back(MeshDef{m.vertices, m.indices});
+  for (const SceneHeightfield& h : scene.heightfields)
+    heightfields.push_back(HeightfieldDef{h.heights, h.columns, h.rows, h.spacing_x, h.spacing_z});
+  std::unique_ptr<World> world = World::create(scene.def, LevelDef{meshes, heightfields}, &e);
   if (world == nullptr) return fail(e == Error::none ? Error::invalid_argument : e, kWorld);
   for (size_t i = 0; i < scene.bodies.size(); ++i) {
     BodyId id;

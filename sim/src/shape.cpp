@@ -11,6 +11,7 @@
 
 #include "collide_internal.h"
 #include "lockstep/sim/fields.h"
+#include "mesh.h"
 
 namespace lockstep::sim {
 
@@ -69,6 +70,8 @@ MassProperties compute_mass_properties(const ShapeDef& shape, const ShapeLibrary
       break;
     }
     case ShapeType::plane:
+    case ShapeType::mesh:
+    case ShapeType::heightfield:
       break;
   }
   return mp;
@@ -122,6 +125,25 @@ Aabb compute_aabb(const ShapeDef& shape, const ShapeLibrary& library, const Tran
       }
       return box;
     }
+    case ShapeType::mesh:
+    case ShapeType::heightfield: {
+      // The rotated box of the geometry's body-space box.
+      Vec3 lo{}, hi{};
+      if (shape.type == ShapeType::mesh && shape.mesh < library.mesh_count) {
+        lo = library.meshes[shape.mesh].lower;
+        hi = library.meshes[shape.mesh].upper;
+      } else if (shape.type == ShapeType::heightfield && shape.mesh < library.heightfield_count) {
+        lo = library.heightfields[shape.mesh].lower;
+        hi = library.heightfields[shape.mesh].upper;
+      }
+      const Mat3 r = to_mat3(xf.q);
+      const Vec3 c = (lo + hi) * 0.5f, half = (hi - lo) * 0.5f;
+      const Vec3 centre = r * c + xf.p;
+      Vec3 ext =
+          abs_elements(r.c0) * half.x + abs_elements(r.c1) * half.y + abs_elements(r.c2) * half.z;
+      ext += m;
+      return {centre - ext, centre + ext};
+    }
     case ShapeType::plane: {
       // The solid half-space {n·x ≤ d} cut by the cube [−E, E]³: along axis i the tight bound
       // is n_i·x_i ≤ d + E·Σ_{j≠i}|n_j|. For an axis-aligned normal this is exactly the plane,
@@ -160,6 +182,12 @@ Error validate_shape(const ShapeDef& shape, const ShapeLibrary& library) {
     case ShapeType::compound:
       if (shape.compound >= library.compound_count) return Error::unknown_compound;
       break;
+    case ShapeType::mesh:
+      if (shape.mesh >= library.mesh_count) return Error::unknown_mesh;
+      break;
+    case ShapeType::heightfield:
+      if (shape.mesh >= library.heightfield_count) return Error::unknown_mesh;
+      break;
     case ShapeType::sphere:
       if (!(shape.radius > 0.0f)) return Error::invalid_argument;
       break;
@@ -182,7 +210,8 @@ Error validate_shape(const ShapeDef& shape, const ShapeLibrary& library) {
   }
   if (!(shape.friction >= 0.0f)) return Error::invalid_argument;
   if (!(shape.restitution >= 0.0f && shape.restitution <= 1.0f)) return Error::invalid_argument;
-  if (shape.type != ShapeType::plane) {
+  if (shape.type != ShapeType::plane && shape.type != ShapeType::mesh &&
+      shape.type != ShapeType::heightfield) {
     if (!(shape.density > 0.0f)) return Error::invalid_argument;
     // Sizes and densities so large or small that mass or inertia leave the float range.
     MassProperties mp = compute_mass_properties(shape, library);
@@ -207,6 +236,8 @@ float bounding_radius(const ShapeDef& shape, const ShapeLibrary& library) {
     case ShapeType::capsule:
       return shape.radius + shape.half_height;
     case ShapeType::plane:
+    case ShapeType::mesh:
+    case ShapeType::heightfield:
       break;
   }
   return 0.0f;

@@ -161,9 +161,10 @@ uint32_t scored_player_count(const WorldData& w) {
     --n;
   return n;
 }
-// At most: a hull shape also writes its hull index, a compound shape its compound index
-// (field_encoded_if_used), the others neither; so no shape writes both.
-static_assert(kSlotBytes + kLiveBodyBytes == 160);
+// At most: a hull shape also writes its hull index, a compound shape its compound index, a mesh
+// or heightfield its level index (field_encoded_if_used), the others none; so no shape writes
+// two of them, and the bound counts all three.
+static_assert(kSlotBytes + kLiveBodyBytes == 164);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
 // impulse, f32×3 friction impulse, f32×3 anchor, f32 separation), so on little-endian hosts its
@@ -678,7 +679,9 @@ Error parse_body_slot(Reader& in, WorldData& w, uint32_t slot, uint32_t slot_cou
   if (in.failed || !ok) return Error::snapshot_corrupt;
   read_shape_flags(sleep_flags, &shape);
   if (validate_shape(shape, w.library()) != Error::none) return Error::snapshot_corrupt;
-  if (shape.type == ShapeType::plane && type != BodyType::static_body) {
+  if ((shape.type == ShapeType::plane || shape.type == ShapeType::mesh ||
+       shape.type == ShapeType::heightfield) &&
+      type != BodyType::static_body) {
     return Error::snapshot_corrupt;
   }
   if (!(linear_damping >= 0.0f && linear_damping <= kMaxDamping) ||

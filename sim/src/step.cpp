@@ -22,6 +22,7 @@
 
 #include "broadphase.h"
 #include "collide.h"
+#include "collide_mesh.h"
 #include "island.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
@@ -416,6 +417,75 @@ void add_sensor_candidate(WorldData& w, uint64_t key, StepStats& st, StepStatus&
   w.sensor_found[w.sensor_found_count++] = key;
 }
 
+// A body against level geometry (collide_mesh.h): each piece's manifolds against the level,
+// one per group of triangles, under the key of (piece, group) on the body's side and the level's
+// side; collided every step (never reused), appended in key order.
+void collide_level_pair(WorldData& w, uint64_t key, const BodyRecord& ra, const BodyRecord& rb,
+                        const Vec3& relative_position, const Quat& relative_rotation,
+                        const ShapeLibrary& library, float margin, const ReuseBounds& bounds,
+                        uint32_t* cached, StepStats& st, StepStatus& status) {
+  const bool level_a = is_level_shape(ra.shape.type);
+  if (level_a && is_level_shape(rb.shape.type)) return;  // both static: never a pair
+  const BodyRecord& body = level_a ? rb : ra;
+  const BodyRecord& level = level_a ? ra : rb;
+  const Transform xbody{body.position, body.orientation}, xlevel{level.position, level.orientation};
+  const uint32_t pieces = shape_piece_count(body.shape, library);
+  // Reuse, as for other pairs: while the body has hardly moved against the level since its
+  // manifolds were found, each keeps its points (a compound's, whose children roll about its
+  // centre, are always found again). All of the pair's manifolds or none.
+  while (*cached < w.cache.manifold_count && w.cache.manifolds[*cached].key < key)
+    ++*cached;
+  uint32_t end = *cached;
+  while (end < w.cache.manifold_count && body_pair_key(w.cache.manifolds[end].key) == key)
+    ++end;
+  if (bounds.on && pieces == 1 && body.shape.type != ShapeType::compound && end > *cached &&
+      end - *cached <= kMaxLevelManifolds) {
+    FoundManifold reused[kMaxLevelManifolds];
+    bool all = true;
+    for (uint32_t c = *cached; c < end && all; ++c) {
+      all = reuse_manifold(w.cache, w.cache.manifolds[c], ra, rb, relative_position,
+                           relative_rotation, margin, bounds, &reused[c - *cached]);
+    }
+    if (all) {
+      for (uint32_t c = *cached; c < end; ++c) {
+        ++st.reused_manifolds;
+        if (reused[c - *cached].m.count > 0)
+          add_constraint(w, w.cache.manifolds[c].key, reused[c - *cached], st, status);
+      }
+      return;
+    }
+  }
+  Manifold found[kMaxCompoundChildren][kMaxLevelManifolds];
+  uint32_t groups[kMaxCompoundChildren] = {};
+  uint32_t dropped = 0;
+  for (uint32_t p = 0; p < pieces; ++p) {
+    const ShapePiece piece = shape_piece(body.shape, xbody, p, library);
+    groups[p] = collide_level(piece.shape, piece.xf, level.shape, xlevel, library, margin, found[p],
+                              &dropped);
+  }
+  st.dropped_level_triangles += dropped;
+  // Key order: (child a, child b) = (piece, group) when the level is B, (group, piece) when A.
+  const uint32_t outer = level_a ? kMaxLevelManifolds : pieces;
+  const uint32_t inner = level_a ? pieces : kMaxLevelManifolds;
+  for (uint32_t i = 0; i < outer; ++i) {
+    for (uint32_t j = 0; j < inner; ++j) {
+      const uint32_t p = level_a ? j : i, g = level_a ? i : j;
+      if (g >= groups[p] || found[p][g].count == 0) continue;
+      FoundManifold f;
+      f.m = found[p][g];
+      if (level_a) f.m.normal = -f.m.normal;  // from B (the body) to A (the level)
+      f.reference.position = relative_position;
+      f.reference.rotation = relative_rotation;
+      f.reference.normal = inv_rotate(ra.orientation, f.m.normal);
+      for (int k = 0; k < f.m.count; ++k) {
+        f.local_anchor[k] = inv_rotate(ra.orientation, f.m.points[k].position - ra.position);
+        f.reference_separation[k] = f.m.points[k].separation;
+      }
+      add_constraint(w, manifold_key(key, i, j), f, st, status);
+    }
+  }
+}
+
 // Narrowphase, in pair-key order: each candidate pair's manifold, reused or collided, into the
 // constraints. A pair whose relative pose is within the reuse bounds of where its points were
 // found keeps those points.
@@ -440,6 +510,11 @@ void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
     if (!(margin <= def.max_speculative_margin_m)) margin = def.max_speculative_margin_m;
     const Vec3 relative_position = inv_rotate(ra.orientation, rb.position - ra.position);
     const Quat relative_rotation = conjugate(ra.orientation) * rb.orientation;
+    if (is_level_shape(ra.shape.type) || is_level_shape(rb.shape.type)) {
+      collide_level_pair(w, key, ra, rb, relative_position, relative_rotation, library, margin,
+                         bounds, &cached, st, status);
+      continue;
+    }
     const Transform xa{ra.position, ra.orientation}, xb{rb.position, rb.orientation};
     const uint32_t count_a = shape_piece_count(ra.shape, library);
     const uint32_t count_b = shape_piece_count(rb.shape, library);

@@ -10,6 +10,9 @@
 #include <cmath>
 #include <utility>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "broadphase.h"
 #include "collide.h"
 #include "island.h"
@@ -319,14 +322,28 @@ uint64_t world_memory_bytes(const WorldDef& requested) {
 }
 
 std::unique_ptr<World> World::create(const WorldDef& requested, Error* error) {
+  return create(requested, LevelDef{}, error);
+}
+
+std::unique_ptr<World> World::create(const WorldDef& requested, const LevelDef& level,
+                                     Error* error) {
   auto d = std::make_unique<WorldData>();
-  const Error e = validate_world_def_and_build(requested, &d->hulls, &d->compounds);
+  Error e = validate_world_def_and_build(requested, &d->hulls, &d->compounds);
+  if (e == Error::none) e = build_level(level, &d->meshes, &d->heightfields, &d->level_stats);
   if (error != nullptr) *error = e;
   if (e != Error::none) return nullptr;
   d->def = requested;
   resolve_capacities(&d->def);
   const WorldDef& def = d->def;
   d->def_fingerprint = world_def_fingerprint(def);
+  // A level's content belongs to the world's identity: a snapshot fits only the same level.
+  if (d->level_stats.digest != 0) {
+    const uint64_t parts[2] = {d->def_fingerprint, d->level_stats.digest};
+    uint8_t bytes[16];
+    for (int i = 0; i < 16; ++i)
+      bytes[i] = static_cast<uint8_t>(parts[i / 8] >> (8 * (i % 8)));
+    d->def_fingerprint = XXH3_64bits(bytes, sizeof bytes);
+  }
   d->bodies.assign(def.max_bodies, BodyRecord{});
   d->solver_bodies.assign(def.max_bodies, BodySolverState{});
   d->aabbs.assign(def.max_bodies, Aabb{});
@@ -388,6 +405,12 @@ Error validate_body_def(const WorldDef& wd, const ShapeLibrary& library, const B
   if (shape_error != Error::none) return shape_error;
   if (def.shape.type == ShapeType::plane && def.type != BodyType::static_body) {
     return Error::wrong_body_type;
+  }
+  // Level geometry is static: its tree is built in its own frame once, and a sensor of it would
+  // need a whole-shape overlap test the level does not have.
+  if ((def.shape.type == ShapeType::mesh || def.shape.type == ShapeType::heightfield) &&
+      (def.type != BodyType::static_body || def.shape.sensor)) {
+    return Error::unknown_mesh;
   }
   if (def.type == BodyType::static_body &&
       (!(def.linear_velocity == Vec3{}) || !(def.angular_velocity == Vec3{}))) {
@@ -516,6 +539,10 @@ Error World::get_hull(uint32_t index, HullView* out) const {
   out->face_sizes = h.face_size;
   out->face_indices = h.face_vertices;
   return Error::none;
+}
+
+LevelStats World::level_stats() const {
+  return data_->level_stats;
 }
 
 Error World::get_compound(uint32_t index, CompoundView* out) const {

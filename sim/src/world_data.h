@@ -8,6 +8,7 @@
 #include "island.h"
 #include "lockstep/sim/types.h"
 #include "lockstep/sim/world.h"
+#include "mesh.h"
 #include "query_tree.h"
 #include "shape.h"
 #include "solver/contact_lanes.h"
@@ -150,10 +151,16 @@ struct WorldData {
   std::vector<HullGeometry> hulls;
   // The WorldDef's compounds, built at creation (compound.h).
   std::vector<CompoundGeometry> compounds;
+  // The level's static geometry, copied and built at creation (mesh.h), and what it made.
+  std::vector<MeshGeometry> meshes;
+  std::vector<HeightfieldGeometry> heightfields;
+  LevelStats level_stats{};
 
   ShapeLibrary library() const {
-    return ShapeLibrary{hulls.data(), static_cast<uint32_t>(hulls.size()), compounds.data(),
-                        static_cast<uint32_t>(compounds.size())};
+    return ShapeLibrary{hulls.data(),        static_cast<uint32_t>(hulls.size()),
+                        compounds.data(),    static_cast<uint32_t>(compounds.size()),
+                        meshes.data(),       static_cast<uint32_t>(meshes.size()),
+                        heightfields.data(), static_cast<uint32_t>(heightfields.size())};
   }
 };
 

@@ -55,8 +55,8 @@ struct Field {
 
 /// Scene-text names of the enum values, indexed by value; a value past the end is invalid.
 inline constexpr std::string_view kBodyTypeNames[] = {"static", "kinematic", "dynamic"};
-inline constexpr std::string_view kShapeTypeNames[] = {"sphere", "box",  "capsule",
-                                                       "plane",  "hull", "compound"};
+inline constexpr std::string_view kShapeTypeNames[] = {
+    "sphere", "box", "capsule", "plane", "hull", "compound", "mesh", "heightfield"};
 
 constexpr std::span<const std::string_view> enum_names(BodyType) {
   return kBodyTypeNames;
@@ -110,6 +110,11 @@ struct Fields<ShapeDef> {
     // The text names a compound (`compound=NAME`, a `compound` line's name), not its index.
     v(Field{"compound", "", field_encoded_if_used, shape_bit(ShapeType::compound)},
       &ShapeDef::compound);
+    // The level geometry's index (LevelDef::meshes or ::heightfields); the text names it by the
+    // `mesh` or `heightfield` line that made it.
+    v(Field{"mesh", "", field_encoded_if_used,
+            shape_bit(ShapeType::mesh) | shape_bit(ShapeType::heightfield)},
+      &ShapeDef::mesh);
   }
 };
 

@@ -43,6 +43,9 @@ struct RayHit {
   Vec3 normal{};  // unit, the body's outward surface normal at `point`
   float fraction =
       0;  // in [0, 1]: the ray (or the cast's centre) is at start + fraction·translation
+  // A mesh or heightfield body: the triangle met (its index in the MeshDef, or the heightfield's
+  // numbering, level.h); 0 for other bodies.
+  uint32_t triangle = 0;
 };
 
 /// What a query did: `count` results written, `found` results that exist (more than written

@@ -42,6 +42,19 @@ struct NamedBody {
   uint32_t index = 0;
 };
 
+/// A scene's triangle mesh, owned by the scene (level.h, MeshDef, says what the fields mean).
+struct SceneMesh {
+  std::vector<Vec3> vertices;
+  std::vector<uint32_t> indices;
+};
+
+/// A scene's heightfield, owned by the scene (level.h, HeightfieldDef).
+struct SceneHeightfield {
+  std::vector<float> heights;
+  uint32_t columns = 0, rows = 0;
+  float spacing_x = 1.0f, spacing_z = 1.0f;
+};
+
 /// A world definition and the bodies to create, in creation order (so handles are stable).
 struct Scene {
   std::string name;
@@ -55,6 +68,10 @@ struct Scene {
   std::string rules;                        // the built-in game rules a server runs ("" = none)
   std::vector<NamedBody> named_bodies;      // in file order; names are unique
   std::vector<StateFieldDef> state_fields;  // game state (scene `state` lines), declared in order
+  // Level geometry that mesh and heightfield shapes name by index; build_world hands it to
+  // World::create (level.h). The text format does not carry it yet: a level loader fills these.
+  std::vector<SceneMesh> meshes;
+  std::vector<SceneHeightfield> heightfields;
 };
 
 /// The BodyId a scene body gets in a world built by build_world (slot index + 1, generation 0),
@@ -63,6 +80,11 @@ BodyId find_scene_body(const Scene& scene, std::string_view name);
 
 /// Names of the built-in scenes, in a fixed order.
 std::span<const std::string_view> builtin_scene_names();
+
+/// Names of the built-in scenes with level geometry (convex_vs_mesh, terrain_pile), in a fixed
+/// order. make_builtin_scene makes them too; they are listed apart because the text format does
+/// not carry their meshes, so they cannot be written out and read back as the others are.
+std::span<const std::string_view> level_scene_names();
 
 /// Fills *out with the named built-in scene; false (and *out untouched) for an unknown name.
 bool make_builtin_scene(std::string_view name, Scene* out);

@@ -45,6 +45,11 @@ enum class Error : uint8_t {
   invalid_compound,       // a compound with no child or too many, a child of a type a compound
                           // cannot hold (plane, compound), or a child pose out of range
   unknown_compound,       // a compound shape names an index past WorldDef::compound_count
+  invalid_mesh,           // level geometry: a non-finite vertex or height, an index out of
+                          // range, no triangle left, a grid too small, or a bad spacing
+  capacity_mesh,          // level geometry over LevelDef::max_triangles or kMaxMeshes
+  unknown_mesh,           // a mesh or heightfield shape names one the LevelDef does not have,
+                          // or is not on a static body
 };
 
 /// One-line English description of an error (static storage).
@@ -56,7 +61,9 @@ enum class ShapeType : uint8_t {
   capsule = 2,
   plane = 3,
   hull = 4,
-  compound = 5
+  compound = 5,
+  mesh = 6,        // static only: LevelDef::meshes[ShapeDef::mesh]
+  heightfield = 7  // static only: LevelDef::heightfields[ShapeDef::mesh]
 };
 
 /// A collision shape in body space. Capsules lie along the body's local y axis; planes are
@@ -89,6 +96,9 @@ struct ShapeDef {
   bool sensor = false;
   uint32_t hull = 0;      // hull: index into WorldDef::hulls
   uint32_t compound = 0;  // compound: index into WorldDef::compounds
+  // mesh: index into LevelDef::meshes; heightfield: index into LevelDef::heightfields. Both only
+  // on static bodies, whose pose places the level geometry (docs/physics.md, Level geometry).
+  uint32_t mesh = 0;
 };
 
 enum class BodyType : uint8_t { static_body = 0, kinematic = 1, dynamic = 2 };
@@ -480,6 +490,8 @@ struct StepStats {
   uint32_t sensor_begin_events = 0;
   uint32_t sensor_end_events = 0;
   uint32_t dropped_sensor_overlaps = 0;  // overlaps beyond capacity (the highest keys)
+  // Level triangles near a body past what one narrowphase visit takes (the last in tree order).
+  uint32_t dropped_level_triangles = 0;
   // Wall-clock times in nanoseconds (zero when WorldDef::measure_stage_times is off): per stage,
   // indexed by StepStage, and the whole step (the sum of the stages).
   uint64_t stage_ns[kStepStageCount] = {};

@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "lockstep/sim/level.h"
 #include "lockstep/sim/types.h"
 
 namespace lockstep::sim {
@@ -87,6 +88,11 @@ class World final {
  public:
   /// Makes a world, taking all its memory now; null (and *error set) when `def` is invalid.
   static std::unique_ptr<World> create(const WorldDef& def, Error* error = nullptr);
+  /// The same with level geometry (level.h): its meshes and heightfields are copied into the
+  /// world and their trees built now; the spans may go when this returns. Errors also
+  /// invalid_mesh and capacity_mesh.
+  static std::unique_ptr<World> create(const WorldDef& def, const LevelDef& level,
+                                       Error* error = nullptr);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
@@ -108,6 +114,8 @@ class World final {
   Error get_hull(uint32_t index, HullView* out) const;
   /// The built compound WorldDef::compounds[index] (invalid_argument past compound_count).
   Error get_compound(uint32_t index, CompoundView* out) const;
+  /// What creation made of the level: triangles kept and dropped, memory, digest.
+  LevelStats level_stats() const;
   Error set_linear_velocity(BodyId id, Vec3 velocity);
   Error set_angular_velocity(BodyId id, Vec3 velocity);
   Error set_transform(BodyId id, Vec3 position, Quat orientation);
