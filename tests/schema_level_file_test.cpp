@@ -15,7 +15,12 @@
 #include <string>
 #include <vector>
 
+#include <flatbuffers/flatbuffers.h>
+
+#include "lockstep/schema/frame.h"
 #include "lockstep/schema/level_file.h"
+#include "lockstep/schema/messages.h"
+#include "lockstep/schema/protocol_generated.h"
 #include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/level.h"
 #include "lockstep/sim/scene.h"
@@ -458,3 +463,143 @@ TEST_F(LevelFileTest, SceneTextWithoutAFileLoaderIsRefusedByTheWorldNotCrashed) 
 }
 
 }  // namespace
+
+// ---- The Welcome's level table ----
+
+namespace welcome_level {
+
+using lockstep::schema::decode_body;
+using lockstep::schema::DecodeResult;
+using lockstep::schema::Message;
+using lockstep::schema::Welcome;
+namespace wire = lockstep::wire;
+
+// Decodes bytes through an 8-byte aligned copy, as the connection does.
+DecodeResult decode(std::span<const uint8_t> bytes, Message* out) {
+  std::vector<uint64_t> words(bytes.size() / 8 + 2);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  return decode_body(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(words.data()), bytes.size()), out);
+}
+
+DecodeResult decode_welcome(const Welcome& welcome, Message* out) {
+  const std::vector<uint8_t> frame = lockstep::schema::encode_frame(Message{welcome});
+  return decode(std::span<const uint8_t>(frame).subspan(lockstep::schema::kFrameHeaderBytes), out);
+}
+
+// A Welcome carrying one quad mesh and one 3 x 2 heightfield, with their digest.
+Welcome carrying_welcome() {
+  Welcome w;
+  w.world_def = lockstep::sim::default_world_def();
+  w.world_def_fingerprint = lockstep::sim::world_def_fingerprint(*w.world_def);
+  SceneMesh mesh;
+  mesh.vertices = {{0, 0, 0}, {1, 0, 0}, {1, 0, 1}, {0, 0, 1}};
+  mesh.indices = {0, 2, 1, 0, 3, 2};
+  SceneHeightfield h;
+  h.heights = {0, 1, 2, 3, 4, 5};
+  h.columns = 3;
+  h.rows = 2;
+  h.spacing_x = 2;
+  w.level_meshes = {mesh};
+  w.level_heightfields = {h};
+  w.level_carried = true;
+  w.level_digest = lockstep::sim::level_digest(
+      lockstep::schema::view_level(w.level_meshes, w.level_heightfields).def());
+  return w;
+}
+
+TEST(WelcomeLevel, CarriedGeometryAndDigestOnlyRoundTrip) {
+  const Welcome sent = carrying_welcome();
+  Message decoded;
+  DecodeResult result = decode_welcome(sent, &decoded);
+  ASSERT_TRUE(result.ok()) << result.detail;
+  const Welcome& got = std::get<Welcome>(decoded);
+  EXPECT_TRUE(got.level_carried);
+  EXPECT_EQ(got.level_digest, sent.level_digest);
+  ASSERT_EQ(got.level_meshes.size(), 1u);
+  EXPECT_EQ(got.level_meshes[0].indices, sent.level_meshes[0].indices);
+  EXPECT_EQ(got.level_meshes[0].vertices[2].z, 1.0f);
+  ASSERT_EQ(got.level_heightfields.size(), 1u);
+  EXPECT_EQ(got.level_heightfields[0].heights, sent.level_heightfields[0].heights);
+  EXPECT_EQ(got.level_heightfields[0].spacing_x, 2.0f);
+
+  Welcome digest_only = sent;
+  digest_only.level_carried = false;
+  result = decode_welcome(digest_only, &decoded);
+  ASSERT_TRUE(result.ok()) << result.detail;
+  const Welcome& named = std::get<Welcome>(decoded);
+  EXPECT_FALSE(named.level_carried);
+  EXPECT_EQ(named.level_digest, sent.level_digest);
+  EXPECT_TRUE(named.level_meshes.empty());
+
+  // A level-less Welcome has no level table: digest 0.
+  Welcome plain = sent;
+  plain.level_carried = false;
+  plain.level_digest = 0;
+  ASSERT_TRUE(decode_welcome(plain, &decoded).ok());
+  EXPECT_EQ(std::get<Welcome>(decoded).level_digest, 0u);
+}
+
+TEST(WelcomeLevel, MalformedLevelTablesAreRefused) {
+  struct Case {
+    const char* what;
+    void (*spoil)(Welcome*);
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"digest", [](Welcome* w) { w->level_digest ^= 1; }, "does not hash to its digest"},
+      {"index", [](Welcome* w) { w->level_meshes[0].indices[4] = 4; }, "index 4 past its 4"},
+      {"nan", [](Welcome* w) { w->level_meshes[0].vertices[1].y = std::nanf(""); }, "finite"},
+      {"inf height",
+       [](Welcome* w) {
+         w->level_heightfields[0].heights[3] = std::numeric_limits<float>::infinity();
+       },
+       "one finite height each"},
+      {"size", [](Welcome* w) { w->level_heightfields[0].rows = 3; }, "3 x 3 with 6 heights"},
+      {"one row", [](Welcome* w) { w->level_heightfields[0].rows = 1; }, "at least 2 x 2"},
+      {"spacing", [](Welcome* w) { w->level_heightfields[0].spacing_z = 0; }, "positive spacing"},
+      {"count", [](Welcome* w) { w->level_meshes.resize(17, w->level_meshes[0]); }, "17 meshes"},
+  };
+  for (const Case& c : cases) {
+    Welcome w = carrying_welcome();
+    c.spoil(&w);
+    Message decoded;
+    const DecodeResult result = decode_welcome(w, &decoded);
+    EXPECT_FALSE(result.ok()) << c.what;
+    EXPECT_NE(result.detail.find("Welcome.level: "), std::string::npos) << result.detail;
+    EXPECT_NE(result.detail.find(c.expected), std::string::npos) << c.what << ": " << result.detail;
+  }
+}
+
+// Tables the encoder never writes: built by hand.
+std::vector<uint8_t> hand_built(bool carried, std::vector<float> vertices,
+                                std::vector<uint32_t> indices) {
+  flatbuffers::FlatBufferBuilder b;
+  auto v = b.CreateVector(vertices);
+  auto i = b.CreateVector(indices);
+  auto mesh = wire::CreateLevelMesh(b, v, i);
+  auto meshes = b.CreateVector(std::vector<flatbuffers::Offset<wire::LevelMesh>>{mesh});
+  auto level = wire::CreateLevel(b, 1234, carried, meshes, 0);
+  wire::WelcomeBuilder welcome(b);
+  welcome.add_level(level);
+  auto body = welcome.Finish();
+  b.Finish(wire::CreateEnvelope(b, wire::Message::Welcome, body.Union()),
+           wire::EnvelopeIdentifier());
+  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+TEST(WelcomeLevel, HandBuiltMalformedTablesAreRefused) {
+  Message decoded;
+  DecodeResult r = decode(hand_built(false, {0, 0, 0, 1, 0, 0, 0, 0, 1}, {0, 1, 2}), &decoded);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.detail.find("geometry in a level marked as not carried"), std::string::npos)
+      << r.detail;
+  r = decode(hand_built(true, {0, 0, 0, 1, 0, 0, 0, 0}, {0, 1, 2}), &decoded);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.detail.find("8 coordinates and 3 indices"), std::string::npos) << r.detail;
+  r = decode(hand_built(true, {0, 0, 0, 1, 0, 0, 0, 0, 1}, {0, 1}), &decoded);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.detail.find("9 coordinates and 2 indices"), std::string::npos) << r.detail;
+}
+
+}  // namespace welcome_level

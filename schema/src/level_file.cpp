@@ -131,6 +131,28 @@ bool in_level_range(sim::Vec3 p) {
 
 }  // namespace
 
+LevelView view_level(const std::vector<sim::SceneMesh>& meshes,
+                     const std::vector<sim::SceneHeightfield>& heightfields) {
+  LevelView view;
+  for (const sim::SceneMesh& m : meshes)
+    view.meshes.push_back(sim::MeshDef{m.vertices, m.indices});
+  for (const sim::SceneHeightfield& h : heightfields) {
+    view.heightfields.push_back(
+        sim::HeightfieldDef{h.heights, h.columns, h.rows, h.spacing_x, h.spacing_z});
+  }
+  return view;
+}
+
+uint64_t level_content_bytes(const std::vector<sim::SceneMesh>& meshes,
+                             const std::vector<sim::SceneHeightfield>& heightfields) {
+  uint64_t bytes = 0;
+  for (const sim::SceneMesh& m : meshes)
+    bytes += m.vertices.size() * sizeof(sim::Vec3) + m.indices.size() * sizeof(uint32_t);
+  for (const sim::SceneHeightfield& h : heightfields)
+    bytes += h.heights.size() * sizeof(float);
+  return bytes;
+}
+
 std::string folder_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "lockstep/sim/level.h"
 #include "lockstep/sim/scene.h"
 
 namespace lockstep::schema {
@@ -56,5 +58,19 @@ bool load_scene_level(const std::string& base_dir, const std::string& source, si
 
 /// The folder part of a path, with its trailing '/' ("" for a bare file name).
 std::string folder_of(const std::string& path);
+
+/// Spans over a scene's level vectors, as World::create takes them; valid while the vectors are.
+struct LevelView {
+  std::vector<sim::MeshDef> meshes;
+  std::vector<sim::HeightfieldDef> heightfields;
+  sim::LevelDef def() const { return sim::LevelDef{meshes, heightfields}; }
+};
+LevelView view_level(const std::vector<sim::SceneMesh>& meshes,
+                     const std::vector<sim::SceneHeightfield>& heightfields);
+
+/// The bytes a level's vertices, indices and heights take (what a Welcome carrying it costs, and
+/// what a client holds before the world copies it).
+uint64_t level_content_bytes(const std::vector<sim::SceneMesh>& meshes,
+                             const std::vector<sim::SceneHeightfield>& heightfields);
 
 }  // namespace lockstep::schema
