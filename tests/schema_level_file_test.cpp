@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -603,3 +604,70 @@ TEST(WelcomeLevel, HandBuiltMalformedTablesAreRefused) {
 }
 
 }  // namespace welcome_level
+
+// ---- The shipped bowl arena, and what snapshots carry ----
+
+namespace bowl {
+
+TEST(SumoBowl, TheShippedObjArenaLoadsAndHoldsABallThatRollsToItsCentre) {
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(load_scene_file(LOCKSTEP_SCENES_DIR "/sumo_bowl.scene", &scene, &error)) << error;
+  ASSERT_EQ(scene.meshes.size(), 1u);
+  // 8 rings of 24: a fan of 24 triangles at the centre, then 7 rings of 24 quads.
+  EXPECT_EQ(scene.meshes[0].vertices.size(), 1u + 8 * 24);
+  EXPECT_EQ(scene.meshes[0].indices.size(), 3u * (24 + 7 * 24 * 2));
+  lockstep::sim::BodyDef ball = lockstep::sim::default_body_def();
+  ball.shape.type = lockstep::sim::ShapeType::sphere;
+  ball.shape.radius = 0.5f;
+  ball.position = {2.5f, 1.0f, 0.0f};
+  scene.bodies.push_back(ball);
+  auto world = lockstep::sim::build_world(scene);
+  ASSERT_NE(world, nullptr);
+  EXPECT_EQ(world->level_stats().dropped_triangles, 0u);
+  const lockstep::sim::BodyId id{static_cast<uint32_t>(scene.bodies.size()), 0};
+  float lowest = 1e9f;
+  for (int i = 0; i < 600; ++i) {
+    world->step();
+    lockstep::sim::BodyView view;
+    ASSERT_EQ(world->get_body(id, &view), lockstep::sim::Error::none);
+    lowest = std::min(lowest, view.position.y);
+  }
+  lockstep::sim::BodyView view;
+  ASSERT_EQ(world->get_body(id, &view), lockstep::sim::Error::none);
+  // Never through the bowl (its bottom is y = 0, the ball's centre 0.5 m above), and after 10 s
+  // of rolling back and forth it is near the bottom.
+  EXPECT_GT(lowest, 0.45f);
+  EXPECT_LT(view.position.y, 0.75f);
+  EXPECT_LT(std::abs(view.position.x), 1.5f);
+}
+
+TEST(SumoBowl, SnapshotsDoNotCarryTheLevel) {
+  Scene small;
+  std::string error;
+  ASSERT_TRUE(load_scene_file(LOCKSTEP_SCENES_DIR "/sumo_bowl.scene", &small, &error)) << error;
+  Scene big = small;
+  // The same bodies over a level 20 times the size: the snapshot is the same size.
+  SceneMesh& mesh = big.meshes[0];
+  const size_t n = mesh.vertices.size();
+  const std::vector<uint32_t> indices = mesh.indices;
+  for (uint32_t copy = 1; copy < 20; ++copy) {
+    for (size_t i = 0; i < n; ++i) {
+      lockstep::sim::Vec3 v = mesh.vertices[i];
+      v.y -= 20.0f * static_cast<float>(copy);
+      mesh.vertices.push_back(v);
+    }
+    for (uint32_t index : indices)
+      mesh.indices.push_back(index + copy * static_cast<uint32_t>(n));
+  }
+  auto a = lockstep::sim::build_world(small);
+  auto b = lockstep::sim::build_world(big);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->level_stats().triangles, 20 * a->level_stats().triangles);
+  EXPECT_EQ(a->snapshot_size(), b->snapshot_size());
+  EXPECT_EQ(a->max_snapshot_size(), b->max_snapshot_size());
+  EXPECT_NE(a->level_stats().digest, b->level_stats().digest);
+}
+
+}  // namespace bowl
