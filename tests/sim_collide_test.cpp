@@ -1174,8 +1174,10 @@ TEST(ValidateShape, AcceptsGoodAndRejectsBad) {
   s = sphere(1e20f);  // mass overflows float
   EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
   s = sphere(1);
-  s.type = static_cast<ShapeType>(7);
+  s.type = static_cast<ShapeType>(8);
   EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::invalid_argument);
+  s.type = ShapeType::mesh;  // a level shape whose geometry the library does not have
+  EXPECT_EQ(validate_shape(s, lockstep::sim::ShapeLibrary{}), Error::unknown_mesh);
 }
 
 // ---- fuzz ------------------------------------------------------------------------------------

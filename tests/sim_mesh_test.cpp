@@ -622,6 +622,10 @@ TEST(MeshScenes, ConvexVsMeshKeepsEveryBodyOnTheMeshAndComesToRest) {
     figure("terrain_as_mesh_level_memory", static_cast<double>(m->level_stats().memory_bytes),
            "bytes", "(reported)");
     EXPECT_LT(t->level_stats().memory_bytes * 20, m->level_stats().memory_bytes);
+    // The bound a loader checks a budget with holds what the worlds keep.
+    EXPECT_GE(level_memory_bytes(LevelDef{{&md, 1}, {}}), m->level_stats().memory_bytes);
+    const HeightfieldDef hd{h.heights, h.columns, h.rows, h.spacing_x, h.spacing_z};
+    EXPECT_GE(level_memory_bytes(LevelDef{{}, {&hd, 1}}), t->level_stats().memory_bytes);
   }
   for (int s = 0; s < 500; ++s) {
     const StepStatus status = world->step(TickInput{});

@@ -551,7 +551,8 @@ TEST(SceneText, EachMalformedLineIsNamed) {
       {"missing capsule height", "body type=dynamic shape=capsule radius=1",
        "missing key 'half_height'"},
       {"unknown shape", "body type=dynamic shape=cube half=1,1,1",
-       "unknown shape 'cube' (expected sphere, box, capsule, plane, hull, compound)"},
+       "unknown shape 'cube' (expected sphere, box, capsule, plane, hull, compound, mesh, "
+       "heightfield)"},
       {"unknown body type", "body type=ghost shape=sphere radius=1",
        "unknown type 'ghost' (expected static, kinematic, dynamic)"},
       {"plane on a dynamic body", "body type=dynamic shape=plane normal=0,1,0",

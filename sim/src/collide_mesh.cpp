@@ -200,14 +200,26 @@ uint32_t collide_level(const ShapeDef& piece, const Transform& xa, const ShapeDe
   Vec3 group_normal[kMaxLevelManifolds];
   uint32_t groups = 0;
   int count = 0;
-  // The piece's bounding ball: a triangle whose plane it does not reach (in front beyond the
-  // margin, or behind the prism) cannot touch it.
+  // A triangle whose plane the piece does not reach (in front beyond the margin, or behind the
+  // prism) cannot touch it: the piece's extent along the normal, exact for spheres, capsules and
+  // boxes, the bounding ball for hulls.
   const float reach = bounding_radius(piece, library);
   const Vec3 centre = local.p;
+  const Mat3 axes = to_mat3(local.q);
   for (uint32_t i = 0; i < found; ++i) {
     const LevelTriangle& t = triangles[i];
     const float height = dot(t.normal, centre - t.v[0]);
-    if (height > reach + margin || height < -(reach + margin + kPrismDepth)) continue;
+    float extent = reach;
+    if (piece.type == ShapeType::sphere) {
+      extent = piece.radius;
+    } else if (piece.type == ShapeType::capsule) {
+      extent = piece.radius + abs_f(dot(t.normal, axes.c1)) * piece.half_height;
+    } else if (piece.type == ShapeType::box) {
+      const Vec3 h = piece.half_extents;
+      extent = abs_f(dot(t.normal, axes.c0)) * h.x + abs_f(dot(t.normal, axes.c1)) * h.y +
+               abs_f(dot(t.normal, axes.c2)) * h.z;
+    }
+    if (height > extent + margin || height < -(reach + margin + kPrismDepth)) continue;
     Manifold m;
     collide_triangle(piece, local, library, triangles[i], margin, &m);
     if (m.count == 0) continue;

@@ -163,7 +163,9 @@ Error build_mesh(const MeshDef& def, MeshGeometry* out, uint32_t* triangle_budge
   }
   MeshGeometry& m = *out;
   m = MeshGeometry{};
+  m.triangles.reserve(triangle_count);
   std::vector<uint32_t> corners;  // welded corner indices of kept triangles, 3 each
+  corners.reserve(3 * triangle_count);
   for (uint32_t t = 0; t < triangle_count; ++t) {
     LevelTriangle tri;
     uint32_t c[3];
@@ -329,6 +331,22 @@ int cell_of(float x, float spacing, int limit) {
 }
 
 }  // namespace
+
+uint64_t level_memory_bytes(const LevelDef& level) {
+  uint64_t n = 0;
+  for (const MeshDef& m : level.meshes) {
+    const uint64_t triangles = m.indices.size() / 3, vertices = m.vertices.size();
+    // Kept: the triangles and at most 2t − 1 nodes. Temporary: the weld order and map, the
+    // corners and the edge list.
+    n +=
+        sizeof(MeshGeometry) + triangles * sizeof(LevelTriangle) + 2 * triangles * sizeof(MeshNode);
+    n += vertices * 2 * sizeof(uint32_t) + triangles * 3 * sizeof(uint32_t) +
+         triangles * 3 * 4 * sizeof(uint32_t);
+  }
+  for (const HeightfieldDef& h : level.heightfields)
+    n += sizeof(HeightfieldGeometry) + uint64_t{h.columns} * h.rows * sizeof(float);
+  return n;
+}
 
 uint64_t level_digest(const LevelDef& level) {
   if (level.meshes.empty() && level.heightfields.empty()) return 0;

@@ -75,6 +75,12 @@ struct LevelStats {
   uint64_t digest = 0;             // level_digest of the LevelDef
 };
 
+/// An upper bound on the heap bytes World::create takes for the level, from its counts alone
+/// (nothing is read or allocated): what the world keeps (LevelStats::memory_bytes never exceeds
+/// it) plus the build's temporary arrays. A loader checks a level from an untrusted source (a
+/// file, a Welcome) against its memory budget with it before creating the world.
+uint64_t level_memory_bytes(const LevelDef& level);
+
 /// XXH3-64 of the level's content: every mesh's vertex and index counts, vertices and indices,
 /// then every heightfield's size, spacing and heights, in order, little-endian bit patterns.
 /// 0 for an empty level.
