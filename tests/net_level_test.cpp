@@ -148,8 +148,10 @@ TEST(NetLevel, AWorldOverTheClientsMemoryBudgetIsRefusedAtTheJoin) {
   ASSERT_TRUE(server.started());
   // The budget the world alone fits in, but not with the level the Welcome brings.
   const sim::Scene bowl = bowl_file();
-  const uint64_t level_bytes = schema::level_content_bytes(bowl.meshes, bowl.heightfields);
-  const uint64_t need = sim::world_memory_bytes(bowl.def) + 4 * level_bytes;
+  const uint64_t level_bytes =
+      schema::level_content_bytes(bowl.meshes, bowl.heightfields) +
+      sim::level_memory_bytes(schema::view_level(bowl.meshes, bowl.heightfields).def());
+  const uint64_t need = sim::world_memory_bytes(bowl.def) + level_bytes;
   LevelClient small;
   client_sdk::ClientOptions options;
   options.max_world_memory_bytes = need - 1;

@@ -306,8 +306,11 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
     }
   }
   if (problem.empty() && welcome.world_def) {
-    const uint64_t level_bytes = schema::level_content_bytes(*level_meshes, *level_heightfields);
-    const uint64_t need = sim::world_memory_bytes(*welcome.world_def) + 4 * level_bytes;
+    // What we hold of the level already, and the bound on what the world will take for it.
+    const uint64_t level_bytes =
+        schema::level_content_bytes(*level_meshes, *level_heightfields) +
+        sim::level_memory_bytes(schema::view_level(*level_meshes, *level_heightfields).def());
+    const uint64_t need = sim::world_memory_bytes(*welcome.world_def) + level_bytes;
     if (need > options.max_world_memory_bytes) {
       problem = "the Welcome's world needs " + std::to_string(need) + " bytes (level " +
                 std::to_string(level_bytes) + "), over max_world_memory_bytes " +

@@ -96,8 +96,8 @@ struct ClientOptions {
   /// differs refuses the join with both digests.
   std::optional<sim::Scene> scene;
   /// The most memory the local world may take: sim::world_memory_bytes of the Welcome's
-  /// WorldDef plus its level (the level's content, four times over for the world's copies and
-  /// trees). A Welcome asking for more is refused before anything is allocated for the world.
+  /// WorldDef plus its level (the level's content as received, and sim::level_memory_bytes for
+  /// what the world makes of it). A Welcome asking for more is refused before the world is made.
   uint64_t max_world_memory_bytes = uint64_t{1} << 30;
   /// Lockstep mode: keep a replay window (the last replay_window_seconds of ticks, inputs, the
   /// server's hashes and our own, keyframes; memory fixed at the join snapshot) and write it to
