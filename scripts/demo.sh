@@ -69,7 +69,9 @@ if [ -n "$scene" ]; then
   if [ "$scene" = koth ]; then
     bot_game=(--game koth --say ready)
   fi
-  if [ "$scene" = sumo ]; then
+  # sumo_bowl: the same game in a bowl loaded from an OBJ level file; the bots have no copy of
+  # the file, the Welcome brings the level.
+  if [ "$scene" = sumo ] || [ "$scene" = sumo_bowl ]; then
     bot_game=(--game sumo)
     # Servers that pick rules by flag get them named; others read the scene's `rules` line.
     if "$bin/lockstep-server" --help 2>/dev/null | grep -q -- '--rules'; then

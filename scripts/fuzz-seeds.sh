@@ -12,6 +12,7 @@ rm -rf tests/fuzz/corpus
 "$build/tests/fuzz/fuzz_make_seeds" tests/fuzz/corpus
 cp tests/scenes/gameplay.txt tests/fuzz/corpus/fuzz_scene_text/gameplay
 cp tests/scenes/hulls.txt tests/fuzz/corpus/fuzz_scene_text/hulls
+cp scenes/sumo_bowl.scene tests/fuzz/corpus/fuzz_scene_text/sumo_bowl
 # A short replay of a world with hulls and compounds (its WorldDef carries both).
 cmake --build "$build" --target lockstep-replay >/dev/null
 "$build/apps/lockstep-replay" record-scripted --scene tests/scenes/hulls.txt --ticks 8 \

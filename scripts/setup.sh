@@ -21,6 +21,7 @@ packages=(
   prometheus curl                             # ops tests: a real Prometheus scrapes /metrics (promtool too)
   yamllint shellcheck                         # ops lint: docker/ YAML and scripts/*.sh
   libsodium-dev                               # join tokens: HMAC-SHA512-256 (crypto_auth)
+  libtinyobjloader-dev libpng-dev            # level files: OBJ meshes, 16-bit PNG heightfields
   clang-14 libclang-rt-14-dev                 # libFuzzer + sanitizers of tests/fuzz (scripts/fuzz.sh)
   chromium python3                            # the replay viewer's browser test (headless)
   mono-mcs mono-runtime                       # the C API's C# example, built and run by ctest

@@ -19,6 +19,7 @@
 
 #include "field_lists.h"
 #include "lockstep/schema/frame.h"
+#include "lockstep/schema/level_file.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/config.h"
@@ -191,6 +192,12 @@ std::vector<Documented> documented() {
     m.physics_revision = 78;
     m.world_def = sample_world_def();
     m.world_def_fingerprint = sim::world_def_fingerprint(*m.world_def);  // checked on decode
+    sim::SceneMesh level_mesh;
+    level_mesh.vertices = {{0, 0, 0}, {1, 0, 0}, {0, 0, 1}};
+    level_mesh.indices = {0, 2, 1};
+    m.level_meshes = {level_mesh};
+    m.level_carried = true;
+    m.level_digest = sim::level_digest(schema::view_level(m.level_meshes, {}).def());
     const auto owned = [](auto& x) { return x.owned_bodies; };
     list.push_back(
         {"Welcome",
@@ -211,7 +218,8 @@ std::vector<Documented> documented() {
           field<Welcome>("world_def", [](auto& x) { return fingerprint_or_zero(x.world_def); }),
           field<Welcome>("input_window_ticks", [](auto& x) { return x.input_window_ticks; }),
           field<Welcome>("schedule_moved_ns", [](auto& x) { return x.schedule_moved_ns; }),
-          field<Welcome>("physics_revision", [](auto& x) { return x.physics_revision; })}});
+          field<Welcome>("physics_revision", [](auto& x) { return x.physics_revision; }),
+          field<Welcome>("level", [](auto& x) { return x.level_digest; })}});
   }
   list.push_back({"Snapshot",
                   Snapshot{41, {1, 2, 3, 250, 0, 7}, 0xFEEDull},
@@ -412,8 +420,8 @@ std::vector<std::string> doc_section_fields(const std::string& md, const std::st
 TEST(SchemaProtocol, DocListsTheWorldTablesFieldForField) {
   const std::string md = read_text(LOCKSTEP_PROTOCOL_DOC);
   const auto tables = schema_tables(read_text(LOCKSTEP_WORLD_FBS));
-  for (const char* name :
-       {"WorldCommand", "WorldDef", "BodyTemplate", "Hull", "Compound", "CompoundChild"}) {
+  for (const char* name : {"WorldCommand", "WorldDef", "BodyTemplate", "Hull", "Compound",
+                           "CompoundChild", "Level", "LevelMesh", "LevelHeightfield"}) {
     SCOPED_TRACE(name);
     const auto table = tables.find(name);
     ASSERT_NE(table, tables.end()) << "not in world.fbs";

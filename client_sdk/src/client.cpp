@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <random>
@@ -12,6 +13,7 @@
 #include "connection.h"
 #include "lockstep/replays/file_name.h"
 #include "lockstep/replays/recorder.h"
+#include "lockstep/schema/level_file.h"
 #include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/state_diff.h"
 #include "lockstep/sim/sync_test.h"
@@ -19,6 +21,16 @@
 #include "lockstep/sim/version.h"
 
 namespace lockstep::client_sdk {
+namespace {
+
+// A level digest as 16 hex digits, the way errors name it.
+std::string hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+}  // namespace
 
 struct Client::Impl {
   ClientOptions options;
@@ -268,9 +280,47 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
               "' differs from the server's '" + welcome.scene +
               "': a different scene file or library version";
   }
+  // The level: the Welcome's geometry, else our own copy of the scene's level files; ours, when
+  // we have one, must be the same level (same digest) either way.
+  const std::vector<sim::SceneMesh>* level_meshes = &welcome.level_meshes;
+  const std::vector<sim::SceneHeightfield>* level_heightfields = &welcome.level_heightfields;
+  if (problem.empty() && welcome.level_digest != 0) {
+    const bool have_copy =
+        options.scene && (!options.scene->meshes.empty() || !options.scene->heightfields.empty());
+    const uint64_t ours =
+        have_copy
+            ? sim::level_digest(
+                  schema::view_level(options.scene->meshes, options.scene->heightfields).def())
+            : 0;
+    if (have_copy && ours != welcome.level_digest) {
+      problem = "our copy of the level (digest " + hex64(ours) + ", scene '" + options.scene->name +
+                "') differs from the server's (digest " + hex64(welcome.level_digest) +
+                "): a different level file";
+    } else if (!welcome.level_carried && !have_copy) {
+      problem = "the server sends its level (digest " + hex64(welcome.level_digest) +
+                ") as its digest only: give ClientOptions::scene_file, the scene file with its "
+                "level files";
+    } else if (!welcome.level_carried) {
+      level_meshes = &options.scene->meshes;
+      level_heightfields = &options.scene->heightfields;
+    }
+  }
+  if (problem.empty() && welcome.world_def) {
+    // What we hold of the level already, and the bound on what the world will take for it.
+    const uint64_t level_bytes =
+        schema::level_content_bytes(*level_meshes, *level_heightfields) +
+        sim::level_memory_bytes(schema::view_level(*level_meshes, *level_heightfields).def());
+    const uint64_t need = sim::world_memory_bytes(*welcome.world_def) + level_bytes;
+    if (need > options.max_world_memory_bytes) {
+      problem = "the Welcome's world needs " + std::to_string(need) + " bytes (level " +
+                std::to_string(level_bytes) + "), over max_world_memory_bytes " +
+                std::to_string(options.max_world_memory_bytes);
+    }
+  }
   if (problem.empty() && welcome.world_def) {
     sim::Error error = sim::Error::none;
-    world = sim::World::create(*welcome.world_def, &error);
+    const schema::LevelView level = schema::view_level(*level_meshes, *level_heightfields);
+    world = sim::World::create(*welcome.world_def, level.def(), &error);
     if (!world) {
       problem = std::string("cannot make the Welcome's world: ") + sim::error_message(error);
     }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "lockstep/schema/level_file.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/world.h"
 
@@ -82,14 +83,18 @@ bool valid_scene_name(std::string_view name) {
   });
 }
 
-bool load_scene_text(std::string_view text, const std::string& source, sim::Scene* out,
-                     std::string* error) {
+namespace {
+
+// Parses, reads the level files relative to `base_dir`, and test-builds.
+bool load_scene_text_in(std::string_view text, const std::string& source,
+                        const std::string& base_dir, sim::Scene* out, std::string* error) {
   sim::Scene scene;
   std::string problem;
   if (!sim::parse_scene_text(text, &scene, &problem)) {
     *error = source + ": " + problem;
     return false;
   }
+  if (!load_scene_level(base_dir, source, &scene, error)) return false;
   sim::Error world_error = sim::Error::none;
   size_t failed_body = SIZE_MAX;
   if (sim::build_world(scene, &world_error, &failed_body) == nullptr) {
@@ -104,6 +109,13 @@ bool load_scene_text(std::string_view text, const std::string& source, sim::Scen
   return true;
 }
 
+}  // namespace
+
+bool load_scene_text(std::string_view text, const std::string& source, sim::Scene* out,
+                     std::string* error) {
+  return load_scene_text_in(text, source, std::string(), out, error);
+}
+
 bool load_scene_file(const std::string& path, sim::Scene* out, std::string* error) {
   const std::string stem = file_stem(path);
   if (!valid_scene_name(stem)) {
@@ -114,7 +126,7 @@ bool load_scene_file(const std::string& path, sim::Scene* out, std::string* erro
   std::string text;
   if (!read_file(path, &text, error)) return false;
   sim::Scene scene;
-  if (!load_scene_text(text, path, &scene, error)) return false;
+  if (!load_scene_text_in(text, path, folder_of(path), &scene, error)) return false;
   scene.name = stem;
   *out = std::move(scene);
   return true;

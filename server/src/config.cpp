@@ -262,6 +262,10 @@ void add_admission_options(CLI::App& app, ServerConfig* config) {
   app.add_option("--used-token-capacity", config->used_token_capacity,
                  "Used tokens remembered until they expire, at most")
       ->capture_default_str();
+  app.add_option("--max-welcome-level-bytes", config->max_welcome_level_bytes,
+                 "Level geometry up to this size rides in the Welcome; above, only its digest "
+                 "(clients load their own copy)")
+      ->capture_default_str();
   app.add_option("--max-frames-per-s", config->max_frames_per_s,
                  "Frames a connection may send per second (0 = no limit)")
       ->capture_default_str();

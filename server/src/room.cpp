@@ -644,6 +644,12 @@ schema::ErrorCode Room::join(const std::shared_ptr<Session>& session, const sche
   welcome.snapshot_interval_ticks = member->snapshot_interval_ticks;
   welcome.input_window_ticks = input_window_->window_ticks();
   welcome.schedule_moved_ns = static_cast<uint64_t>(clock_.counters().slipped.count());
+  welcome.level_digest = scene_->level_digest;
+  if (scene_->level_in_welcome) {
+    welcome.level_carried = true;
+    welcome.level_meshes = scene_->scene.meshes;
+    welcome.level_heightfields = scene_->scene.heightfields;
+  }
   spdlog::info("room {}: '{}' joined as {} {} from {} (tick {}, protocol {})", name_,
                session->player_name(), thin ? "thin spectator" : "player", player_id,
                session->remote(), world_->tick(), protocol_version);

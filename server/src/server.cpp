@@ -21,6 +21,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include "lockstep/auth/join_token.h"
+#include "lockstep/schema/level_file.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/world.h"
@@ -61,6 +62,13 @@ bool serve_scene(sim::Scene scene, std::string source, bool builtin, ServerCore&
   auto served = std::make_shared<ServedScene>();
   served->world_def_fingerprint = sim::world_def_fingerprint(scene.def);
   served->max_snapshot_frame_bytes = world->max_snapshot_size() + kSnapshotEnvelopeBytes;
+  // A level up to the cap rides in the Welcome (which must still fit a frame, with room for the
+  // rest of it); a bigger one is named by its digest and each client loads its own copy.
+  served->level_digest = world->level_stats().digest;
+  const uint64_t level_bytes = schema::level_content_bytes(scene.meshes, scene.heightfields);
+  served->level_in_welcome = served->level_digest != 0 &&
+                             level_bytes <= core.config.max_welcome_level_bytes &&
+                             level_bytes + (uint64_t{1} << 20) <= schema::kMaxServerFrameBytes;
   if (served->max_snapshot_frame_bytes > schema::kMaxServerFrameBytes) {
     *error =
         fmt::format("{}: scene {} snapshots up to {} B, over the {} B frame cap", source,

@@ -48,6 +48,10 @@ struct ServedScene {
   uint64_t world_def_fingerprint = 0;
   uint64_t max_snapshot_frame_bytes = 0;  // its largest Snapshot frame
   std::string rules;  // the rules its rooms run (config.rules, else the scene's), "" = none
+  // Its level (sim::level_digest, 0: none), and whether Welcomes carry the geometry (at most
+  // config.max_welcome_level_bytes) or only the digest.
+  uint64_t level_digest = 0;
+  bool level_in_welcome = false;
 };
 
 /// A thread the rooms run on. With one thread in all, the only worker runs on the control

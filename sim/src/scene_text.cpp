@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "lockstep/sim/fields.h"
+#include "lockstep/sim/level.h"
 #include "lockstep/sim/scene.h"
 #include "shape.h"
 #include "world_data.h"
@@ -366,7 +367,109 @@ std::vector<std::string_view> body_keys() {
   Fields<ShapeDef>::visit(add);
   keys.push_back("points");
   keys.push_back("compound");
+  keys.push_back("mesh");
+  keys.push_back("heightfield");
   return keys;
+}
+
+// Index of the level file named `name` among `files`, -1 when there is none.
+int find_level_file(const std::vector<SceneLevelFile>* files, std::string_view name) {
+  if (files == nullptr) return -1;
+  for (size_t i = 0; i < files->size(); ++i) {
+    if ((*files)[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// A level file's path as a scene may write it: 1..kMaxLevelPathBytes of [A-Za-z0-9_.-/], relative
+// (no leading '/'), and no empty, "." or ".." part, so a scene only reaches files in its own
+// folder and below it.
+constexpr size_t kMaxLevelPathBytes = 255;
+bool valid_level_path(std::string_view path) {
+  if (path.empty() || path.size() > kMaxLevelPathBytes) return false;
+  for (char c : path) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-' || c == '/';
+    if (!ok) return false;
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    const std::string_view part = path.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
+// A `mesh` (`is_mesh`) or `heightfield` line: a named level file, kept for the loader above the
+// sim (SceneLevelFile). Only its own fields are checked here; the file's content is the loader's.
+bool parse_level_file_line(LineReader& reader, bool is_mesh, size_t line, Scene* scene) {
+  std::vector<SceneLevelFile>& files = is_mesh ? scene->mesh_files : scene->heightfield_files;
+  const char* what = is_mesh ? "mesh" : "heightfield";
+  if (!reader.require("name", "body lines name it") ||
+      !reader.require("file", is_mesh ? "a Wavefront OBJ file" : "a 16-bit gray PGM or PNG")) {
+    return false;
+  }
+  const Token* name = reader.find("name");
+  if (!valid_scene_label(name->value)) {
+    return reader.fail(*name, "a name is 1 to " + std::to_string(kMaxTemplateNameBytes) +
+                                  " bytes of [A-Za-z0-9_.-]");
+  }
+  if (find_level_file(&files, name->value) >= 0) {
+    return reader.fail(*name, std::string("a second ") + what + " named " + quoted(name->value));
+  }
+  const uint32_t capacity = is_mesh ? kMaxMeshes : kMaxHeightfields;
+  if (files.size() >= capacity) {
+    return reader.fail(0, "more than " + std::to_string(capacity) + " " + what + " lines");
+  }
+  const Token* file = reader.find("file");
+  if (!valid_level_path(file->value)) {
+    return reader.fail(*file, quoted(file->value) +
+                                  " is not a relative path of [A-Za-z0-9_.-/] without '..' (at "
+                                  "most " +
+                                  std::to_string(kMaxLevelPathBytes) + " bytes)");
+  }
+  SceneLevelFile level;
+  level.name = std::string(name->value);
+  level.file = std::string(file->value);
+  level.line = static_cast<uint32_t>(line);
+  if (is_mesh) {
+    if (!reader.get_float("scale", &level.scale) || !reader.get_vec3("pos", &level.position) ||
+        !reader.get_quat("rot", &level.orientation) || !reader.finish("a mesh line", {})) {
+      return false;
+    }
+    if (!(level.scale > 0.0f && level.scale <= kMaxLevelCoordinate)) {
+      return reader.fail(*reader.find("scale"), "must be in (0, 1e5]");
+    }
+    const Vec3 p = level.position;
+    if (!(p.x >= -kMaxLevelCoordinate && p.x <= kMaxLevelCoordinate &&
+          p.y >= -kMaxLevelCoordinate && p.y <= kMaxLevelCoordinate &&
+          p.z >= -kMaxLevelCoordinate && p.z <= kMaxLevelCoordinate)) {
+      return reader.fail(0, "key 'pos' is out of range (|component| <= 1e5 m)");
+    }
+    const float len_sq = dot(level.orientation, level.orientation);
+    if (!(len_sq > 0.999f && len_sq < 1.001f)) {
+      return reader.fail(0, "key 'rot' is not a unit quaternion (x,y,z,w with |q| = 1)");
+    }
+  } else {
+    if (!reader.require("height", "metres at the brightest sample") ||
+        !reader.get_float("spacing_x", &level.spacing_x) ||
+        !reader.get_float("spacing_z", &level.spacing_z) ||
+        !reader.get_float("height", &level.height) || !reader.finish("a heightfield line", {})) {
+      return false;
+    }
+    if (!(level.spacing_x > 0.0f && level.spacing_x <= kMaxLevelCoordinate) ||
+        !(level.spacing_z > 0.0f && level.spacing_z <= kMaxLevelCoordinate)) {
+      return reader.fail(0, "spacing_x and spacing_z must be in (0, 1e5] m");
+    }
+    if (!(level.height >= 0.0f && level.height <= kMaxLevelCoordinate)) {
+      return reader.fail(*reader.find("height"), "must be in [0, 1e5] m");
+    }
+  }
+  files.push_back(std::move(level));
+  return true;
 }
 
 // The scene's hulls and compounds as the lines so far made them (scene.def's, by index): each
@@ -374,6 +477,9 @@ std::vector<std::string_view> body_keys() {
 struct BuiltShapes {
   std::vector<HullGeometry> hulls;
   std::vector<CompoundGeometry> compounds;
+  // The scene's `mesh` and `heightfield` lines so far, which body lines name.
+  const std::vector<SceneLevelFile>* mesh_files = nullptr;
+  const std::vector<SceneLevelFile>* heightfield_files = nullptr;
   ShapeLibrary library() const {
     return ShapeLibrary{hulls.data(), static_cast<uint32_t>(hulls.size()), compounds.data(),
                         static_cast<uint32_t>(compounds.size())};
@@ -461,6 +567,26 @@ bool parse_body_line(LineReader& reader, WorldDef* def, BuiltShapes* built, Body
     }
     shape.compound = static_cast<uint32_t>(index);
   }
+  const bool level_shape = shape.type == ShapeType::mesh || shape.type == ShapeType::heightfield;
+  if (level_shape) {
+    const bool is_mesh = shape.type == ShapeType::mesh;
+    const char* key = is_mesh ? "mesh" : "heightfield";
+    if (!reader.require(key, is_mesh ? "a mesh shape names a mesh line"
+                                     : "a heightfield shape names a heightfield line")) {
+      return false;
+    }
+    const Token* name = reader.find(key);
+    const int index =
+        find_level_file(is_mesh ? built->mesh_files : built->heightfield_files, name->value);
+    if (index < 0) {
+      return reader.fail(*name, std::string("no ") + key + " named " + quoted(name->value) +
+                                    " (its " + key + " line comes first)");
+    }
+    shape.mesh = static_cast<uint32_t>(index);
+    if (body->type != BodyType::static_body) {
+      return reader.fail(0, std::string(key) + " shapes are only allowed on static bodies");
+    }
+  }
   const ShapeDef& checked = shape;
   const ShapeLibrary library = built->library();
   const std::string context =
@@ -472,7 +598,8 @@ bool parse_body_line(LineReader& reader, WorldDef* def, BuiltShapes* built, Body
   if (!reader.finish(context, body_keys())) return false;
 
   // Values that parse but a world would refuse; named here so the message points at the line.
-  Error e = validate_shape(checked, library);
+  // A level shape's geometry is not known yet (the loader reads its file), only its name is.
+  Error e = level_shape ? Error::none : validate_shape(checked, library);
   if (e != Error::none) {
     return reader.fail(0, "invalid " + context + ": " + error_message(e));
   }
@@ -983,6 +1110,8 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
   Scene scene;
   scene.def = default_world_def();
   BuiltShapes built;  // scene.def's hulls and compounds, built once each
+  built.mesh_files = &scene.mesh_files;
+  built.heightfield_files = &scene.heightfield_files;
   // The compound line whose child lines may follow (0: none), and whether it has one yet.
   size_t compound_line = 0;
   size_t first_body_line = 0;  // the first template or body line
@@ -1078,6 +1207,15 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
                            "or another child line");
       }
       if (!parse_child_line(reader, &scene.def, &built)) return false;
+    } else if (directive == "mesh" || directive == "heightfield") {
+      if (first_body_line != 0) {
+        // Like compounds: what body lines name comes first, so written text reads back the same.
+        return reader.fail(directive_column,
+                           std::string(directive) +
+                               " lines come before template and body lines (line " +
+                               std::to_string(first_body_line) + " is one)");
+      }
+      if (!parse_level_file_line(reader, directive == "mesh", line_number, &scene)) return false;
     } else if (directive == "at") {
       ScriptedAction action;
       if (!parse_at_line(reader, scene.def, line_number, &action)) return false;
@@ -1085,8 +1223,8 @@ bool parse_scene_text(std::string_view text, Scene* out, std::string* error) {
     } else {
       message = "line " + std::to_string(line_number) + " col " + std::to_string(directive_column) +
                 ": unknown directive " + quoted(directive) +
-                " (expected scene, world, body, template, compound, child, player, spawn, "
-                "rules, state, at)";
+                " (expected scene, world, mesh, heightfield, body, template, compound, child, "
+                "player, spawn, rules, state, at)";
       return false;
     }
   }
@@ -1142,8 +1280,17 @@ void append_hull_points(std::string* out, const WorldDef& def, uint32_t index) {
 
 // One body (with pose, velocity and owner: `pose`) or template (without) line's keys after its
 // name; optional keys equal to default_body_def()'s are left out.
-void append_body_keys(std::string* out, const WorldDef& def, const BodyDef& body, bool pose) {
+void append_body_keys(std::string* out, const Scene& scene, const BodyDef& body, bool pose) {
+  const WorldDef& def = scene.def;
   append_fields(out, body, default_body_def(), nullptr, pose);
+  const std::vector<SceneLevelFile>* files = body.shape.type == ShapeType::mesh ? &scene.mesh_files
+                                             : body.shape.type == ShapeType::heightfield
+                                                 ? &scene.heightfield_files
+                                                 : nullptr;
+  if (files != nullptr && body.shape.mesh < files->size()) {
+    *out += body.shape.type == ShapeType::mesh ? " mesh=" : " heightfield=";
+    *out += (*files)[body.shape.mesh].name;
+  }
   if (body.shape.type == ShapeType::hull) append_hull_points(out, def, body.shape.hull);
   if (body.shape.type == ShapeType::compound && body.shape.compound < def.compound_count &&
       body.shape.compound < kMaxCompounds) {
@@ -1167,6 +1314,26 @@ void append_compound_lines(std::string* out, const WorldDef& def) {
       if (c.children[k].type == ShapeType::hull) append_hull_points(out, def, c.children[k].hull);
       *out += '\n';
     }
+  }
+}
+
+// The `mesh` and `heightfield` lines, every key written (so a file says what it loads).
+void append_level_file_lines(std::string* out, const Scene& scene) {
+  for (const SceneLevelFile& mesh : scene.mesh_files) {
+    *out += "mesh name=" + mesh.name + " file=" + mesh.file;
+    append_key_float(out, "scale", mesh.scale);
+    append_key_vec3(out, "pos", mesh.position);
+    const float rot[4] = {mesh.orientation.x, mesh.orientation.y, mesh.orientation.z,
+                          mesh.orientation.w};
+    append_key_floats(out, "rot", rot, 4);
+    *out += '\n';
+  }
+  for (const SceneLevelFile& field : scene.heightfield_files) {
+    *out += "heightfield name=" + field.name + " file=" + field.file;
+    append_key_float(out, "spacing_x", field.spacing_x);
+    append_key_float(out, "spacing_z", field.spacing_z);
+    append_key_float(out, "height", field.height);
+    *out += '\n';
   }
 }
 
@@ -1204,18 +1371,19 @@ std::string format_scene_text(const Scene& scene) {
 
   append_world_line(&out, scene.def);
   append_compound_lines(&out, scene.def);
+  append_level_file_lines(&out, scene);
   for (uint32_t i = 0; i < scene.def.template_count && i < kMaxBodyTemplates; ++i) {
     const BodyTemplate& t = scene.def.templates[i];
     out += "template name=";
     out.append(t.name, strnlen(t.name, sizeof(t.name)));
-    append_body_keys(&out, scene.def, template_body_def(t), false);
+    append_body_keys(&out, scene, template_body_def(t), false);
   }
   for (size_t i = 0; i < scene.bodies.size(); ++i) {
     out += "body";
     for (const NamedBody& named : scene.named_bodies) {
       if (named.index == i) out += " name=" + named.name;
     }
-    append_body_keys(&out, scene.def, scene.bodies[i], true);
+    append_body_keys(&out, scene, scene.bodies[i], true);
   }
   append_player_lines(&out, scene);
   if (!scene.rules.empty()) out += "rules name=" + scene.rules + "\n";

@@ -11,6 +11,7 @@
 
 #include "lockstep/replays/recorder.h"
 #include "lockstep/replays/replay_header.h"
+#include "lockstep/schema/level_file.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/testing.h"
@@ -151,6 +152,35 @@ int main(int argc, char** argv) {
   }
   write(out / "fuzz_frame_messages" / "server_whole", framed(0x00 | (127 << 1), server));
 
+  // Welcomes with a level table: the geometry carried, the digest alone, and a carried level
+  // whose digest is off by one bit (refused by the decoder).
+  {
+    schema::Welcome level_welcome;
+    level_welcome.world_def = sim::default_world_def();
+    level_welcome.world_def_fingerprint = sim::world_def_fingerprint(*level_welcome.world_def);
+    sim::SceneMesh mesh;
+    mesh.vertices = {{0, 0, 0}, {1, 0, 0}, {1, 0, 1}, {0, 0, 1}};
+    mesh.indices = {0, 2, 1, 0, 3, 2};
+    sim::SceneHeightfield field;
+    field.heights = {0, 0.5f, 1, 0.25f};
+    field.columns = 2;
+    field.rows = 2;
+    level_welcome.level_meshes = {mesh};
+    level_welcome.level_heightfields = {field};
+    level_welcome.level_carried = true;
+    level_welcome.level_digest = sim::level_digest(
+        schema::view_level(level_welcome.level_meshes, level_welcome.level_heightfields).def());
+    write(out / "fuzz_frame_messages" / "server_welcome_level",
+          framed(0x00 | (127 << 1), schema::encode_frame(schema::Message{level_welcome})));
+    schema::Welcome digest_only = level_welcome;
+    digest_only.level_carried = false;
+    write(out / "fuzz_frame_messages" / "server_welcome_level_digest",
+          framed(0x00 | (127 << 1), schema::encode_frame(schema::Message{digest_only})));
+    level_welcome.level_digest ^= 1;
+    write(out / "fuzz_frame_messages" / "server_welcome_level_bad_digest",
+          framed(0x00 | (127 << 1), schema::encode_frame(schema::Message{level_welcome})));
+  }
+
   // A TickFrame carrying every command type (the body commands reuse the spawn's fields), and a
   // snapshot with the same commands queued and a game state field declared.
   {
@@ -251,6 +281,18 @@ int main(int argc, char** argv) {
     write(out / "fuzz_server_session" / "two_players", two);
   }
 
+  // Scene text: level file lines and the bodies that name them (the parser keeps the lines; the
+  // harness's world refuses the missing geometry).
+  {
+    const std::string text =
+        "scene version=1\n"
+        "mesh name=bowl file=levels/bowl.obj scale=2 pos=0,-1,0 rot=0,0,0,1\n"
+        "heightfield name=hills file=hills.pgm spacing_x=2 spacing_z=2 height=40\n"
+        "body type=static shape=mesh mesh=bowl friction=0.6\n"
+        "body type=static shape=heightfield heightfield=hills pos=-8,-4,-8\n"
+        "body type=dynamic shape=sphere radius=0.5 pos=0,2,0\n";
+    write(out / "fuzz_scene_text" / "level_lines", {text.begin(), text.end()});
+  }
   // Scene text: the built-in scenes as text.
   for (const std::string_view name : sim::builtin_scene_names()) {
     sim::Scene s;

@@ -89,7 +89,16 @@ struct ClientOptions {
   /// A scene the room must run: its WorldDef fingerprint is checked against the Welcome's (a
   /// mismatch is a fatal error naming both scenes). The world itself is always made from the
   /// Welcome's WorldDef and the join Snapshot.
+  ///
+  /// Its level (Scene::meshes, heightfields; a scene_file's `mesh`/`heightfield` files) is the
+  /// client's own copy: used when the Welcome carries only the level's digest (a level over the
+  /// server's --max-welcome-level-bytes), and checked against the digest always. A copy that
+  /// differs refuses the join with both digests.
   std::optional<sim::Scene> scene;
+  /// The most memory the local world may take: sim::world_memory_bytes of the Welcome's
+  /// WorldDef plus its level (the level's content as received, and sim::level_memory_bytes for
+  /// what the world makes of it). A Welcome asking for more is refused before the world is made.
+  uint64_t max_world_memory_bytes = uint64_t{1} << 30;
   /// Lockstep mode: keep a replay window (the last replay_window_seconds of ticks, inputs, the
   /// server's hashes and our own, keyframes; memory fixed at the join snapshot) and write it to
   /// this directory (created when needed) when a desync is detected. Empty = no replay window.

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "lockstep/sim/scene.h"
 #include "lockstep/sim/types.h"
 #include "lockstep/sim/version.h"
 
@@ -110,6 +111,14 @@ struct Welcome {
   uint64_t schedule_moved_ns = 0;   // as in Pong
   // The simulation the server runs (sim/version.h); 0 from servers older than the field.
   uint32_t physics_revision = sim::kPhysicsRevision;
+  // The room's level geometry (sim/level.h): its digest (0: no level), and the meshes and
+  // heightfields themselves when `level_carried`; a level over the server's
+  // --max-welcome-level-bytes comes as the digest alone and the client loads its own copy.
+  // Decoding checks the tables' shapes and that the carried content hashes to the digest.
+  uint64_t level_digest = 0;
+  bool level_carried = false;
+  std::vector<sim::SceneMesh> level_meshes;
+  std::vector<sim::SceneHeightfield> level_heightfields;
 };
 
 struct Snapshot {

@@ -26,7 +26,9 @@ inline constexpr std::string_view kSceneFileExtension = ".scene";
 bool load_scene_file(const std::string& path, sim::Scene* out, std::string* error);
 
 /// Parses and test-builds scene text; `source` only names it in errors ("<source>: line L ...").
-/// The name stays the one of the text's `scene` line ("" when it has none).
+/// The name stays the one of the text's `scene` line ("" when it has none). Level files its
+/// `mesh` and `heightfield` lines name are read relative to the current directory (a scene file
+/// read with load_scene_file reads them relative to its own folder).
 bool load_scene_text(std::string_view text, const std::string& source, sim::Scene* out,
                      std::string* error);
 

@@ -87,7 +87,12 @@ struct ServerConfig {
   uint32_t max_inputs_per_player_per_tick = 16;
 
   // ---- thin clients -------------------------------------------------------------------------
-  uint32_t max_snapshot_rate_hz = 20;      // granted rate = min(asked, this, tick rate)
+  uint32_t max_snapshot_rate_hz = 20;  // granted rate = min(asked, this, tick rate)
+  /// A scene's level geometry (meshes, heightfields) up to this many bytes rides in the Welcome;
+  /// a bigger one is sent as its digest alone, and clients load the level from their own copy
+  /// of the scene's files (ClientOptions::scene_file). Welcomes are one frame: at most the frame
+  /// cap less 1 MiB is ever carried.
+  uint64_t max_welcome_level_bytes = uint64_t{4} << 20;
   uint32_t default_snapshot_rate_hz = 10;  // when a thin Hello asks for 0
 
   // ---- sessions ---------------------------------------------------------------------------

@@ -55,6 +55,24 @@ struct SceneHeightfield {
   float spacing_x = 1.0f, spacing_z = 1.0f;
 };
 
+/// A `mesh` or `heightfield` line of the scene text: a level file the scene names. The sim never
+/// opens files: it keeps the line's fields, and a loader above it (schema's load_scene_file) reads
+/// the file, relative to the scene file, into Scene::meshes or Scene::heightfields at the same
+/// index. format_scene_text writes the line back, so the text round-trips without the file.
+struct SceneLevelFile {
+  std::string name;  // what body lines name: `shape=mesh mesh=NAME`, `heightfield=NAME`
+  std::string file;  // as written: relative, '/'-separated, no ".." (docs/scene-format.md)
+  // mesh: each OBJ vertex v becomes rotate(orientation, v · scale) + position, in that order.
+  float scale = 1.0f;
+  Vec3 position{};
+  Quat orientation{};
+  // heightfield: the grid spacing (m) and the height (m) of the brightest sample (the image's
+  // maxval); a sample s becomes the height s · (height / maxval).
+  float spacing_x = 1.0f, spacing_z = 1.0f;
+  float height = 1.0f;
+  uint32_t line = 0;  // the line of the scene text, for messages
+};
+
 /// A world definition and the bodies to create, in creation order (so handles are stable).
 struct Scene {
   std::string name;
@@ -69,9 +87,12 @@ struct Scene {
   std::vector<NamedBody> named_bodies;      // in file order; names are unique
   std::vector<StateFieldDef> state_fields;  // game state (scene `state` lines), declared in order
   // Level geometry that mesh and heightfield shapes name by index; build_world hands it to
-  // World::create (level.h). The text format does not carry it yet: a level loader fills these.
+  // World::create (level.h). The text names files (mesh_files, heightfield_files, one per index);
+  // a level loader fills these from them.
   std::vector<SceneMesh> meshes;
   std::vector<SceneHeightfield> heightfields;
+  std::vector<SceneLevelFile> mesh_files;
+  std::vector<SceneLevelFile> heightfield_files;
 };
 
 /// The BodyId a scene body gets in a world built by build_world (slot index + 1, generation 0),
