@@ -2,6 +2,7 @@
 # Regenerates the golden hash chains in tests/golden/ — a deliberate act, never done by a test.
 #
 #   scripts/update-golden.sh --reason "why the physics changed" [--sim PATH] [--golden-dir DIR]
+#                            [--scenes-changed]
 #                            [SCENE...]
 #
 # Builds lockstep-sim (x86-64 g++ -O2, the matrix's gcc-O2 folder) unless --sim names one, runs
@@ -10,6 +11,9 @@
 # every existing golden file, or to the built-in set when there is none. Each file is stamped
 # with kPhysicsRevision (sim/include/lockstep/sim/version.h); a chain whose hashes change must be
 # stamped with a higher revision than it had, else nothing is written (exit 2): raise it first.
+# --scenes-changed says the step did not change, only what the built-in scenes define (a body, a
+# default of WorldDef): a world made from the same WorldDef gives the same hashes as before, so
+# the revision stays and replay files of it stay valid; the chains are rewritten at it.
 # Afterwards: run scripts/determinism-matrix.sh, and commit tests/golden/ on its own with a
 # message that says why the physics changed (the --reason text is printed as a starting point).
 set -euo pipefail
@@ -23,6 +27,7 @@ inputs_seed=6840143426475589633 # lockstep::sim::kDefaultInputSeed, 0x5eed1234ab
 
 reason=""
 sim=""
+scenes_changed=0
 scenes=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -33,6 +38,10 @@ while [ $# -gt 0 ]; do
   --sim)
     sim=$2
     shift 2
+    ;;
+  --scenes-changed)
+    scenes_changed=1
+    shift
     ;;
   --golden-dir)
     golden_dir=$2
@@ -122,7 +131,7 @@ for scene in "${scenes[@]}"; do
   if [ -f "$golden" ]; then
     first=$(diff <(grep -v '^#' "$golden") <(grep -v '^#' "$tmp") | grep -m1 '^<' | awk '{ print $2 }' || true)
     old_revision=$(sed -n 's/^# physics revision: \([0-9]*\).*/\1/p' "$golden")
-    if [ -n "$first" ] && [ "${old_revision:-0}" -ge "$revision" ]; then
+    if [ -n "$first" ] && [ "${old_revision:-0}" -ge "$revision" ] && [ $scenes_changed = 0 ]; then
       stale+=("$scene")
     fi
     echo "update-golden: $scene: changed${first:+ from tick $first}"

@@ -3,12 +3,15 @@
 // one line is at fault, the line.
 #include "lockstep/schema/level_file.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <csetjmp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
 #include <vector>
 
 #include "lockstep/sim/level.h"
@@ -72,8 +75,20 @@ bool parse_coordinate(std::string_view word, float* out) {
   if (!word.empty() && word.front() == '+') word.remove_prefix(1);
   if (word.empty()) return false;
   float value = 0;
+#if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L
   const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
   if (ec != std::errc() || end != word.data() + word.size()) return false;
+#else
+  // The libc++ of Debian's emscripten has no floating-point from_chars; its C library (musl)
+  // rounds strtof correctly, and a wasm module's locale is always "C". Only what from_chars
+  // takes goes through: digits, one '.', an exponent (no hex, inf, nan or spaces).
+  if (word.find_first_not_of("0123456789.eE+-") != std::string_view::npos) return false;
+  const std::string text(word);
+  char* end = nullptr;
+  errno = 0;
+  value = std::strtof(text.c_str(), &end);
+  if (errno != 0 || end != text.c_str() + text.size()) return false;
+#endif
   if (!std::isfinite(value)) return false;
   *out = value;
   return true;
