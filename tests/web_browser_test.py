@@ -261,11 +261,16 @@ def main():
         check(report.get("title") == title, "the report's title is the page's")
         check(report.get("desyncs") == 0, "the page counted no desync")
         # The page played: the server applied its inputs (listed in the TickFrames it verified),
-        # and refused none. It steers only while its ball is on the platform, most of the time.
+        # and refused none. It steers only while its ball is on the platform, so how many it sends
+        # depends on the match (a ball knocked off early sends fewer); the last few, stamped for
+        # ticks after the page stopped verifying, are in flight when it leaves.
+        sent = report.get("inputsSent", 0)
+        applied = report.get("inputsApplied", 0)
         check(report.get("errors") == 0, "the server refused nothing the page sent")
-        check(report.get("inputsApplied", 0) >= 200,
-              "the server applied %s of the page's %s inputs" % (report.get("inputsApplied"),
-                                                                  report.get("inputsSent")))
+        check(sent >= 60, "the page sent %s inputs (at least a second of steering)" % sent)
+        check(sent - 15 <= applied <= sent,
+              "the server applied %s of the page's %s inputs (all but those in flight)" %
+              (applied, sent))
         page = {int(t): h for t, h in report.get("hashes", [])}
         check(len(page) >= 540, "the page reported %d verified hashes" % len(page))
 
