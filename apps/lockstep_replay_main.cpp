@@ -25,6 +25,7 @@
 
 #include "lockstep/replays/recorder.h"
 #include "lockstep/replays/viewer_page.h"
+#include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
@@ -81,6 +82,21 @@ int cmd_info(const std::string& path) {
               h.scene.empty() ? "(custom)" : h.scene.c_str());
   std::printf("world_def_fingerprint: %016" PRIx64 "\ntick_rate_hz: %u\n", h.world_def_fingerprint,
               h.tick_rate_hz);
+  if (h.level_meshes.empty() && h.level_heightfields.empty()) {
+    std::printf("level: none\n");
+  } else {
+    // Triangles as the header holds them (degenerate ones included: the world drops those).
+    uint64_t mesh_triangles = 0;
+    uint64_t heightfield_triangles = 0;
+    for (const sim::SceneMesh& m : h.level_meshes)
+      mesh_triangles += m.indices.size() / 3;
+    for (const sim::SceneHeightfield& f : h.level_heightfields)
+      heightfield_triangles += 2 * uint64_t{f.columns - 1} * (f.rows - 1);
+    std::printf("level: digest %016" PRIx64 ", %zu meshes (%" PRIu64
+                " triangles), %zu heightfields (%" PRIu64 " triangles)\n",
+                replays::replay_level_digest(h), h.level_meshes.size(), mesh_triangles,
+                h.level_heightfields.size(), heightfield_triangles);
+  }
   std::printf("ticks: %" PRIu64 "..%" PRIu64 " (%zu tick records, %.2f s)\n", h.first_tick,
               r.last_tick(), r.ticks.size(),
               h.tick_rate_hz ? static_cast<double>(r.ticks.size()) / h.tick_rate_hz : 0.0);
@@ -264,9 +280,6 @@ sim::BodyId desync_victim(const sim::World& world, const std::vector<sim::BodyId
 // whose body is moved 0.5 m along x before the step that makes tick desync_at (the SDK's test
 // hook does the same in the end-to-end test); an untouched copy gives the authoritative hashes.
 // It ends at that tick with the client's own state as a last keyframe, as a client's dump does.
-// A scene file record-scripted reads whole: far larger than any scene (a 128-body hull scene is
-// 30 KiB).
-constexpr size_t kMaxSceneFileBytes = size_t{16} << 20;
 
 int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t seed,
                         uint32_t players, uint32_t keyframe_interval, uint64_t desync_at,
@@ -274,18 +287,13 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
   sim::Scene scene;
   const bool builtin = sim::make_builtin_scene(scene_name, &scene);
   if (!builtin) {
-    // A scene file: its `at` lines are applied as lockstep-sim applies them.
-    std::ifstream in(scene_name, std::ios::binary);
-    if (!in) return fail("'" + scene_name + "' is neither a built-in scene nor a readable file");
-    std::string text(kMaxSceneFileBytes + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    if (in.bad()) return fail(scene_name + ": read error");
-    text.resize(static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxSceneFileBytes) {
-      return fail(scene_name + ": larger than " + std::to_string(kMaxSceneFileBytes) + " bytes");
-    }
+    // A scene file: its `at` lines are applied as lockstep-sim applies them, and its level
+    // files are read relative to its folder (the header carries their geometry).
     std::string error;
-    if (!sim::parse_scene_text(text, &scene, &error)) return fail(scene_name + ": " + error);
+    if (!schema::load_scene_file(scene_name, &scene, &error)) {
+      return fail("'" + scene_name + "' is neither a built-in scene nor a loadable scene file (" +
+                  error + ")");
+    }
   }
   scene.def.measure_stage_times = false;
   sim::Error error = sim::Error::none;
@@ -305,6 +313,8 @@ int cmd_record_scripted(const std::string& scene_name, uint64_t ticks, uint64_t 
   // A scene file is not part of the build: the header's WorldDef and keyframe carry it, and only
   // a built-in scene is named (verify checks a named scene against this build's).
   replays::ReplayHeader header = replays::make_replay_header(*world, builtin ? scene_name : "", 60);
+  header.level_meshes = scene.meshes;
+  header.level_heightfields = scene.heightfields;
   header.room = "record-scripted seed " + std::to_string(seed);
   if (!builtin) header.room += ", scene file " + scene_name;
   std::unique_ptr<sim::World> authority;  // the untouched world of a made desync

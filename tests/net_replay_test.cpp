@@ -385,6 +385,43 @@ TEST(NetReplay, GracefulShutdownPublishesTheMatchRecordingAndWritesTheWindow) {
   EXPECT_EQ(load(files[0]).header.first_tick, 0u);
 }
 
+// A room of a scene with level geometry (the built-in terrain_pile: a heightfield under a pile of
+// bodies): the match recording and the shutdown window carry the level in their headers and
+// re-simulate hash for hash from the files alone.
+TEST(NetReplay, RecordingsOfALevelSceneCarryTheLevelAndVerify) {
+  TempDir dir;
+  server::ServerConfig config = base_config(dir.sub("server"));
+  config.scene = "terrain_pile";
+  config.record_matches = true;
+  config.dump_replays_on_shutdown = true;
+  sim::Scene scene;
+  ASSERT_TRUE(sim::make_builtin_scene("terrain_pile", &scene));
+  const std::unique_ptr<sim::World> built = sim::build_world(scene);
+  ASSERT_NE(built, nullptr);
+  const uint64_t level_digest = built->level_stats().digest;
+  ASSERT_NE(level_digest, 0u);
+  {
+    TestServer server(config);
+    ASSERT_TRUE(server.started());
+    TestClient player("player");
+    ASSERT_TRUE(player.connect(server.port(), ""));
+    ASSERT_TRUE(pump_until({&player}, [&] { return player.last_tick >= 120; }))
+        << player.describe();
+    EXPECT_TRUE(player.desyncs.empty()) << player.describe();
+  }  // graceful shutdown
+  const std::vector<std::string> files = files_ending(dir.sub("server"), ".lsrp");
+  ASSERT_EQ(files.size(), 2u);
+  for (const std::string& path : files) {
+    const replays::LoadedReplay replay = load(path);
+    EXPECT_EQ(replay.header.level_heightfields.size(), scene.heightfields.size()) << path;
+    EXPECT_EQ(replay.header.level_meshes.size(), scene.meshes.size()) << path;
+    EXPECT_EQ(replays::replay_level_digest(replay.header), level_digest) << path;
+    const replays::VerifyResult verified = replays::verify_replay(replay);
+    EXPECT_TRUE(verified.ok) << path << ": " << verified.error;
+    EXPECT_GE(verified.ticks_verified, 120u) << path;
+  }
+}
+
 // A recording whose chunk waits for the file writer beyond the bound is given up: counted,
 // its temporary file removed, and the match goes on. A bound below one tick's record takes that
 // path at the first tick after the opening chunk, whatever the writer's speed.

@@ -40,7 +40,8 @@ class RoomReplaysTest : public ::testing::Test {
     world_ = sim::build_world(scene);
     ASSERT_NE(world_, nullptr);
     writer_.start();
-    replays_ = std::make_unique<RoomReplays>(config_, writer_, "alpha", *world_, "inputs");
+    replays_ =
+        std::make_unique<RoomReplays>(config_, writer_, "alpha", *world_, sim::Scene{}, "inputs");
   }
 
   void step(int ticks) {
@@ -101,7 +102,8 @@ TEST_F(RoomReplaysTest, AShutdownDumpIsWrittenOnDemand) {
 
 TEST_F(RoomReplaysTest, WithoutAReplayDirectoryNothingIsKeptOrWritten) {
   config_.replay_dir.clear();
-  replays_ = std::make_unique<RoomReplays>(config_, writer_, "alpha", *world_, "inputs");
+  replays_ =
+      std::make_unique<RoomReplays>(config_, writer_, "alpha", *world_, sim::Scene{}, "inputs");
   step(10);
   replays_->on_desync_report(*world_, report(5), "player 1 'a'", t0_);
   EXPECT_EQ(replays_->write_window("shutdown", *world_), "");

@@ -70,6 +70,10 @@ struct Client::Impl {
   std::string room;
   std::string scene_name;  // "" for a custom ClientOptions::scene
   replays::ReplayHeader replay_header;
+  // The world's level, kept for replay headers (only with a replay directory): a dump of a level
+  // scene is re-simulated with it.
+  std::vector<sim::SceneMesh> replay_level_meshes;
+  std::vector<sim::SceneHeightfield> replay_level_heightfields;
   std::unique_ptr<replays::ReplayWindow> replay_window;
 
   // Desync loops (options.max_recurring_desyncs): the tick of the last resync snapshot, and the
@@ -166,6 +170,8 @@ void Client::Impl::replay_keyframe() {
     replay_header = replays::make_replay_header(*world, scene_name, tick_rate_hz,
                                                 replays::ReplayWriterKind::client, player_id);
     replay_header.room = room;
+    replay_header.level_meshes = replay_level_meshes;
+    replay_header.level_heightfields = replay_level_heightfields;
     return;
   }
   replay_window->record_keyframe(*world);
@@ -323,6 +329,9 @@ void Client::Impl::on_welcome(const schema::Welcome& welcome) {
     world = sim::World::create(*welcome.world_def, level.def(), &error);
     if (!world) {
       problem = std::string("cannot make the Welcome's world: ") + sim::error_message(error);
+    } else if (!options.replay_dir.empty()) {
+      replay_level_meshes = *level_meshes;
+      replay_level_heightfields = *level_heightfields;
     }
     // Replay files name built-in scenes only (the tool checks them); others carry the WorldDef.
     sim::Scene builtin;

@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "lockstep/replays/record_file.h"
+#include "lockstep/schema/level_file.h"
 #include "replay_codec.h"
+#include "replay_step.h"
 
 #ifndef LOCKSTEP_VERSION_STRING
 #define LOCKSTEP_VERSION_STRING "unknown"
@@ -40,9 +42,31 @@ ReplayHeader make_replay_header(const sim::World& world, std::string scene, uint
   return header;
 }
 
+uint64_t replay_level_digest(const ReplayHeader& header) {
+  if (header.level_meshes.empty() && header.level_heightfields.empty()) return 0;
+  return sim::level_digest(
+      schema::view_level(header.level_meshes, header.level_heightfields).def());
+}
+
+namespace {
+
+// A file whose header lacks the world's level could not be re-simulated: refused when written,
+// not found out when the file is needed.
+bool header_level_matches(const ReplayHeader& header, uint64_t world_level_digest,
+                          WriteResult* result) {
+  const uint64_t digest = replay_level_digest(header);
+  if (digest == world_level_digest) return true;
+  *result = {false, "the replay header's level (digest " + detail::hex64(digest) +
+                        ") is not the world's (digest " + detail::hex64(world_level_digest) + ")"};
+  return false;
+}
+
+}  // namespace
+
 // ---- ReplayWindow -------------------------------------------------------------------------------
 
 struct ReplayWindow::State {
+  uint64_t level_digest = 0;  // the world's level (sim::LevelStats::digest)
   struct TickSlot {
     uint64_t tick = 0;
     uint64_t authoritative_hash = 0;
@@ -110,6 +134,7 @@ ReplayWindow::ReplayWindow(const sim::World& world, const ReplayWindowConfig& co
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.config = config;
+  s.level_digest = world.level_stats().digest;
   if (s.config.keyframe_interval_ticks == 0) s.config.keyframe_interval_ticks = 1;
   if (s.config.max_inputs_per_tick == 0)
     s.config.max_inputs_per_tick = world.def().max_inputs_per_tick;
@@ -259,6 +284,8 @@ WriteResult ReplayWindow::write_bytes(std::vector<uint8_t>* out, const ReplayHea
       (s.keyframe_first + static_cast<uint32_t>(start)) % s.keyframe_capacity;
   const std::span<const uint8_t> first_snapshot(s.snapshot_bytes(first_slot), first.bytes);
   detail::RecordEncoder encoder(64 * 1024);
+  WriteResult mismatch;
+  if (!header_level_matches(header, s.level_digest, &mismatch)) return mismatch;
   ReplayHeader h = header;
   h.first_tick = first.tick;
   detail::append_record(out, encoder.header(h));
@@ -423,6 +450,8 @@ WriteResult ReplayStreamWriter::open(const std::string& path, const ReplayHeader
   s.previous_bytes = 0;
   s.previous_inputs.reset(world);
   s.ticks_since_flush = s.ticks_since_sync = 0;
+  WriteResult mismatch;
+  if (!header_level_matches(header, world.level_stats().digest, &mismatch)) return mismatch;
   RecordError error = s.writer.open(path);
   if (error != RecordError::none) return record_result(s.writer, error);
   ReplayHeader h = header;
@@ -561,6 +590,8 @@ WriteResult ReplayStreamEncoder::begin(const ReplayHeader& header, const sim::Wo
   s.snapshot.assign(world.max_snapshot_size(), 0);
   s.previous.assign(world.max_snapshot_size(), 0);
   s.previous_bytes = 0;
+  WriteResult mismatch;
+  if (!header_level_matches(header, world.level_stats().digest, &mismatch)) return mismatch;
   ReplayHeader h = header;
   h.first_tick = world.tick();
   const WriteResult result = framed(out, s.encoder.header(h));

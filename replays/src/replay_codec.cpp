@@ -61,12 +61,18 @@ std::span<const uint8_t> RecordEncoder::header(const ReplayHeader& h) {
   const auto def = schema::encode_world_def(b, h.world_def);
   const auto scene = b.CreateString(h.scene);
   const auto room = b.CreateString(h.room);
+  // A world without level geometry writes no level table, as files before format 10.
+  fb::Offset<lockstep::wire::Level> level;
+  if (!h.level_meshes.empty() || !h.level_heightfields.empty()) {
+    level = schema::encode_level_table(b, replay_level_digest(h), true, h.level_meshes,
+                                       h.level_heightfields);
+  }
   const uint64_t fingerprint =
       h.world_def_fingerprint ? h.world_def_fingerprint : sim::world_def_fingerprint(h.world_def);
   const auto header = rp::CreateHeader(
       b, h.format_version, version, def, fingerprint, h.tick_rate_hz, scene, h.first_tick,
       h.writer == ReplayWriterKind::client ? rp::WriterKind::Client : rp::WriterKind::Server,
-      h.player_id, room, h.physics_revision);
+      h.player_id, room, h.physics_revision, level);
   return finish(b, rp::Record::Header, header.Union());
 }
 
@@ -185,6 +191,23 @@ bool decode_header(const rp::Header* h, DecodedRecord* out, std::string* error) 
   o.player_id = h->player_id();
   o.room = string_or_empty(h->room());
   o.physics_revision = h->physics_revision();
+  o.level_meshes.clear();
+  o.level_heightfields.clear();
+  if (const lockstep::wire::Level* level = h->level()) {
+    uint64_t digest = 0;
+    bool carried = false;
+    std::string why;
+    if (!schema::decode_level_table(*level, &digest, &carried, &o.level_meshes,
+                                    &o.level_heightfields, &why)) {
+      *error = "header level: " + why;
+      return false;
+    }
+    if (!carried && digest != 0) {
+      // A file is read alone: there is no copy of the level anywhere else to load.
+      *error = "header level: the geometry of level " + hex64(digest) + " is not in the file";
+      return false;
+    }
+  }
   return true;
 }
 

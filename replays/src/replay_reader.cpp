@@ -12,6 +12,7 @@
 
 #include "lockstep/replays/record_file.h"
 #include "lockstep/replays/replay_reader.h"
+#include "lockstep/schema/level_file.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/state_diff.h"
 #include "replay_codec.h"
@@ -67,9 +68,13 @@ bool load_replay(std::span<const uint8_t> bytes, LoadedReplay* out, std::string*
         *error = at_record(index, offset) + "replay format version 0 is invalid";
         return false;
       }
-      const uint64_t world_bytes = sim::world_memory_bytes(record.header.world_def);
+      // The level counts with the world: its trees and copies are made when the world is.
+      const schema::LevelView level =
+          schema::view_level(record.header.level_meshes, record.header.level_heightfields);
+      const uint64_t world_bytes =
+          sim::world_memory_bytes(record.header.world_def) + sim::level_memory_bytes(level.def());
       if (world_bytes > max_world_bytes) {
-        *error = at_record(index, offset) + "the header's WorldDef needs " +
+        *error = at_record(index, offset) + "the header's WorldDef and level need " +
                  std::to_string((world_bytes + (1 << 20) - 1) >> 20) +
                  " MiB to simulate, over the memory budget of " +
                  std::to_string(max_world_bytes >> 20) + " MiB (--memory-budget-mb)";
@@ -222,9 +227,11 @@ std::unique_ptr<sim::World> make_replay_world(const LoadedReplay& replay, std::s
     }
   }
   sim::Error sim_error = sim::Error::none;
-  std::unique_ptr<sim::World> world = sim::World::create(h.world_def, &sim_error);
+  const schema::LevelView level = schema::view_level(h.level_meshes, h.level_heightfields);
+  std::unique_ptr<sim::World> world = sim::World::create(h.world_def, level.def(), &sim_error);
   if (!world) {
-    *error = std::string("the file's WorldDef is refused: ") + sim::error_message(sim_error);
+    *error =
+        std::string("the file's WorldDef or level is refused: ") + sim::error_message(sim_error);
     return nullptr;
   }
   const ReplayKeyframe& keyframe = replay.keyframes.front();

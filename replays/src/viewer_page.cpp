@@ -392,7 +392,49 @@ std::string hull_json(const sim::World& world, const sim::ShapeDef& s) {
   return ",\"compound_index\":" + std::to_string(s.compound) + ",\"hull\":" + mesh_json(mesh);
 }
 
-std::string body_json(const sim::World& world, const sim::BodyView& v) {
+// The page draws with 16-bit indices and three corners per triangle of its own: a level shape of
+// more triangles than that is left undrawn (its bodies still move over it).
+constexpr uint64_t kMaxDrawnLevelTriangles = 65535 / 3;
+
+// A mesh's or a heightfield's triangles in body space, as "level_index":N,"hull":{...} with one
+// face per triangle, from the replay header's level; "" when the header has no such shape or it
+// is too large to draw.
+std::string level_json(const ReplayHeader& header, const sim::ShapeDef& s) {
+  PolyMesh mesh;
+  if (s.type == sim::ShapeType::mesh) {
+    if (s.mesh >= header.level_meshes.size()) return "";
+    const sim::SceneMesh& m = header.level_meshes[s.mesh];
+    if (m.indices.size() / 3 > kMaxDrawnLevelTriangles) return "";
+    mesh.v = m.vertices;
+    for (size_t i = 0; i + 2 < m.indices.size(); i += 3)
+      mesh.f.push_back({m.indices[i], m.indices[i + 1], m.indices[i + 2]});
+    return ",\"level_index\":" + std::to_string(s.mesh) + ",\"hull\":" + mesh_json(mesh);
+  }
+  if (s.type != sim::ShapeType::heightfield || s.mesh >= header.level_heightfields.size())
+    return "";
+  const sim::SceneHeightfield& h = header.level_heightfields[s.mesh];
+  if (h.columns < 2 || h.rows < 2 ||
+      2 * uint64_t{h.columns - 1} * (h.rows - 1) > kMaxDrawnLevelTriangles)
+    return "";
+  for (uint32_t r = 0; r < h.rows; ++r) {
+    for (uint32_t c = 0; c < h.columns; ++c) {
+      mesh.v.push_back({static_cast<float>(c) * h.spacing_x, h.heights[r * h.columns + c],
+                        static_cast<float>(r) * h.spacing_z});
+    }
+  }
+  // Each cell cut along the diagonal from (c, r) to (c + 1, r + 1), fronts up (+y), as the sim
+  // cuts it.
+  for (uint32_t r = 0; r + 1 < h.rows; ++r) {
+    for (uint32_t c = 0; c + 1 < h.columns; ++c) {
+      const uint32_t a = r * h.columns + c, b = a + 1, d = a + h.columns, e = d + 1;
+      mesh.f.push_back({a, d, e});
+      mesh.f.push_back({a, e, b});
+    }
+  }
+  return ",\"level_index\":" + std::to_string(s.mesh) + ",\"hull\":" + mesh_json(mesh);
+}
+
+std::string body_json(const sim::World& world, const ReplayHeader& header, const sim::BodyView& v) {
   const sim::ShapeDef& s = v.shape;
   return "{\"id\":\"" + body_name(v.id) + "\",\"type\":\"" + detail::body_type_name(v.type) +
          "\",\"shape\":\"" + detail::shape_type_name(s.type) +
@@ -401,7 +443,8 @@ std::string body_json(const sim::World& world, const sim::BodyView& v) {
          ",\"hx\":" + number(s.half_extents.x) + ",\"hy\":" + number(s.half_extents.y) +
          ",\"hz\":" + number(s.half_extents.z) + ",\"hh\":" + number(s.half_height) + ",\"n\":[" +
          number(s.plane_normal.x) + "," + number(s.plane_normal.y) + "," +
-         number(s.plane_normal.z) + "],\"d\":" + number(s.plane_offset) + hull_json(world, s) + "}";
+         number(s.plane_normal.z) + "],\"d\":" + number(s.plane_offset) + hull_json(world, s) +
+         level_json(header, s) + "}";
 }
 
 std::string hashes_json(const std::vector<std::optional<uint64_t>>& hashes) {
@@ -739,7 +782,7 @@ ViewerPage make_viewer_page(const LoadedReplay& replay, const LoadedReplay* agai
                      ",\"quanta_per_metre\":" + number(kQuantaPerMetre) + ",\"bodies\":[";
   for (size_t i = 0; i < table.views.size(); ++i) {
     if (i) meta += ",\n";
-    meta += body_json(*world, table.views[i]);
+    meta += body_json(*world, replay.header, table.views[i]);
   }
   meta += "]," + hashes_meta(replay, against, run_a);
   meta +=

@@ -118,31 +118,8 @@ fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Hello& m) 
 // The Welcome's level table: the digest, and the geometry when it is carried.
 fb::Offset<wire::Level> encode_level(fb::FlatBufferBuilder& builder, const Welcome& m) {
   if (m.level_digest == 0 && !m.level_carried) return 0;
-  std::vector<fb::Offset<wire::LevelMesh>> meshes;
-  std::vector<fb::Offset<wire::LevelHeightfield>> heightfields;
-  if (m.level_carried) {
-    for (const sim::SceneMesh& mesh : m.level_meshes) {
-      std::vector<float> xyz;
-      xyz.reserve(mesh.vertices.size() * 3);
-      for (const sim::Vec3& v : mesh.vertices) {
-        xyz.push_back(v.x);
-        xyz.push_back(v.y);
-        xyz.push_back(v.z);
-      }
-      auto vertices = builder.CreateVector(xyz);
-      auto indices = builder.CreateVector(mesh.indices);
-      meshes.push_back(wire::CreateLevelMesh(builder, vertices, indices));
-    }
-    for (const sim::SceneHeightfield& h : m.level_heightfields) {
-      auto heights = builder.CreateVector(h.heights);
-      heightfields.push_back(wire::CreateLevelHeightfield(builder, heights, h.columns, h.rows,
-                                                          h.spacing_x, h.spacing_z));
-    }
-  }
-  auto mesh_vector = meshes.empty() ? 0 : builder.CreateVector(meshes);
-  auto heightfield_vector = heightfields.empty() ? 0 : builder.CreateVector(heightfields);
-  return wire::CreateLevel(builder, m.level_digest, m.level_carried, mesh_vector,
-                           heightfield_vector);
+  return encode_level_table(builder, m.level_digest, m.level_carried, m.level_meshes,
+                            m.level_heightfields);
 }
 
 fb::Offset<void> encode_message(fb::FlatBufferBuilder& builder, const Welcome& m) {
@@ -333,96 +310,10 @@ DecodeResult decode_message(const wire::Hello& in, Message* out) {
   return result;
 }
 
-bool all_finite(const fb::Vector<float>* values) {
-  if (values == nullptr) return true;
-  for (const float v : *values) {
-    if (!std::isfinite(v)) return false;
-  }
-  return true;
-}
-
-// Welcome.level into *m: shapes checked here (counts, sizes, finite values, capacity), the
-// content against the digest; what the sim checks beyond (ranges, the tree) World::create does.
+// Welcome.level into *m (world_codec.h, decode_level_table).
 bool decode_level(const wire::Level& in, Welcome* m, std::string* why) {
-  m->level_digest = in.digest();
-  m->level_carried = in.carried();
-  const auto* meshes = in.meshes();
-  const auto* heightfields = in.heightfields();
-  const uint32_t mesh_count = meshes != nullptr ? meshes->size() : 0;
-  const uint32_t heightfield_count = heightfields != nullptr ? heightfields->size() : 0;
-  if (!m->level_carried) {
-    if (mesh_count != 0 || heightfield_count != 0) {
-      *why = "geometry in a level marked as not carried";
-      return false;
-    }
-    return true;
-  }
-  if (mesh_count > sim::kMaxMeshes || heightfield_count > sim::kMaxHeightfields) {
-    *why = std::to_string(mesh_count) + " meshes and " + std::to_string(heightfield_count) +
-           " heightfields, over " + std::to_string(sim::kMaxMeshes) + " and " +
-           std::to_string(sim::kMaxHeightfields);
-    return false;
-  }
-  uint64_t triangles = 0;
-  m->level_meshes.resize(mesh_count);
-  for (uint32_t i = 0; i < mesh_count; ++i) {
-    const wire::LevelMesh* mesh = meshes->Get(i);
-    const auto* vertices = mesh->vertices();
-    const auto* indices = mesh->indices();
-    const uint32_t floats = vertices != nullptr ? vertices->size() : 0;
-    const uint32_t corners = indices != nullptr ? indices->size() : 0;
-    if (floats % 3 != 0 || corners % 3 != 0 || !all_finite(vertices)) {
-      *why = "mesh " + std::to_string(i) + ": " + std::to_string(floats) + " coordinates and " +
-             std::to_string(corners) + " indices (multiples of 3, finite, are needed)";
-      return false;
-    }
-    triangles += corners / 3;
-    sim::SceneMesh& out = m->level_meshes[i];
-    out.vertices.resize(floats / 3);
-    for (uint32_t k = 0; k < floats / 3; ++k)
-      out.vertices[k] =
-          sim::Vec3{vertices->Get(3 * k), vertices->Get(3 * k + 1), vertices->Get(3 * k + 2)};
-    if (indices != nullptr) out.indices.assign(indices->begin(), indices->end());
-    for (const uint32_t index : out.indices) {
-      if (index >= out.vertices.size()) {
-        *why = "mesh " + std::to_string(i) + ": index " + std::to_string(index) + " past its " +
-               std::to_string(out.vertices.size()) + " vertices";
-        return false;
-      }
-    }
-  }
-  m->level_heightfields.resize(heightfield_count);
-  for (uint32_t i = 0; i < heightfield_count; ++i) {
-    const wire::LevelHeightfield* h = heightfields->Get(i);
-    const uint64_t samples = h->heights() != nullptr ? h->heights()->size() : 0;
-    if (h->columns() < 2 || h->rows() < 2 || uint64_t{h->columns()} * h->rows() != samples ||
-        !all_finite(h->heights()) || !(h->spacing_x() > 0.0f) || !(h->spacing_z() > 0.0f) ||
-        !std::isfinite(h->spacing_x()) || !std::isfinite(h->spacing_z())) {
-      *why = "heightfield " + std::to_string(i) + ": " + std::to_string(h->columns()) + " x " +
-             std::to_string(h->rows()) + " with " + std::to_string(samples) +
-             " heights (at least 2 x 2, one finite height each, positive spacing)";
-      return false;
-    }
-    triangles += 2 * uint64_t{h->columns() - 1} * (h->rows() - 1);
-    sim::SceneHeightfield& out = m->level_heightfields[i];
-    out.heights.assign(h->heights()->begin(), h->heights()->end());
-    out.columns = h->columns();
-    out.rows = h->rows();
-    out.spacing_x = h->spacing_x();
-    out.spacing_z = h->spacing_z();
-  }
-  if (triangles > sim::kMaxLevelTriangles) {
-    *why =
-        std::to_string(triangles) + " triangles, over " + std::to_string(sim::kMaxLevelTriangles);
-    return false;
-  }
-  const uint64_t digest =
-      sim::level_digest(view_level(m->level_meshes, m->level_heightfields).def());
-  if (digest != m->level_digest) {
-    *why = "the carried level does not hash to its digest";
-    return false;
-  }
-  return true;
+  return decode_level_table(in, &m->level_digest, &m->level_carried, &m->level_meshes,
+                            &m->level_heightfields, why);
 }
 
 DecodeResult decode_message(const wire::Welcome& in, Message* out) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "lockstep/schema/level_file.h"
 #include "lockstep/sim/fields.h"
 #include "lockstep/sim/world.h"
 
@@ -304,6 +305,131 @@ bool read_world_commands(const fb::Vector<const wire::WorldCommand*>* commands,
       return false;
     }
     out->push_back(c);
+  }
+  return true;
+}
+
+fb::Offset<wire::Level> encode_level_table(
+    fb::FlatBufferBuilder& builder, uint64_t digest, bool carried,
+    const std::vector<sim::SceneMesh>& level_meshes,
+    const std::vector<sim::SceneHeightfield>& level_heightfields) {
+  std::vector<fb::Offset<wire::LevelMesh>> meshes;
+  std::vector<fb::Offset<wire::LevelHeightfield>> heightfields;
+  if (carried) {
+    for (const sim::SceneMesh& mesh : level_meshes) {
+      std::vector<float> xyz;
+      xyz.reserve(mesh.vertices.size() * 3);
+      for (const sim::Vec3& v : mesh.vertices) {
+        xyz.push_back(v.x);
+        xyz.push_back(v.y);
+        xyz.push_back(v.z);
+      }
+      auto vertices = builder.CreateVector(xyz);
+      auto indices = builder.CreateVector(mesh.indices);
+      meshes.push_back(wire::CreateLevelMesh(builder, vertices, indices));
+    }
+    for (const sim::SceneHeightfield& h : level_heightfields) {
+      auto heights = builder.CreateVector(h.heights);
+      heightfields.push_back(wire::CreateLevelHeightfield(builder, heights, h.columns, h.rows,
+                                                          h.spacing_x, h.spacing_z));
+    }
+  }
+  auto mesh_vector = meshes.empty() ? 0 : builder.CreateVector(meshes);
+  auto heightfield_vector = heightfields.empty() ? 0 : builder.CreateVector(heightfields);
+  return wire::CreateLevel(builder, digest, carried, mesh_vector, heightfield_vector);
+}
+
+namespace {
+bool all_finite(const fb::Vector<float>* values) {
+  if (values == nullptr) return true;
+  for (const float v : *values) {
+    if (!std::isfinite(v)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool decode_level_table(const wire::Level& in, uint64_t* digest_out, bool* carried_out,
+                        std::vector<sim::SceneMesh>* meshes_out,
+                        std::vector<sim::SceneHeightfield>* heightfields_out, std::string* why) {
+  *digest_out = in.digest();
+  *carried_out = in.carried();
+  meshes_out->clear();
+  heightfields_out->clear();
+  const auto* meshes = in.meshes();
+  const auto* heightfields = in.heightfields();
+  const uint32_t mesh_count = meshes != nullptr ? meshes->size() : 0;
+  const uint32_t heightfield_count = heightfields != nullptr ? heightfields->size() : 0;
+  if (!*carried_out) {
+    if (mesh_count != 0 || heightfield_count != 0) {
+      *why = "geometry in a level marked as not carried";
+      return false;
+    }
+    return true;
+  }
+  if (mesh_count > sim::kMaxMeshes || heightfield_count > sim::kMaxHeightfields) {
+    *why = std::to_string(mesh_count) + " meshes and " + std::to_string(heightfield_count) +
+           " heightfields, over " + std::to_string(sim::kMaxMeshes) + " and " +
+           std::to_string(sim::kMaxHeightfields);
+    return false;
+  }
+  uint64_t triangles = 0;
+  (*meshes_out).resize(mesh_count);
+  for (uint32_t i = 0; i < mesh_count; ++i) {
+    const wire::LevelMesh* mesh = meshes->Get(i);
+    const auto* vertices = mesh->vertices();
+    const auto* indices = mesh->indices();
+    const uint32_t floats = vertices != nullptr ? vertices->size() : 0;
+    const uint32_t corners = indices != nullptr ? indices->size() : 0;
+    if (floats % 3 != 0 || corners % 3 != 0 || !all_finite(vertices)) {
+      *why = "mesh " + std::to_string(i) + ": " + std::to_string(floats) + " coordinates and " +
+             std::to_string(corners) + " indices (multiples of 3, finite, are needed)";
+      return false;
+    }
+    triangles += corners / 3;
+    sim::SceneMesh& out = (*meshes_out)[i];
+    out.vertices.resize(floats / 3);
+    for (uint32_t k = 0; k < floats / 3; ++k)
+      out.vertices[k] =
+          sim::Vec3{vertices->Get(3 * k), vertices->Get(3 * k + 1), vertices->Get(3 * k + 2)};
+    if (indices != nullptr) out.indices.assign(indices->begin(), indices->end());
+    for (const uint32_t index : out.indices) {
+      if (index >= out.vertices.size()) {
+        *why = "mesh " + std::to_string(i) + ": index " + std::to_string(index) + " past its " +
+               std::to_string(out.vertices.size()) + " vertices";
+        return false;
+      }
+    }
+  }
+  (*heightfields_out).resize(heightfield_count);
+  for (uint32_t i = 0; i < heightfield_count; ++i) {
+    const wire::LevelHeightfield* h = heightfields->Get(i);
+    const uint64_t samples = h->heights() != nullptr ? h->heights()->size() : 0;
+    if (h->columns() < 2 || h->rows() < 2 || uint64_t{h->columns()} * h->rows() != samples ||
+        !all_finite(h->heights()) || !(h->spacing_x() > 0.0f) || !(h->spacing_z() > 0.0f) ||
+        !std::isfinite(h->spacing_x()) || !std::isfinite(h->spacing_z())) {
+      *why = "heightfield " + std::to_string(i) + ": " + std::to_string(h->columns()) + " x " +
+             std::to_string(h->rows()) + " with " + std::to_string(samples) +
+             " heights (at least 2 x 2, one finite height each, positive spacing)";
+      return false;
+    }
+    triangles += 2 * uint64_t{h->columns() - 1} * (h->rows() - 1);
+    sim::SceneHeightfield& out = (*heightfields_out)[i];
+    out.heights.assign(h->heights()->begin(), h->heights()->end());
+    out.columns = h->columns();
+    out.rows = h->rows();
+    out.spacing_x = h->spacing_x();
+    out.spacing_z = h->spacing_z();
+  }
+  if (triangles > sim::kMaxLevelTriangles) {
+    *why =
+        std::to_string(triangles) + " triangles, over " + std::to_string(sim::kMaxLevelTriangles);
+    return false;
+  }
+  const uint64_t digest = sim::level_digest(view_level((*meshes_out), (*heightfields_out)).def());
+  if (digest != *digest_out) {
+    *why = "the carried level does not hash to its digest";
+    return false;
   }
   return true;
 }

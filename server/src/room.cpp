@@ -100,7 +100,7 @@ std::shared_ptr<Room> Room::create(ServerCore& core, std::string name,
 
   // Replays: the window's memory is all taken here. A file scene is not named in the header (a
   // replay names only built-in scenes, which it checks; the keyframe and WorldDef carry the rest).
-  auto replays = std::make_unique<RoomReplays>(config, core.file_writer, name, *world,
+  auto replays = std::make_unique<RoomReplays>(config, core.file_writer, name, *world, scene->scene,
                                                scene->builtin ? scene->scene.name : std::string());
   std::shared_ptr<Room> room(new Room(core, std::move(name), std::move(scene), worker));
   room->world_ = std::move(world);

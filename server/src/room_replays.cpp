@@ -30,13 +30,15 @@ bool make_replay_dir(const std::string& dir, std::string* error) {
 }  // namespace
 
 RoomReplays::RoomReplays(const ServerConfig& config, FileWriter& file_writer,
-                         const std::string& room, const sim::World& world,
+                         const std::string& room, const sim::World& world, const sim::Scene& scene,
                          const std::string& builtin_scene)
     : config_(config),
       file_writer_(file_writer),
       room_(room),
       header_(replays::make_replay_header(world, builtin_scene, config.tick_rate_hz)) {
   header_.room = room;
+  header_.level_meshes = scene.meshes;
+  header_.level_heightfields = scene.heightfields;
   // The window's memory is all taken here; it starts with a keyframe of the world as built.
   if (!config.replay_dir.empty() && config.replay_window_seconds > 0) {
     replays::ReplayWindowConfig window;

@@ -16,6 +16,7 @@
 #include "lockstep/replays/recorder.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/server/config.h"
+#include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
 
 namespace lockstep::server {
@@ -29,10 +30,11 @@ class RoomReplays final {
 
   /// Takes the window's memory and begins the match recording (as `config` asks) for room
   /// `room` of `world` as built; `builtin_scene` names the scene in the header ("" for a file
-  /// scene: its WorldDef and keyframes carry it). A recording that cannot begin is logged; the
-  /// room still runs.
+  /// scene: its WorldDef and keyframes carry it); `scene` is what `world` was built from, whose
+  /// level geometry every header carries. A recording that cannot begin is logged; the room
+  /// still runs.
   RoomReplays(const ServerConfig& config, FileWriter& file_writer, const std::string& room,
-              const sim::World& world, const std::string& builtin_scene);
+              const sim::World& world, const sim::Scene& scene, const std::string& builtin_scene);
   ~RoomReplays();
   RoomReplays(const RoomReplays&) = delete;
   RoomReplays& operator=(const RoomReplays&) = delete;

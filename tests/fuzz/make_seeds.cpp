@@ -42,17 +42,23 @@ std::vector<uint8_t> framed(uint8_t side_and_chunk, const std::vector<uint8_t>& 
 
 // A replay file of 8 scripted ticks of `world` (stepped), written through the real recorder;
 // `scene` is the built-in scene it names ("" for a world of the game's own). With `messages`, a
-// game message record (format 9) follows every other tick.
+// game message record (format 9) follows every other tick. With `level`, the header carries that
+// scene's level geometry, which `world` was built with (format 10).
 std::vector<uint8_t> record_replay(sim::World& world, const char* scene,
                                    const std::filesystem::path& out,
                                    const replays::ReplayStreamOptions& options = {},
-                                   bool messages = false) {
+                                   bool messages = false, const sim::Scene* level = nullptr) {
   const sim::InputScript script = sim::make_input_script(world);
   std::vector<sim::Input> buffer(world.def().max_inputs_per_tick);
   const std::filesystem::path path = out / "match.lsr";
   {
     replays::ReplayStreamWriter writer;
-    writer.open(path.string(), replays::make_replay_header(world, scene, 60), world, options);
+    replays::ReplayHeader header = replays::make_replay_header(world, scene, 60);
+    if (level != nullptr) {
+      header.level_meshes = level->meshes;
+      header.level_heightfields = level->heightfields;
+    }
+    writer.open(path.string(), header, world, options);
     std::vector<sim::Input> applied;
     for (int t = 0; t < 8; ++t) {
       const uint32_t n = sim::scripted_inputs(1, world.tick() + 1, script, world, buffer);
@@ -237,6 +243,34 @@ int main(int argc, char** argv) {
     std::unique_ptr<sim::World> message_world = sim::build_world(small);
     write(out / "fuzz_replay_file" / "match8_small_messages",
           record_replay(*message_world, "", out, {}, true));
+  }
+  // A world with level geometry (format 10): two owned bodies on a two-triangle mesh floor, the
+  // header carrying the mesh, small enough for the harness's budget. The replay harness decodes
+  // the header's level table, checks it against its digest and builds it into the world.
+  {
+    sim::Scene level_scene;
+    std::string error;
+    if (!sim::parse_scene_text("scene name=level_seed version=1\n"
+                               "world dt=0.0166667 gravity=0,-9.81,0 substeps=2 max_bodies=8\n"
+                               "mesh name=floor file=floor.obj\n"
+                               "body name=floor type=static shape=mesh mesh=floor\n"
+                               "body type=dynamic shape=sphere radius=0.5 pos=0,0.6,0 owner=1\n"
+                               "body type=dynamic shape=box half=0.4,0.4,0.4 pos=2,0.5,1 owner=2\n",
+                               &level_scene, &error)) {
+      std::fprintf(stderr, "level seed scene: %s\n", error.c_str());
+      return 1;
+    }
+    sim::SceneMesh floor;
+    floor.vertices = {{-10, 0, -10}, {-10, 0, 10}, {10, 0, 10}, {10, 0, -10}};
+    floor.indices = {0, 1, 2, 0, 2, 3};
+    level_scene.meshes = {floor};
+    std::unique_ptr<sim::World> level_world = sim::build_world(level_scene);
+    if (!level_world) {
+      std::fprintf(stderr, "level seed scene cannot be built\n");
+      return 1;
+    }
+    write(out / "fuzz_replay_file" / "match8_level",
+          record_replay(*level_world, "", out, {}, false, &level_scene));
   }
 
   // Scripts for the stateful server harness (fuzz_server_session.cpp decodes them: an operation

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "lockstep/sim/scene.h"
 #include "lockstep/sim/types.h"
 #include "lockstep/sim/version.h"
 #include "lockstep/sim/world.h"
@@ -26,7 +28,9 @@ namespace lockstep::replays {
 /// that changed: a player holding a direction costs a few bytes per input instead of a dozen).
 /// 9: game message records (a client's message to the rules, at the tick the rules saw it); a
 /// format 8 build would refuse the file at the first one, so it is told the format instead.
-inline constexpr uint32_t kReplayFormatVersion = 9;
+/// 10: the header carries the world's level geometry (Header.level), which the world is rebuilt
+/// with; a format 9 build would make a world without it and refuse the first keyframe.
+inline constexpr uint32_t kReplayFormatVersion = 10;
 /// The first format whose tick records code their inputs against the previous tick record's.
 inline constexpr uint32_t kFirstFormatWithInputReference = 8;
 
@@ -51,9 +55,19 @@ struct ReplayHeader {
   // The simulation that recorded the ticks (sim/version.h); 0 in files older than the field.
   // Re-simulating a file of another revision is refused (make_replay_world).
   uint32_t physics_revision = sim::kPhysicsRevision;
+  // The world's level geometry (sim/level.h), what World::create is given beside world_def;
+  // empty when the world has none (and in files older than format 10). The writers check it
+  // against the world's level digest, the reader against the digest the file carries.
+  std::vector<sim::SceneMesh> level_meshes;
+  std::vector<sim::SceneHeightfield> level_heightfields;
 };
 
-/// A header for `world` (fingerprint filled); first_tick is set when the file is written.
+/// The level_digest of a header's geometry (0: none).
+uint64_t replay_level_digest(const ReplayHeader& header);
+
+/// A header for `world` (fingerprint filled); first_tick is set when the file is written. A world
+/// with level geometry needs it in the header too: the writers refuse a header whose level does
+/// not hash to the world's (set level_meshes and level_heightfields, e.g. from the scene).
 ReplayHeader make_replay_header(const sim::World& world, std::string scene, uint32_t tick_rate_hz,
                                 ReplayWriterKind writer = ReplayWriterKind::server,
                                 uint32_t player_id = 0);

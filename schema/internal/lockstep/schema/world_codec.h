@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lockstep/schema/world_generated.h"
+#include "lockstep/sim/scene.h"
 #include "lockstep/sim/types.h"
 
 namespace lockstep::schema {
@@ -36,5 +37,20 @@ bool from_world_command(const wire::WorldCommand& in, sim::Command* out, std::st
 /// naming the first bad command ("command 3: ...").
 bool read_world_commands(const flatbuffers::Vector<const wire::WorldCommand*>* commands,
                          std::vector<sim::Command>* out, std::string* error);
+
+/// A level table (world.fbs, Level): the digest, whether the geometry is carried, and the meshes
+/// and heightfields when it is. Shared by the Welcome and the replay file header.
+flatbuffers::Offset<wire::Level> encode_level_table(
+    flatbuffers::FlatBufferBuilder& builder, uint64_t digest, bool carried,
+    const std::vector<sim::SceneMesh>& meshes,
+    const std::vector<sim::SceneHeightfield>& heightfields);
+
+/// Reads a verified level table. The shapes are checked here (counts, sizes, finite values,
+/// indices within their mesh, the triangle capacity) and a carried level's content against its
+/// digest; what the sim checks beyond that (coordinate ranges, the tree) World::create does.
+/// False with *why (one line) for the first problem.
+bool decode_level_table(const wire::Level& in, uint64_t* digest, bool* carried,
+                        std::vector<sim::SceneMesh>* meshes,
+                        std::vector<sim::SceneHeightfield>* heightfields, std::string* why);
 
 }  // namespace lockstep::schema
