@@ -126,7 +126,7 @@ bool read_obj_vertices(std::string_view text, const std::string& source,
       return false;
     }
     float c[3];
-    for (int i = 0; i < 3; ++i) {
+    for (size_t i = 0; i < 3; ++i) {
       if (!parse_coordinate(words[1 + i], &c[i])) {
         *error = at_line(source, line) + "vertex coordinate '" + std::string(words[1 + i]) +
                  "' is not a finite number";

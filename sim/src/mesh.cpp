@@ -169,7 +169,7 @@ Error build_mesh(const MeshDef& def, MeshGeometry* out, uint32_t* triangle_budge
   for (uint32_t t = 0; t < triangle_count; ++t) {
     LevelTriangle tri;
     uint32_t c[3];
-    for (int k = 0; k < 3; ++k) {
+    for (uint32_t k = 0; k < 3; ++k) {
       c[k] = weld[def.indices[3 * t + k]];
       tri.v[k] = def.vertices[def.indices[3 * t + k]];
     }

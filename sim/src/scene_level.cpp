@@ -93,7 +93,7 @@ void make_convex_vs_mesh(Scene* scene) {
     for (int z = 0; z <= n; ++z) {
       const double h = scene_sin(static_cast<double>(x) * 50.0 / n) *
                        scene_cos(static_cast<double>(z) * 50.0 / n);
-      mesh.vertices[z * (n + 1) + x] = {cell * static_cast<float>(x),
+      mesh.vertices[static_cast<size_t>(z * (n + 1) + x)] = {cell * static_cast<float>(x),
                                         max_height * static_cast<float>(h),
                                         cell * static_cast<float>(z)};
     }
