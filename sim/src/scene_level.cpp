@@ -94,8 +94,8 @@ void make_convex_vs_mesh(Scene* scene) {
       const double h = scene_sin(static_cast<double>(x) * 50.0 / n) *
                        scene_cos(static_cast<double>(z) * 50.0 / n);
       mesh.vertices[static_cast<size_t>(z * (n + 1) + x)] = {cell * static_cast<float>(x),
-                                        max_height * static_cast<float>(h),
-                                        cell * static_cast<float>(z)};
+                                                             max_height * static_cast<float>(h),
+                                                             cell * static_cast<float>(z)};
     }
   }
   // Two triangles per cell, fronts up: (x, z), (x, z + 1), (x + 1, z) and (x + 1, z),
