@@ -31,17 +31,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   HeightfieldDef field;
   if (heightfield) {
     heights.resize(static_cast<size_t>(a) * b);
-    std::memcpy(heights.data(), data, std::min(size, heights.size() * sizeof(float)));
+    // memcpy with a null pointer is undefined even for 0 bytes: copy only into a non-empty buffer.
+    if (!heights.empty()) {
+      std::memcpy(heights.data(), data, std::min(size, heights.size() * sizeof(float)));
+    }
     field = HeightfieldDef{heights, a, b, 0.25f * static_cast<float>(spacing_byte), 1.0f};
     if ((spacing_byte & 1) != 0) field.rows += 1;  // a wrong sample count now and then
     level.heightfields = {&field, 1};
   } else {
     const size_t vertex_bytes = std::min(size, static_cast<size_t>(a) * sizeof(Vec3));
     vertices.resize(vertex_bytes / sizeof(Vec3));
-    std::memcpy(vertices.data(), data, vertices.size() * sizeof(Vec3));
+    if (!vertices.empty()) std::memcpy(vertices.data(), data, vertices.size() * sizeof(Vec3));
     const size_t rest = size - vertex_bytes;
     indices.resize(rest / sizeof(uint32_t));
-    std::memcpy(indices.data(), data + vertex_bytes, indices.size() * sizeof(uint32_t));
+    if (!indices.empty()) {
+      std::memcpy(indices.data(), data + vertex_bytes, indices.size() * sizeof(uint32_t));
+    }
     for (uint32_t& i : indices)
       if ((spacing_byte & 2) != 0) i %= static_cast<uint32_t>(vertices.size() + 1);
     mesh = MeshDef{vertices, indices};
