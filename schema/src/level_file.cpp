@@ -10,10 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "capped_file.h"
 #include "lockstep/sim/level.h"
 
 #if LOCKSTEP_HAVE_TINYOBJLOADER
@@ -27,27 +27,7 @@ namespace lockstep::schema {
 namespace {
 
 bool read_level_file(const std::string& path, std::string* bytes, std::string* error) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    *error = path + ": cannot open the file";
-    return false;
-  }
-  std::string content;
-  char buffer[1 << 14];
-  while (file.read(buffer, sizeof(buffer)) || file.gcount() > 0) {
-    content.append(buffer, static_cast<size_t>(file.gcount()));
-    if (content.size() > kMaxLevelFileBytes) {
-      *error = path + ": larger than the level file budget of " +
-               std::to_string(kMaxLevelFileBytes) + " bytes";
-      return false;
-    }
-  }
-  if (file.bad()) {
-    *error = path + ": read error (a directory?)";
-    return false;
-  }
-  *bytes = std::move(content);
-  return true;
+  return detail::read_capped_file(path, kMaxLevelFileBytes, "the level file budget", bytes, error);
 }
 
 // The whitespace-separated words of one line (space, tab), '\r' and a '#' comment removed.

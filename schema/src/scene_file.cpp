@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "capped_file.h"
 #include "lockstep/schema/level_file.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/world.h"
@@ -48,29 +49,8 @@ std::string file_stem(const std::string& path) {
   return name;
 }
 
-// Plain iostreams, no <filesystem>: schema is also built by the cross and wasm toolchains.
 bool read_file(const std::string& path, std::string* text, std::string* error) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    *error = path + ": cannot open the file";
-    return false;
-  }
-  std::string content;
-  char buffer[1 << 14];
-  while (file.read(buffer, sizeof(buffer)) || file.gcount() > 0) {
-    content.append(buffer, static_cast<size_t>(file.gcount()));
-    if (content.size() > kMaxSceneFileBytes) {
-      *error = path + ": larger than the scene file cap of " + std::to_string(kMaxSceneFileBytes) +
-               " bytes";
-      return false;
-    }
-  }
-  if (file.bad()) {
-    *error = path + ": read error (a directory?)";
-    return false;
-  }
-  *text = std::move(content);
-  return true;
+  return detail::read_capped_file(path, kMaxSceneFileBytes, "the scene file cap", text, error);
 }
 
 }  // namespace
