@@ -6,7 +6,8 @@
 //   lockstep-sim --scene NAME|FILE --print-scene
 //
 //   --scene NAME|FILE  a built-in scene (pyramid, pile, bounce, inputs, pyramid3d) or the path
-//                      of a text scene file (format: docs/scene-format.md)
+//                      of a text scene file (format: docs/scene-format.md), with the level files
+//                      its `mesh file=` and `heightfield file=` lines name
 //   --ticks N          number of fixed-dt steps to run (0 prints the initial state's hash)
 //   --every K          print a hash every K ticks (default 60), and always after the last tick
 //   --json             one JSON object per line: {"tick":N,"hash":"..."}, then a summary
@@ -75,6 +76,9 @@
 
 #include "lockstep/sim/query.h"
 #include "lockstep/sim/scene.h"
+#if LOCKSTEP_SIM_LEVEL_FILES
+#include "lockstep/schema/level_file.h"
+#endif
 #include "lockstep/sim/state_diff.h"
 #include "lockstep/sim/sync_test.h"
 #include "lockstep/sim/testing.h"
@@ -300,6 +304,14 @@ bool load_scene(const std::string& name_or_path, Scene* scene) {
     std::fprintf(stderr, "lockstep-sim: %s: %s\n", name_or_path.c_str(), error.c_str());
     return false;
   }
+#if LOCKSTEP_SIM_LEVEL_FILES
+  // The level's `mesh file=` and `heightfield file=` lines, relative to the scene file.
+  if (!lockstep::schema::load_scene_level(lockstep::schema::folder_of(name_or_path), name_or_path,
+                                          scene, &error)) {
+    std::fprintf(stderr, "lockstep-sim: %s\n", error.c_str());
+    return false;
+  }
+#endif
   if (scene->name.empty()) scene->name = name_or_path;
   return true;
 }
