@@ -160,6 +160,7 @@ void ServerCore::make_workers(uint32_t count) {
   workers.clear();
   for (uint32_t i = 0; i < count; ++i) {
     auto worker = std::make_unique<Worker>();
+    worker->phases = TickPhases(config.tick_rate_hz);
     if (count == 1) {
       worker->io = &io;  // one thread in all: the rooms run beside the acceptor, as before
     } else {
@@ -789,9 +790,10 @@ std::string summary_json(const ServerStats& stats) {
   LatenessHistogram all_ticks = stats.closed_rooms_total.lateness;
   for (size_t r = 0; r < stats.live_rooms && r < stats.rooms.size(); ++r)
     all_ticks.merge(stats.rooms[r].lateness);
-  out += fmt::format("\"ticks_all_rooms\":{},\"lateness_p50_us_all_rooms\":{:.1f},"
-                     "\"lateness_p99_us_all_rooms\":{:.1f},",
-                     all_ticks.count(), us(all_ticks.quantile(0.50)), us(all_ticks.quantile(0.99)));
+  out += fmt::format(
+      "\"ticks_all_rooms\":{},\"lateness_p50_us_all_rooms\":{:.1f},"
+      "\"lateness_p99_us_all_rooms\":{:.1f},",
+      all_ticks.count(), us(all_ticks.quantile(0.50)), us(all_ticks.quantile(0.99)));
   out += "\"errors_by_code\":{";
   bool first = true;
   for (size_t i = 0; i < stats.errors_by_code.size(); ++i) {
@@ -843,7 +845,8 @@ std::string summary_json(const ServerStats& stats) {
         "\"capped_wakes\":{"
         "},\"schedule_slips\":{},\"schedule_slipped_ms\":{:.1f},"
         "\"lateness_p50_us\":{:.1f},\"lateness_p99_us\":{:.1f},\"lateness_max_us\":{:.1f},"
-        "\"step_mean_us\":{:.1f},\"step_cpu_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_accepted\":{},"
+        "\"step_mean_us\":{:.1f},\"step_cpu_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_"
+        "accepted\":{},"
         "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},\"inputs_duplicate\":"
         "{},"
         "\"inputs_behind_schedule\":{},\"bytes_in\":{},"
@@ -855,10 +858,10 @@ std::string summary_json(const ServerStats& stats) {
         r == 0 ? "" : ",", json_string(room.name), json_string(room.scene), room.thread,
         room.open ? "true" : "false", room.tick, room.late_ticks, room.capped_wakes,
         room.schedule_slips, us(room.schedule_slipped) / 1000.0, us(room.lateness_p50),
-        us(room.lateness_p99), us(room.lateness_max), step_mean_us, step_cpu_mean_us, us(room.step_time_max),
-        room.inputs_accepted, room.inputs_rejected, room.inputs_late, room.inputs_late_dropped,
-        room.inputs_duplicate, room.inputs_behind_schedule, room.bytes_in, room.bytes_out,
-        room.clients, room.clients_peak, room.clients_joined, room.snapshots_sent,
+        us(room.lateness_p99), us(room.lateness_max), step_mean_us, step_cpu_mean_us,
+        us(room.step_time_max), room.inputs_accepted, room.inputs_rejected, room.inputs_late,
+        room.inputs_late_dropped, room.inputs_duplicate, room.inputs_behind_schedule, room.bytes_in,
+        room.bytes_out, room.clients, room.clients_peak, room.clients_joined, room.snapshots_sent,
         room.desync_reports, room.protocol_errors, room.input_errors, room.slow_consumers,
         room.commands_applied, room.commands_refused, room.commands_failed,
         room.game_messages_delivered, room.game_messages_oversize, room.game_messages_over_rate,
