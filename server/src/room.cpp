@@ -212,7 +212,6 @@ void Room::stop() {
     rules_ended_ = true;
     rules_->on_match_end(rules_info_, *world_);
   }
-  if (ticking_ && !stopped_) core_.workers[worker_]->phases.remove(phase_start_);
   stopped_ = true;
   tick_timer_.cancel();
   grace_timer_.cancel();
@@ -226,11 +225,9 @@ void Room::shut_down(bool dump) {
 }
 
 void Room::start_ticking() {
-  // Tick 0 is the scene as built, started at once: its due time is put up to one period back,
-  // so that the loop's first wake (tick 1) falls in the worker's least crowded slot of the
-  // period, with the rooms already there (tick_phases.h).
-  phase_start_ = core_.workers[worker_]->phases.place(Clock::now());
-  clock_ = TickClock(clock_.config(), phase_start_);
+  // Tick 0 is the scene as built, due now: start it at once, so the loop's first wake steps
+  // tick 1.
+  clock_ = TickClock(clock_.config(), Clock::now());
   clock_.advance(clock_.start());
   ticking_ = true;
   asio::co_spawn(
@@ -245,13 +242,6 @@ asio::awaitable<void> Room::tick_loop() {
     // A deadline already past (catching up) completes at once, after other ready handlers.
     const uint64_t epoch = clock_.epoch();
     const uint32_t due = clock_.advance(Clock::now());
-    if (clock_.epoch() != epoch) {
-      // A slip moved the schedule, and its phase with it.
-      TickPhases& phases = core_.workers[worker_]->phases;
-      phases.remove(phase_start_);
-      phase_start_ = clock_.start();
-      phases.add(phase_start_);
-    }
     if (clock_.epoch() != epoch && (epoch == 0 || clock_.epoch() % 1000 == 0)) {
       spdlog::warn(
           "room {}: cannot keep up with {} Hz: over {} ticks behind, its schedule moved "

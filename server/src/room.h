@@ -193,8 +193,6 @@ class Room final : public std::enable_shared_from_this<Room> {
   bool scene_has_owners_ = false;
   bool overflow_logged_ = false;
   bool ticking_ = false;  // the clock and the tick loop run from the first join on
-  // The schedule's start as counted in the worker's TickPhases (while ticking_ and not stopped).
-  TickClock::Clock::time_point phase_start_{};
 
   std::vector<Member> players_;
   std::vector<Member> spectators_;

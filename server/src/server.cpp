@@ -160,7 +160,6 @@ void ServerCore::make_workers(uint32_t count) {
   workers.clear();
   for (uint32_t i = 0; i < count; ++i) {
     auto worker = std::make_unique<Worker>();
-    worker->phases = TickPhases(config.tick_rate_hz);
     if (count == 1) {
       worker->io = &io;  // one thread in all: the rooms run beside the acceptor, as before
     } else {

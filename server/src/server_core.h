@@ -33,7 +33,6 @@
 #include "lockstep/server/config.h"
 #include "lockstep/server/server.h"
 #include "lockstep/sim/scene.h"
-#include "tick_phases.h"
 
 namespace lockstep::server {
 
@@ -64,7 +63,6 @@ struct Worker {
   std::thread thread;
   uint32_t rooms = 0;                // control thread: live rooms placed here
   std::atomic<uint64_t> busy_ns{0};  // any thread (its rooms): time spent ticking
-  TickPhases phases{60};             // its rooms' thread only: their phases in the tick period
 };
 
 /// Bumps a counter read by another thread; relaxed (a count, not a synchronisation).
