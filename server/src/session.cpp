@@ -64,9 +64,6 @@ Session::Session(ServerCore& core, asio::ip::tcp::socket socket, uint64_t id, st
       decoder_(schema::kMaxClientFrameBytes),
       resync_budget_(resync_budget_config(core.config), Clock::now()) {
   opened_ = last_read_ = budget_refilled_ = Clock::now();
-  // send() may write at once (write_now): that write must never wait for the socket.
-  std::error_code ignored;
-  socket_.non_blocking(true, ignored);
   frame_budget_ = static_cast<double>(core.config.max_frames_per_s);
   byte_budget_ = static_cast<double>(core.config.max_bytes_per_s);
 }
@@ -375,21 +372,8 @@ bool Session::send(const schema::SharedFrame& frame) {
   queue_.push_back(frame);
   queued_bytes_ += size;
   note_queued_bytes();
-  if (!write_now()) wake_writer();
+  wake_writer();
   return true;
-}
-
-bool Session::write_now() {
-  // Only a frame that is alone in the queue with no write in flight: then nothing can be ahead
-  // of it on the wire, and the bytes go out in order whichever path sends them.
-  if (write_pending_ || queue_.size() != 1 || head_written_ != 0) return false;
-  std::error_code ec;
-  const size_t written = socket_.write_some(asio::buffer(*queue_.front()), ec);
-  // A full socket (would_block) or an error: the writer waits for the socket, or meets the
-  // error and closes, on its own path.
-  if (ec) return false;
-  account_written(written);
-  return queue_.empty();
 }
 
 void Session::note_queued_bytes() {

@@ -128,11 +128,6 @@ class Session final : public std::enable_shared_from_this<Session> {
   /// Counts an Error of `code` and logs it once per kind; returns the frame to send.
   schema::SharedFrame count_error(schema::ErrorCode code, const std::string& detail, bool fatal);
   void slow_consumer(uint64_t frame_bytes);
-  /// Writes the frame just queued at once, without a round through the writer coroutine, when
-  /// it is the only one queued and no write is in flight (the usual case: one TickFrame per
-  /// tick to a client that keeps up). Never waits: the socket is non-blocking. True when the
-  /// whole frame went out; else the writer takes the rest.
-  bool write_now();
   void wake_writer();
   /// Records the queue's size in the high-water marks.
   void note_queued_bytes();
