@@ -19,17 +19,21 @@
 #
 # --pin: rooms per core. The server (--threads 1: every room and socket on one thread) runs on
 # core 0 and lockstep-load on core 1 (taskset), and the room count steps up until the server
-# misses the goal: every tick of every room started at most 2 ms late at p99 (over all the
-# server's ticks), no late, refused or broken input, no schedule moved. Per row it reports the
-# server thread's CPU per room-second from /proc/<pid>/task/<tid>/stat, split into the world
-# steps (the server's own per-thread CPU clock around each step, step_cpu_mean_us) and the rest
-# (sockets, Asio, sessions, encoding), the kernel's share of it (stime / (utime + stime)), and
-# the server thread's wake-ups (voluntary context switches) per room-tick. Both scenes by
+# misses the goal: p99 tick lateness <= 2 ms over every tick of every room (at most 1 % of ticks
+# over 2 ms late), no late, refused or broken input, no schedule moved. Each row is measured over
+# a window of LOAD_SECONDS that begins PIN_WARMUP (5) s after the clients start, once every
+# room exists (creating rooms is a burst that the first rooms wait for; it is not the steady
+# cost): the server's /metrics at both ends (--metrics-port, published every 100 ms) give the
+# ticks, lateness, inputs and the steps' CPU time (the server's own per-thread CPU clock around
+# each step); /proc/<pid>/task/<tid>/stat gives the server thread's CPU, split into user and
+# kernel time, and its wake-ups (voluntary context switches) and preemptions. Per room-second
+# that is the CPU of the steps and of the rest (sockets, Asio, sessions, encoding). Both scenes by
 # default: `inputs` (the demo, a real step) and `bounce` (a near-free step: what is left is the
 # network side). The CSV is bench/results/<machine>/server_load_pinned.csv ($LOAD_CSV).
 # Environment for --pin: PIN_SCENES ("inputs bounce"; --scene picks one), PIN_ROOMS (a fixed
 # list instead of the ramp 20 40 … up to PIN_MAX_ROOMS, 400, which stops at its first row
-# that misses the goal; a list runs every row), PIN_SERVER_CORE (0),
+# that misses the goal; a list runs every row), PIN_RETRIES (1: a row that misses runs again
+# before it counts; both are in the table), PIN_WARMUP (5 s), PIN_SERVER_CORE (0),
 # PIN_LOAD_CORE (1), LOAD_SECONDS (20), LOAD_PLAYERS (4: clients per room), PIN_RT=1 (both
 # processes SCHED_FIFO on their cores, `chrt -f 1`: on a machine that other work shares, a core
 # that is the server's whenever it has work, as a dedicated core would be; needs root).
@@ -308,6 +312,7 @@ if [ "$pin" = 1 ]; then
   if [ -n "$scene" ]; then pin_scenes=$scene; else pin_scenes=${PIN_SCENES:-"inputs bounce"}; fi
   max_rooms=${PIN_MAX_ROOMS:-400}
   warmup=${PIN_WARMUP:-5}
+  retries=${PIN_RETRIES:-1}  # a row that misses is run again this many times before it counts
   # 20, 40, … 120, then a quarter more each row (rounded to tens) up to PIN_MAX_ROOMS.
   ramp=${PIN_ROOMS:-$(n=20; while [ "$n" -le "$max_rooms" ]; do echo "$n"
     if [ "$n" -lt 120 ]; then n=$((n + 20)); else n=$((n + n / 40 * 10)); fi; done)}
@@ -321,36 +326,42 @@ if [ "$pin" = 1 ]; then
       --metrics-publish-ms 100)
     best_n=0
     for n in $ramp; do
-      load_before=$(cut -d' ' -f1 /proc/loadavg)
-      start_server $((n + 8))
-      for _ in $(seq 50); do  # printed right after the game port
-        metrics_port=$(sed -n 's/^metrics port=\([0-9][0-9]*\)$/\1/p' "$work/server.out")
-        [ -z "$metrics_port" ] || break
-        sleep 0.1
+      for attempt in $(seq 0 "$retries"); do
+        load_before=$(cut -d' ' -f1 /proc/loadavg)
+        start_server $((n + 8))
+        for _ in $(seq 50); do  # printed right after the game port
+          metrics_port=$(sed -n 's/^metrics port=\([0-9][0-9]*\)$/\1/p' "$work/server.out")
+          [ -z "$metrics_port" ] || break
+          sleep 0.1
+        done
+        [ -n "$metrics_port" ] || fail "lockstep-server printed no metrics port"
+        echo "== $pin_scene: $n rooms x $players clients (load average $load_before) =="
+        "${load_cmd[@]}" "$load" --host 127.0.0.1 --port "$port" --rooms "$n" --players "$players" \
+          --seconds "$((warmup + seconds + 1))" >"$work/load.out" &
+        load_pid=$!
+        bot_pids=("$load_pid")  # stopped on exit with the rest
+        sleep "$warmup"
+        pin_sample "$work/w0"
+        sleep "$seconds"
+        pin_sample "$work/w1"
+        load_rc=0
+        wait "$load_pid" || load_rc=$?
+        bot_pids=()
+        stop_server
+        client=$(sed -n 's/^load //p' "$work/load.out")
+        [ -n "$client" ] || fail "no load line from lockstep-load (exit $load_rc)"
+        rows+=("$(pin_row "$pin_scene" "$n" "$client" "$load_before")") ||
+          fail "cannot read the run's figures"
+        echo "${rows[-1]}"
+        [ "${rows[-1]##*,}" != yes ] || break
+        if [ "$attempt" -lt "$retries" ]; then
+          echo "== missed: the same row once more (a shared machine stalls now and then) =="
+        fi
       done
-      [ -n "$metrics_port" ] || fail "lockstep-server printed no metrics port"
-      echo "== $pin_scene: $n rooms x $players clients (load average $load_before) =="
-      "${load_cmd[@]}" "$load" --host 127.0.0.1 --port "$port" --rooms "$n" --players "$players" \
-        --seconds "$((warmup + seconds + 1))" >"$work/load.out" &
-      load_pid=$!
-      bot_pids=("$load_pid")  # stopped on exit with the rest
-      sleep "$warmup"
-      pin_sample "$work/w0"
-      sleep "$seconds"
-      pin_sample "$work/w1"
-      load_rc=0
-      wait "$load_pid" || load_rc=$?
-      bot_pids=()
-      stop_server
-      client=$(sed -n 's/^load //p' "$work/load.out")
-      [ -n "$client" ] || fail "no load line from lockstep-load (exit $load_rc)"
-      rows+=("$(pin_row "$pin_scene" "$n" "$client" "$load_before")") ||
-        fail "cannot read the run's figures"
-      echo "${rows[-1]}"
       if [ "${rows[-1]##*,}" = yes ]; then
         [ "$n" -le "$best_n" ] || best_n=$n
       elif [ -z "${PIN_ROOMS:-}" ]; then
-        break  # the ramp ends at its first miss; a list given in PIN_ROOMS runs every row
+        break  # the ramp ends at a row that missed every attempt; a PIN_ROOMS list runs all
       fi
     done
     best+=("$pin_scene: $best_n rooms x $players clients meet the goal on one core (the largest row that did)")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/server-load.sh --scene: the name reaches the server, which refuses one it does not know
 # before any client connects (the script fails at once, with the server's reason), and the CSV's
-# scene column is what the server says its rooms ran, in the lockstep-load rows and the bot row.
+# scene column is what the server says its rooms ran, in the lockstep-load rows and the bot row;
+# --pin runs both scenes on a core each and writes the pinned table.
 # Usage: server_load_test.sh SOURCE_DIR BUILD_DIR (BUILD_DIR holds apps/lockstep-server,
 # apps/lockstep-bot and bench/lockstep-load, already built).
 set -euo pipefail
@@ -59,7 +60,7 @@ echo "default scene: $default_scene"
 # short row per scene; whether a row meets the goal depends on the machine, so only the shape of
 # the answer is checked, never a figure.
 if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-  PIN_ROOMS=2 LOAD_SECONDS=2 run_load --pin || fail "server-load --pin failed"
+  PIN_ROOMS=2 PIN_WARMUP=1 PIN_RETRIES=0 LOAD_SECONDS=1 run_load --pin || fail "server-load --pin failed"
   grep -q "^== pinned: server on core 0, lockstep-load on core 1" "$work/run.log" ||
     fail "--pin did not say where it ran"
   grep -q "^== inputs: .* rooms x 4 clients meet the goal on one core" "$work/run.log" ||
