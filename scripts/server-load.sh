@@ -31,8 +31,8 @@
 # default: `inputs` (the demo, a real step) and `bounce` (a near-free step: what is left is the
 # network side). The CSV is bench/results/<machine>/server_load_pinned.csv ($LOAD_CSV).
 # Environment for --pin: PIN_SCENES ("inputs bounce"; --scene picks one), PIN_ROOMS (a fixed
-# list instead of the ramp 20 40 … up to PIN_MAX_ROOMS, 400, which stops at its first row
-# that misses the goal; a list runs every row), PIN_RETRIES (1: a row that misses runs again
+# list instead of the ramp 20 40 … up to PIN_MAX_ROOMS, 400, which stops at the first row
+# that misses the goal on every attempt; a list runs every row), PIN_RETRIES (1: a row that misses runs again
 # before it counts; both are in the table), PIN_WARMUP (5 s), PIN_SERVER_CORE (0),
 # PIN_LOAD_CORE (1), LOAD_SECONDS (20), LOAD_PLAYERS (4: clients per room), PIN_RT=1 (both
 # processes SCHED_FIFO on their cores, `chrt -f 1`: on a machine that other work shares, a core
@@ -48,7 +48,7 @@ rooms_list=${LOAD_ROOMS:-"10 50 100 200"}
 seconds=${LOAD_SECONDS:-20}
 bot_rooms=${BOT_ROOMS:-10}
 bot_seconds=${BOT_SECONDS:-10}
-players=${LOAD_PLAYERS:-4}
+players=4  # --pin: LOAD_PLAYERS
 threads=${LOAD_THREADS:-1}
 threads_given=0
 scene=${LOAD_SCENE:-}
@@ -74,6 +74,7 @@ load_cmd=()
 if [ "$pin" = 1 ]; then
   [ "$threads_given" = 0 ] || usage "--pin runs the server on one thread; leave out --threads"
   threads=1
+  players=${LOAD_PLAYERS:-4}
   server_core=${PIN_SERVER_CORE:-0}
   load_core=${PIN_LOAD_CORE:-1}
   command -v taskset >/dev/null || { echo "server-load: --pin needs taskset (util-linux)" >&2; exit 2; }
