@@ -27,6 +27,7 @@ void add_room_counters(RoomStats* into, const RoomStats& from) {
   into->lateness_max = std::max(into->lateness_max, from.lateness_max);
   into->step_time_max = std::max(into->step_time_max, from.step_time_max);
   into->step_time_total_ns += from.step_time_total_ns;
+  into->step_cpu_total_ns += from.step_cpu_total_ns;
   into->inputs_accepted += from.inputs_accepted;
   into->inputs_rejected += from.inputs_rejected;
   into->inputs_late += from.inputs_late;
@@ -172,6 +173,10 @@ void expose_ticks(Exposition& e, const RoomStats& total) {
                static_cast<double>(total.schedule_slipped.count()) / 1e9);
   e.one_double("lockstep_step_seconds_total", "counter", "Time spent stepping worlds.",
                static_cast<double>(total.step_time_total_ns) / 1e9);
+  e.one_double("lockstep_step_cpu_seconds_total", "counter",
+               "CPU time of the room threads spent stepping worlds (a share of the step time "
+               "on a busy machine).",
+               static_cast<double>(total.step_cpu_total_ns) / 1e9);
   e.one_double("lockstep_tick_lateness_max_seconds", "gauge",
                "Largest tick lateness of any room (open or closed).",
                static_cast<double>(total.lateness_max.count()) / 1e9);

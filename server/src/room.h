@@ -249,6 +249,7 @@ class Room final : public std::enable_shared_from_this<Room> {
   uint64_t departed_bytes_in_ = 0, departed_bytes_out_ = 0;
   std::chrono::nanoseconds step_time_max_{0};
   uint64_t step_time_total_ns_ = 0;
+  uint64_t step_cpu_total_ns_ = 0;       // RoomStats::step_cpu_total_ns
   std::vector<ClientSummary> departed_;  // the last kMaxDeparted that left
 
   // What other threads read (see the top of this file).

@@ -779,12 +779,21 @@ std::string summary_json(const ServerStats& stats) {
       "{{\"port\":{},\"uptime_s\":{:.3f},\"connections_accepted\":{},\"connections_refused\":{},"
       "\"sessions_open\":{},\"protocol_errors\":{},\"input_errors\":{},"
       "\"slow_consumer_disconnects\":{},\"timeouts\":{},\"max_session_queued_bytes\":{},"
-      "\"queue_limit_bytes\":{},\"desync_reports\":{},\"live_rooms\":{},\"rooms_closed\":{},"
-      "\"errors_by_code\":{{",
+      "\"queue_limit_bytes\":{},\"desync_reports\":{},\"live_rooms\":{},\"rooms_closed\":{},",
       stats.port, stats.uptime_s, stats.connections_accepted, stats.connections_refused,
       stats.sessions_open, stats.protocol_errors, stats.input_errors,
       stats.slow_consumer_disconnects, stats.timeouts, stats.max_session_queued_bytes,
       stats.queue_limit_bytes, stats.desync_reports, stats.live_rooms, stats.rooms_closed);
+  // Every tick of every room the server ran (closed rooms included, listed or not): the
+  // server's own lateness, which a room-by-room median can hide.
+  LatenessHistogram all_ticks = stats.closed_rooms_total.lateness;
+  for (size_t r = 0; r < stats.live_rooms && r < stats.rooms.size(); ++r)
+    all_ticks.merge(stats.rooms[r].lateness);
+  out += fmt::format(
+      "\"ticks_all_rooms\":{},\"lateness_p50_us_all_rooms\":{:.1f},"
+      "\"lateness_p99_us_all_rooms\":{:.1f},",
+      all_ticks.count(), us(all_ticks.quantile(0.50)), us(all_ticks.quantile(0.99)));
+  out += "\"errors_by_code\":{";
   bool first = true;
   for (size_t i = 0; i < stats.errors_by_code.size(); ++i) {
     if (stats.errors_by_code[i] == 0) continue;
@@ -827,12 +836,16 @@ std::string summary_json(const ServerStats& stats) {
     const double step_mean_us = room.tick > 0 ? static_cast<double>(room.step_time_total_ns) /
                                                     1000.0 / static_cast<double>(room.tick)
                                               : 0.0;
+    const double step_cpu_mean_us = room.tick > 0 ? static_cast<double>(room.step_cpu_total_ns) /
+                                                        1000.0 / static_cast<double>(room.tick)
+                                                  : 0.0;
     out += fmt::format(
         "{}{{\"name\":{},\"scene\":{},\"thread\":{},\"open\":{},\"ticks\":{},\"late_ticks\":{},"
         "\"capped_wakes\":{"
         "},\"schedule_slips\":{},\"schedule_slipped_ms\":{:.1f},"
         "\"lateness_p50_us\":{:.1f},\"lateness_p99_us\":{:.1f},\"lateness_max_us\":{:.1f},"
-        "\"step_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_accepted\":{},"
+        "\"step_mean_us\":{:.1f},\"step_cpu_mean_us\":{:.1f},\"step_max_us\":{:.1f},\"inputs_"
+        "accepted\":{},"
         "\"inputs_rejected\":{},\"inputs_late\":{},\"inputs_late_dropped\":{},\"inputs_duplicate\":"
         "{},"
         "\"inputs_behind_schedule\":{},\"bytes_in\":{},"
@@ -844,10 +857,10 @@ std::string summary_json(const ServerStats& stats) {
         r == 0 ? "" : ",", json_string(room.name), json_string(room.scene), room.thread,
         room.open ? "true" : "false", room.tick, room.late_ticks, room.capped_wakes,
         room.schedule_slips, us(room.schedule_slipped) / 1000.0, us(room.lateness_p50),
-        us(room.lateness_p99), us(room.lateness_max), step_mean_us, us(room.step_time_max),
-        room.inputs_accepted, room.inputs_rejected, room.inputs_late, room.inputs_late_dropped,
-        room.inputs_duplicate, room.inputs_behind_schedule, room.bytes_in, room.bytes_out,
-        room.clients, room.clients_peak, room.clients_joined, room.snapshots_sent,
+        us(room.lateness_p99), us(room.lateness_max), step_mean_us, step_cpu_mean_us,
+        us(room.step_time_max), room.inputs_accepted, room.inputs_rejected, room.inputs_late,
+        room.inputs_late_dropped, room.inputs_duplicate, room.inputs_behind_schedule, room.bytes_in,
+        room.bytes_out, room.clients, room.clients_peak, room.clients_joined, room.snapshots_sent,
         room.desync_reports, room.protocol_errors, room.input_errors, room.slow_consumers,
         room.commands_applied, room.commands_refused, room.commands_failed,
         room.game_messages_delivered, room.game_messages_oversize, room.game_messages_over_rate,

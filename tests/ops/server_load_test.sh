@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/server-load.sh --scene: the name reaches the server, which refuses one it does not know
 # before any client connects (the script fails at once, with the server's reason), and the CSV's
-# scene column is what the server says its rooms ran, in the lockstep-load rows and the bot row.
+# scene column is what the server says its rooms ran, in the lockstep-load rows and the bot row;
+# --pin runs both scenes on a core each and writes the pinned table.
 # Usage: server_load_test.sh SOURCE_DIR BUILD_DIR (BUILD_DIR holds apps/lockstep-server,
 # apps/lockstep-bot and bench/lockstep-load, already built).
 set -euo pipefail
@@ -54,3 +55,34 @@ default_scene=$(python3 -c "import csv,sys; print(next(csv.DictReader(open(sys.a
   "$work/load.csv")
 [ "$default_scene" = inputs ] || fail "default run's scene column is '$default_scene', not inputs"
 echo "default scene: $default_scene"
+
+# 4. --pin: the server and the generator on a core each, both scenes, the pinned table's CSV. One
+# short row per scene; whether a row meets the goal depends on the machine, so only the shape of
+# the answer is checked, never a figure.
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  PIN_ROOMS=2 PIN_WARMUP=1 PIN_RETRIES=0 LOAD_SECONDS=1 run_load --pin || fail "server-load --pin failed"
+  grep -q "^== pinned: server on core 0, lockstep-load on core 1" "$work/run.log" ||
+    fail "--pin did not say where it ran"
+  grep -q "^== inputs: .* rooms x 4 clients meet the goal on one core" "$work/run.log" ||
+    fail "--pin printed no verdict for inputs"
+  python3 - "$work/load.csv" <<'PY' || fail "the pinned CSV is not what --pin promises"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["scene"] for r in rows] == ["inputs", "bounce"], [r["scene"] for r in rows]
+for r in rows:
+    assert r["rooms"] == "2" and r["clients"] == "8", r
+    assert r["meets_goal"] in ("yes", "no"), r
+    for column in ("cpu_ms_per_room_s", "step_ms_per_room_s", "rest_ms_per_room_s",
+                   "kernel_percent", "step_cpu_us", "wakeups_per_room_tick", "p99_lateness_us"):
+        float(r[column])
+    # The step's share is the server's own per-thread clock: a real step costs something.
+    assert float(r["step_cpu_us"]) > 0, r
+print("pinned rows:", ", ".join(f"{r['scene']} {r['rooms']} rooms: {r['cpu_ms_per_room_s']} ms "
+                                f"CPU per room-second, goal {r['meets_goal']}" for r in rows))
+PY
+  status=0
+  PIN_ROOMS=1 LOAD_SECONDS=1 run_load --pin --threads 2 || status=$?
+  [ "$status" = 2 ] || fail "--pin --threads 2 exited $status, not 2"
+else
+  echo "--pin skipped: it needs 2 cores and taskset"
+fi

@@ -67,6 +67,10 @@ struct RoomStats {
   LatenessHistogram lateness;                 // every tick's lateness (for metrics)
   std::chrono::nanoseconds step_time_max{0};  // longest world step
   uint64_t step_time_total_ns = 0;
+  // The same steps in the room thread's CPU time (not wall time): what they cost the core,
+  // without the time the thread waited for it on a busy machine. 0 where the OS has no
+  // per-thread CPU clock.
+  uint64_t step_cpu_total_ns = 0;
   uint64_t inputs_accepted = 0;  // applied by the world
   uint64_t inputs_rejected = 0;  // refused at arrival or by the world
   uint64_t inputs_late = 0;      // arrived after their target tick (applied or dropped)
