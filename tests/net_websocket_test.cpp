@@ -27,23 +27,6 @@
 #include "net_test_harness.h"
 #include "websocket_listener.h"
 
-// Known, under investigation: with the WebSocket listener in the process, AddressSanitizer sees
-// Asio's recycled handler memory allocated by operator new and released by free (Asio's
-// aligned_new / aligned_delete, reached from the C++20 files and from websocketpp's C++17 file,
-// server/src/websocket_endpoint.h). glibc's operator new is malloc, so the pair is harmless
-// there, but it is a mismatch; this one check is off in this program until the two builds of
-// Asio agree. Every other ASan and UBSan check stays on.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LOCKSTEP_TEST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(LOCKSTEP_TEST_ASAN)
-extern "C" const char* __asan_default_options() {
-  return "alloc_dealloc_mismatch=0";
-}
-#endif
-
 namespace {
 
 using namespace lockstep;

@@ -46,13 +46,11 @@
 
 #include <spdlog/spdlog.h>
 
-// Debian's Asio recycles coroutine frames it allocated aligned with a plain delete, which ASan
-// reports as an alloc-dealloc mismatch (the test presets turn the same check off). Leak checks
-// are off: the server's thread allocates and frees while an input runs, so libFuzzer would see
-// every input as a possible leak and scan the heap after each (60 ms an input); the heap bound
-// below checks what matters here, that the server's memory stays bounded.
+// Leak checks are off: the server's thread allocates and frees while an input runs, so
+// libFuzzer would see every input as a possible leak and scan the heap after each (60 ms an
+// input); the heap bound below checks what matters here, that the server's memory stays bounded.
 extern "C" const char* __asan_default_options() {
-  return "alloc_dealloc_mismatch=0:detect_leaks=0";
+  return "detect_leaks=0";
 }
 
 namespace {
