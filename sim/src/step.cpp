@@ -455,7 +455,15 @@ void collide_level_pair(WorldData& w, uint64_t key, const BodyRecord& ra, const 
       return;
     }
   }
-  Manifold found[kMaxCompoundChildren][kMaxLevelManifolds];
+  // Left uninitialized (a variant member): collide_level writes every group it returns and only
+  // those are read; clearing 64 manifolds (7 KB) a pair cost more than most pairs' collision.
+  struct Found {
+    union {
+      Manifold m[kMaxCompoundChildren][kMaxLevelManifolds];
+    };
+    Found() {}
+  } scratch;
+  auto& found = scratch.m;
   uint32_t groups[kMaxCompoundChildren] = {};
   uint32_t dropped = 0;
   for (uint32_t p = 0; p < pieces; ++p) {
