@@ -148,7 +148,9 @@ struct LocalPoly {
   LocalPoly() {}
 };
 
-void make_local_poly(const PolyView& p, const Transform& xf, LocalPoly* w) {
+// `edges`: also each edge's direction and arc planes (a box does without: poly_triangle tests
+// its three edge directions directly).
+void make_local_poly(const PolyView& p, const Transform& xf, bool edges, LocalPoly* w) {
   const Mat3 r = to_mat3(xf.q);
   w->view = p;
   w->view.vertices = nullptr;  // the body-space arrays may not outlive the call
@@ -161,7 +163,7 @@ void make_local_poly(const PolyView& p, const Transform& xf, LocalPoly* w) {
     w->n[f] = r * p.face_normals[f];
     w->d[f] = p.face_offsets[f] + dot(w->n[f], xf.p);
   }
-  for (uint32_t e = 0; e < p.edge_count; ++e) {
+  for (uint32_t e = 0; edges && e < p.edge_count; ++e) {
     const Vec3 m1 = w->n[p.edge_faces[e][0]], m2 = w->n[p.edge_faces[e][1]];
     const Vec3 across = cross(m1, m2);
     w->edge_dir[e] = w->v[p.edge_vertices[e][1]] - w->v[p.edge_vertices[e][0]];
@@ -635,7 +637,7 @@ bool make_local_piece(const ShapeDef& piece, const Transform& local, const Shape
     }
     case ShapeType::box: {
       out->box = box_polyhedron(piece.half_extents);
-      make_local_poly(out->box.view(), local, &out->poly);
+      make_local_poly(out->box.view(), local, false, &out->poly);
       const Mat3 r = to_mat3(local.q);
       out->poly.is_box = true;
       out->poly.box_axis[0] = r.c0;
@@ -647,7 +649,7 @@ bool make_local_piece(const ShapeDef& piece, const Transform& local, const Shape
       return true;
     }
     case ShapeType::hull:
-      make_local_poly(view_of(library.hull(piece)), local, &out->poly);
+      make_local_poly(view_of(library.hull(piece)), local, true, &out->poly);
       out->poly.is_box = false;
       return true;
     default:
@@ -669,6 +671,14 @@ struct Scratch {
   };
   LocalPiece piece;
   Scratch() {}
+};
+
+// A manifold left uninitialized but for what collide_level sets (a variant member).
+struct TriangleManifold {
+  union {
+    Manifold m;
+  };
+  TriangleManifold() {}
 };
 
 // The manifold of the piece against one triangle, in the level's frame; its points' features are
@@ -752,7 +762,10 @@ uint32_t collide_level(const ShapeDef& piece, const Transform& xa, const ShapeDe
     // A hull's bounding ball may reach deeper than the hull: its depth is tested exactly later.
     const bool exact = piece.type != ShapeType::hull;
     if (height - extent > margin || (exact && height - extent < -kBackDepth)) continue;
-    Manifold m;
+    // Only its normal and points are written and read: no need to clear the whole manifold.
+    TriangleManifold tm;
+    Manifold& m = tm.m;
+    m.count = 0;
     collide_triangle(lp, t, margin, &m);
     if (m.count == 0) continue;
     uint32_t g = 0;
