@@ -253,8 +253,12 @@ float PenetrationProbe::deepest_m(std::span<const PosedShape> bodies) {
   const size_t n = bodies.size();
   boxes_.resize(n);
   order_.resize(n);
+  lockstep::sim::ShapeLibrary library{hulls.data(), static_cast<uint32_t>(hulls.size())};
+  library.meshes = meshes.data();
+  library.mesh_count = static_cast<uint32_t>(meshes.size());
+  library.heightfields = heightfields.data();
+  library.heightfield_count = static_cast<uint32_t>(heightfields.size());
   for (size_t i = 0; i < n; ++i) {
-    const lockstep::sim::ShapeLibrary library{hulls.data(), static_cast<uint32_t>(hulls.size())};
     boxes_[i] = compute_aabb(bodies[i].shape, library, bodies[i].xf, 0.0f);
     order_[i] = static_cast<uint32_t>(i);
   }
@@ -271,8 +275,7 @@ float PenetrationProbe::deepest_m(std::span<const PosedShape> bodies) {
       if (boxes_[j].lower.x > boxes_[i].upper.x) break;
       if (!bodies[i].dynamic && !bodies[j].dynamic) continue;
       if (!overlaps(boxes_[i], boxes_[j])) continue;
-      collide(bodies[i].shape, bodies[i].xf, bodies[j].shape, bodies[j].xf,
-              lockstep::sim::ShapeLibrary{hulls.data(), static_cast<uint32_t>(hulls.size())}, 0.0f,
+      collide(bodies[i].shape, bodies[i].xf, bodies[j].shape, bodies[j].xf, library, 0.0f,
               &manifold);
       for (int k = 0; k < manifold.count; ++k) {
         deepest = std::max(deepest, -manifold.points[k].separation);

@@ -12,6 +12,7 @@
 
 #include "hull.h"
 #include "lockstep/sim/scene.h"
+#include "mesh.h"
 #include "shape.h"
 
 namespace lockstep::bench {
@@ -64,6 +65,9 @@ class PenetrationProbe {
   void reserve(size_t bodies);
   /// The hulls hull shapes name (the scene's World::hulls, built from its WorldDef).
   std::vector<sim::HullGeometry> hulls;
+  /// The level geometry mesh and heightfield shapes name (build_level of the scene's level).
+  std::vector<sim::MeshGeometry> meshes;
+  std::vector<sim::HeightfieldGeometry> heightfields;
 
  private:
   std::vector<sim::Aabb> boxes_;

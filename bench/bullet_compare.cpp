@@ -4,11 +4,18 @@
 //
 // Every BodyDef of a scene (bench_scenes.h: the built-in scenes, rain, grid-N) is mirrored into
 // Bullet with the same shape sizes, mass and principal inertia (sim::compute_mass_properties),
+// level geometry as Bullet's own level shapes (a mesh as a btBvhTriangleMeshShape over a
+// btTriangleIndexVertexArray of the same vertices and indices, a heightfield as a
+// btHeightfieldTerrainShape of the same heights, split along the same diagonal; both with
+// Bullet's internal-edge utility, as a Bullet game does for a level),
 // pose, velocities, damping, friction and restitution; the pair rules are made equal through
 // Bullet's combine callbacks (friction sqrt(μa·μb), restitution max(ea, eb), as ours). Gravity,
 // dt (one fixed substep per step) and solver iterations are the same; bench/README.md maps every
 // setting. Quality is measured with one ruler for both engines: the deepest overlap between any
 // two shapes, computed by our narrowphase on the poses each engine produced.
+#include <BulletCollision/CollisionDispatch/btInternalEdgeUtility.h>
+#include <BulletCollision/CollisionShapes/btHeightfieldTerrainShape.h>
+#include <BulletCollision/CollisionShapes/btTriangleIndexVertexArray.h>
 #include <btBulletDynamicsCommon.h>
 
 #include <CLI/CLI.hpp>
@@ -27,6 +34,7 @@
 #include "alloc_counter.h"
 #include "bench_scenes.h"
 #include "hull.h"
+#include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
 
 namespace {
@@ -55,9 +63,29 @@ class Engine {
   virtual uint64_t overflow_steps() const { return 0; }
 };
 
+/// The scene's level geometry as a LevelDef (spans into the scene).
+struct SceneLevel {
+  std::vector<MeshDef> meshes;
+  std::vector<HeightfieldDef> heightfields;
+  explicit SceneLevel(const Scene& scene) {
+    for (const SceneMesh& m : scene.meshes)
+      meshes.push_back(MeshDef{m.vertices, m.indices});
+    for (const SceneHeightfield& h : scene.heightfields)
+      heightfields.push_back(
+          HeightfieldDef{h.heights, h.columns, h.rows, h.spacing_x, h.spacing_z});
+  }
+  LevelDef def() const {
+    LevelDef level;
+    level.meshes = meshes;
+    level.heightfields = heightfields;
+    return level;
+  }
+};
+
 class LockstepEngine final : public Engine {
  public:
-  explicit LockstepEngine(const WorldDef& def) : world_(World::create(def)) {}
+  explicit LockstepEngine(const Scene& scene)
+      : world_(World::create(scene.def, SceneLevel(scene).def())) {}
   bool ok() const { return world_ != nullptr; }
   void reserve(size_t bodies) { ids_.reserve(bodies); }
 
@@ -112,6 +140,19 @@ btScalar combine_restitution_like_ours(const btCollisionObject* a, const btColli
   return std::max(a->getRestitution(), b->getRestitution());
 }
 
+// Bullet's internal-edge fix for contacts with level triangles (its InternalEdge demo's hook):
+// a contact from an inactive edge of a mesh or heightfield takes the triangle's normal.
+bool adjust_internal_edges(btManifoldPoint& cp, const btCollisionObjectWrapper* a, int part_a,
+                           int index_a, const btCollisionObjectWrapper* b, int part_b,
+                           int index_b) {
+  if (b->getCollisionShape()->getShapeType() == TRIANGLE_SHAPE_PROXYTYPE) {
+    btAdjustInternalEdgeContacts(cp, b, a, part_b, index_b);
+  } else if (a->getCollisionShape()->getShapeType() == TRIANGLE_SHAPE_PROXYTYPE) {
+    btAdjustInternalEdgeContacts(cp, a, b, part_a, index_a);
+  }
+  return true;
+}
+
 /// Which Bullet settings follow ours (bench/README.md, "Settings").
 enum class BulletVariant {
   // The terms: our solver iterations and restitution threshold; Bullet's own tuning
@@ -125,8 +166,11 @@ enum class BulletVariant {
 
 class BulletEngine final : public Engine {
  public:
-  BulletEngine(const WorldDef& def, BulletVariant variant)
-      : dispatcher_(&config_), world_(&dispatcher_, &broadphase_, &solver_, &config_) {
+  BulletEngine(const Scene& scene, BulletVariant variant)
+      : scene_(&scene),
+        dispatcher_(&config_),
+        world_(&dispatcher_, &broadphase_, &solver_, &config_) {
+    const WorldDef& def = scene.def;
     hulls_.resize(def.hull_count);
     for (uint32_t h = 0; h < def.hull_count; ++h)
       (void)build_hull(def.hulls[h], &hulls_[h]);
@@ -152,6 +196,7 @@ class BulletEngine final : public Engine {
     // The pair rules are physics, not tuning: equal in every variant.
     gCalculateCombinedFrictionCallback = &combine_friction_like_ours;
     gCalculateCombinedRestitutionCallback = &combine_restitution_like_ours;
+    gContactAddedCallback = &adjust_internal_edges;
   }
   ~BulletEngine() override {
     for (auto& body : bodies_)
@@ -161,11 +206,14 @@ class BulletEngine final : public Engine {
     bodies_.reserve(bodies);
     shapes_.reserve(bodies);
     defs_.reserve(bodies);
+    level_poses_.reserve(bodies);
   }
 
   bool add_body(const BodyDef& def) override {
     std::unique_ptr<btCollisionShape> shape;
     const ShapeDef& s = def.shape;
+    btVector3 origin_offset(0, 0, 0);  // Bullet's heightfield is centred on its box
+    bool level = false;
     switch (s.type) {
       case ShapeType::sphere:
         shape = std::make_unique<btSphereShape>(s.radius);
@@ -191,9 +239,49 @@ class BulletEngine final : public Engine {
         shape = std::move(hull);
         break;
       }
+      case ShapeType::mesh: {
+        // The same vertices and indices (Bullet reads ints: the same values), with its
+        // quantized BVH, as a level loader would make it.
+        if (s.mesh >= scene_->meshes.size()) return false;
+        const SceneMesh& mesh = scene_->meshes[s.mesh];
+        auto& indices = mesh_indices_.emplace_back(std::make_unique<std::vector<int>>());
+        for (uint32_t index : mesh.indices)
+          indices->push_back(static_cast<int>(index));
+        auto array = std::make_unique<btTriangleIndexVertexArray>(
+            static_cast<int>(indices->size() / 3), indices->data(),
+            3 * static_cast<int>(sizeof(int)), static_cast<int>(mesh.vertices.size()),
+            const_cast<btScalar*>(&mesh.vertices[0].x),  // Bullet's interface is not const
+            static_cast<int>(sizeof(Vec3)));
+        auto trimesh = std::make_unique<btBvhTriangleMeshShape>(array.get(), true, true);
+        auto edges = std::make_unique<btTriangleInfoMap>();
+        btGenerateInternalEdgeInfo(trimesh.get(), edges.get());
+        level_arrays_.push_back(std::move(array));
+        edge_maps_.push_back(std::move(edges));
+        shape = std::move(trimesh);
+        level = true;
+        break;
+      }
+      case ShapeType::heightfield: {
+        if (s.mesh >= scene_->heightfields.size()) return false;
+        const SceneHeightfield& h = scene_->heightfields[s.mesh];
+        const auto [lo, hi] = std::minmax_element(h.heights.begin(), h.heights.end());
+        // Sample (c, r) at (c·spacing_x, height, r·spacing_z), cells split from (c, r) to
+        // (c + 1, r + 1): Bullet's default split. Bullet centres the grid on its box.
+        auto field = std::make_unique<btHeightfieldTerrainShape>(
+            static_cast<int>(h.columns), static_cast<int>(h.rows), h.heights.data(), *lo, *hi, 1,
+            false);
+        field->setLocalScaling(btVector3(h.spacing_x, 1, h.spacing_z));
+        origin_offset =
+            btVector3(0.5f * static_cast<float>(h.columns - 1) * h.spacing_x, 0.5f * (*lo + *hi),
+                      0.5f * static_cast<float>(h.rows - 1) * h.spacing_z);
+        auto edges = std::make_unique<btTriangleInfoMap>();
+        btGenerateInternalEdgeInfo(field.get(), edges.get());
+        edge_maps_.push_back(std::move(edges));
+        shape = std::move(field);
+        level = true;
+        break;
+      }
       case ShapeType::compound:  // no compared scene has compounds
-      case ShapeType::mesh:      // nor level geometry (yet)
-      case ShapeType::heightfield:
         return false;
     }
     const bool dynamic = def.type == BodyType::dynamic;
@@ -205,7 +293,9 @@ class BulletEngine final : public Engine {
                 : MassProperties{};
     btRigidBody::btRigidBodyConstructionInfo info(mp.mass, nullptr, shape.get(), to_bt(mp.inertia));
     const Quat q = normalize(def.orientation);
-    info.m_startWorldTransform = btTransform(btQuaternion(q.x, q.y, q.z, q.w), to_bt(def.position));
+    const btQuaternion bq(q.x, q.y, q.z, q.w);
+    info.m_startWorldTransform =
+        btTransform(bq, to_bt(def.position) + quatRotate(bq, origin_offset));
     info.m_friction = s.friction;
     info.m_restitution = s.restitution;
     info.m_linearDamping = def.linear_damping;
@@ -213,6 +303,10 @@ class BulletEngine final : public Engine {
     auto body = std::make_unique<btRigidBody>(info);
     if (def.type == BodyType::kinematic) {
       body->setCollisionFlags(body->getCollisionFlags() | btCollisionObject::CF_KINEMATIC_OBJECT);
+    }
+    if (level) {  // contacts with it go through adjust_internal_edges
+      body->setCollisionFlags(body->getCollisionFlags() |
+                              btCollisionObject::CF_CUSTOM_MATERIAL_CALLBACK);
     }
     if (dynamic) {
       body->setLinearVelocity(to_bt(def.linear_velocity));
@@ -223,6 +317,7 @@ class BulletEngine final : public Engine {
     shapes_.push_back(std::move(shape));
     bodies_.push_back(std::move(body));
     defs_.push_back(s);
+    level_poses_.push_back(Transform{def.position, q});
     return true;
   }
   // maxSubSteps = 0: exactly one internal step of dt, no accumulator, no interpolation.
@@ -231,6 +326,10 @@ class BulletEngine final : public Engine {
   void poses(std::vector<PosedShape>* out) const override {
     out->resize(bodies_.size());
     for (size_t i = 0; i < bodies_.size(); ++i) {
+      if (defs_[i].type == ShapeType::mesh || defs_[i].type == ShapeType::heightfield) {
+        (*out)[i] = {defs_[i], level_poses_[i], false};  // static, and Bullet's origin is offset
+        continue;
+      }
       const btTransform& xf = bodies_[i]->getWorldTransform();
       const btQuaternion q = xf.getRotation();
       (*out)[i] = {
@@ -262,6 +361,7 @@ class BulletEngine final : public Engine {
   }
 
  private:
+  const Scene* scene_;
   btDefaultCollisionConfiguration config_;
   btCollisionDispatcher dispatcher_;
   btDbvtBroadphase broadphase_;
@@ -272,6 +372,12 @@ class BulletEngine final : public Engine {
   std::vector<HullGeometry> hulls_;
   std::vector<std::unique_ptr<btRigidBody>> bodies_;
   std::vector<ShapeDef> defs_;
+  std::vector<Transform> level_poses_;  // every body's pose as given (read for level bodies)
+  // What Bullet's level shapes point at: their index arrays, vertex-array interfaces and
+  // internal-edge maps (its vertices are the scene's).
+  std::vector<std::unique_ptr<std::vector<int>>> mesh_indices_;
+  std::vector<std::unique_ptr<btTriangleIndexVertexArray>> level_arrays_;
+  std::vector<std::unique_ptr<btTriangleInfoMap>> edge_maps_;
 };
 
 // Bullet's allocations go through the same byte counters as operator new.
@@ -291,12 +397,21 @@ struct Plan {
   uint32_t reps = 3;           // runs per engine (the first also measures quality)
 };
 
-// Default plan: about 3 minutes here (two engines, loaded 2-core VM). pyramid3d is timed over
-// Jolt's 500 steps and runs to 600 (10 s) for the top box; the big cases run fewer times.
+// Default plan: about 5 minutes here (two engines, loaded 2-core VM; the two level scenes take
+// about 2 of them). pyramid3d is timed over Jolt's 500 steps and runs to 600 (10 s) for the top
+// box; the big cases run fewer times.
 std::vector<Plan> default_plans() {
-  return {{"pyramid", 600, 600, 3},   {"pyramid3d", 600, 500, 2}, {"pile", 600, 600, 3},
-          {"bounce", 600, 600, 3},    {"rain", 600, 600, 2},      {"grid-1000", 300, 300, 3},
-          {"grid-4000", 200, 200, 2}, {"grid-10000", 100, 100, 1}};
+  return {{"pyramid", 600, 600, 3},
+          {"pyramid3d", 600, 500, 2},
+          {"pile", 600, 600, 3},
+          {"bounce", 600, 600, 3},
+          {"rain", 600, 600, 2},
+          {"grid-1000", 300, 300, 3},
+          {"grid-4000", 200, 200, 2},
+          {"grid-10000", 100, 100, 1},
+          // Level geometry over Jolt's 500 steps (ConvexVsMesh's protocol).
+          {"convex_vs_mesh", 500, 500, 2},
+          {"terrain_pile", 500, 500, 1}};
 }
 
 struct Result {
@@ -311,7 +426,8 @@ struct Result {
   double top_drift_mm = -1;  // ... from where it was after 2 s (120 steps)
   double energy_drift_pct = 0, elastic_drift_pct = 0;  // bounce only
   bool has_energy = false;
-  uint32_t lost_bodies = 0;  // dynamic bodies whose centre ended below the floor top (y < 0)
+  uint32_t lost_bodies = 0;  // dynamic bodies whose centre ended below the floor (y < 0 or
+                             // the level's lowest point)
   double mem_peak_mb = 0;
   uint64_t overflow_steps = 0;
   double ms_per_step = 0, median_ms = 0, p99_ms = 0, wall_ms_per_step = 0;
@@ -350,9 +466,9 @@ double total_energy_j(const Engine& engine, const std::vector<PosedShape>& poses
   return sum;
 }
 
-std::unique_ptr<Engine> make_engine(std::string_view name, const WorldDef& def, size_t capacity) {
+std::unique_ptr<Engine> make_engine(std::string_view name, const Scene& scene, size_t capacity) {
   if (name == "ours") {
-    auto engine = std::make_unique<LockstepEngine>(def);
+    auto engine = std::make_unique<LockstepEngine>(scene);
     if (!engine->ok()) return nullptr;
     engine->reserve(capacity);
     return engine;
@@ -360,7 +476,7 @@ std::unique_ptr<Engine> make_engine(std::string_view name, const WorldDef& def, 
   const BulletVariant variant = name == "bullet-stock"    ? BulletVariant::stock
                                 : name == "bullet-mapped" ? BulletVariant::mapped
                                                           : BulletVariant::equal_iterations;
-  auto engine = std::make_unique<BulletEngine>(def, variant);
+  auto engine = std::make_unique<BulletEngine>(scene, variant);
   engine->reserve(capacity);
   return engine;
 }
@@ -383,13 +499,27 @@ bool run_once(const Plan& plan, const BenchScene& bench, std::string_view engine
   probe.hulls.resize(def.hull_count);
   for (uint32_t h = 0; h < def.hull_count; ++h)
     if (build_hull(def.hulls[h], &probe.hulls[h]) != Error::none) return false;
+  const SceneLevel level(bench.scene);
+  LevelStats level_stats;
+  if (build_level(level.def(), &probe.meshes, &probe.heightfields, &level_stats) != Error::none)
+    return false;
   const ShapeLibrary library{probe.hulls.data(), def.hull_count};
+  // A body is lost when its centre ends below the floor: y = 0, or the level's lowest point.
+  float floor_y = 0;
+  for (const BodyDef& body : bench.scene.bodies) {
+    if (body.shape.type == ShapeType::mesh && body.shape.mesh < probe.meshes.size()) {
+      floor_y = std::min(floor_y, body.position.y + probe.meshes[body.shape.mesh].lower.y);
+    } else if (body.shape.type == ShapeType::heightfield &&
+               body.shape.mesh < probe.heightfields.size()) {
+      floor_y = std::min(floor_y, body.position.y + probe.heightfields[body.shape.mesh].lower.y);
+    }
+  }
   std::vector<BodyDef> spawns(bench.rain_spec.per_tick);
   std::vector<double> step_ms(plan.steps);
 
   const int64_t baseline = lockstep::testing::alloc_totals().live_bytes;
   lockstep::testing::reset_alloc_peak();
-  std::unique_ptr<Engine> engine = make_engine(engine_name, def, capacity);
+  std::unique_ptr<Engine> engine = make_engine(engine_name, bench.scene, capacity);
   if (engine == nullptr) return false;
   for (const BodyDef& body : bench.scene.bodies) {
     if (!engine->add_body(body)) return false;
@@ -468,7 +598,7 @@ bool run_once(const Plan& plan, const BenchScene& bench, std::string_view engine
     }
     result->lost_bodies = 0;
     for (const PosedShape& p : poses) {
-      if (p.dynamic && p.xf.p.y < 0) ++result->lost_bodies;
+      if (p.dynamic && p.xf.p.y < floor_y) ++result->lost_bodies;
     }
     if (energy) {
       const double end = total_energy_j(*engine, poses, def.gravity, library);

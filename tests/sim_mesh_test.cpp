@@ -312,6 +312,134 @@ TEST(MeshQuery, RayAndShapeCastAndOverlapNameTheTriangle) {
   }
 }
 
+// ---- the narrowphase against triangles
+// -------------------------------------------------------------------------------------
+
+// Manifolds of one piece against a level built from `mesh`, placed at the origin.
+struct LevelContact {
+  Manifold m[kMaxLevelManifolds];
+  uint32_t groups = 0;
+};
+LevelContact touch(const MeshDef& mesh, const ShapeDef& piece, Vec3 position, Quat q = Quat{},
+                   float margin = 0.01f) {
+  std::vector<MeshGeometry> meshes;
+  std::vector<HeightfieldGeometry> fields;
+  LevelStats stats;
+  LevelDef level;
+  level.meshes = {&mesh, 1};
+  EXPECT_EQ(build_level(level, &meshes, &fields, &stats), Error::none);
+  ShapeLibrary library;
+  library.meshes = meshes.data();
+  library.mesh_count = static_cast<uint32_t>(meshes.size());
+  ShapeDef shape;
+  shape.type = ShapeType::mesh;
+  LevelContact c;
+  c.groups = collide_level(piece, Transform{position, q}, shape, Transform{}, library, margin, c.m,
+                           nullptr);
+  return c;
+}
+
+TEST(MeshCollide, ASphereMeetsTheFaceAnEdgeOrACornerAndNeverTheBackBeside) {
+  // One triangle in y = 0, front up, corners (0,0,0), (0,0,2), (2,0,0): every edge a boundary.
+  const std::vector<Vec3> v = {{0, 0, 0}, {0, 0, 2}, {2, 0, 0}};
+  const std::vector<uint32_t> i = {0, 1, 2};
+  const MeshDef mesh{v, i};
+  ShapeDef ball;
+  ball.radius = 0.5f;
+  {  // over the face, 1 cm into it
+    const LevelContact c = touch(mesh, ball, {0.5f, 0.49f, 0.5f});
+    ASSERT_EQ(c.groups, 1u);
+    ASSERT_EQ(c.m[0].count, 1);
+    EXPECT_NEAR(c.m[0].normal.y, 1.0f, 1e-6f);
+    EXPECT_NEAR(c.m[0].points[0].separation, -0.01f, 1e-6f);
+  }
+  {  // beside the edge x = 0, level with the plane: pushed along −x
+    const LevelContact c = touch(mesh, ball, {-0.45f, 0.0f, 1.0f});
+    ASSERT_EQ(c.groups, 1u);
+    EXPECT_NEAR(c.m[0].normal.x, -1.0f, 1e-6f);
+    EXPECT_NEAR(c.m[0].points[0].separation, -0.05f, 1e-6f);
+  }
+  {  // off the corner (0,0,0), diagonally above it
+    const LevelContact c = touch(mesh, ball, {-0.28f, 0.28f, -0.28f});
+    ASSERT_EQ(c.groups, 1u);
+    const float k = 1.0f / std::sqrt(3.0f);
+    EXPECT_NEAR(c.m[0].normal.x, -k, 1e-5f);
+    EXPECT_NEAR(c.m[0].normal.y, k, 1e-5f);
+    EXPECT_NEAR(c.m[0].normal.z, -k, 1e-5f);
+  }
+  // Centre behind the plane beside the triangle: nothing (never pulled through).
+  EXPECT_EQ(touch(mesh, ball, {-0.3f, -0.2f, 1.0f}).groups, 0u);
+  {  // Centre 0.3 m behind the plane over the face: pushed out through the front.
+    const LevelContact c = touch(mesh, ball, {0.5f, -0.3f, 0.5f});
+    ASSERT_EQ(c.groups, 1u);
+    EXPECT_NEAR(c.m[0].normal.y, 1.0f, 1e-6f);
+    EXPECT_NEAR(c.m[0].points[0].separation, -0.8f, 1e-6f);
+  }
+  // Deeper than the thickness (1 m): under the surface, left alone.
+  EXPECT_EQ(touch(mesh, ball, {0.5f, -0.6f, 0.5f}).groups, 0u);
+}
+
+TEST(MeshCollide, ACapsuleLyingOnAFaceGetsTwoPointsAndABoxFourOverASeam) {
+  const Grid g = flat_grid(2, 4.0f, -4, -4, 0);  // 8 triangles, 4 m cells, seams through x, z = 0
+  const MeshDef mesh = g.def();
+  ShapeDef capsule;
+  capsule.type = ShapeType::capsule;
+  capsule.radius = 0.25f;
+  capsule.half_height = 0.5f;
+  // Lying along x (local y turned onto x: −90° about z), inside one triangle.
+  const float h = 0.70710678f;
+  const Quat along_x{0, 0, -h, h};
+  {
+    const LevelContact c = touch(mesh, capsule, {-2.5f, 0.245f, -1.0f}, along_x);
+    ASSERT_EQ(c.groups, 1u);
+    ASSERT_EQ(c.m[0].count, 2);
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_NEAR(c.m[0].points[k].separation, -0.005f, 1e-5f);
+      EXPECT_NEAR(c.m[0].normal.y, 1.0f, 1e-6f);
+    }
+    EXPECT_NEAR(std::fabs(c.m[0].points[0].position.x - c.m[0].points[1].position.x), 1.0f, 1e-4f);
+  }
+  {  // A box across both seams and a diagonal: one manifold, its four bottom corners, face up.
+    ShapeDef box;
+    box.type = ShapeType::box;
+    box.half_extents = {0.5f, 0.25f, 0.5f};
+    const LevelContact c = touch(mesh, box, {0.1f, 0.248f, 0.2f});
+    ASSERT_EQ(c.groups, 1u);
+    ASSERT_EQ(c.m[0].count, 4);
+    EXPECT_NEAR(c.m[0].normal.y, 1.0f, 1e-6f);
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_NEAR(c.m[0].points[k].separation, -0.002f, 1e-5f);
+      EXPECT_NEAR(std::fabs(c.m[0].points[k].position.x - 0.1f), 0.5f, 1e-4f);
+      EXPECT_NEAR(std::fabs(c.m[0].points[k].position.z - 0.2f), 0.5f, 1e-4f);
+    }
+  }
+}
+
+TEST(MeshCollide, ABoxOnARidgeTouchesItsActiveEdgeAndNotAFlatSeam) {
+  // A roof: two triangles meeting at the ridge x = 0 (y = 0), each falling away at 45°.
+  const std::vector<Vec3> v = {{0, 0, -2}, {0, 0, 2}, {-2, -2, 0}, {2, -2, 0}};
+  const std::vector<uint32_t> i = {0, 2, 1, 0, 1, 3};
+  const MeshDef mesh{v, i};
+  ShapeDef box;
+  box.type = ShapeType::box;
+  box.half_extents = {0.5f, 0.5f, 0.5f};
+  // Axis-aligned, its bottom face 1 cm into the ridge: the ridge's edge against the box's face
+  // (the box's face is the reference, its normal straight down, i.e. the contact normal up).
+  const LevelContact c = touch(mesh, box, {0.0f, 0.49f, 0.0f});
+  ASSERT_GE(c.groups, 1u);
+  bool up = false;
+  for (uint32_t g = 0; g < c.groups; ++g) {
+    if (c.m[g].normal.y > 0.999f) {
+      up = true;
+      for (int k = 0; k < c.m[g].count; ++k) {
+        EXPECT_NEAR(c.m[g].points[k].separation, -0.01f, 1e-5f);
+        EXPECT_NEAR(c.m[g].points[k].position.x, 0.0f, 1e-4f);  // along the ridge
+      }
+    }
+  }
+  EXPECT_TRUE(up);
+}
+
 // ---- physics
 // -------------------------------------------------------------------------------------
 

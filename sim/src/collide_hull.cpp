@@ -541,25 +541,3 @@ void collide_hull_hull(const HullGeometry& a, const Transform& xa, const HullGeo
 }
 
 }  // namespace lockstep::sim::collide_detail
-
-namespace lockstep::sim::collide_detail {
-
-void collide_round_poly(const ShapeDef& round, const Transform& xa, const PolyView& poly,
-                        const Transform& xb, float margin, Manifold* out) {
-  WorldPoly w;
-  to_world(poly, xb, &w);
-  Vec3 p = xa.p, d{};
-  if (round.type == ShapeType::capsule) {
-    const Vec3 axis = to_mat3(xa.q).c1 * round.half_height;
-    p = xa.p - axis;
-    d = axis * 2.0f;
-  }
-  round_hull(p, d, round.radius, w, margin, out);
-}
-
-void collide_poly_poly(const PolyView& a, const Transform& xa, const PolyView& b,
-                       const Transform& xb, float margin, Manifold* out) {
-  poly_poly(a, xa, b, xb, margin, out);
-}
-
-}  // namespace lockstep::sim::collide_detail

@@ -109,11 +109,6 @@ void collide_box_hull(const ShapeDef& box, const Transform& xa, const HullGeomet
                       const Transform& xb, float margin, Manifold* out);
 void collide_hull_hull(const HullGeometry& a, const Transform& xa, const HullGeometry& b,
                        const Transform& xb, float margin, Manifold* out);
-/// The same routines on a polyhedron view (a level triangle's prism, collide_mesh.cpp).
-void collide_round_poly(const ShapeDef& round, const Transform& xa, const PolyView& poly,
-                        const Transform& xb, float margin, Manifold* out);
-void collide_poly_poly(const PolyView& a, const Transform& xa, const PolyView& b,
-                       const Transform& xb, float margin, Manifold* out);
 /// The point of the hull's surface closest to p (body space): true when p lies inside the solid
 /// (then *on and *distance are not set), else *on and the distance to it.
 bool closest_point_on_hull(const HullGeometry& hull, Vec3 p, Vec3* on, float* distance);

@@ -22,13 +22,17 @@ struct LevelTriangle {
   uint32_t active_edges = 0;
 };
 
-/// A node of a mesh's tree (32 bytes): a leaf when count > 0 (triangles first..first+count−1),
-/// else an inner node whose children are nodes first and first + 1.
+/// A node of a mesh's tree (116 bytes): up to four children with their boxes side by side, so a
+/// query reads one run of memory per node and tests the four boxes together. Slot c is a leaf of
+/// count[c] (1..4) triangles from triangles[child[c]], an inner node (nodes[child[c]]) when
+/// count[c] is 0, or unused when count[c] is kUnusedSlot (its box is then empty: lower > upper).
+/// Children are in tree order from slot 0.
 struct MeshNode {
-  Vec3 lower;
-  uint32_t first = 0;
-  Vec3 upper;
-  uint32_t count = 0;
+  static constexpr uint8_t kUnusedSlot = 0xff;
+  float lower_x[4], lower_y[4], lower_z[4];
+  float upper_x[4], upper_y[4], upper_z[4];
+  uint32_t child[4];
+  uint8_t count[4];
 };
 
 struct MeshGeometry {

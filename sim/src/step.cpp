@@ -440,9 +440,18 @@ void collide_level_pair(WorldData& w, uint64_t key, const BodyRecord& ra, const 
     ++end;
   if (bounds.on && pieces == 1 && body.shape.type != ShapeType::compound && end > *cached &&
       end - *cached <= kMaxLevelManifolds) {
-    FoundManifold reused[kMaxLevelManifolds];
+    // Left uninitialized but for the point counts (a variant member): reuse_manifold writes
+    // what add_constraint reads, and most resting bodies take this path every step.
+    struct Reused {
+      union {
+        FoundManifold f[kMaxLevelManifolds];
+      };
+      Reused() {}
+    } reused_scratch;
+    auto& reused = reused_scratch.f;
     bool all = true;
     for (uint32_t c = *cached; c < end && all; ++c) {
+      reused[c - *cached].m.count = 0;
       all = reuse_manifold(w.cache, w.cache.manifolds[c], ra, rb, relative_position,
                            relative_rotation, margin, bounds, &reused[c - *cached]);
     }
@@ -455,7 +464,15 @@ void collide_level_pair(WorldData& w, uint64_t key, const BodyRecord& ra, const 
       return;
     }
   }
-  Manifold found[kMaxCompoundChildren][kMaxLevelManifolds];
+  // Left uninitialized (a variant member): collide_level writes every group it returns and only
+  // those are read; clearing 64 manifolds (7 KB) a pair cost more than most pairs' collision.
+  struct Found {
+    union {
+      Manifold m[kMaxCompoundChildren][kMaxLevelManifolds];
+    };
+    Found() {}
+  } scratch;
+  auto& found = scratch.m;
   uint32_t groups[kMaxCompoundChildren] = {};
   uint32_t dropped = 0;
   for (uint32_t p = 0; p < pieces; ++p) {
