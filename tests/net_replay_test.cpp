@@ -222,8 +222,8 @@ TEST(NetReplay, DesyncAtTick200IsNamedByDiffOfServerAndClientReplays) {
   victim.perturbed_body = victim.client.owned_bodies().front();
   // Tick 200, unless a busy machine kept this thread from the clients so long that the victim
   // has stepped close to it already (it steps only inside pump, so 20 ticks on is never missed).
-  const uint64_t perturb_tick = std::max<uint64_t>(
-      kPerturbTick, std::max(victim.last_tick, *victim.join_snapshot_tick) + 20);
+  const uint64_t perturb_tick =
+      std::max<uint64_t>(kPerturbTick, std::max(victim.last_tick, *victim.join_snapshot_tick) + 20);
   victim.perturb_at = {perturb_tick};
 
   // The server writes its window when the report arrives; wait for the published file.
