@@ -165,11 +165,11 @@ void expect_bad_file(const ToolRun& r, const std::string& needle) {
 }
 
 TEST(ReplayTool, InfoCountsAMatchRecordingsGameMessagesAndViewFramesIt) {
-  // A koth match recording (three bots said "ready"): format 9 with game message records.
+  // A koth match recording (three bots said "ready"): format 10 with game message records.
   const std::string path = LOCKSTEP_REPLAY_FILES "/koth_ready.lsrp";
   ToolRun r = run("info " + path);
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("format_version: 9"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("format_version: 10"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("game_messages: 3"), std::string::npos) << r.out;
   r = run("verify --quiet " + path);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
