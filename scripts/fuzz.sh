@@ -14,7 +14,7 @@ target=${1:-all}
 seconds=${2:-30}
 build=${LOCKSTEP_FUZZ_BUILD:-build/fuzz}
 targets=(fuzz_frame_messages fuzz_replay_file fuzz_scene_text fuzz_snapshot fuzz_level
-  fuzz_record_file fuzz_server_session fuzz_websocket)
+  fuzz_level_file fuzz_record_file fuzz_server_session fuzz_websocket)
 if [[ $target != all ]]; then targets=("$target"); fi
 
 if [[ ! -f $build/build.ninja ]]; then
