@@ -22,7 +22,7 @@ set(LOCKSTEP_ASIO_DEFINITIONS ASIO_STANDALONE ASIO_DISABLE_STD_ALIGNED_ALLOC)
 function(lockstep_use_asio target)
   target_include_directories(${target} PRIVATE ${ASIO_INCLUDE_DIR})
   target_compile_definitions(${target} PRIVATE ${LOCKSTEP_ASIO_DEFINITIONS} ASIO_NO_DEPRECATED)
-  # Asio 1.24 enables co_await on clang only through <experimental/coroutine>, which clang 14
+  # Asio 1.22 enables co_await on clang only through <experimental/coroutine>, which clang 14
   # with libstdc++ 12 does not have; its C++20 coroutines work (the fuzz build compiles the
   # server with clang).
   # Windows (the mingw-w64 build of the C API): Winsock, and the Windows 10 API Asio is built for.
