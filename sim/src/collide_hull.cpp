@@ -330,42 +330,6 @@ void round_hull(Vec3 p, Vec3 d, float radius, const WorldPoly& w, float margin, 
 
 // ---- box/hull–hull ------------------------------------------------------------------------------
 
-struct ClipPoint {
-  Vec3 p;
-  uint32_t in_line, out_line;
-};
-
-// Sutherland–Hodgman against {x : dot(normal, x) ≤ offset + band}; a crossing point enters on
-// the polygon's line and leaves on `line` (or the other way round).
-int clip(const ClipPoint* in, int n, Vec3 normal, float offset, uint32_t line, float band,
-         ClipPoint* out) {
-  int m = 0;
-  if (n == 0) return 0;
-  ClipPoint prev = in[n - 1];
-  float dp = dot(normal, prev.p) - offset;
-  for (int i = 0; i < n; ++i) {
-    const ClipPoint cur = in[i];
-    const float dc = dot(normal, cur.p) - offset;
-    const bool prev_in = dp <= band, cur_in = dc <= band;
-    if (prev_in != cur_in && m < kMaxClip) {
-      const float t = dp / (dp - dc);
-      ClipPoint x{prev.p + (cur.p - prev.p) * t, 0, 0};
-      if (prev_in) {
-        x.in_line = prev.out_line;
-        x.out_line = line;
-      } else {
-        x.in_line = line;
-        x.out_line = cur.in_line;
-      }
-      out[m++] = x;
-    }
-    if (cur_in && m < kMaxClip) out[m++] = cur;
-    prev = cur;
-    dp = dc;
-  }
-  return m;
-}
-
 // The largest separation of B's vertices against A's face planes (A's face that gives it).
 float face_query(const WorldPoly& a, const WorldPoly& b, float margin, uint32_t* face) {
   float best = -FLT_MAX;
@@ -439,7 +403,7 @@ void poly_face_contact(const WorldPoly& ref, const WorldPoly& inc, uint32_t ref_
     Vec3 sn;
     float so;
     side_plane(ref, ref_face, k, &sn, &so);
-    n = clip(cur, n, sn, so, 64u + k % 64u, kClipBand, next);
+    n = clip_polygon(cur, n, sn, so, 64u + k % 64u, kClipBand, kMaxClip, next);
     ClipPoint* t = cur;
     cur = next;
     next = t;
@@ -538,6 +502,35 @@ void collide_box_hull(const ShapeDef& box, const Transform& xa, const HullGeomet
 void collide_hull_hull(const HullGeometry& a, const Transform& xa, const HullGeometry& b,
                        const Transform& xb, float margin, Manifold* out) {
   poly_poly(view_of(a), xa, view_of(b), xb, margin, out);
+}
+
+int clip_polygon(const ClipPoint* in, int count, Vec3 normal, float offset, uint32_t line,
+                 float band, int max_out, ClipPoint* out) {
+  int m = 0;
+  if (count == 0) return 0;
+  ClipPoint prev = in[count - 1];
+  float dp = dot(normal, prev.p) - offset;
+  for (int i = 0; i < count; ++i) {
+    const ClipPoint cur = in[i];
+    const float dc = dot(normal, cur.p) - offset;
+    const bool prev_in = dp <= band, cur_in = dc <= band;
+    if (prev_in != cur_in && m < max_out) {
+      const float t = dp / (dp - dc);
+      ClipPoint x{prev.p + (cur.p - prev.p) * t, 0, 0};
+      if (prev_in) {
+        x.in_line = prev.out_line;
+        x.out_line = line;
+      } else {
+        x.in_line = line;
+        x.out_line = cur.in_line;
+      }
+      out[m++] = x;
+    }
+    if (cur_in && m < max_out) out[m++] = cur;
+    prev = cur;
+    dp = dc;
+  }
+  return m;
 }
 
 }  // namespace lockstep::sim::collide_detail

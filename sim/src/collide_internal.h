@@ -113,4 +113,15 @@ void collide_hull_hull(const HullGeometry& a, const Transform& xa, const HullGeo
 /// (then *on and *distance are not set), else *on and the distance to it.
 bool closest_point_on_hull(const HullGeometry& hull, Vec3 p, Vec3* on, float* distance);
 
+/// A point of a polygon being clipped, with the lines (edge ids) it enters and leaves on.
+struct ClipPoint {
+  Vec3 p;
+  uint32_t in_line, out_line;
+};
+/// Sutherland–Hodgman against {x : dot(normal, x) ≤ offset + band}: writes at most `max_out`
+/// points to `out` and returns their count. A crossing point enters on the polygon's line and
+/// leaves on `line` (or the other way round). Hull faces and level triangles are clipped by it.
+int clip_polygon(const ClipPoint* in, int count, Vec3 normal, float offset, uint32_t line,
+                 float band, int max_out, ClipPoint* out);
+
 }  // namespace lockstep::sim::collide_detail

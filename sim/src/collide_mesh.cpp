@@ -347,11 +347,6 @@ void capsule_triangle(Vec3 p, Vec3 d, float radius, const LevelTriangle& t, floa
 
 // ---- box/hull–triangle --------------------------------------------------------------------------
 
-struct ClipPoint {
-  Vec3 p;
-  uint32_t in_line, out_line;
-};
-
 // The clipping routines' arrays, left uninitialized (variant members) for the reason Scratch
 // gives: every entry is written before it is read.
 struct ClipScratch {
@@ -368,37 +363,6 @@ struct ClipScratch {
   uint32_t feature[kMaxClip];
   ClipScratch() {}
 };
-
-// Sutherland–Hodgman against {x : dot(normal, x) ≤ offset + band}; a crossing point enters on
-// the polygon's line and leaves on `line` (or the other way round).
-int clip(const ClipPoint* in, int count, Vec3 normal, float offset, uint32_t line, float band,
-         ClipPoint* out) {
-  int m = 0;
-  if (count == 0) return 0;
-  ClipPoint prev = in[count - 1];
-  float dp = dot(normal, prev.p) - offset;
-  for (int i = 0; i < count; ++i) {
-    const ClipPoint cur = in[i];
-    const float dc = dot(normal, cur.p) - offset;
-    const bool prev_in = dp <= band, cur_in = dc <= band;
-    if (prev_in != cur_in && m < kMaxClip) {
-      const float s = dp / (dp - dc);
-      ClipPoint x{prev.p + (cur.p - prev.p) * s, 0, 0};
-      if (prev_in) {
-        x.in_line = prev.out_line;
-        x.out_line = line;
-      } else {
-        x.in_line = line;
-        x.out_line = cur.in_line;
-      }
-      out[m++] = x;
-    }
-    if (cur_in && m < kMaxClip) out[m++] = cur;
-    prev = cur;
-    dp = dc;
-  }
-  return m;
-}
 
 // Adds the candidates to m, cut to four (last step's ids are not known here: the groups are cut
 // again with everything the triangles gave).
@@ -432,7 +396,7 @@ void poly_triangle_face(const LocalPoly& a, const LevelTriangle& t, float margin
   ClipPoint* next = buf1;
   for (uint32_t k = 0; k < 3 && count > 0; ++k) {
     const Vec3 side = side_normal(t, k);
-    count = clip(cur, count, side, dot(side, t.v[k]), 64u + k, kInsideBand, next);
+    count = clip_polygon(cur, count, side, dot(side, t.v[k]), 64u + k, kInsideBand, kMaxClip, next);
     ClipPoint* swap = cur;
     cur = next;
     next = swap;
@@ -471,7 +435,8 @@ void poly_face_triangle(const LocalPoly& a, uint32_t face, const LevelTriangle& 
   for (uint32_t k = 0; k < size && count > 0; ++k) {
     const Vec3 c0 = face_corner(a, face, k), c1 = face_corner(a, face, k + 1);
     const Vec3 side = normalize_or(cross(c1 - c0, fn), Vec3{0, 1, 0});
-    count = clip(cur, count, side, dot(side, c0), 64u + k % 64u, kInsideBand, next);
+    count =
+        clip_polygon(cur, count, side, dot(side, c0), 64u + k % 64u, kInsideBand, kMaxClip, next);
     ClipPoint* swap = cur;
     cur = next;
     next = swap;
