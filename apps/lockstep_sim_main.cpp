@@ -15,6 +15,8 @@
 //   --seed S           seed of the input script for scenes whose bodies players own (the
 //                      `inputs` scene); default 0x5eed1234abcd0001
 //   --timing           print the wall-clock time of the run to stderr
+//   --stages           print the mean wall-clock time of each step stage to stderr (the step's
+//                      own timers, StepStats::stage_ns: where a build spends its step)
 //   --query-probe T    after tick T, also print `T queries HASH`: the hash of a fixed set of
 //                      ray casts, sphere casts and overlaps (query_probe_hash in
 //                      lockstep/sim/query.h); the query golden. Not printed when the run is
@@ -96,7 +98,7 @@ constexpr std::streamsize kMaxSceneFileBytes = 256ll << 20;
 void print_usage(std::FILE* out) {
   std::fputs(
       "usage: lockstep-sim --scene NAME|FILE --ticks N [--every K] [--json] [--seed S] "
-      "[--timing] [--synctest K]\n"
+      "[--timing] [--stages] [--synctest K]\n"
       "       lockstep-sim --scene NAME|FILE --print-scene\n"
       "  --scene NAME|FILE  built-in scene (",
       out);
@@ -112,6 +114,7 @@ void print_usage(std::FILE* out) {
       "  --json             JSON lines instead of `tick hash`\n"
       "  --seed S           input script seed for scenes with players\n"
       "  --timing           wall-clock time of the run on stderr\n"
+      "  --stages           mean wall-clock time of each step stage on stderr\n"
       "  --query-probe T    after tick T also print `T queries HASH` (the query golden)\n"
       "  --synctest K       after every tick, roll back K ticks (1-64) and re-simulate them: the\n"
       "                     hashes and the snapshot must come out the same (exit 1 if not)\n"
@@ -142,6 +145,7 @@ struct Options {
   uint64_t seed = kDefaultInputSeed;
   bool json = false;
   bool timing = false;
+  bool stages = false;  // --stages: mean time per step stage on stderr
   bool help = false;
   bool print_scene = false;
   bool query_probe = false;
@@ -217,6 +221,9 @@ bool parse_options(int argc, char** argv, Options* options, std::string* error) 
     } else if (arg == "--timing") {
       if (!no_value()) return false;
       options->timing = true;
+    } else if (arg == "--stages") {
+      if (!no_value()) return false;
+      options->stages = true;
     } else if (arg == "--query-probe") {
       if (!take_u64(&options->query_probe_tick)) return false;
       options->query_probe = true;
@@ -695,6 +702,10 @@ int main(int argc, char** argv) {
                  static_cast<unsigned long long>(options.memory_budget_mb));
     return kExitUsage;
   }
+  // The step's stage timers only when asked for: a clock read per stage is cheap natively but
+  // leaves wasm for JavaScript, which would weigh on --timing there. Not simulated: the hashes
+  // are the same either way.
+  scene.def.measure_stage_times = options.stages;
   Error build_error = Error::none;
   size_t failed_body = SIZE_MAX;
   std::unique_ptr<World> world = build_world(scene, &build_error, &failed_body);
@@ -727,6 +738,7 @@ int main(int argc, char** argv) {
 
   uint32_t warned_overflow = 0;
   bool warned_input = false;
+  uint64_t stage_ns[kStepStageCount] = {};  // --stages: summed over the run
   const auto start = std::chrono::steady_clock::now();
   if (options.ticks == 0) print_hash(options, world->tick(), world->state_hash());
   if (options.query_probe && options.query_probe_tick == 0) {
@@ -749,6 +761,10 @@ int main(int argc, char** argv) {
       }
     }
     const StepStatus status = batch.step(driver);
+    if (options.stages) {
+      for (uint32_t i = 0; i < kStepStageCount; ++i)
+        stage_ns[i] += world->last_step_stats().stage_ns[i];
+    }
     batch.warn_refusals(t, &warned_input);
     uint32_t fresh = status.overflow & ~warned_overflow;
     if (fresh != 0) {
@@ -796,6 +812,21 @@ int main(int argc, char** argv) {
         options.ticks == 0 ? 0.0 : elapsed_s * 1e6 / static_cast<double>(options.ticks);
     std::fprintf(stderr, "lockstep-sim: %s: %" PRIu64 " ticks, %zu bodies, %.3f s (%.1f us/tick)\n",
                  scene.name.c_str(), options.ticks, scene.bodies.size(), elapsed_s, per_tick_us);
+  }
+  if (options.stages && options.ticks != 0) {
+    uint64_t total_ns = 0;
+    for (uint32_t i = 0; i < kStepStageCount; ++i)
+      total_ns += stage_ns[i];
+    const double ticks = static_cast<double>(options.ticks);
+    for (uint32_t i = 0; i < kStepStageCount; ++i) {
+      if (stage_ns[i] == 0) continue;
+      std::fprintf(stderr, "lockstep-sim: stage %-22s %9.1f us/tick %5.1f %%\n",
+                   step_stage_name(static_cast<StepStage>(i)),
+                   static_cast<double>(stage_ns[i]) / ticks / 1000.0,
+                   100.0 * static_cast<double>(stage_ns[i]) / static_cast<double>(total_ns));
+    }
+    std::fprintf(stderr, "lockstep-sim: stage %-22s %9.1f us/tick\n", "(all)",
+                 static_cast<double>(total_ns) / ticks / 1000.0);
   }
   if (std::fflush(stdout) != 0) return 1;
   return 0;

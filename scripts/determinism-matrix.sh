@@ -48,7 +48,7 @@ normal_targets=(
   gcc-O0 gcc-O2 gcc-O3
   clang14-O0 clang14-O2 clang14-O3
   clang19-O0 clang19-O2 clang19-O3
-  gcc-v3-O2 clang14-v3-O2
+  gcc-v3-O2 clang14-v3-O2 gcc-O2-scalar
   i686-gcc-O2 aarch64-gcc-O2 wasm32-emcc-O2 win64-mingw-O2
 )
 injected_targets=(aarch64-gcc-O2-fpcontract-fast i686-gcc-O2-x87)
@@ -122,6 +122,10 @@ target_spec() {
     ;;
   *) return 1 ;;
   esac
+  simd_scalar=OFF
+  case "$name" in
+  *-scalar) simd_scalar=ON ;; # the lane types as plain floats (sim/src/simd/)
+  esac
   case "$name" in
   *-fpcontract-fast) inject_flags="-ffp-contract=fast" ;;
   *-x87) inject_flags="-mfpmath=387" ;;
@@ -157,7 +161,7 @@ if [ "${1:-}" = "--_build-one" ]; then
     -DCMAKE_TOOLCHAIN_FILE="$toolchains/$toolchain.cmake"
     -DLOCKSTEP_SIM_ONLY=ON -DLOCKSTEP_REPLAY_TOOL=ON
     -DLOCKSTEP_STAGED_INCLUDE_DIR="$staged" -DXXHASH_INCLUDE_DIR="$staged"
-    -DLOCKSTEP_INJECT_NONDETERMINISM="$inject_flags")
+    -DLOCKSTEP_INJECT_NONDETERMINISM="$inject_flags" -DLOCKSTEP_SIMD_SCALAR="$simd_scalar")
   build_targets=(lockstep-sim lockstep-replay-verify)
   if [ "$capi" = 1 ]; then
     # The C API's DLL too, its C test suite (run below) and lockstep-bot

@@ -41,7 +41,8 @@ uint32_t lsw_bodies(WebClient* c, int32_t which);
 uint32_t lsw_diff_count(WebClient* c);
 const float* lsw_diff_data(WebClient* c);
 double lsw_diff_tick(WebClient* c);
-double lsw_bench_builtin(const char* scene_name, uint32_t ticks, uint32_t warmup);
+double lsw_bench_builtin(const char* scene_name, uint32_t ticks, uint32_t warmup, uint32_t rounds);
+double lsw_bench_first();
 const char* lsw_bench_hash();
 }
 
@@ -267,9 +268,12 @@ TEST(WebClient, BenchmarkRunIsLockstepSimsRun) {
     if (line.rfind("120 ", 0) == 0) expected = line.substr(4);
   }
   ASSERT_EQ(expected.size(), 16u);
-  EXPECT_GE(lsw_bench_builtin("inputs", 120, 60), 0);
+  const double best = lsw_bench_builtin("inputs", 120, 60, 2);
+  EXPECT_GT(best, 0);
+  EXPECT_GE(lsw_bench_first(), best);  // the fastest of two rounds, the first among them
   EXPECT_EQ(std::string(lsw_bench_hash()), expected);
-  EXPECT_LT(lsw_bench_builtin("no-such-scene", 120, 60), 0);
+  EXPECT_LT(lsw_bench_builtin("no-such-scene", 120, 60, 1), 0);
+  EXPECT_LT(lsw_bench_builtin("inputs", 120, 60, 0), 0);
 }
 
 }  // namespace

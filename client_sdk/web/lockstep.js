@@ -33,11 +33,19 @@ export function loadCore(options = {}) {
  * `warmup` untimed steps, and the state hash at `ticks` (equal to the native tool's). */
 export async function benchmark(scene, ticks, warmup = 60, options = {}) {
   const core = await loadCore(options);
+  const rounds = options.rounds ?? 3;
   const name = allocString(core, scene);
   try {
-    const msPerStep = core._lsw_bench_builtin(name, ticks, warmup);
+    const msPerStep = core._lsw_bench_builtin(name, ticks, warmup, rounds);
     if (msPerStep < 0) throw new Error(`unknown scene ${scene}`);
-    return { scene, ticks, msPerStep, hash: core.UTF8ToString(core._lsw_bench_hash()) };
+    return {
+      scene,
+      ticks,
+      rounds,
+      msPerStep,
+      firstMsPerStep: core._lsw_bench_first(),
+      hash: core.UTF8ToString(core._lsw_bench_hash()),
+    };
   } finally {
     core._free(name);
   }

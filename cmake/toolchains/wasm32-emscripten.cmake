@@ -10,7 +10,10 @@
 set(EMSCRIPTEN_SYSTEM_PROCESSOR wasm32)
 include(/usr/share/emscripten/cmake/Modules/Platform/Emscripten.cmake)
 # libc++ 13 in Debian's emscripten lacks std::bit_cast; libcxx13-bit-cast.h supplies it.
-set(CMAKE_CXX_FLAGS_INIT "-include ${CMAKE_CURRENT_LIST_DIR}/libcxx13-bit-cast.h")
+# -msimd128: the sim's lane types use wasm SIMD (sim/src/simd/); every browser since 2021 and
+# node 16.4+ run it. The f32x4 arithmetic is IEEE as the scalar one, so the bits are the same.
+set(CMAKE_CXX_FLAGS_INIT "-msimd128 -include ${CMAKE_CURRENT_LIST_DIR}/libcxx13-bit-cast.h")
+set(CMAKE_C_FLAGS_INIT "-msimd128")
 # NODERAWFS: the program sees the real file system (scene files passed on the command line);
 # EXIT_RUNTIME: stdout is flushed and the exit code is returned to the shell.
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-sALLOW_MEMORY_GROWTH=1 -sNODERAWFS=1 -sEXIT_RUNTIME=1")

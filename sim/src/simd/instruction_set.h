@@ -5,7 +5,8 @@
 // Baseline, fixed at compile time by the target:
 //   LOCKSTEP_SIMD_SSE2   x86-64, and 32-bit x86 built with -msse2 (the sim always is: CMake)
 //   LOCKSTEP_SIMD_NEON   aarch64
-//   neither              everything else (wasm32), or -DLOCKSTEP_SIMD_SCALAR: scalar code
+//   LOCKSTEP_SIMD_WASM   wasm32 built with -msimd128 (the sim always is: the toolchain file)
+//   none of them         everything else, or -DLOCKSTEP_SIMD_SCALAR: scalar code
 // Extra kernels of the contact solver's passes, chosen at run time by CPUID (x86, gcc or clang):
 //   LOCKSTEP_SIMD_AVX_KERNEL     the passes compiled again for AVX (off with -DLOCKSTEP_NO_AVX,
 //                                CMake LOCKSTEP_AVX_KERNEL=OFF)
@@ -18,6 +19,8 @@
 #define LOCKSTEP_SIMD_SSE2 1
 #elif !defined(LOCKSTEP_SIMD_SCALAR) && defined(__aarch64__)
 #define LOCKSTEP_SIMD_NEON 1
+#elif !defined(LOCKSTEP_SIMD_SCALAR) && defined(__wasm_simd128__)
+#define LOCKSTEP_SIMD_WASM 1
 #endif
 
 #if defined(LOCKSTEP_SIMD_SSE2) && !defined(LOCKSTEP_NO_AVX) && \

@@ -7,8 +7,9 @@
 //   - SSE2 on x86 (x86-64, and 32-bit x86 built with -msse2 as the sim is);
 //   - NEON on aarch64 (vdivq/vsqrtq are IEEE there; -ffp-contract=off keeps the multiplies and
 //     adds apart, as for scalar code);
-//   - four scalar floats everywhere else (wasm32), or with -DLOCKSTEP_SIMD_SCALAR.
-// The determinism matrix runs all three and compares the bits. There is deliberately no min, max
+//   - wasm SIMD128 on wasm32 (f32x4 arithmetic is IEEE there, as the scalar f32 operations);
+//   - four scalar floats everywhere else, or with -DLOCKSTEP_SIMD_SCALAR.
+// The determinism matrix runs all four and compares the bits. There is deliberately no min, max
 // or abs: SSE's minps, NEON's fmin and std::min disagree on NaN and signed zeros; write the
 // comparison and the select the scalar code means.
 //
@@ -29,6 +30,9 @@
 #elif defined(LOCKSTEP_SIMD_NEON)
 #define LOCKSTEP_WIDE_NEON 1
 #include <arm_neon.h>
+#elif defined(LOCKSTEP_SIMD_WASM)
+#define LOCKSTEP_WIDE_WASM 1
+#include <wasm_simd128.h>
 #else
 #define LOCKSTEP_WIDE_PORTABLE 1
 #include <cmath>

@@ -165,6 +165,92 @@ LOCKSTEP_WIDE_INLINE void transpose(W4& r0, W4& r1, W4& r2, W4& r3) {
   r2.v = vzip1q_f32(t1, t3);
   r3.v = vzip2q_f32(t1, t3);
 }
+#elif defined(LOCKSTEP_WIDE_WASM)
+// f32x4 add, sub, mul, div and sqrt are IEEE-754 and correctly rounded, as wasm's scalar f32
+// operations; comparisons give all-ones lanes; f32x4.ne is true for NaN, as scalar !=.
+struct W4 {
+  v128_t v;
+};
+struct M4 {
+  v128_t v;
+};
+LOCKSTEP_WIDE_INLINE W4 load(const float* p) {  // any alignment
+  return {wasm_v128_load(p)};
+}
+LOCKSTEP_WIDE_INLINE void store(float* p, W4 a) {
+  wasm_v128_store(p, a.v);
+}
+LOCKSTEP_WIDE_INLINE W4 splat(float s) {
+  return {wasm_f32x4_splat(s)};
+}
+LOCKSTEP_WIDE_INLINE W4 operator+(W4 a, W4 b) {
+  return {wasm_f32x4_add(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE W4 operator-(W4 a, W4 b) {
+  return {wasm_f32x4_sub(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE W4 operator*(W4 a, W4 b) {
+  return {wasm_f32x4_mul(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE W4 operator/(W4 a, W4 b) {
+  return {wasm_f32x4_div(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE W4 sqrt(W4 a) {
+  return {wasm_f32x4_sqrt(a.v)};
+}
+LOCKSTEP_WIDE_INLINE W4 operator-(W4 a) {  // sign flip, as scalar −a
+  return {wasm_f32x4_neg(a.v)};
+}
+LOCKSTEP_WIDE_INLINE M4 operator<(W4 a, W4 b) {
+  return {wasm_f32x4_lt(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE M4 operator<=(W4 a, W4 b) {
+  return {wasm_f32x4_le(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE M4 operator>(W4 a, W4 b) {
+  return {wasm_f32x4_gt(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE M4 operator>=(W4 a, W4 b) {
+  return {wasm_f32x4_ge(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE M4 operator==(W4 a, W4 b) {
+  return {wasm_f32x4_eq(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE M4 operator!=(W4 a, W4 b) {  // true for NaN, as scalar !=
+  return {wasm_f32x4_ne(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE M4 operator&(M4 a, M4 b) {
+  return {wasm_v128_and(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE M4 operator|(M4 a, M4 b) {
+  return {wasm_v128_or(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE M4 operator~(M4 a) {
+  return {wasm_v128_not(a.v)};
+}
+LOCKSTEP_WIDE_INLINE M4 and_not(M4 a, M4 b) {  // a & ~b
+  return {wasm_v128_andnot(a.v, b.v)};
+}
+LOCKSTEP_WIDE_INLINE W4 select(M4 m, W4 a, W4 b) {  // m ? a : b per lane
+  return {wasm_v128_bitselect(a.v, b.v, m.v)};
+}
+LOCKSTEP_WIDE_INLINE int bits(M4 m) {  // bit i set when lane i is true
+  return static_cast<int>(wasm_i32x4_bitmask(m.v));
+}
+LOCKSTEP_WIDE_INLINE M4 lane_mask(int bits4) {
+  return {
+      wasm_i32x4_make(-(bits4 & 1), -((bits4 >> 1) & 1), -((bits4 >> 2) & 1), -((bits4 >> 3) & 1))};
+}
+LOCKSTEP_WIDE_INLINE void transpose(W4& r0, W4& r1, W4& r2, W4& r3) {
+  const v128_t t0 = wasm_i32x4_shuffle(r0.v, r1.v, 0, 4, 1, 5);  // x0 x1 y0 y1
+  const v128_t t1 = wasm_i32x4_shuffle(r0.v, r1.v, 2, 6, 3, 7);  // z0 z1 w0 w1
+  const v128_t t2 = wasm_i32x4_shuffle(r2.v, r3.v, 0, 4, 1, 5);  // x2 x3 y2 y3
+  const v128_t t3 = wasm_i32x4_shuffle(r2.v, r3.v, 2, 6, 3, 7);  // z2 z3 w2 w3
+  r0.v = wasm_i32x4_shuffle(t0, t2, 0, 1, 4, 5);
+  r1.v = wasm_i32x4_shuffle(t0, t2, 2, 3, 6, 7);
+  r2.v = wasm_i32x4_shuffle(t1, t3, 0, 1, 4, 5);
+  r3.v = wasm_i32x4_shuffle(t1, t3, 2, 3, 6, 7);
+}
 #else
 struct W4 {
   float f[4];
