@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "alloc_counter.h"
 #include "lockstep.h"
 #include "lockstep/schema/messages.h"
+#include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/version.h"
 #include "lockstep/sim/world.h"
@@ -17,25 +19,38 @@ namespace {
 
 using namespace lockstep;
 
+sim::Scene bounce_scene() {
+  sim::Scene scene;
+  EXPECT_TRUE(sim::make_builtin_scene("bounce", &scene));
+  return scene;
+}
+
 struct Server {
   sim::Scene scene;
   std::unique_ptr<sim::World> world;
+  bool carry_level = true;  // a level scene's Welcome: the geometry, or its digest alone
 
-  Server() {
-    EXPECT_TRUE(sim::make_builtin_scene("bounce", &scene));
-    world = sim::build_world(scene);
-  }
+  Server() : Server(bounce_scene()) {}
+  explicit Server(sim::Scene s) : scene(std::move(s)) { world = sim::build_world(scene); }
 
   std::vector<uint8_t> welcome(uint32_t physics_revision = sim::kPhysicsRevision) const {
     schema::Welcome w;
     w.player_id = 3;
     w.tick_rate_hz = 60;
     w.input_delay_ticks = 2;
-    w.scene = "bounce";
+    w.scene = scene.name;
     w.world_def = scene.def;
     w.world_def_fingerprint = sim::world_def_fingerprint(scene.def);
     w.current_tick = world->tick();
     w.physics_revision = physics_revision;
+    if (!scene.meshes.empty() || !scene.heightfields.empty()) {
+      w.level_digest = world->level_stats().digest;
+      w.level_carried = carry_level;
+      if (carry_level) {
+        w.level_meshes = scene.meshes;
+        w.level_heightfields = scene.heightfields;
+      }
+    }
     return schema::encode_frame(w);
   }
 
@@ -59,6 +74,48 @@ struct Server {
     return schema::encode_frame(frame);
   }
 };
+
+TEST(CapiFrames, ALevelInTheWelcomeIsPartOfTheWorldAndADigestAloneIsRefused) {
+  sim::Scene scene;
+  std::string error;
+  ASSERT_TRUE(schema::load_scene_file(
+      std::string(LOCKSTEP_SOURCE_DIR) + "/tests/level_scenes/ramp.scene", &scene, &error))
+      << error;
+  Server server(std::move(scene));
+  ASSERT_NE(server.world, nullptr);
+  for (int i = 0; i < 10; ++i)
+    server.step();
+  const std::vector<uint8_t> welcome = server.welcome();
+  lockstep_world* world = nullptr;
+  ASSERT_EQ(lockstep_world_create_from_welcome(welcome.data(), welcome.size(), nullptr, &world),
+            LOCKSTEP_OK)
+      << lockstep_last_error();
+  // The snapshot names the level: a world without it would refuse it.
+  const std::vector<uint8_t> snapshot = server.snapshot();
+  uint64_t tick = 0, hash = 0;
+  ASSERT_EQ(lockstep_world_apply_frame(world, snapshot.data(), snapshot.size(), &tick, &hash),
+            LOCKSTEP_OK)
+      << lockstep_world_last_error(world);
+  for (int i = 0; i < 90; ++i) {
+    const std::vector<uint8_t> frame = server.step();
+    ASSERT_EQ(lockstep_world_apply_frame(world, frame.data(), frame.size(), &tick, &hash),
+              LOCKSTEP_OK)
+        << lockstep_world_last_error(world);
+  }
+  EXPECT_EQ(tick, 100u);
+  EXPECT_EQ(hash, server.world->state_hash());
+  lockstep_world_destroy(world);
+
+  server.carry_level = false;
+  const std::vector<uint8_t> digest_only = server.welcome();
+  world = nullptr;
+  EXPECT_EQ(
+      lockstep_world_create_from_welcome(digest_only.data(), digest_only.size(), nullptr, &world),
+      LOCKSTEP_ERR_SCENE_REFUSED);
+  EXPECT_EQ(world, nullptr);
+  EXPECT_NE(std::string(lockstep_last_error()).find("digest"), std::string::npos)
+      << lockstep_last_error();
+}
 
 TEST(CapiFrames, WelcomeSnapshotAndTicksFollowTheServer) {
   Server server;

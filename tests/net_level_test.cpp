@@ -101,6 +101,26 @@ TEST(NetLevel, AClientWithoutTheLevelFileGetsItInTheWelcomeAndVerifiesEveryTick)
   EXPECT_EQ(bot.client.world()->level_stats().triangles, 360u);
 }
 
+TEST(NetLevel, APredictingClientsWorldAheadHasTheLevelToo) {
+  // The predicted world restores the confirmed world's snapshots and its bodies rest on the bowl:
+  // it must be made with the level, not from the WorldDef alone.
+  net_test::InProcessServer server(level_config());
+  ASSERT_TRUE(server.started());
+  LevelClient bot;
+  client_sdk::ClientOptions options;
+  options.prediction = true;
+  ASSERT_TRUE(bot.connect(server.port(), "bowl", options)) << bot.client.last_error();
+  ASSERT_TRUE(pump_until({&bot}, [&] { return bot.ticks >= 120 || !bot.errors.empty(); }))
+      << bot.describe();
+  EXPECT_TRUE(bot.errors.empty()) << bot.describe();
+  EXPECT_EQ(bot.desyncs, 0u);
+  ASSERT_NE(bot.client.predicted_world(), nullptr);
+  EXPECT_EQ(bot.client.predicted_world()->level_stats().digest,
+            bot.client.world()->level_stats().digest);
+  EXPECT_EQ(bot.client.predicted_world()->level_stats().triangles, 360u);
+  EXPECT_GE(bot.client.predicted_world()->tick(), bot.client.world()->tick());
+}
+
 TEST(NetLevel, ADigestOnlyWelcomeNeedsTheClientsOwnCopyAndRefusesADifferentOne) {
   server::ServerConfig config = level_config();
   config.max_welcome_level_bytes = 0;  // every level goes as its digest alone

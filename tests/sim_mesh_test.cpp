@@ -262,6 +262,43 @@ TEST(MeshBuild, TheLevelIsPartOfTheSnapshotsIdentity) {
   EXPECT_EQ(c->state_hash(), a->state_hash());
 }
 
+TEST(MeshBuild, CreateLikeCopiesTheLevelSoTheSnapshotsRestoreAndStepAlike) {
+  // A rollback, prediction or comparison copy of a world: World::create(def) alone lacks the
+  // level and refuses the snapshots; create_like has it and steps bit for bit alike.
+  const Grid g = flat_grid(8, 1, -4, -4, 0);
+  const MeshDef mg = g.def();
+  auto a = World::create(quiet_def(), LevelDef{{&mg, 1}, {}});
+  ASSERT_NE(a, nullptr);
+  add_static(*a, ShapeType::mesh, 0);
+  BodyDef box = default_body_def();
+  box.shape.type = ShapeType::box;
+  box.shape.half_extents = {0.5f, 0.5f, 0.5f};
+  box.position = {0.3f, 2.0f, -0.2f};
+  box.angular_velocity = {0.4f, 1.0f, 0.2f};
+  BodyId id;
+  ASSERT_EQ(a->create_body(box, &id), Error::none);
+  step(*a, 30);
+  std::vector<uint8_t> bytes(a->snapshot_size());
+  size_t n = 0;
+  ASSERT_EQ(a->save_snapshot(bytes, &n), Error::none);
+
+  auto bare = World::create(a->def());
+  ASSERT_NE(bare, nullptr);
+  EXPECT_EQ(bare->restore_snapshot({bytes.data(), n}), Error::snapshot_mismatch);
+
+  auto copy = World::create_like(*a);
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->body_count(), 0u);
+  EXPECT_EQ(copy->level_stats().digest, a->level_stats().digest);
+  EXPECT_EQ(copy->level_stats().triangles, 128u);
+  ASSERT_EQ(copy->restore_snapshot({bytes.data(), n}), Error::none);
+  EXPECT_EQ(copy->state_hash(), a->state_hash());
+  step(*a, 60);
+  step(*copy, 60);
+  EXPECT_EQ(copy->state_hash(), a->state_hash());
+  EXPECT_NEAR(view(*copy, id).position.y, 0.5f, 0.01f);  // resting on the copied mesh
+}
+
 // ---- queries
 // -------------------------------------------------------------------------------------
 

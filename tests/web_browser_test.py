@@ -198,6 +198,9 @@ def main():
     parser.add_argument("--source-dir", required=True)
     parser.add_argument("--work-dir", required=True)
     parser.add_argument("--bench", action="store_true")
+    parser.add_argument("--scene", default="sumo",
+                        help="scenes/NAME.scene with the sumo rules (sumo_bowl: a level the page "
+                             "gets in the Welcome)")
     args = parser.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -223,7 +226,7 @@ def main():
     server = subprocess.Popen(
         [os.path.join(args.bin_dir, "lockstep-server"), "--bind", "127.0.0.1", "--port",
          str(tcp_port), "--ws-port", str(ws_port), "--ws-allow-origin", origin, "--scene",
-         os.path.join(args.source_dir, "scenes", "sumo.scene"), "--rules", "sumo",
+         os.path.join(args.source_dir, "scenes", args.scene + ".scene"), "--rules", "sumo",
          "--replay-dir", "", "--stats-json", stats_path],
         stdout=logs["server"], stderr=subprocess.STDOUT)
     processes = [server]
@@ -244,7 +247,7 @@ def main():
                 os.remove(path)
             processes.append(subprocess.Popen(
                 [os.path.join(args.bin_dir, "lockstep-bot"), "--port", str(tcp_port), "--room",
-                 "web", "--name", "bot%d" % i, "--scene", "sumo", "--game", "sumo", "--seed",
+                 "web", "--name", "bot%d" % i, "--scene", args.scene, "--game", "sumo", "--seed",
                  str(i), "--seconds", "600", "--hash-log", path],
                 stdout=logs["bot%d" % i], stderr=subprocess.STDOUT))
         check(wait_for(lambda: all(read_hashes(p) for p in hash_logs), 60, "the bots' first ticks")
@@ -254,7 +257,7 @@ def main():
         shutil.rmtree(profile, ignore_errors=True)
         os.makedirs(profile)
         url = "%s/sumo/index.html?ws=ws://127.0.0.1:%d&room=web&name=page&script=1&ticks=600" \
-              "&report=/report" % (origin, ws_port)
+              "&report=/report&scene=%s" % (origin, ws_port, args.scene)
         browser = start_chromium(chromium, url, profile)
         report = wait_for(lambda: Site.reports[0] if Site.reports else None, 240,
                           "the page's report")

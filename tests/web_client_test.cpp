@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lockstep/schema/messages.h"
+#include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
@@ -58,23 +59,36 @@ std::string hex(uint64_t v) {
   return text;
 }
 
+sim::Scene builtin_scene(const char* name) {
+  sim::Scene scene;
+  EXPECT_TRUE(sim::make_builtin_scene(name, &scene));
+  return scene;
+}
+
 struct Room {
   sim::Scene scene;
   std::unique_ptr<sim::World> world;
-  Room() {
-    EXPECT_TRUE(sim::make_builtin_scene("inputs", &scene));
-    world = sim::build_world(scene);
-  }
+  bool carry_level = true;  // a level scene's Welcome: the geometry, or its digest alone
+  Room() : Room(builtin_scene("inputs")) {}
+  explicit Room(sim::Scene s) : scene(std::move(s)) { world = sim::build_world(scene); }
   std::vector<uint8_t> welcome() const {
     schema::Welcome w;
     w.player_id = 2;
     w.tick_rate_hz = 60;
     w.input_delay_ticks = 2;
     w.input_window_ticks = 32;
-    w.scene = "inputs";
+    w.scene = scene.name;
     w.world_def = scene.def;
     w.world_def_fingerprint = sim::world_def_fingerprint(scene.def);
     w.current_tick = world->tick();
+    if (!scene.meshes.empty() || !scene.heightfields.empty()) {
+      w.level_digest = world->level_stats().digest;
+      w.level_carried = carry_level;
+      if (carry_level) {
+        w.level_meshes = scene.meshes;
+        w.level_heightfields = scene.heightfields;
+      }
+    }
     return schema::encode_frame(w);
   }
   std::vector<uint8_t> snapshot() const {
@@ -256,6 +270,37 @@ TEST(WebClient, ServerErrorsAreEvents) {
                            schema::Disconnect{schema::ErrorCode::server_shutdown, "bye"})),
             kClosed);
   EXPECT_NE(std::string(lsw_text(c)).find("bye"), std::string::npos);
+  lsw_destroy(c);
+}
+
+TEST(WebClient, ALevelSceneIsBuiltFromTheWelcomeAndVerifies) {
+  // The OBJ ramp: the page has no files, so the level comes in the Welcome; the confirmed world,
+  // the predicted one and the desync comparison all need it (the snapshots name it).
+  sim::Scene scene;
+  std::string error;
+  ASSERT_TRUE(schema::load_scene_file(
+      std::string(LOCKSTEP_SOURCE_DIR) + "/tests/level_scenes/ramp.scene", &scene, &error))
+      << error;
+  Room room(std::move(scene));
+  ASSERT_NE(room.world, nullptr);
+  ASSERT_GT(room.world->level_stats().triangles, 0u);
+  WebClient* c = lsw_create(4);
+  ASSERT_EQ(receive(c, room.welcome()), kJoined) << lsw_text(c);
+  ASSERT_EQ(receive(c, room.snapshot()), kSnapshot) << lsw_text(c);
+  for (int i = 0; i < 90; ++i) {
+    ASSERT_EQ(receive(c, room.step()), kTick) << "tick " << i << ": " << lsw_text(c);
+    EXPECT_GE(lsw_predict(c), lsw_tick(c, 0));
+  }
+  EXPECT_EQ(lsw_ticks_verified(c), 90);
+  EXPECT_EQ(lsw_desyncs(c), 0);
+  EXPECT_EQ(lsw_hash(c, 0), hex(room.world->state_hash()));
+  lsw_destroy(c);
+
+  // Over the server's Welcome cap the level comes as its digest alone: a page cannot load it.
+  room.carry_level = false;
+  c = lsw_create(0);
+  EXPECT_EQ(receive(c, room.welcome()), kClosed);
+  EXPECT_NE(std::string(lsw_text(c)).find("digest only"), std::string::npos) << lsw_text(c);
   lsw_destroy(c);
 }
 

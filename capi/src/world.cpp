@@ -1,6 +1,7 @@
 // The C API's worlds: creation from scenes and Welcome frames, the step, snapshots, bodies,
 // queries, events and game state. Every entry point checks its pointers and sizes first, then
 // runs inside guarded() so that nothing thrown reaches the C caller.
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <span>
@@ -10,6 +11,7 @@
 #include "capi_internal.h"
 #include "lockstep/client_sdk/client.h"
 #include "lockstep/schema/frame.h"
+#include "lockstep/schema/level_file.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/query.h"
@@ -262,12 +264,27 @@ LOCKSTEP_API lockstep_status lockstep_world_create_from_welcome(const void* fram
     if (!welcome->world_def) {
       return fail(nullptr, LOCKSTEP_ERR_VERSION, "the Welcome carries no WorldDef");
     }
-    if (sim::world_memory_bytes(*welcome->world_def) > kMaxWorldBytes) {
+    // The room's level rides in the Welcome up to the server's cap; above it the Welcome has
+    // only its digest, and a world without it would refuse the room's snapshots.
+    if (welcome->level_digest != 0 && !welcome->level_carried) {
+      char digest[17];
+      std::snprintf(digest, sizeof digest, "%016llx",
+                    static_cast<unsigned long long>(welcome->level_digest));
+      return fail(nullptr, LOCKSTEP_ERR_SCENE_REFUSED,
+                  std::string("the Welcome carries the level's digest (") + digest +
+                      ") only: make the world from the scene file with its level files");
+    }
+    const schema::LevelView level =
+        schema::view_level(welcome->level_meshes, welcome->level_heightfields);
+    if (sim::world_memory_bytes(*welcome->world_def) +
+            schema::level_content_bytes(welcome->level_meshes, welcome->level_heightfields) +
+            sim::level_memory_bytes(level.def()) >
+        kMaxWorldBytes) {
       return fail(nullptr, LOCKSTEP_ERR_SCENE_REFUSED, "the Welcome's world needs more than 1 GiB");
     }
     auto handle = std::make_unique<lockstep_world>();
     sim::Error error = sim::Error::none;
-    handle->owned = sim::World::create(*welcome->world_def, &error);
+    handle->owned = sim::World::create(*welcome->world_def, level.def(), &error);
     if (!handle->owned) {
       fail_sim(nullptr, error, "the Welcome's WorldDef");
       return LOCKSTEP_ERR_SCENE_REFUSED;

@@ -134,7 +134,8 @@ std::unique_ptr<Prediction> Prediction::create(const sim::World& confirmed, uint
   }
   auto data = std::make_unique<Data>();
   sim::Error world_error = sim::Error::none;
-  data->world = sim::World::create(confirmed.def(), &world_error);
+  // The confirmed world's level too: its snapshots name it, and predicted bodies rest on it.
+  data->world = sim::World::create_like(confirmed, &world_error);
   if (!data->world) {
     set(world_error);
     return nullptr;

@@ -102,9 +102,9 @@ std::unique_ptr<SyncTester> SyncTester::create(const World& world, uint32_t roll
   d->command_errors.resize(def.max_commands_per_tick);
   d->input_errors.resize(def.max_inputs_per_tick);
   Error e = Error::none;
-  d->copy = World::create(def, &e);
+  d->copy = World::create_like(world, &e);  // the level too: the snapshots name it
   if (d->copy == nullptr) return refuse(e);
-  d->recorded = World::create(def, &e);
+  d->recorded = World::create_like(world, &e);
   if (d->recorded == nullptr) return refuse(e);
   if (!d->save(world, &d->at(d->start_tick))) return refuse(Error::buffer_too_small);
   if (error != nullptr) *error = Error::none;

@@ -382,6 +382,19 @@ std::unique_ptr<World> World::create(const WorldDef& requested, const LevelDef& 
   return std::unique_ptr<World>(new World(std::move(d)));
 }
 
+std::unique_ptr<World> World::create_like(const World& other, Error* error) {
+  // The resolved WorldDef resolves to itself, so the fingerprint before the level is other's.
+  std::unique_ptr<World> world = create(other.def(), error);
+  if (world == nullptr) return nullptr;
+  WorldData& d = *world->data_;
+  const WorldData& o = *other.data_;
+  d.meshes = o.meshes;
+  d.heightfields = o.heightfields;
+  d.level_stats = o.level_stats;
+  d.def_fingerprint = o.def_fingerprint;
+  return world;
+}
+
 const WorldDef& World::def() const {
   return data_->def;
 }

@@ -22,6 +22,7 @@
 #include "lockstep/client_sdk/prediction.h"
 #include "lockstep/client_sdk/time_sync.h"
 #include "lockstep/schema/frame.h"
+#include "lockstep/schema/level_file.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/sim/scene.h"
@@ -56,6 +57,10 @@ enum EventKind : int32_t {
 
 /// Floats per body in lsw_bodies' array.
 constexpr int kBodyFloats = 18;
+
+/// The most memory a Welcome's world (its level included) may take in a page: a wasm32 heap
+/// grows to 2 GiB at most, and a hostile or mistaken server must not make the page try.
+constexpr uint64_t kMaxWorldBytes = uint64_t{512} << 20;
 
 struct WebClient {
   std::unique_ptr<sim::World> world;  // confirmed
@@ -118,12 +123,35 @@ int32_t on_welcome(WebClient* c, schema::Welcome welcome) {
     c->text = "the Welcome carries no WorldDef";
     return event_closed;
   }
+  // The level: a page has no level files of its own, so the Welcome must carry it (the server's
+  // --max-welcome-level-bytes decides; docs/web.md).
+  if (welcome.level_digest != 0 && !welcome.level_carried) {
+    char digest[17];
+    std::snprintf(digest, sizeof digest, "%016" PRIx64, welcome.level_digest);
+    c->text = std::string("the server sends its level (digest ") + digest +
+              ") as its digest only, and a page has no level files: raise the server's "
+              "Welcome level cap to send it whole";
+    return event_closed;
+  }
+  const uint64_t level_bytes =
+      schema::level_content_bytes(welcome.level_meshes, welcome.level_heightfields) +
+      sim::level_memory_bytes(
+          schema::view_level(welcome.level_meshes, welcome.level_heightfields).def());
+  const uint64_t need = sim::world_memory_bytes(*welcome.world_def) + level_bytes;
+  if (need > kMaxWorldBytes) {
+    c->text = "the Welcome's world needs " + std::to_string(need) + " bytes (level " +
+              std::to_string(level_bytes) + "), over the page's budget of " +
+              std::to_string(kMaxWorldBytes);
+    return event_closed;
+  }
   sim::Error error = sim::Error::none;
   // Stage timings read the clock a dozen times a step, and each read leaves wasm for JavaScript:
   // most of a small step's time in a page. They are never part of the state or the hash.
   sim::WorldDef def = *welcome.world_def;
   def.measure_stage_times = false;
-  c->world = sim::World::create(def, &error);
+  const schema::LevelView level =
+      schema::view_level(welcome.level_meshes, welcome.level_heightfields);
+  c->world = sim::World::create(def, level.def(), &error);
   if (!c->world) {
     c->text = std::string("cannot make the Welcome's world: ") + sim::error_message(error);
     return event_closed;
@@ -156,8 +184,7 @@ void diff_with_snapshot(WebClient* c, const schema::Snapshot& snapshot) {
   c->diff.clear();
   c->diff_tick = -1;
   if (!c->desynced || snapshot.tick != c->world->tick()) return;
-  sim::WorldDef def = c->world->def();
-  std::unique_ptr<sim::World> server = sim::World::create(def);
+  std::unique_ptr<sim::World> server = sim::World::create_like(*c->world);
   if (!server || server->restore_snapshot(snapshot.state) != sim::Error::none) return;
   c->diff_tick = static_cast<double>(snapshot.tick);
   std::vector<sim::BodyId> ids(c->world->body_count());

@@ -93,6 +93,10 @@ class World final {
   /// invalid_mesh and capacity_mesh.
   static std::unique_ptr<World> create(const WorldDef& def, const LevelDef& level,
                                        Error* error = nullptr);
+  /// A world of `other`'s WorldDef and level (its built meshes and heightfields copied, so the
+  /// same fingerprint), with no bodies: what a rollback, prediction or comparison copy restores
+  /// `other`'s snapshots into. World::create(other.def()) would lack the level, and refuse them.
+  static std::unique_ptr<World> create_like(const World& other, Error* error = nullptr);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
