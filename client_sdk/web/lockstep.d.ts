@@ -38,7 +38,8 @@ export interface BodyId {
 export interface Body {
   id: BodyId;
   type: 'static' | 'kinematic' | 'dynamic';
-  shape: 'sphere' | 'box' | 'capsule' | 'plane' | 'hull' | 'compound';
+  /** mesh and heightfield: a static body placing level geometry the Welcome carried. */
+  shape: 'sphere' | 'box' | 'capsule' | 'plane' | 'hull' | 'compound' | 'mesh' | 'heightfield';
   position: [number, number, number];
   /** x, y, z, w */
   orientation: [number, number, number, number];

@@ -12,7 +12,7 @@ export const INPUT_SCALE = 1024;
 
 const EVENT_NAMES = ['', 'joined', 'snapshot', 'tick', 'desync', 'error', 'closed', 'pong', 'gameMessage'];
 const BODY_FLOATS = 18;
-const SHAPES = ['sphere', 'box', 'capsule', 'plane', 'hull', 'compound'];
+const SHAPES = ['sphere', 'box', 'capsule', 'plane', 'hull', 'compound', 'mesh', 'heightfield'];
 const BODY_TYPES = ['static', 'kinematic', 'dynamic'];
 
 let corePromise = null;
@@ -86,7 +86,7 @@ class WorldView {
       out[i] = {
         id: { index1: f[o], generation: f[o + 1] },
         type: BODY_TYPES[f[o + 2]] ?? 'dynamic',
-        shape: SHAPES[f[o + 3]] ?? 'sphere',
+        shape: SHAPES[f[o + 3]],
         position: [f[o + 4], f[o + 5], f[o + 6]],
         orientation: [f[o + 7], f[o + 8], f[o + 9], f[o + 10]],
         radius: f[o + 11],
