@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
 #include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/scene.h"
@@ -301,6 +302,17 @@ TEST(WebClient, ALevelSceneIsBuiltFromTheWelcomeAndVerifies) {
   c = lsw_create(0);
   EXPECT_EQ(receive(c, room.welcome()), kClosed);
   EXPECT_NE(std::string(lsw_text(c)).find("digest only"), std::string::npos) << lsw_text(c);
+  lsw_destroy(c);
+}
+
+TEST(WebClient, AMessageLongerThanAnyFrameIsNeverBuffered) {
+  // A hostile server's huge message: no buffer (the page does not copy it), and the reason.
+  WebClient* c = lsw_create(0);
+  EXPECT_EQ(lsw_in_buffer(c, 0xffffffffu), nullptr);
+  EXPECT_NE(std::string(lsw_text(c)).find("frame limit"), std::string::npos) << lsw_text(c);
+  const uint32_t largest = 4u + schema::kMaxServerFrameBytes;  // the length, then the body
+  EXPECT_EQ(lsw_in_buffer(c, largest + 1u), nullptr);
+  EXPECT_NE(lsw_in_buffer(c, largest), nullptr);
   lsw_destroy(c);
 }
 

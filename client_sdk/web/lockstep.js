@@ -269,10 +269,16 @@ export class LockstepClient {
     if (typeof data === 'string') return;  // the server sends binary messages only
     const core = this._core;
     const bytes = new Uint8Array(data);
+    const text = () => core.UTF8ToString(core._lsw_text(this._handle));
     const ptr = core._lsw_in_buffer(this._handle, bytes.length);
+    if (ptr === 0) {  // longer than any frame may be: never copied into the wasm heap
+      this.closeReason = `bad frame from the server: ${text()}`;
+      this._emit('error', { code: 0, message: this.closeReason, fatal: true });
+      this._socket.close(1009, 'message too big');
+      return;
+    }
     core.HEAPU8.set(bytes, ptr);
     const kind = core._lsw_receive(this._handle);
-    const text = () => core.UTF8ToString(core._lsw_text(this._handle));
     switch (EVENT_NAMES[kind]) {
       case 'joined':
         this._startPings();
