@@ -289,10 +289,9 @@ LSW_EXPORT void lsw_destroy(WebClient* c) {
   delete c;
 }
 
-/// Room for an incoming frame of `size` bytes; the page copies the message there.
 /// The buffer for a received message of `size` bytes; null for one longer than any server frame
 /// may be (the 4-byte length and kMaxServerFrameBytes): a hostile server must not make the page
-/// grow its heap until the wasm aborts. lsw_text then says why.
+/// grow its heap until the wasm aborts. lsw_text then says why. The page copies the message there.
 LSW_EXPORT uint8_t* lsw_in_buffer(WebClient* c, uint32_t size) {
   if (size > schema::kFrameHeaderBytes + schema::kMaxServerFrameBytes) {
     c->in.clear();
