@@ -4,6 +4,7 @@
 // The same source is the wasm the page runs; the browser test runs it against a real server.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -45,6 +46,8 @@ const float* lsw_diff_data(WebClient* c);
 double lsw_diff_tick(WebClient* c);
 double lsw_bench_builtin(const char* scene_name, uint32_t ticks, uint32_t warmup, uint32_t rounds);
 double lsw_bench_first();
+uint32_t lsw_level_triangles(WebClient* c);
+const float* lsw_level_data(WebClient* c);
 const char* lsw_bench_hash();
 }
 
@@ -151,6 +154,7 @@ TEST(WebClient, FollowsTheRoomAndVerifiesEveryTick) {
   EXPECT_EQ(lsw_tick(c, 0), 10);
   EXPECT_EQ(lsw_hash(c, 0), hex(room.world->state_hash()));
   EXPECT_EQ(lsw_bodies(c, 0), room.world->body_count());
+  EXPECT_EQ(lsw_level_triangles(c), 0u);  // no level in `inputs`
   // Inputs of player 2 (ours) and 3, in the frames as the server applied them.
   const sim::BodyId body = sim::BodyId{2, 0};
   for (int i = 0; i < 60; ++i) {
@@ -295,6 +299,16 @@ TEST(WebClient, ALevelSceneIsBuiltFromTheWelcomeAndVerifies) {
   EXPECT_EQ(lsw_ticks_verified(c), 90);
   EXPECT_EQ(lsw_desyncs(c), 0);
   EXPECT_EQ(lsw_hash(c, 0), hex(room.world->state_hash()));
+  // The arena for drawing: ramp.obj's one quad (corners (±10, ∓3 or ±3, ±10): it rises 6 m
+  // along +x) as two triangles where the static body puts it (at the origin).
+  ASSERT_EQ(lsw_level_triangles(c), 2u);
+  const float* corners = lsw_level_data(c);
+  for (int i = 0; i < 6; ++i) {
+    const float x = corners[3 * i], y = corners[3 * i + 1], z = corners[3 * i + 2];
+    EXPECT_EQ(std::fabs(x), 10.0f);
+    EXPECT_EQ(std::fabs(z), 10.0f);
+    EXPECT_EQ(y, x > 0 ? 3.0f : -3.0f);
+  }
   lsw_destroy(c);
 
   // Over the server's Welcome cap the level comes as its digest alone: a page cannot load it.

@@ -125,6 +125,9 @@ export class LockstepClient {
   gameState(players?: number): Record<string, number | Record<number, number>>;
   score(player: number): number;
   gameEvents(): GameEvent[];
+  /** The level's triangles as the confirmed world places them (static mesh and heightfield
+   * bodies), 9 floats a triangle (three corners x, y, z, m): for drawing the arena. */
+  levelTriangles(): Float32Array;
   requestResync(reason?: string): void;
   /** Moves a body of the confirmed world outside the tick: the next tick is a desync (for seeing
    * how a page shows one; never in a real game). */

@@ -212,6 +212,16 @@ export class LockstepClient {
     return this._core._lsw_score(this._handle, player);
   }
 
+  /** The level's triangles where the confirmed world places them (static mesh and heightfield
+   * bodies; the geometry came in the Welcome), for drawing: 9 floats a triangle, three corners
+   * x, y, z in metres. Empty before the join snapshot and in scenes without a level. */
+  levelTriangles() {
+    const core = this._core;
+    const n = core._lsw_level_triangles(this._handle);
+    const base = core._lsw_level_data(this._handle) >> 2;
+    return core.HEAPF32.slice(base, base + n * 9);
+  }
+
   /** Game events of the confirmed world's last step. */
   gameEvents() {
     const core = this._core;

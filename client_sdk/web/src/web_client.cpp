@@ -83,6 +83,7 @@ struct WebClient {
   std::vector<uint8_t> in;   // the frame lsw_receive reads
   std::vector<uint8_t> out;  // the frame the last lsw_* builder made
   std::vector<float> bodies;
+  std::vector<float> level_triangles;  // lsw_level_triangles: 9 floats a triangle
   std::vector<sim::BodyId> body_ids;
   std::vector<int32_t> game_events;
   std::vector<uint8_t> game_message;
@@ -520,6 +521,60 @@ LSW_EXPORT uint32_t lsw_owned_body(WebClient* c, uint32_t i, int32_t generation)
   if (i >= c->welcome.owned_bodies.size()) return 0;
   const sim::BodyId id = c->welcome.owned_bodies[i];
   return generation != 0 ? id.generation : id.index1;
+}
+
+/// The level's triangles as the confirmed world places them, for drawing: every static mesh and
+/// heightfield body's geometry (from the Welcome) moved by the body's pose, 9 floats a triangle
+/// (three corners x y z, m, world). Returns the count; the floats are at lsw_level_data. A
+/// heightfield cell gives two triangles, split along the diagonal from (c, r) to (c + 1, r + 1)
+/// as the sim splits it.
+LSW_EXPORT uint32_t lsw_level_triangles(WebClient* c) {
+  c->level_triangles.clear();
+  if (!c->world) return 0;
+  std::vector<sim::BodyId> ids(c->world->body_count());
+  ids.resize(c->world->list_bodies(ids));
+  for (const sim::BodyId id : ids) {
+    sim::BodyView b;
+    if (c->world->get_body(id, &b) != sim::Error::none) continue;
+    auto corner = [&](sim::Vec3 local) {
+      const sim::Vec3 p = b.position + sim::rotate(b.orientation, local);
+      c->level_triangles.insert(c->level_triangles.end(), {p.x, p.y, p.z});
+    };
+    const uint32_t index = b.shape.mesh;
+    if (b.shape.type == sim::ShapeType::mesh && index < c->welcome.level_meshes.size()) {
+      const sim::SceneMesh& mesh = c->welcome.level_meshes[index];
+      for (size_t t = 0; t + 2 < mesh.indices.size(); t += 3) {
+        for (size_t k = 0; k < 3; ++k) {
+          const uint32_t v = mesh.indices[t + k];
+          corner(v < mesh.vertices.size() ? mesh.vertices[v] : sim::Vec3{});
+        }
+      }
+    } else if (b.shape.type == sim::ShapeType::heightfield &&
+               index < c->welcome.level_heightfields.size()) {
+      const sim::SceneHeightfield& field = c->welcome.level_heightfields[index];
+      if (field.heights.size() < size_t{field.columns} * field.rows) continue;
+      auto at = [&](uint32_t col, uint32_t row) {
+        return sim::Vec3{static_cast<float>(col) * field.spacing_x,
+                         field.heights[size_t{row} * field.columns + col],
+                         static_cast<float>(row) * field.spacing_z};
+      };
+      for (uint32_t row = 0; row + 1 < field.rows; ++row) {
+        for (uint32_t col = 0; col + 1 < field.columns; ++col) {
+          corner(at(col, row));
+          corner(at(col, row + 1));
+          corner(at(col + 1, row + 1));
+          corner(at(col, row));
+          corner(at(col + 1, row + 1));
+          corner(at(col + 1, row));
+        }
+      }
+    }
+  }
+  return static_cast<uint32_t>(c->level_triangles.size() / 9);
+}
+
+LSW_EXPORT const float* lsw_level_data(WebClient* c) {
+  return c->level_triangles.data();
 }
 
 /// The live bodies of a world (0 confirmed, 1 predicted) as kBodyFloats floats each: index1,

@@ -73,20 +73,68 @@ async function finish(client, title) {
   $('status').textContent = title;
 }
 
+// The arena of a level scene (the bowl), drawn once from the level's triangles seen from above:
+// lower triangles first, each shaded by its height and how steep it is. null: the flat platform.
+let arena = null;
+let arenaLooked = false;  // the level was looked for (once the world holds its bodies)
+
+function drawArena(triangles, scale) {
+  if (triangles.length === 0) return null;
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 600;
+  const g = canvas.getContext('2d');
+  g.translate(300, 300);
+  const order = [];
+  let low = Infinity, high = -Infinity;
+  for (let t = 0; t < triangles.length; t += 9) {
+    const y = (triangles[t + 1] + triangles[t + 4] + triangles[t + 7]) / 3;
+    low = Math.min(low, y);
+    high = Math.max(high, y);
+    order.push([y, t]);
+  }
+  order.sort((a, b) => a[0] - b[0]);
+  for (const [y, t] of order) {
+    const [ax, ay, az, bx, by, bz, cx, cy, cz] = triangles.subarray(t, t + 9);
+    // Upward component of the unit normal (b − a) × (c − a): 1 on flat ground, less on slopes.
+    const ux = bx - ax, uy = by - ay, uz = bz - az, vx = cx - ax, vy = cy - ay, vz = cz - az;
+    const nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
+    const up = Math.abs(ny) / (Math.hypot(nx, ny, nz) || 1);
+    const lift = high > low ? (y - low) / (high - low) : 0.5;
+    const shade = Math.round(40 + 40 * lift + 20 * up);
+    g.fillStyle = `rgb(${shade}, ${shade + 4}, ${shade + 14})`;
+    g.strokeStyle = g.fillStyle;
+    g.beginPath();
+    g.moveTo(ax * scale, az * scale);
+    g.lineTo(bx * scale, bz * scale);
+    g.lineTo(cx * scale, cz * scale);
+    g.closePath();
+    g.fill();
+    g.stroke();  // no hairline gaps between neighbours
+  }
+  return canvas;
+}
+
 function draw(client) {
   const world = prediction > 0 ? client.predicted : client.confirmed;
   const bodies = world.bodies();
   const scale = 600 / 14;  // 14 m across
   ctx.clearRect(0, 0, 600, 600);
+  if (!arenaLooked && client.confirmed.tick >= 0) {
+    arena = drawArena(client.levelTriangles(), scale);
+    arenaLooked = true;
+  }
+  if (arena) ctx.drawImage(arena, 0, 0);
   ctx.save();
   ctx.translate(300, 300);
-  // The platform: two 8 m squares, one turned 45°: an octagon.
-  ctx.fillStyle = '#3a3f4b';
-  for (const turn of [0, Math.PI / 4]) {
-    ctx.save();
-    ctx.rotate(turn);
-    ctx.fillRect(-4 * scale, -4 * scale, 8 * scale, 8 * scale);
-    ctx.restore();
+  if (!arena) {
+    // The platform: two 8 m squares, one turned 45°: an octagon.
+    ctx.fillStyle = '#3a3f4b';
+    for (const turn of [0, Math.PI / 4]) {
+      ctx.save();
+      ctx.rotate(turn);
+      ctx.fillRect(-4 * scale, -4 * scale, 8 * scale, 8 * scale);
+      ctx.restore();
+    }
   }
   const colours = ['#e6c229', '#f17105', '#d11149', '#6610f2', '#1a8fe3', '#3fb950', '#c0c0c0', '#ff8cc6'];
   for (const b of bodies) {
