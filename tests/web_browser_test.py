@@ -18,7 +18,10 @@ Waits for conditions (the bots' first hashes, the page's report), never for a fi
 With --bench it instead opens the package's benchmark page and prints the wasm step times and
 hashes next to the native lockstep-sim's (bench/README.md).
 
-Usage: web_browser_test.py --bin-dir DIR --source-dir DIR --work-dir DIR [--bench]
+--scene NAME plays on scenes/NAME.scene instead of sumo (sumo_bowl: an OBJ level the page receives
+in the Welcome); the server, the bots and the page all name it.
+
+Usage: web_browser_test.py --bin-dir DIR --source-dir DIR --work-dir DIR [--bench] [--scene NAME]
 Exit 0 when every check passes, 1 with the failures listed.
 """
 import argparse
