@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "alloc_counter.h"
+#include "level_welcome.h"
 #include "lockstep.h"
 #include "lockstep/schema/messages.h"
-#include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/version.h"
 #include "lockstep/sim/world.h"
@@ -43,14 +43,7 @@ struct Server {
     w.world_def_fingerprint = sim::world_def_fingerprint(scene.def);
     w.current_tick = world->tick();
     w.physics_revision = physics_revision;
-    if (!scene.meshes.empty() || !scene.heightfields.empty()) {
-      w.level_digest = world->level_stats().digest;
-      w.level_carried = carry_level;
-      if (carry_level) {
-        w.level_meshes = scene.meshes;
-        w.level_heightfields = scene.heightfields;
-      }
-    }
+    level_welcome::put_level(scene, *world, carry_level, &w);
     return schema::encode_frame(w);
   }
 
@@ -76,12 +69,7 @@ struct Server {
 };
 
 TEST(CapiFrames, ALevelInTheWelcomeIsPartOfTheWorldAndADigestAloneIsRefused) {
-  sim::Scene scene;
-  std::string error;
-  ASSERT_TRUE(schema::load_scene_file(
-      std::string(LOCKSTEP_SOURCE_DIR) + "/tests/level_scenes/ramp.scene", &scene, &error))
-      << error;
-  Server server(std::move(scene));
+  Server server(level_welcome::ramp_scene(LOCKSTEP_SOURCE_DIR));
   ASSERT_NE(server.world, nullptr);
   for (int i = 0; i < 10; ++i)
     server.step();

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "level_welcome.h"
 #include "lockstep/schema/limits.h"
 #include "lockstep/schema/messages.h"
-#include "lockstep/schema/scene_file.h"
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/testing.h"
 #include "lockstep/sim/version.h"
@@ -85,14 +85,7 @@ struct Room {
     w.world_def = scene.def;
     w.world_def_fingerprint = sim::world_def_fingerprint(scene.def);
     w.current_tick = world->tick();
-    if (!scene.meshes.empty() || !scene.heightfields.empty()) {
-      w.level_digest = world->level_stats().digest;
-      w.level_carried = carry_level;
-      if (carry_level) {
-        w.level_meshes = scene.meshes;
-        w.level_heightfields = scene.heightfields;
-      }
-    }
+    level_welcome::put_level(scene, *world, carry_level, &w);
     return schema::encode_frame(w);
   }
   std::vector<uint8_t> snapshot() const {
@@ -281,12 +274,7 @@ TEST(WebClient, ServerErrorsAreEvents) {
 TEST(WebClient, ALevelSceneIsBuiltFromTheWelcomeAndVerifies) {
   // The OBJ ramp: the page has no files, so the level comes in the Welcome; the confirmed world,
   // the predicted one and the desync comparison all need it (the snapshots name it).
-  sim::Scene scene;
-  std::string error;
-  ASSERT_TRUE(schema::load_scene_file(
-      std::string(LOCKSTEP_SOURCE_DIR) + "/tests/level_scenes/ramp.scene", &scene, &error))
-      << error;
-  Room room(std::move(scene));
+  Room room(level_welcome::ramp_scene(LOCKSTEP_SOURCE_DIR));
   ASSERT_NE(room.world, nullptr);
   ASSERT_GT(room.world->level_stats().triangles, 0u);
   WebClient* c = lsw_create(4);
