@@ -539,7 +539,13 @@ void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
     const bool compound_b = rb.shape.type == ShapeType::compound;
     // A compound's children: each one against each piece of the other body whose box its box
     // (grown by the pair's margin) meets, a manifold of its own under its children's key.
-    Aabb boxes_b[kMaxCompoundChildren];
+    // Left uninitialized (a variant member): written and read only for a compound pair. Zeroing
+    // its 192 bytes for every pair showed in the resting pyramid's profile (0.8 % of a step).
+    union CompoundBoxes {
+      Aabb b[kMaxCompoundChildren];
+      CompoundBoxes() {}
+    } boxes_scratch;
+    auto& boxes_b = boxes_scratch.b;
     if (compound_a || compound_b) {
       for (uint32_t cb = 0; cb < count_b; ++cb) {
         const ShapePiece pb = shape_piece(rb.shape, xb, cb, library);
