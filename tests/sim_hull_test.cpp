@@ -264,6 +264,51 @@ TEST(HullCollide, EveryShapeAgainstAHullFindsTheGapAlongTheRightNormal) {
   EXPECT_NEAR(m.normal.y, 1.0f, 1e-4f);
 }
 
+// A round shape beside a hull touches exactly while its gap is within the margin, whichever
+// feature it faces: the face-plane early out (a near miss is refused before the exact test)
+// must not refuse a contact the exact test would make, nor let a miss through. Gaps are stepped
+// across the margin in 0.1 mm steps, in front of a face, an edge and a corner of a unit cube,
+// near the origin and 300 m from it, where a float's spacing is 30 µm.
+TEST(HullCollide, RoundShapesTouchAHullExactlyUpToTheMargin) {
+  HullFixture fx;
+  const ShapeDef hull = fx.add(box_points({1, 1, 1}));
+  ShapeDef sphere;
+  sphere.type = ShapeType::sphere;
+  sphere.radius = 0.5f;
+  ShapeDef capsule;
+  capsule.type = ShapeType::capsule;
+  capsule.radius = 0.25f;
+  capsule.half_height = 0.5f;
+  const float margin = 0.02f;
+  const float r3 = 1.0f / std::sqrt(3.0f), r2 = 1.0f / std::sqrt(2.0f);
+  // From the hull's surface point outwards (unit): face, edge, corner.
+  const Vec3 out_dirs[3] = {{0, 1, 0}, {r2, r2, 0}, {r3, r3, r3}};
+  const Vec3 surface[3] = {{0.2f, 1, -0.1f}, {1, 1, 0.3f}, {1, 1, 1}};
+  // A capsule lying along z (its axis turned from y): its side faces every one of those.
+  const Quat along_z{0.70710678f, 0, 0, 0.70710678f};
+  for (const Vec3 origin : {Vec3{0, 0, 0}, Vec3{300, -40, 250}}) {
+    const Transform xh{origin, {}};
+    for (int f = 0; f < 3; ++f) {
+      for (int shape = 0; shape < 2; ++shape) {
+        const ShapeDef& round = shape == 0 ? sphere : capsule;
+        // The capsule's segment runs along z; facing the corner its nearest point is its end.
+        const Vec3 along = shape == 1 && f == 2 ? Vec3{0, 0, capsule.half_height} : Vec3{};
+        for (int step = -30; step <= 60; ++step) {
+          const float gap = margin + 1.0e-4f * static_cast<float>(step);
+          const Vec3 centre = origin + surface[f] + out_dirs[f] * (round.radius + gap) + along;
+          Manifold m;
+          collide(round, Transform{centre, shape == 0 ? Quat{} : along_z}, hull, xh, fx.library(),
+                  margin, &m);
+          // Within 0.1 mm of the margin, rounding at 300 m may go either way.
+          if (step >= -1 && step <= 1) continue;
+          EXPECT_EQ(m.count > 0, step < 0)
+              << "feature " << f << " shape " << shape << " gap " << gap << " at " << origin.x;
+        }
+      }
+    }
+  }
+}
+
 // ---- the scene text
 // ------------------------------------------------------------------------------
 
