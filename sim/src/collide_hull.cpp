@@ -258,7 +258,8 @@ int clip_segment_to_face(const WorldPoly& w, uint32_t face, Vec3 p, Vec3 d, floa
 bool face_plane_separates(const WorldPoly& w, Vec3 p, Vec3 d, float radius, float margin) {
   const Vec3 q = p + d;
   // The dot products' rounding grows with the coordinates: 2^-20 of them, and 1 mm besides.
-  const float size = (abs_f(p.x) + abs_f(p.y) + abs_f(p.z)) + (abs_f(q.x) + abs_f(q.y) + abs_f(q.z));
+  const float size =
+      (abs_f(p.x) + abs_f(p.y) + abs_f(p.z)) + (abs_f(q.x) + abs_f(q.y) + abs_f(q.z));
   const float bound = radius + margin + (1.0e-3f + 9.5367432e-7f * size);
   for (uint32_t f = 0; f < w.view.face_count; ++f) {
     const float a = dot(w.n[f], p), b = dot(w.n[f], q);
