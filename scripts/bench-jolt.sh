@@ -84,7 +84,7 @@ trap 'rm -rf "$work"' EXIT
 jolt_seconds() {
   local line
   line=$(cd "$jolt_dir" && "$jolt" "-s=$1" -q=Discrete -t=1 -no_sleep | tail -n 1)
-  awk -F', ' -v line="$line" 'BEGIN { split(line, f, ", "); if (f[3] + 0 <= 0) exit 1;
+  awk -v line="$line" 'BEGIN { split(line, f, ", "); if (f[3] + 0 <= 0) exit 1;
     printf "%.4f\n", 500 / f[3] }'
 }
 # lockstep's seconds for the 500 ticks, from --timing's line on stderr.
@@ -113,8 +113,10 @@ for scene in "${scene_list[@]}"; do
   esac
   echo "bench-jolt: $scene against Jolt's $jolt_scene, $pairs pairs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
   for pair in $(seq 1 "$pairs"); do
-    j=$(jolt_seconds "$jolt_scene")
-    l=$(lockstep_seconds "$ours")
+    # A run that fails or prints no time leaves its figure empty: reported below, not a bare exit.
+    j=$(jolt_seconds "$jolt_scene") || j=""
+    l=""
+    [ -z "$j" ] || l=$(lockstep_seconds "$ours") || l=""
     if [ -z "$j" ] || [ -z "$l" ]; then
       echo "bench-jolt: a run printed no time (Jolt '$j', lockstep '$l')" >&2
       exit 1
