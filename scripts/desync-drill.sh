@@ -99,6 +99,8 @@ if [ "${DRILL_BUILD_ONLY:-0}" = 1 ]; then exit 0; fi
 # ---- 2. the match ----------------------------------------------------------------------------
 rm -rf "$out"
 mkdir -p "$out/server" "$out/client"
+# The file exists before the server starts: the poll below must not race its redirection.
+: >"$out/server.out"
 "$build/apps/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn \
   --replay-dir "$out/server" >"$out/server.out" 2>"$out/server.log" &
 server_pid=$!

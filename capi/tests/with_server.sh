@@ -26,6 +26,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The file exists before the server starts: the poll below must not race its redirection.
+: >"$work/server.out"
 "$server" --bind 127.0.0.1 --port 0 --log-level warn "${server_args[@]}" \
   >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!

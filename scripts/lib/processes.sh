@@ -16,7 +16,8 @@ stop_processes_and_clean_up() {
 wait_for_server_port() {
   port=""
   for _ in $(seq 100); do
-    port=$(sed -n 's/^listening port=\([0-9][0-9]*\)$/\1/p' "$1")
+    # The file may not exist yet: the background shell has not reached its redirection.
+    [ -f "$1" ] && port=$(sed -n 's/^listening port=\([0-9][0-9]*\)$/\1/p' "$1")
     [ -n "$port" ] && return 0
     kill -0 "$server_pid" 2>/dev/null || fail "lockstep-server exited at start"
     sleep 0.1

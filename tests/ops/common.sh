@@ -35,6 +35,9 @@ fail() {
 spawn() {
   local name=$1
   shift
+  # The files exist before the child runs: a reader polling them must not race its redirection.
+  : >"$work/$name.out"
+  : >"$work/$name.log"
   (cd "$work" && exec timeout --foreground -s TERM "$child_limit_s" "$@" >"$work/$name.out" \
     2>"$work/$name.log") &
   last_pid=$!
