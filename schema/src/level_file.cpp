@@ -79,9 +79,9 @@ std::string at_line(const std::string& source, size_t line) {
 }
 
 // The `v` lines' first three numbers, read exactly, with each one's line for messages.
-bool read_obj_vertices(std::string_view text, const std::string& source,
-                       std::vector<sim::Vec3>* out, std::vector<uint32_t>* lines,
-                       std::vector<uint32_t>* face_lines, std::string* error) {
+[[maybe_unused]] bool read_obj_vertices(std::string_view text, const std::string& source,
+                                        std::vector<sim::Vec3>* out, std::vector<uint32_t>* lines,
+                                        std::vector<uint32_t>* face_lines, std::string* error) {
   std::vector<std::string_view> words;
   size_t line = 0;
   while (!text.empty()) {
@@ -119,7 +119,7 @@ bool read_obj_vertices(std::string_view text, const std::string& source,
   return true;
 }
 
-bool in_level_range(sim::Vec3 p) {
+[[maybe_unused]] bool in_level_range(sim::Vec3 p) {
   constexpr float m = sim::kMaxLevelCoordinate;
   return p.x >= -m && p.x <= m && p.y >= -m && p.y <= m && p.z >= -m && p.z <= m;
 }
@@ -346,7 +346,8 @@ bool parse_pgm(std::string_view bytes, const std::string& source, const sim::Sce
              std::to_string(data_bytes);
     return false;
   }
-  std::vector<uint16_t> samples(width * height);
+  // width · height · 2 is the data left in the file (checked above), so it fits a size_t.
+  std::vector<uint16_t> samples(static_cast<size_t>(width * height));
   for (size_t i = 0; i < samples.size(); ++i) {
     const auto hi = static_cast<unsigned char>(bytes[pos + 2 * i]);
     const auto lo = static_cast<unsigned char>(bytes[pos + 2 * i + 1]);

@@ -107,7 +107,7 @@ Error World::declare_state_field(const StateFieldDef& field) {
   }
   const uint32_t f = w.state_field_count++;
   w.state_fields[f] = field;
-  std::fill_n(w.state_values.begin() + static_cast<std::ptrdiff_t>(f) * kMaxStatePlayers,
+  std::fill_n(w.state_values.begin() + static_cast<std::ptrdiff_t>(f * kMaxStatePlayers),
               kMaxStatePlayers, field.default_value);
   w.hash_dirty = true;
   return Error::none;

@@ -1020,7 +1020,7 @@ Error parse_game_state(Reader& in, WorldData& w) {
     w.state_field_count = count;
     for (uint32_t f = 0; f < kMaxStateFields; ++f)
       w.state_fields[f] = f < count ? fields[f] : StateFieldDef{};
-    std::fill(w.state_values.begin() + static_cast<std::ptrdiff_t>(count) * kMaxStatePlayers,
+    std::fill(w.state_values.begin() + static_cast<std::ptrdiff_t>(count * kMaxStatePlayers),
               w.state_values.end(), 0);
   }
   return Error::none;
