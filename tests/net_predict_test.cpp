@@ -142,6 +142,14 @@ TEST(NetPredict, FourClientsWithoutInputDelayUnderLatency) {
     }
   }
 
+  // A machine so busy that the room fell more than its input window (64 ticks) behind its
+  // schedule: the server puts the frames stamped beyond the window on the window's last tick and
+  // refuses what goes over a player's cap there (input_window.h). That refusal is the documented
+  // answer to overload, not a prediction fault, so it is let through only then, and counted.
+  uint64_t behind_schedule = 0;
+  for (const server::RoomStats& room : server.stats().rooms)
+    behind_schedule += room.inputs_behind_schedule;
+  uint64_t refused_behind_schedule = 0;
   for (uint32_t i = 0; i < kClients; ++i) {
     const PredictingClient& c = *clients[i];
     const client_sdk::ClientStats stats = c.client.stats();
@@ -156,8 +164,13 @@ TEST(NetPredict, FourClientsWithoutInputDelayUnderLatency) {
     EXPECT_LE(c.max_resimulated, kMaxPrediction);
     EXPECT_LE(stats.max_ticks_resimulated, kMaxPrediction);
     EXPECT_GT(stats.ticks_predicted, 0u);
-    for (const auto& e : c.errors)
+    for (const auto& e : c.errors) {
+      if (behind_schedule > 0 && e.code == schema::ErrorCode::input_rejected && !e.fatal) {
+        ++refused_behind_schedule;
+        continue;
+      }
       ADD_FAILURE() << "error event: " << e.message;
+    }
     std::printf(
         "client %u: verified %llu, predicted %llu, rollbacks %llu, re-simulated %llu "
         "(max %u), max rollback cost %u us, waits %llu\n",
@@ -167,6 +180,9 @@ TEST(NetPredict, FourClientsWithoutInputDelayUnderLatency) {
         static_cast<unsigned long long>(stats.ticks_resimulated), c.max_resimulated, c.max_cost_us,
         static_cast<unsigned long long>(stats.prediction_waits));
   }
+  std::printf("inputs behind schedule %llu, frames refused then %llu\n",
+              static_cast<unsigned long long>(behind_schedule),
+              static_cast<unsigned long long>(refused_behind_schedule));
   const client_sdk::ClientStats tested = clients[1]->client.stats();
   EXPECT_GT(tested.sync_test_ticks, 4 * (kTicks - 8));
   EXPECT_EQ(tested.sync_test_failures, 0u);
