@@ -1267,15 +1267,18 @@ TEST(ConformanceSmallBodies, DISABLED_TwoCentimetreCubesStandAtTheDefaults) {
 // ================================================================================================
 //
 // Bound: over 60 s the top box never settles more than 1 mm per box below its ideal height
-// N − 0.5 m (after the first second, in which the column takes up its load), never moves more
+// N − 0.5 m (after the first three seconds, in which the column takes up its load and the rest
+// offsets follow it: docs/physics.md, "Rest offset"), never moves more
 // than 1 cm sideways, and is at rest at the end (< 1 cm/s). Statics as for the turned stacks
 // (section 1): contact i carries the weight of the N − i boxes above it, vertically. A rigid
 // contact gives nothing under that load; a soft one (a spring of stiffness m_eff·ω²) gives
-// load/(m_eff·ω²), which adds up with the square of the height, and a column on springs that
+// load/(m_eff·ω²), which would add up with the square of the height if the rest offsets did not
+// integrate it away (each contact then rests at half the slop), and a column on springs that
 // soft buckles once its weight times its height beats the springs' turning stiffness (at the
-// defaults, about 30 unit boxes). The stiff-contact settings below (docs/physics.md, "Tall
-// stacks") make the springs 64 times as stiff and the slop a quarter: 16 substeps, contacts at
-// 240 Hz (the cap, a quarter of the substep rate), damping ratio 1, slop 0.25 mm.
+// defaults, about 30 unit boxes), which the rest offsets do not change. The stiff-contact settings
+// below (docs/physics.md, "Tall stacks") make the springs 64 times as stiff and the slop a quarter:
+// 16 substeps, contacts at 240 Hz (the cap, a quarter of the substep rate), damping ratio 1, slop
+// 0.25 mm.
 
 WorldDef stiff_stack_def() {
   WorldDef def = awake_def();
@@ -1312,7 +1315,7 @@ Column run_column(const WorldDef& def, int boxes, double turn_deg, int steps = 3
     }
     const BodyView top = view(*world, ids.back());
     EXPECT_TRUE(finite(top)) << "step " << s;
-    if (s > 60) out.max_sag_m = std::max(out.max_sag_m, ideal - double(top.position.y));
+    if (s > 180) out.max_sag_m = std::max(out.max_sag_m, ideal - double(top.position.y));
     if (s == steps) out.end_speed_m_s = len(d3(top.linear_velocity));
   }
   return out;
@@ -1328,8 +1331,8 @@ void expect_column_stands(const WorldDef& def, int boxes, double turn_deg) {
   EXPECT_LT(c.end_speed_m_s, 0.01);
 }
 
-// Measured (the largest sag over the run): 0.29 / 0.38 / 0.53 mm a box aligned, 0.37 / 0.52
-// turned; sideways at most 0.3 mm; the top box at under 1 mm/s at the end.
+// Measured (the largest sag from 3 s on): 0.13 / 0.13 / 0.16 mm a box aligned, 0.13 / 0.16
+// turned; sideways at most 0.6 mm; the top box at under 1 mm/s at the end.
 TEST(ConformanceColumn, TenBoxesStandStiffWithStiffContacts) {
   expect_column_stands(stiff_stack_def(), 10, 0.0);
 }
@@ -1347,8 +1350,18 @@ TEST(ConformanceColumn, ThirtyTurnedBoxesStandStiffWithStiffContacts) {
   expect_column_stands(stiff_stack_def(), 30, 2.0);
 }
 
-// Not met at the defaults (4 substeps, 30 Hz, damping ratio 10, slop 1 mm): 10 boxes settle
-// 3.5 mm a box and stand; 30 settle 9 mm a box and fall between 5 and 20 s; 50 fall.
+// At the defaults (4 substeps, 30 Hz, damping ratio 10, slop 1 mm) the rest offsets hold a
+// column at half the slop a contact whatever its load; ten boxes stand, aligned or turned
+// (measured: 0.51 mm a box either way, under 0.01 mm sideways; 3.55 mm a box before them).
+TEST(ConformanceColumn, TenBoxesStandStiffAtTheDefaults) {
+  expect_column_stands(awake_def(), 10, 0.0);
+}
+TEST(ConformanceColumn, TenTurnedBoxesStandStiffAtTheDefaults) {
+  expect_column_stands(awake_def(), 10, 2.0);
+}
+// Not met at the defaults: 30 boxes buckle. They settle to the same half slop a contact, but the
+// springs' turning stiffness (which the rest offset does not change) is below what 30 boxes'
+// weight times their height asks: the column leans and falls within the minute, as 50 do.
 TEST(ConformanceColumn, DISABLED_ThirtyBoxesStandStiffAtTheDefaults) {
   expect_column_stands(awake_def(), 30, 0.0);
 }

@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
+#include "solver/contact_solver.h"
 
 namespace lockstep::sim {
 namespace {
@@ -59,10 +61,11 @@ OneStep overlap_step(uint32_t relax_iterations) {
 // |r×n|² = 0.5 m² and I = m/6). Per substep h = dt/N:
 //   warm start: v += λ/m;
 //   biased pass (soft, against a static body at twice contact_hertz, capped at a quarter of the
-//   substep rate): s = s₀ + Δy, bias = max(rate·min(s + slop, 0), −max_bias_velocity),
-//   λ' = max(λ − mass_scale·m·(v + bias) − impulse_scale·λ, 0), v += (λ' − λ)/m;
-//   positions: Δy += h·v;
-//   relax passes (rigid, target 0 while s ≤ 0): λ' = max(λ − m·v, 0), v += (λ' − λ)/m.
+//   substep rate): s = s₀ − d + Δy, d the rest offset a new contact takes in its first step,
+//   dt/kRestOffsetLag times the overlap beyond half the slop, bias = max(rate·min(s + slop, 0),
+//   −max_bias_velocity), λ' = max(λ − mass_scale·m·(v + bias) − impulse_scale·λ, 0), v += (λ' −
+//   λ)/m; positions: Δy += h·v; relax passes (rigid, target 0 while s ≤ 0): λ' = max(λ − m·v, 0), v
+//   += (λ' − λ)/m.
 // Softness (Box2D v3): ω = 2π·f, a1 = 2ζ + hω, rate = ω/a1, a2 = hω·a1, mass_scale = a2/(1 + a2),
 // impulse_scale = 1/(1 + a2). The mass drops out of v and Δy; it is 1 here.
 OneStep soft_step_model(const WorldDef& def, uint32_t relax_iterations) {
@@ -72,7 +75,9 @@ OneStep soft_step_model(const WorldDef& def, uint32_t relax_iterations) {
   const double a1 = 2.0 * def.contact_damping_ratio + h * omega;
   const double a2 = h * omega * a1;
   const double rate = omega / a1, mass_scale = a2 / (1.0 + a2), impulse_scale = 1.0 / (1.0 + a2);
-  const double s0 = -double(kDepthM);
+  const double offset = double(def.dt_s) / double(kRestOffsetLag) *
+                        (double(kDepthM) - 0.5 * double(def.linear_slop_m));
+  const double s0 = -double(kDepthM) - offset;
   double v = 0, dy = 0, lambda = 0;
   for (uint32_t k = 0; k < def.substeps; ++k) {
     v += lambda;
@@ -147,6 +152,105 @@ TEST(SimRelax, FieldIsValidatedFingerprintedAndInSceneText) {
   std::string error;
   ASSERT_TRUE(parse_scene_text(text, &back, &error)) << error;
   EXPECT_EQ(back.def.relax_iterations, 3u);
+}
+
+// The rest offset (update_rest_offsets, docs/physics.md "Rest offset"): per step, each manifold's
+// offset moves by dt/kRestOffsetLag times its points' mean overlap beyond half the slop, the
+// same for every point of it, within [0, kMaxRestOffset]. Expected values from that rule in
+// double.
+struct OffsetCase {
+  std::vector<ContactConstraint> constraints;
+  std::vector<ContactPoint> points;
+};
+
+OffsetCase offset_case(std::initializer_list<std::initializer_list<float>> manifolds,
+                       float offset_m) {
+  OffsetCase c;
+  for (const auto& separations : manifolds) {
+    ContactConstraint k;
+    k.first_point = static_cast<uint32_t>(c.points.size());
+    k.point_count = static_cast<uint32_t>(separations.size());
+    for (float s : separations) {
+      ContactPoint p;
+      p.separation_m = s;
+      p.rest_offset_m = offset_m;
+      c.points.push_back(p);
+    }
+    c.constraints.push_back(k);
+  }
+  return c;
+}
+
+constexpr float kDt = 1.0f / 60.0f, kSlop = 0.001f;
+constexpr double kGain = double(kDt) / double(kRestOffsetLag);
+
+TEST(SimRestOffset, FollowsEachManifoldsMeanOverlapBeyondHalfTheSlop) {
+  // Manifold 0: a face overlapping 1, 3, 5 and 7 mm (mean 4 mm); manifold 1: one point 0.5 mm
+  // in, exactly the target; manifold 2: two points 0.2 mm in, less than the target.
+  OffsetCase c =
+      offset_case({{-0.001f, -0.003f, -0.005f, -0.007f}, {-0.0005f}, {-0.0002f, -0.0002f}}, 0.002f);
+  update_rest_offsets(c.constraints, c.points, kDt, kSlop);
+  for (int i = 0; i < 4; ++i)  // every point of a manifold moves alike: its tilt is left alone
+    EXPECT_NEAR(c.points[size_t(i)].rest_offset_m, 0.002 + kGain * 0.0035, 1e-8) << i;
+  EXPECT_NEAR(c.points[4].rest_offset_m, 0.002, 1e-8);
+  EXPECT_NEAR(c.points[5].rest_offset_m, 0.002 - kGain * 0.0003, 1e-8);
+  EXPECT_EQ(c.points[5].rest_offset_m, c.points[6].rest_offset_m);
+}
+
+TEST(SimRestOffset, ShrinksApartAndStaysWithinItsBounds) {
+  // Apart by 2 cm: the offset shrinks by dt/T·(2 cm + half the slop), and never below 0.
+  OffsetCase apart = offset_case({{0.02f, 0.02f}}, 0.001f);
+  update_rest_offsets(apart.constraints, apart.points, kDt, kSlop);
+  EXPECT_NEAR(apart.points[0].rest_offset_m, 0.001 - kGain * 0.0205, 1e-8);
+  OffsetCase far = offset_case({{0.5f}}, 0.001f);
+  update_rest_offsets(far.constraints, far.points, kDt, kSlop);
+  EXPECT_EQ(far.points[0].rest_offset_m, 0.0f);
+  // Deep and long: the offset stops at kMaxRestOffset.
+  OffsetCase deep = offset_case({{-0.3f, -0.3f, -0.3f}}, kMaxRestOffset - 0.0001f);
+  update_rest_offsets(deep.constraints, deep.points, kDt, kSlop);
+  for (const ContactPoint& p : deep.points)
+    EXPECT_EQ(p.rest_offset_m, kMaxRestOffset);
+}
+
+// In a world: a unit box on the ground settles at half the slop, and a box under a 10 kg load
+// too (the spring alone would give the load's compression on top of the slop).
+double settled_overlap(float load_kg) {
+  WorldDef def = default_world_def();
+  def.enable_sleep = false;
+  Error error = Error::none;
+  std::unique_ptr<World> world = World::create(def, &error);
+  EXPECT_EQ(error, Error::none);
+  if (!world) return 0;
+  BodyDef ground = default_body_def();
+  ground.type = BodyType::static_body;
+  ground.shape.type = ShapeType::box;
+  ground.shape.half_extents = {5, 0.5f, 5};
+  ground.position = {0, -0.5f, 0};
+  BodyId id{};
+  EXPECT_EQ(world->create_body(ground, &id), Error::none);
+  BodyDef box = default_body_def();
+  box.shape.type = ShapeType::box;
+  box.shape.half_extents = {0.5f, 0.5f, 0.5f};
+  box.shape.density = 1.0f;
+  box.position = {0, 0.5f, 0};
+  BodyId lower{};
+  EXPECT_EQ(world->create_body(box, &lower), Error::none);
+  box.position = {0, 1.5f, 0};
+  box.shape.density = load_kg;
+  EXPECT_EQ(world->create_body(box, &id), Error::none);
+  for (int s = 0; s < 600; ++s)
+    world->step();
+  BodyView v{};
+  EXPECT_EQ(world->get_body(lower, &v), Error::none);
+  return 0.5 - double(v.position.y);  // the lower box's overlap with the ground
+}
+
+TEST(SimRestOffset, ARestingContactSettlesAtHalfTheSlopWhateverItsLoad) {
+  const double light = settled_overlap(1.0f), heavy = settled_overlap(10.0f);
+  std::printf("[figures] rest offset: overlap under 1 kg %.6f m, under 10 kg %.6f m\n", light,
+              heavy);
+  EXPECT_NEAR(light, 0.0005, 0.0001);
+  EXPECT_NEAR(heavy, 0.0005, 0.0001);
 }
 
 }  // namespace

@@ -422,7 +422,7 @@ constexpr size_t kFirstSlot = kPayloadSlots + 4;            // slot 0: u32 gener
 constexpr size_t kLiveBodyBytes = 147;                      // after generation and alive
 constexpr size_t kShapeBytes = 1 + 12 * 4 + 2 * 4;          // type, 12 floats, category, mask
 // Warm-start point: feature, normal impulse, friction impulse (3), anchor in A's frame (3).
-constexpr size_t kPointBytes = 4 + 4 + 12 + 12 + 4;
+constexpr size_t kPointBytes = 4 + 4 + 12 + 12 + 4 + 4;
 constexpr size_t kReferenceBytes = 12 + 16 + 12;  // a manifold's reference pose
 
 void put_u32(std::vector<uint8_t>& b, size_t at, uint32_t v) {
@@ -476,7 +476,7 @@ TEST(SimState, HeaderErrorsAreNamed) {
     expect_refused(*target.world, bad, Error::snapshot_bad_magic, "magic", i);
   }
   std::vector<uint8_t> future = bytes;
-  put_u32(future, 4, 6);  // a version from the future, even with a valid checksum
+  put_u32(future, 4, 7);  // a version from the future, even with a valid checksum
   reseal(future);
   expect_refused(*target.world, future, Error::snapshot_version, "future version");
   // The state encoding's own version, inside the checksummed payload.
@@ -640,6 +640,9 @@ TEST(SimState, StructurallyInvalidPayloadsAreRefused) {
       {"inf friction impulse", impulse0 + 4, inf_bits, false},
       {"inf anchor", impulse0 + 16, inf_bits, false},
       {"NaN reference separation", impulse0 + 28, nan_bits, false},
+      {"negative rest offset", impulse0 + 32, 0xbf800000u, false},
+      {"NaN rest offset", impulse0 + 32, nan_bits, false},
+      {"rest offset beyond its bound", impulse0 + 32, 0x3f800000u, false},  // 1 m
       {"NaN reference position", reference0, nan_bits, false},
       {"reference rotation not unit", reference0 + 12 + 12, 0x40000000u, false},  // w = 2
       {"reference normal not unit", reference0 + 28, 0x40000000u, false},

@@ -25,7 +25,8 @@
 //     reference pose the points were found at (f32×3 B's
 //     origin and f32×4 B's rotation in body A's frame, f32×3 normal in A's frame), per point:
 //     u32 feature, f32 normal impulse, f32×3 friction impulse (world), f32×3 point in body A's
-//     frame and f32 separation, both when the narrowphase found it
+//     frame and f32 separation, both when the narrowphase found it, f32 rest offset (0 to
+//     kMaxRestOffset, state version 6)
 //   u32 overlapping sensor pair count, per pair (ascending keys): u64 pair key
 //   u32 queued input count, per input (in the total input order):
 //     u32 player, u32 sequence, u32 body index1, u32 body generation, i32×3 linear,
@@ -66,8 +67,8 @@ namespace {
 
 // State 2: sleep, bullets; 3: manifold reuse, collision filters; 4: velocity inputs, commands;
 // 5: add_score commands and players' scores.
-constexpr uint32_t kStateVersion = 5;
-constexpr uint32_t kSnapshotVersion = 5;  // 5: state version 5
+constexpr uint32_t kStateVersion = 6;
+constexpr uint32_t kSnapshotVersion = 6;  // 6: state version 6
 constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};
 constexpr size_t kSnapshotHeaderBytes = 16;  // magic, version, total size
 constexpr size_t kSnapshotTrailerBytes = 8;  // checksum
@@ -127,7 +128,7 @@ constexpr size_t shape_bytes_left_out(ShapeType type) {
 constexpr size_t kLiveBodyBytes =
     1 + kShapeBytes + 4 + 2 * 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 3 * 4 + 1 + 4 + 4;
 constexpr size_t kManifoldBytes = 8 + 1 + 3 * 4 + 4 * 4 + 3 * 4;
-constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4 + 4;
+constexpr size_t kPointBytes = 4 + 4 + 3 * 4 + 3 * 4 + 4 + 4;
 constexpr size_t kInputBytes = 4 * 4 + 6 * 4 + 4 + 4 + 6 * 4;
 constexpr size_t kCommandBytes = 1 + 4 + 4 + 3 * 4 + 4 * 4 + 3 * 4 + 3 * 4 + 4 + 4 + 4 + 4;
 
@@ -167,13 +168,14 @@ uint32_t scored_player_count(const WorldData& w) {
 static_assert(kSlotBytes + kLiveBodyBytes == 164);
 
 // A CachedPoint has no padding and its fields in encoding order (u32 feature, f32 normal
-// impulse, f32×3 friction impulse, f32×3 anchor, f32 separation), so on little-endian hosts its
-// bytes are its
-// encoding and the encoder copies the points of a manifold at once.
+// impulse, f32×3 friction impulse, f32×3 anchor, f32 separation, f32 rest offset), so on
+// little-endian hosts its bytes are its encoding and the encoder copies the points of a
+// manifold at once.
 static_assert(sizeof(CachedPoint) == kPointBytes && offsetof(CachedPoint, normal_impulse) == 4 &&
               offsetof(CachedPoint, friction_impulse) == 8 &&
               offsetof(CachedPoint, local_anchor_a) == 20 &&
-              offsetof(CachedPoint, reference_separation_m) == 32 && sizeof(Vec3) == 12);
+              offsetof(CachedPoint, reference_separation_m) == 32 &&
+              offsetof(CachedPoint, rest_offset_m) == 36 && sizeof(Vec3) == 12);
 static_assert(std::is_trivially_copyable_v<CachedPoint>);
 
 constexpr bool kLittleEndianHost = std::endian::native == std::endian::little;
@@ -386,6 +388,7 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
         o.vec3(points[i].friction_impulse);
         o.vec3(points[i].local_anchor_a);
         o.f32(points[i].reference_separation_m);
+        o.f32(points[i].rest_offset_m);
       }
     }
     o.n = flush(o.out, o.n);
@@ -830,9 +833,11 @@ Error parse_contact_cache(Reader& in, WorldData& w, uint32_t slot_count) {
       const Vec3 friction_impulse = in.vec3();
       const Vec3 local_anchor_a = in.vec3();
       const float reference_separation = in.f32();
+      const float rest_offset = in.f32();
       if (in.failed || !std::isfinite(normal_impulse) || !(normal_impulse >= 0.0f) ||
           !finite3(friction_impulse) || !finite3(local_anchor_a) ||
-          !std::isfinite(reference_separation)) {
+          !std::isfinite(reference_separation) || !(rest_offset >= 0.0f) ||
+          !(rest_offset <= kMaxRestOffset)) {
         return Error::snapshot_corrupt;
       }
       if constexpr (kApply) {
@@ -842,6 +847,7 @@ Error parse_contact_cache(Reader& in, WorldData& w, uint32_t slot_count) {
         cp.friction_impulse = friction_impulse;
         cp.local_anchor_a = local_anchor_a;
         cp.reference_separation_m = reference_separation;
+        cp.rest_offset_m = rest_offset;
       }
     }
     point_total += count;

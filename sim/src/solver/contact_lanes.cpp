@@ -284,7 +284,8 @@ void gather_lane(const ContactConstraint& c, std::span<const ContactPoint> conta
     p.tangent_impulse_x[lane] = cp.tangent_impulse.x;
     p.tangent_impulse_y[lane] = cp.tangent_impulse.y;
     p.point[lane] = c.first_point + k;
-    in->separation[k][lane] = cp.separation_m;
+    // The rest offset deepens the separation the rows see (update_rest_offsets).
+    in->separation[k][lane] = cp.separation_m - cp.rest_offset_m;
     in->has_point[k] |= 1 << lane;
   }
 }

@@ -88,6 +88,7 @@ void match_warm_start(std::span<const ContactConstraint> constraints,
     auto take = [&](ContactPoint& p, uint32_t i, uint32_t k) {
       const CachedPoint& cp = old_points[k];
       p.normal_impulse = cp.normal_impulse;
+      p.rest_offset_m = cp.rest_offset_m;
       p.tangent_impulse = {dot(c.tangent1, cp.friction_impulse),
                            dot(c.tangent2, cp.friction_impulse)};
       used[k] = true;
@@ -122,12 +123,13 @@ void match_warm_start(std::span<const ContactConstraint> constraints,
     // a manifold whose clipping moved a point along an edge keeps its total support instead of
     // restarting that point from zero (which kicks a resting stack). Only a first guess: the
     // iterations correct it, and these points are not counted as warm started.
-    float left_normal = 0.0f;
+    float left_normal = 0.0f, left_offset = 0.0f;
     Vec3 left_friction{};
     uint32_t left_old = 0, left_new = 0;
     for (uint32_t k = 0; k < old.point_count; ++k) {
       if (used[k]) continue;
       left_normal += old_points[k].normal_impulse;
+      left_offset += old_points[k].rest_offset_m;
       left_friction += old_points[k].friction_impulse;
       ++left_old;
     }
@@ -138,11 +140,31 @@ void match_warm_start(std::span<const ContactConstraint> constraints,
     const float share = 1.0f / static_cast<float>(left_new);
     const float normal_share = left_normal * share;
     const Vec3 friction_share = left_friction * share;
+    const float offset_share = left_offset / static_cast<float>(left_old);
     for (uint32_t i = 0; i < c.point_count; ++i) {
       if (matched[i]) continue;
       ContactPoint& p = points[c.first_point + i];
       p.normal_impulse = normal_share;
+      p.rest_offset_m = offset_share;
       p.tangent_impulse = {dot(c.tangent1, friction_share), dot(c.tangent2, friction_share)};
+    }
+  }
+}
+
+void update_rest_offsets(std::span<const ContactConstraint> constraints,
+                         std::span<ContactPoint> points, float dt_s, float linear_slop_m) {
+  const float gain = dt_s / kRestOffsetLag;
+  const float target = 0.5f * linear_slop_m;
+  for (const ContactConstraint& c : constraints) {
+    ContactPoint* p = &points[c.first_point];
+    float overlap = 0.0f;  // the points' mean overlap beyond the target
+    for (uint32_t i = 0; i < c.point_count; ++i)
+      overlap += -p[i].separation_m - target;
+    overlap /= static_cast<float>(c.point_count);
+    for (uint32_t i = 0; i < c.point_count; ++i) {
+      float d = p[i].rest_offset_m + gain * overlap;
+      d = d < kMaxRestOffset ? d : kMaxRestOffset;
+      p[i].rest_offset_m = d > 0.0f ? d : 0.0f;
     }
   }
 }
@@ -183,6 +205,7 @@ void store_contact_cache(std::span<const ContactConstraint> constraints,
       cp.normal_impulse = p.normal_impulse;
       cp.local_anchor_a = p.local_anchor_a;
       cp.reference_separation_m = p.reference_separation_m;
+      cp.rest_offset_m = p.rest_offset_m;
       cp.friction_impulse = p.tangent_impulse.x * c.tangent1 + p.tangent_impulse.y * c.tangent2;
     }
   }
