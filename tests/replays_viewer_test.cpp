@@ -171,8 +171,9 @@ Coverage coverage(const replays::LoadedReplay& replay, const replays::ViewerPage
 
 TEST(ReplaysViewer, TheCameraFramesTheDynamicBodiesOverTheWholeMatch) {
   // A koth match recording: the players' balls start alone on the platform at tick 0 (their
-  // spawns come with the first ticks), a 80 m kill box sits 12 m below it, and balls that fall
-  // reach it for a moment before the rules respawn them.
+  // spawns come with the first ticks), a 80 m kill box sits 12 m below it, and a ball that falls
+  // (in this recording one rolls off after its bot has stopped steering) is below the platform
+  // for a moment before the rules take it away.
   replays::LoadedReplay replay;
   std::string error;
   ASSERT_TRUE(replays::load_replay_file(LOCKSTEP_OLD_REPLAYS "/koth_ready.lsrp", &replay, &error))
