@@ -156,24 +156,30 @@ TEST(SimRelax, FieldIsValidatedFingerprintedAndInSceneText) {
 
 // The rest offset (update_rest_offsets, docs/physics.md "Rest offset"): per step, each manifold's
 // offset moves by dt/kRestOffsetLag times its points' mean overlap beyond half the slop, the
-// same for every point of it, within [0, kMaxRestOffset]. Expected values from that rule in
-// double.
+// same for every point of it, within [0, bound], the bound being the slop plus four times the
+// compression Σλ·(1/mA + 1/mB)/(h·ω²) its warm-start load needs from the spring, at most
+// kRestOffsetSlops slops; a point apart by more than the slop has none. Expected values from
+// that rule in double. Manifolds here are between two
+// dynamic 1 kg bodies (slots 0 and 1; slot 2 is static).
 struct OffsetCase {
   std::vector<ContactConstraint> constraints;
   std::vector<ContactPoint> points;
 };
 
 OffsetCase offset_case(std::initializer_list<std::initializer_list<float>> manifolds,
-                       float offset_m) {
+                       float offset_m, float impulse = 100.0f) {
   OffsetCase c;
   for (const auto& separations : manifolds) {
     ContactConstraint k;
+    k.slot_a = 0;
+    k.slot_b = 1;
     k.first_point = static_cast<uint32_t>(c.points.size());
     k.point_count = static_cast<uint32_t>(separations.size());
     for (float s : separations) {
       ContactPoint p;
       p.separation_m = s;
       p.rest_offset_m = offset_m;
+      p.normal_impulse = impulse;
       c.points.push_back(p);
     }
     c.constraints.push_back(k);
@@ -184,12 +190,20 @@ OffsetCase offset_case(std::initializer_list<std::initializer_list<float>> manif
 constexpr float kDt = 1.0f / 60.0f, kSlop = 0.001f;
 constexpr double kGain = double(kDt) / double(kRestOffsetLag);
 
+void update(OffsetCase* c) {
+  std::vector<BodySolverState> bodies(3);
+  bodies[0].inv_mass = 1.0f;
+  bodies[1].inv_mass = 1.0f;
+  const SolverSettings settings = make_solver_settings(kDt, 4, 30.0f, 10.0f, kSlop, 2.0f, 1.0f);
+  update_rest_offsets(c->constraints, c->points, bodies, settings);
+}
+
 TEST(SimRestOffset, FollowsEachManifoldsMeanOverlapBeyondHalfTheSlop) {
   // Manifold 0: a face overlapping 1, 3, 5 and 7 mm (mean 4 mm); manifold 1: one point 0.5 mm
   // in, exactly the target; manifold 2: two points 0.2 mm in, less than the target.
   OffsetCase c =
       offset_case({{-0.001f, -0.003f, -0.005f, -0.007f}, {-0.0005f}, {-0.0002f, -0.0002f}}, 0.002f);
-  update_rest_offsets(c.constraints, c.points, kDt, kSlop);
+  update(&c);
   for (int i = 0; i < 4; ++i)  // every point of a manifold moves alike: its tilt is left alone
     EXPECT_NEAR(c.points[size_t(i)].rest_offset_m, 0.002 + kGain * 0.0035, 1e-8) << i;
   EXPECT_NEAR(c.points[4].rest_offset_m, 0.002, 1e-8);
@@ -198,18 +212,40 @@ TEST(SimRestOffset, FollowsEachManifoldsMeanOverlapBeyondHalfTheSlop) {
 }
 
 TEST(SimRestOffset, ShrinksApartAndStaysWithinItsBounds) {
-  // Apart by 2 cm: the offset shrinks by dt/T·(2 cm + half the slop), and never below 0.
-  OffsetCase apart = offset_case({{0.02f, 0.02f}}, 0.001f);
-  update_rest_offsets(apart.constraints, apart.points, kDt, kSlop);
-  EXPECT_NEAR(apart.points[0].rest_offset_m, 0.001 - kGain * 0.0205, 1e-8);
-  OffsetCase far = offset_case({{0.5f}}, 0.001f);
-  update_rest_offsets(far.constraints, far.points, kDt, kSlop);
-  EXPECT_EQ(far.points[0].rest_offset_m, 0.0f);
-  // Deep and long: the offset stops at kMaxRestOffset.
-  OffsetCase deep = offset_case({{-0.3f, -0.3f, -0.3f}}, kMaxRestOffset - 0.0001f);
-  update_rest_offsets(deep.constraints, deep.points, kDt, kSlop);
+  // Touching points 0.5 mm apart (within the slop): the offset shrinks by dt/T·(0.5 mm + half
+  // the slop), and never below 0.
+  OffsetCase apart = offset_case({{0.0005f, 0.0005f}}, 0.001f);
+  update(&apart);
+  EXPECT_NEAR(apart.points[0].rest_offset_m, 0.001 - kGain * 0.001, 1e-8);
+  OffsetCase small = offset_case({{0.0005f}}, 0.00001f);
+  update(&small);
+  EXPECT_EQ(small.points[0].rest_offset_m, 0.0f);
+  // Apart by more than the slop: none, whatever it had; only that point of the manifold.
+  OffsetCase gap = offset_case({{0.0011f, -0.0031f}}, 0.004f);
+  update(&gap);
+  EXPECT_EQ(gap.points[0].rest_offset_m, 0.0f);
+  EXPECT_NEAR(gap.points[1].rest_offset_m, 0.004 + kGain * 0.0005, 1e-8);
+  // Deep and long under a heavy load: the offset stops at kRestOffsetSlops slops.
+  OffsetCase deep = offset_case({{-0.3f, -0.3f, -0.3f}}, 0.0099f);
+  update(&deep);
   for (const ContactPoint& p : deep.points)
-    EXPECT_EQ(p.rest_offset_m, kMaxRestOffset);
+    EXPECT_EQ(p.rest_offset_m, kRestOffsetSlops * kSlop);
+}
+
+TEST(SimRestOffset, IsBoundByWhatItsLoadNeeds) {
+  // h = dt/4, ω = 2π·30 Hz (both bodies dynamic): the compression per N·s of load per kg.
+  const double h = double(kDt) / 4.0, omega = 2.0 * 3.14159265358979323846 * 30.0;
+  const double per_impulse = 2.0 / (h * omega * omega);  // (1/mA + 1/mB)/(h·ω²)
+  // Unloaded (a press lifted off): an offset of 2 cm falls to the slop at once.
+  OffsetCase unloaded = offset_case({{-0.001f, -0.001f}}, 0.02f, 0.0f);
+  update(&unloaded);
+  EXPECT_NEAR(unloaded.points[0].rest_offset_m, kSlop, 1e-9);
+  // Loaded with 0.02 N·s a point: the bound is the slop plus four times Σλ's compression.
+  OffsetCase loaded = offset_case({{-0.001f, -0.001f}}, 0.02f, 0.02f);
+  update(&loaded);
+  const double bound = double(kSlop) + 4.0 * 0.04 * per_impulse;
+  ASSERT_LT(bound, 0.9 * double(kRestOffsetSlops * kSlop));  // below the slops' cap
+  EXPECT_NEAR(loaded.points[1].rest_offset_m, bound, 1e-4 * bound);
 }
 
 // In a world: a unit box on the ground settles at half the slop, and a box under a 10 kg load
@@ -251,6 +287,53 @@ TEST(SimRestOffset, ARestingContactSettlesAtHalfTheSlopWhateverItsLoad) {
               heavy);
   EXPECT_NEAR(light, 0.0005, 0.0001);
   EXPECT_NEAR(heavy, 0.0005, 0.0001);
+}
+
+// A contact that loses its load gives its offset back. A kinematic press squeezes a unit box
+// 3.4 cm into the ground (the offsets wind up against a squeeze that cannot be undone), rests
+// there, then lifts at 0.5 m/s. The box must come back to rest at the surface and not be thrown
+// up by what the offsets held. Measured: it rises 1.2 cm above its rest (unbounded offsets 4.5
+// cm; without rest offsets 0.7 cm, the spring giving back its compression); bound 1.5 cm.
+TEST(SimRestOffset, AContactThatLosesItsLoadLetsGo) {
+  WorldDef def = default_world_def();
+  def.enable_sleep = false;
+  Error error = Error::none;
+  std::unique_ptr<World> world = World::create(def, &error);
+  ASSERT_NE(world, nullptr);
+  BodyDef ground = default_body_def();
+  ground.type = BodyType::static_body;
+  ground.shape.type = ShapeType::box;
+  ground.shape.half_extents = {5, 0.5f, 5};
+  ground.position = {0, -0.5f, 0};
+  BodyId id{};
+  ASSERT_EQ(world->create_body(ground, &id), Error::none);
+  BodyDef box = default_body_def();
+  box.shape.type = ShapeType::box;
+  box.shape.half_extents = {0.5f, 0.5f, 0.5f};
+  box.position = {0, 0.5f, 0};
+  BodyId squeezed{}, press{};
+  ASSERT_EQ(world->create_body(box, &squeezed), Error::none);
+  box.type = BodyType::kinematic;
+  box.position = {0, 1.6f, 0};
+  ASSERT_EQ(world->create_body(box, &press), Error::none);
+  BodyView v{};
+  double deepest = 1.0, highest = 0.0;
+  for (int s = 0; s < 400; ++s) {
+    const float vy = s < 100 ? -0.1f : (s < 200 ? 0.0f : 0.5f);  // down 16.7 cm, hold, lift
+    ASSERT_EQ(world->set_linear_velocity(press, Vec3{0, vy, 0}), Error::none);
+    world->step();
+    ASSERT_EQ(world->get_body(squeezed, &v), Error::none);
+    if (s < 200) deepest = std::min(deepest, double(v.position.y));
+    if (s >= 200) highest = std::max(highest, double(v.position.y));
+  }
+  const double rest = 0.5 - 0.5 * double(def.linear_slop_m);
+  std::printf(
+      "[figures] press: squeezed to y %.4f, highest after the lift %.5f (rest %.5f), at "
+      "the end %.5f\n",
+      deepest, highest, rest, double(v.position.y));
+  ASSERT_LT(deepest, 0.48);  // the press did squeeze it
+  EXPECT_LT(highest, rest + 0.015);
+  EXPECT_NEAR(double(v.position.y), rest, 0.0002);
 }
 
 }  // namespace

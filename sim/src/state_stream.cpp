@@ -26,7 +26,7 @@
 //     origin and f32×4 B's rotation in body A's frame, f32×3 normal in A's frame), per point:
 //     u32 feature, f32 normal impulse, f32×3 friction impulse (world), f32×3 point in body A's
 //     frame and f32 separation, both when the narrowphase found it, f32 rest offset (0 to
-//     kMaxRestOffset, state version 6)
+//     kRestOffsetSlops linear slops, state version 6)
 //   u32 overlapping sensor pair count, per pair (ascending keys): u64 pair key
 //   u32 queued input count, per input (in the total input order):
 //     u32 player, u32 sequence, u32 body index1, u32 body generation, i32×3 linear,
@@ -837,7 +837,7 @@ Error parse_contact_cache(Reader& in, WorldData& w, uint32_t slot_count) {
       if (in.failed || !std::isfinite(normal_impulse) || !(normal_impulse >= 0.0f) ||
           !finite3(friction_impulse) || !finite3(local_anchor_a) ||
           !std::isfinite(reference_separation) || !(rest_offset >= 0.0f) ||
-          !(rest_offset <= kMaxRestOffset)) {
+          !(rest_offset <= kRestOffsetSlops * def.linear_slop_m)) {
         return Error::snapshot_corrupt;
       }
       if constexpr (kApply) {

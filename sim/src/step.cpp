@@ -666,10 +666,10 @@ SubstepState prepare_contacts(WorldData& w, float gravity_step, bool moving, Sol
   const std::span<ContactPoint> points(w.points.data(), w.point_count);
   const std::span<BodySolverState> bodies(w.solver_bodies.data(), slots);
   match_warm_start(constraints, points, w.cache, &sc);
-  update_rest_offsets(constraints, points, def.dt_s, def.linear_slop_m);
   SolverSettings settings =
       make_solver_settings(def.dt_s, def.substeps, def.contact_hertz, def.contact_damping_ratio,
                            def.linear_slop_m, def.max_bias_velocity, def.restitution_threshold);
+  update_rest_offsets(constraints, points, bodies, settings);
   settings.gravity_step = gravity_step;
   settings.gravity_substep = settings.substep_s * def.gravity;
   settings.up = normalize_or(-def.gravity, Vec3{});

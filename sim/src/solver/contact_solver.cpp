@@ -152,19 +152,36 @@ void match_warm_start(std::span<const ContactConstraint> constraints,
 }
 
 void update_rest_offsets(std::span<const ContactConstraint> constraints,
-                         std::span<ContactPoint> points, float dt_s, float linear_slop_m) {
-  const float gain = dt_s / kRestOffsetLag;
-  const float target = 0.5f * linear_slop_m;
+                         std::span<ContactPoint> points, std::span<const BodySolverState> bodies,
+                         const SolverSettings& settings) {
+  const float slop = settings.linear_slop_m;
+  const float gain = settings.dt_s / kRestOffsetLag;
+  const float target = 0.5f * slop;
+  const float largest = kRestOffsetSlops * slop;
   for (const ContactConstraint& c : constraints) {
     ContactPoint* p = &points[c.first_point];
-    float overlap = 0.0f;  // the points' mean overlap beyond the target
-    for (uint32_t i = 0; i < c.point_count; ++i)
+    float overlap = 0.0f, load = 0.0f;  // the points' mean overlap beyond the target, Σ λ_n
+    for (uint32_t i = 0; i < c.point_count; ++i) {
       overlap += -p[i].separation_m - target;
+      load += p[i].normal_impulse;
+    }
     overlap /= static_cast<float>(c.point_count);
+    // What the load needs: the spring's rest compression under it, Σλ·K/(h·ω²), with K the
+    // bodies' summed inverse masses (the centroid's, less its turn) and 1/(h·ω²) =
+    // impulse_scale/(mass_scale·bias_rate); the slop plus four times that is the bound.
+    const float inv_a = bodies[c.slot_a].inv_mass, inv_b = bodies[c.slot_b].inv_mass;
+    const Softness& soft =
+        inv_a > 0.0f && inv_b > 0.0f ? settings.contact : settings.static_contact;
+    const float compliance =
+        soft.bias_rate > 0.0f ? soft.impulse_scale / (soft.mass_scale * soft.bias_rate) : 0.0f;
+    float bound = slop + 4.0f * load * (inv_a + inv_b) * compliance;
+    bound = bound < largest ? bound : largest;
     for (uint32_t i = 0; i < c.point_count; ++i) {
       float d = p[i].rest_offset_m + gain * overlap;
-      d = d < kMaxRestOffset ? d : kMaxRestOffset;
-      p[i].rest_offset_m = d > 0.0f ? d : 0.0f;
+      d = d < bound ? d : bound;
+      // Apart by more than the slop: the load has gone, and the offset with it.
+      if (!(d > 0.0f) || p[i].separation_m > slop) d = 0.0f;
+      p[i].rest_offset_m = d;
     }
   }
 }

@@ -103,9 +103,12 @@ struct ContactCache {
 /// 0.4 s and above, sways 5–7 cm at 0.3 s and falls at 0.17 s.
 inline constexpr float kRestOffsetLag = 0.75f;  // s
 
-/// The largest rest offset (update_rest_offsets). At the default contact settings a contact
-/// under a load of n unit boxes needs about 0.55·n mm: 5 cm holds ninety.
-inline constexpr float kMaxRestOffset = 0.05f;  // m
+/// The largest rest offset, in linear slops (update_rest_offsets): 1 cm at the defaults, where a
+/// contact under n unit boxes needs about 0.55·n mm. It bounds what a squeeze that cannot be
+/// undone (a kinematic press) winds the offset up to: unbounded, a unit box pressed 3.4 cm into
+/// the ground rose 4.5 cm above its rest when the press lifted; with this bound 1.2 cm (0.7 cm
+/// without rest offsets, where the spring gives back its compression).
+inline constexpr float kRestOffsetSlops = 10.0f;
 
 /// Soft contact coefficients for one substep (Box2D v3's soft step): an overlap row's impulse is
 /// −normal_mass·mass_scale·(vn + bias) − impulse_scale·λ, with bias = bias_rate·(s + slop) for
@@ -162,14 +165,18 @@ void match_warm_start(std::span<const ContactConstraint> constraints,
                       SolverCounters* counters);
 
 /// The rest offsets of this step's points (docs/physics.md, "Rest offset"), after
-/// match_warm_start has carried last step's over: each manifold's offset grows by
-/// dt/kRestOffsetLag times its points' mean overlap beyond half the linear slop (and shrinks
-/// by as much where they overlap less or stand apart), kept within [0, kMaxRestOffset].
-/// prepare_contact_lanes subtracts a point's offset from its separation, so the soft row pushes
-/// as if the point overlapped that much more: the spring's rest compression under a load is
-/// integrated away and a resting contact settles at half the slop whatever it carries.
+/// match_warm_start has carried last step's over with the impulses: each manifold's offset grows
+/// by dt/kRestOffsetLag times its points' mean overlap beyond half the linear slop (and shrinks
+/// by as much where they overlap less), within [0, bound]. The bound follows the load: the slop
+/// plus four times the compression the manifold's warm-start impulses need from the spring, at
+/// most kRestOffsetSlops slops, so a contact that loses its load loses its offset with it; a
+/// point apart by more than the slop has none. prepare_contact_lanes subtracts a point's offset
+/// from its separation, so the soft row pushes as if the point overlapped that much more: the
+/// spring's rest compression under a load is integrated away and a resting contact settles at half
+/// the slop whatever it carries.
 void update_rest_offsets(std::span<const ContactConstraint> constraints,
-                         std::span<ContactPoint> points, float dt_s, float linear_slop_m);
+                         std::span<ContactPoint> points, std::span<const BodySolverState> bodies,
+                         const SolverSettings& settings);
 
 /// Copies the bodies' velocities into the iterations' compact array (every slot).
 void gather_velocities(std::span<const BodySolverState> bodies,

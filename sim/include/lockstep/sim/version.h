@@ -15,6 +15,6 @@ namespace lockstep::sim {
 
 /// This build's physics revision. 0 is never a revision: it stands for "not stated" (peers and
 /// files older than the field, which are taken on trust).
-inline constexpr uint32_t kPhysicsRevision = 4;
+inline constexpr uint32_t kPhysicsRevision = 5;
 
 }  // namespace lockstep::sim
