@@ -27,14 +27,13 @@ struct OneStep {
   double rise_m = 0;
 };
 
-OneStep overlap_step(uint32_t relax_iterations) {
-  WorldDef def = default_world_def();
-  def.gravity = Vec3{0, 0, 0};
-  def.relax_iterations = relax_iterations;
+// A world of `def` with a static 10 × 1 × 10 m ground box whose top is at y = 0 (nullptr and a
+// test failure when the world cannot be made).
+std::unique_ptr<World> world_on_ground(const WorldDef& def) {
   Error error = Error::none;
   std::unique_ptr<World> world = World::create(def, &error);
   EXPECT_EQ(error, Error::none);
-  if (!world) return {};
+  if (!world) return nullptr;
   BodyDef ground = default_body_def();
   ground.type = BodyType::static_body;
   ground.shape.type = ShapeType::box;
@@ -42,11 +41,26 @@ OneStep overlap_step(uint32_t relax_iterations) {
   ground.position = {0, -0.5f, 0};
   BodyId id{};
   EXPECT_EQ(world->create_body(ground, &id), Error::none);
+  return world;
+}
+
+// A 1 m cube centred at (0, y, 0).
+BodyDef unit_cube(float y) {
   BodyDef cube = default_body_def();
   cube.shape.type = ShapeType::box;
   cube.shape.half_extents = {0.5f, 0.5f, 0.5f};
-  cube.position = {0, 0.5f - kDepthM, 0};
-  EXPECT_EQ(world->create_body(cube, &id), Error::none);
+  cube.position = {0, y, 0};
+  return cube;
+}
+
+OneStep overlap_step(uint32_t relax_iterations) {
+  WorldDef def = default_world_def();
+  def.gravity = Vec3{0, 0, 0};
+  def.relax_iterations = relax_iterations;
+  std::unique_ptr<World> world = world_on_ground(def);
+  if (!world) return {};
+  BodyId id{};
+  EXPECT_EQ(world->create_body(unit_cube(0.5f - kDepthM), &id), Error::none);
   world->step();
   BodyView v{};
   EXPECT_EQ(world->get_body(id, &v), Error::none);
@@ -253,23 +267,11 @@ TEST(SimRestOffset, IsBoundByWhatItsLoadNeeds) {
 double settled_overlap(float load_kg) {
   WorldDef def = default_world_def();
   def.enable_sleep = false;
-  Error error = Error::none;
-  std::unique_ptr<World> world = World::create(def, &error);
-  EXPECT_EQ(error, Error::none);
+  std::unique_ptr<World> world = world_on_ground(def);
   if (!world) return 0;
-  BodyDef ground = default_body_def();
-  ground.type = BodyType::static_body;
-  ground.shape.type = ShapeType::box;
-  ground.shape.half_extents = {5, 0.5f, 5};
-  ground.position = {0, -0.5f, 0};
-  BodyId id{};
-  EXPECT_EQ(world->create_body(ground, &id), Error::none);
-  BodyDef box = default_body_def();
-  box.shape.type = ShapeType::box;
-  box.shape.half_extents = {0.5f, 0.5f, 0.5f};
+  BodyDef box = unit_cube(0.5f);
   box.shape.density = 1.0f;
-  box.position = {0, 0.5f, 0};
-  BodyId lower{};
+  BodyId id{}, lower{};
   EXPECT_EQ(world->create_body(box, &lower), Error::none);
   box.position = {0, 1.5f, 0};
   box.shape.density = load_kg;
@@ -297,20 +299,9 @@ TEST(SimRestOffset, ARestingContactSettlesAtHalfTheSlopWhateverItsLoad) {
 TEST(SimRestOffset, AContactThatLosesItsLoadLetsGo) {
   WorldDef def = default_world_def();
   def.enable_sleep = false;
-  Error error = Error::none;
-  std::unique_ptr<World> world = World::create(def, &error);
+  std::unique_ptr<World> world = world_on_ground(def);
   ASSERT_NE(world, nullptr);
-  BodyDef ground = default_body_def();
-  ground.type = BodyType::static_body;
-  ground.shape.type = ShapeType::box;
-  ground.shape.half_extents = {5, 0.5f, 5};
-  ground.position = {0, -0.5f, 0};
-  BodyId id{};
-  ASSERT_EQ(world->create_body(ground, &id), Error::none);
-  BodyDef box = default_body_def();
-  box.shape.type = ShapeType::box;
-  box.shape.half_extents = {0.5f, 0.5f, 0.5f};
-  box.position = {0, 0.5f, 0};
+  BodyDef box = unit_cube(0.5f);
   BodyId squeezed{}, press{};
   ASSERT_EQ(world->create_body(box, &squeezed), Error::none);
   box.type = BodyType::kinematic;
