@@ -66,7 +66,7 @@ namespace lockstep::sim {
 namespace {
 
 // State 2: sleep, bullets; 3: manifold reuse, collision filters; 4: velocity inputs, commands;
-// 5: add_score commands and players' scores.
+// 5: add_score commands and players' scores; 6: the contact points' rest offsets.
 constexpr uint32_t kStateVersion = 6;
 constexpr uint32_t kSnapshotVersion = 6;  // 6: state version 6
 constexpr uint8_t kSnapshotMagic[4] = {'L', 'S', 'S', 'N'};

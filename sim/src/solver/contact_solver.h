@@ -106,8 +106,9 @@ inline constexpr float kRestOffsetLag = 0.75f;  // s
 /// The largest rest offset, in linear slops (update_rest_offsets): 1 cm at the defaults, where a
 /// contact under n unit boxes needs about 0.55·n mm. It bounds what a squeeze that cannot be
 /// undone (a kinematic press) winds the offset up to: unbounded, a unit box pressed 3.4 cm into
-/// the ground rose 4.5 cm above its rest when the press lifted; with this bound 1.2 cm (0.7 cm
-/// without rest offsets, where the spring gives back its compression).
+/// the ground rose 4.5 cm above its rest when the press lifted; with this bound and the reset
+/// beyond a slop's gap 1.2 cm (0.7 cm without rest offsets, where the spring gives back its
+/// compression).
 inline constexpr float kRestOffsetSlops = 10.0f;
 
 /// Soft contact coefficients for one substep (Box2D v3's soft step): an overlap row's impulse is
