@@ -75,11 +75,12 @@ OneStep overlap_step(uint32_t relax_iterations) {
 // |r×n|² = 0.5 m² and I = m/6). Per substep h = dt/N:
 //   warm start: v += λ/m;
 //   biased pass (soft, against a static body at twice contact_hertz, capped at a quarter of the
-//   substep rate): s = s₀ − d + Δy, d the rest offset a new contact takes in its first step,
-//   dt/kRestOffsetLag times the overlap beyond half the slop, bias = max(rate·min(s + slop, 0),
-//   −max_bias_velocity), λ' = max(λ − mass_scale·m·(v + bias) − impulse_scale·λ, 0), v += (λ' −
-//   λ)/m; positions: Δy += h·v; relax passes (rigid, target 0 while s ≤ 0): λ' = max(λ − m·v, 0), v
-//   += (λ' − λ)/m.
+//   substep rate): s = s₀ − d + Δy, with d the rest offset a new contact takes in its first
+//   step (dt/kRestOffsetLag times the overlap beyond half the slop);
+//   bias = max(rate·min(s + slop, 0), −max_bias_velocity);
+//   λ' = max(λ − mass_scale·m·(v + bias) − impulse_scale·λ, 0), v += (λ' − λ)/m;
+//   positions: Δy += h·v;
+//   relax passes (rigid, target 0 while s ≤ 0): λ' = max(λ − m·v, 0), v += (λ' − λ)/m.
 // Softness (Box2D v3): ω = 2π·f, a1 = 2ζ + hω, rate = ω/a1, a2 = hω·a1, mass_scale = a2/(1 + a2),
 // impulse_scale = 1/(1 + a2). The mass drops out of v and Δy; it is 1 here.
 OneStep soft_step_model(const WorldDef& def, uint32_t relax_iterations) {
@@ -173,8 +174,8 @@ TEST(SimRelax, FieldIsValidatedFingerprintedAndInSceneText) {
 // same for every point of it, within [0, bound], the bound being the slop plus four times the
 // compression Σλ·(1/mA + 1/mB)/(h·ω²) its warm-start load needs from the spring, at most
 // kRestOffsetSlops slops; a point apart by more than the slop has none. Expected values from
-// that rule in double. Manifolds here are between two
-// dynamic 1 kg bodies (slots 0 and 1; slot 2 is static).
+// that rule in double. Manifolds here are between two dynamic 1 kg bodies (slots 0 and 1; slot
+// 2 is static).
 struct OffsetCase {
   std::vector<ContactConstraint> constraints;
   std::vector<ContactPoint> points;
