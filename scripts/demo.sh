@@ -81,11 +81,9 @@ if [ -n "$scene" ]; then
 fi
 
 # Port 0: the kernel picks a free port and the server prints `listening port=N`.
-"$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "$work/replays" \
-  --record-matches \
-  "${server_scene[@]}" >"$work/server.out" 2>"$work/server.log" &
-server_pid=$!
-wait_for_server_port "$work/server.out"
+start_server_process "$work/server.out" "$work/server.log" \
+  "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "$work/replays" \
+  --record-matches "${server_scene[@]}"
 echo "== lockstep-server on 127.0.0.1:$port (scene ${scene:-inputs});" \
   "$bots lockstep-bots in room \"default\" for ${seconds} s =="
 

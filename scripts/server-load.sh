@@ -120,13 +120,11 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime + stime, in cl
 now_s() { date +%s.%N; }
 
 start_server() {  # $1 = max rooms, also the closed rooms the summary keeps
-  "${server_cmd[@]}" "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "" \
+  start_server_process "$work/server.out" "$work/server.log" \
+    "${server_cmd[@]}" "$bin/lockstep-server" --bind 127.0.0.1 --port 0 --log-level warn --replay-dir "" \
     --max-rooms "$1" --summary-closed-rooms "$1" --max-connections $(($1 * players)) \
     --threads "$threads" "${scene_args[@]}" \
-    --max-connections-per-ip 0 --max-rooms-per-ip-per-minute 0 --stats-interval-ms 0 \
-    >"$work/server.out" 2>"$work/server.log" &
-  server_pid=$!
-  wait_for_server_port "$work/server.out"
+    --max-connections-per-ip 0 --max-rooms-per-ip-per-minute 0 --stats-interval-ms 0
 }
 
 stop_server() {  # SIGINT, bounded wait; leaves the summary JSON in $work/summary.json

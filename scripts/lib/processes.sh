@@ -11,6 +11,19 @@ stop_processes_and_clean_up() {
   rm -rf "$work"
 }
 
+# start_server_process OUTFILE LOGFILE COMMAND...: runs COMMAND in the background with its stdout
+# in OUTFILE and its stderr in LOGFILE, sets `server_pid`, then waits for its port (below). Both
+# files are removed first: a script that starts servers one after another must not read the port
+# an earlier server left in the same file before the new one's shell has truncated it.
+start_server_process() {
+  local out=$1 log=$2
+  shift 2
+  rm -f "$out" "$log"
+  "$@" >"$out" 2>"$log" &
+  server_pid=$!
+  wait_for_server_port "$out"
+}
+
 # wait_for_server_port OUTFILE: sets `port` from the server's `listening port=N` line (it binds
 # port 0, so the kernel picks a free one); fails if the server exits or says nothing for 10 s.
 wait_for_server_port() {
