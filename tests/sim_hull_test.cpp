@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -14,10 +16,14 @@
 #include "lockstep/sim/scene.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
+#include "test_shapes.h"
 
 namespace {
 
 using namespace lockstep::sim;
+using lockstep::testing::box_shape;
+using lockstep::testing::capsule_shape;
+using lockstep::testing::sphere_shape;
 
 HullDef hull_of(const std::vector<Vec3>& points) {
   HullDef h;
@@ -186,13 +192,6 @@ struct HullFixture {
   }
 };
 
-ShapeDef box_shape(Vec3 h) {
-  ShapeDef s;
-  s.type = ShapeType::box;
-  s.half_extents = h;
-  return s;
-}
-
 TEST(HullCollide, HullBoxOnABoxMatchesBoxOnBox) {
   HullFixture fx;
   const ShapeDef hull = fx.add(box_points({0.5f, 0.5f, 0.5f}));
@@ -272,13 +271,8 @@ TEST(HullCollide, EveryShapeAgainstAHullFindsTheGapAlongTheRightNormal) {
 TEST(HullCollide, RoundShapesTouchAHullExactlyUpToTheMargin) {
   HullFixture fx;
   const ShapeDef hull = fx.add(box_points({1, 1, 1}));
-  ShapeDef sphere;
-  sphere.type = ShapeType::sphere;
-  sphere.radius = 0.5f;
-  ShapeDef capsule;
-  capsule.type = ShapeType::capsule;
-  capsule.radius = 0.25f;
-  capsule.half_height = 0.5f;
+  const ShapeDef sphere = sphere_shape(0.5f);
+  const ShapeDef capsule = capsule_shape(0.25f, 0.5f);
   const float margin = 0.02f;
   const float r3 = 1.0f / std::sqrt(3.0f), r2 = 1.0f / std::sqrt(2.0f);
   // From the hull's surface point outwards (unit): face, edge, corner.
@@ -311,6 +305,82 @@ TEST(HullCollide, RoundShapesTouchAHullExactlyUpToTheMargin) {
 
 // ---- the scene text
 // ------------------------------------------------------------------------------
+
+// A separation hint (collide.h) changes how a near miss is found, never what is found: for
+// random poses of every shape against hulls, a call given the hint of a call at another pose (or
+// a made-up code) returns the same manifold, bit for bit, as a call given none. And a pair that
+// moves only a little is found apart by its hint alone in most cases: the returned code is the
+// one given.
+TEST(HullCollide, SeparationHintsNeverChangeWhatIsFound) {
+  HullFixture fx;
+  const ShapeDef pyramid = fx.add({{0, 1, 0}, {1, 0, 0}, {-1, 0, 0}, {0, 0, 1}, {0, 0, -1}});
+  std::vector<Vec3> ball;
+  for (int i = 0; i < 24; ++i) {
+    const float z = -1.0f + (2.0f * i + 1.0f) / 24.0f, r = std::sqrt(1.0f - z * z);
+    const float a = 2.39996323f * static_cast<float>(i);  // the golden angle
+    ball.push_back({r * std::cos(a), z, r * std::sin(a)});
+  }
+  const ShapeDef round_hull = fx.add(ball);
+  const ShapeDef sphere = sphere_shape(0.5f);
+  const ShapeDef capsule = capsule_shape(0.3f, 0.6f);
+  const ShapeDef box = box_shape({0.5f, 0.75f, 1.0f});
+  const ShapeDef shapes[] = {pyramid, round_hull, sphere, capsule, box};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  auto random_pose = [&](float spread) {
+    Quat q{unit(rng), unit(rng), unit(rng), unit(rng)};
+    q = normalize(q);
+    return Transform{{spread * unit(rng), spread * unit(rng), spread * unit(rng)}, q};
+  };
+  auto same = [](const Manifold& x, const Manifold& y) {
+    if (x.count != y.count) return false;
+    if (std::memcmp(&x.normal, &y.normal, sizeof(Vec3)) != 0) return false;
+    for (int k = 0; k < x.count; ++k) {
+      if (std::memcmp(&x.points[k], &y.points[k], sizeof(ManifoldPoint)) != 0) return false;
+    }
+    return true;
+  };
+  const float margin = 0.05f;
+  int pairs = 0, apart = 0, kept = 0, hinted_apart = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const ShapeDef& a = shapes[trial % 5];
+    const ShapeDef& b = shapes[(trial / 5) % 2];  // a hull on B's side, or on A's (swapped)
+    const bool swap = (trial / 10) % 2 == 1;
+    const ShapeDef& first = swap ? b : a;
+    const ShapeDef& second = swap ? a : b;
+    const Transform x0 = random_pose(1.6f), y0 = random_pose(0.2f);
+    // The same pair a little later (a few mm and a degree), or anywhere.
+    Transform x1 = x0;
+    if (trial % 3 == 0) {
+      x1 = random_pose(1.6f);
+    } else {
+      x1.p = x1.p + Vec3{0.003f * unit(rng), 0.003f * unit(rng), 0.003f * unit(rng)};
+      x1.q = normalize(x1.q * Quat{0.009f * unit(rng), 0.009f * unit(rng), 0.0f, 1.0f});
+    }
+    Manifold m0;
+    uint32_t hint0 = 0;
+    collide(first, x0, second, y0, fx.library(), margin, &m0, &hint0);
+    if (m0.count == 0) ++apart;
+    if (hint0 != 0) ++hinted_apart;
+    Manifold plain, with_hint, with_junk;
+    collide(first, x1, second, y0, fx.library(), margin, &plain);
+    uint32_t hint1 = hint0;
+    collide(first, x1, second, y0, fx.library(), margin, &with_hint, &hint1);
+    uint32_t junk = static_cast<uint32_t>(rng());
+    collide(first, x1, second, y0, fx.library(), margin, &with_junk, &junk);
+    ASSERT_TRUE(same(plain, with_hint)) << "trial " << trial << " hint " << hint0;
+    ASSERT_TRUE(same(plain, with_junk)) << "trial " << trial << " junk hint";
+    if (plain.count > 0) {
+      EXPECT_EQ(hint1, 0u) << "trial " << trial;  // a hint names only a pair found apart
+    }
+    if (hint0 != 0 && trial % 3 != 0 && hint1 == hint0) ++kept;
+    ++pairs;
+  }
+  // Most pairs are near misses, most near misses get a hint, and after a small move most keep it.
+  EXPECT_GT(apart, pairs / 3) << apart << " of " << pairs;
+  EXPECT_GT(hinted_apart, apart / 2) << hinted_apart << " of " << apart;
+  EXPECT_GT(kept, hinted_apart / 2) << kept << " of " << hinted_apart;
+}
 
 TEST(HullScene, PointsParseShareOneHullAndRoundTrip) {
   const std::string text =

@@ -26,40 +26,19 @@
 #include "overlap_test.h"
 #include "ray_cast.h"
 #include "split_mix64.h"
+#include "test_shapes.h"
 #include "world_data.h"
 
 namespace lockstep::sim {
 namespace {
 
+using testing::box_shape;
+using testing::capsule_shape;
+using testing::plane_shape;
+using testing::sphere_shape;
+
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-ShapeDef sphere_shape(float radius) {
-  ShapeDef s;
-  s.type = ShapeType::sphere;
-  s.radius = radius;
-  return s;
-}
-ShapeDef box_shape(Vec3 half) {
-  ShapeDef s;
-  s.type = ShapeType::box;
-  s.half_extents = half;
-  return s;
-}
-ShapeDef capsule_shape(float radius, float half_height) {
-  ShapeDef s;
-  s.type = ShapeType::capsule;
-  s.radius = radius;
-  s.half_height = half_height;
-  return s;
-}
-ShapeDef plane_shape() {
-  ShapeDef s;
-  s.type = ShapeType::plane;
-  s.plane_normal = {0, 1, 0};
-  s.plane_offset = 0;
-  return s;
-}
 
 // A world without gravity whose bodies are created static (queries do not step).
 class QueryWorld : public ::testing::Test {

@@ -366,12 +366,12 @@ int canonical_rank(ShapeType type) {
 [[gnu::always_inline]] inline void collide_canonical(const ShapeDef& a, const Transform& xa,
                                                      const ShapeDef& b, const Transform& xb,
                                                      const ShapeLibrary& library, float margin,
-                                                     Manifold* out) {
+                                                     Manifold* out, uint32_t* hint) {
   switch (a.type) {
     case ShapeType::sphere:
       switch (b.type) {
         case ShapeType::hull:
-          return collide_round_hull(a, xa, library.hull(b), xb, margin, out);
+          return collide_round_hull(a, xa, library.hull(b), xb, margin, out, hint);
         case ShapeType::sphere:
           return sphere_sphere(a, xa, b, xb, margin, out);
         case ShapeType::capsule:
@@ -388,7 +388,7 @@ int canonical_rank(ShapeType type) {
         case ShapeType::capsule:
           return capsule_capsule(a, xa, b, xb, margin, out);
         case ShapeType::hull:
-          return collide_round_hull(a, xa, library.hull(b), xb, margin, out);
+          return collide_round_hull(a, xa, library.hull(b), xb, margin, out, hint);
         case ShapeType::box:
           return collide_capsule_box(a, xa, b, xb, margin, out);
         case ShapeType::plane:
@@ -401,7 +401,7 @@ int canonical_rank(ShapeType type) {
         case ShapeType::box:
           return collide_box_box(a, xa, b, xb, margin, out);
         case ShapeType::hull:
-          return collide_box_hull(a, xa, library.hull(b), xb, margin, out);
+          return collide_box_hull(a, xa, library.hull(b), xb, margin, out, hint);
         case ShapeType::plane:
           return box_plane(a, xa, b, xb, margin, out);
         default:
@@ -410,7 +410,7 @@ int canonical_rank(ShapeType type) {
     case ShapeType::hull:
       switch (b.type) {
         case ShapeType::hull:
-          return collide_hull_hull(library.hull(a), xa, library.hull(b), xb, margin, out);
+          return collide_hull_hull(library.hull(a), xa, library.hull(b), xb, margin, out, hint);
         case ShapeType::plane:
           return collide_hull_plane(library.hull(a), xa, b, xb, margin, out);
         default:
@@ -461,7 +461,12 @@ void collide_level_deepest(const ShapeDef& piece, const Transform& xa, const Sha
 }  // namespace
 
 void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
-             const ShapeLibrary& library, float margin, Manifold* out) {
+             const ShapeLibrary& library, float margin, Manifold* out, uint32_t* hint) {
+  // The routines that take a hint read it and write what they found; the others leave it 0.
+  uint32_t local_hint = 0;
+  if (hint == nullptr) hint = &local_hint;
+  const uint32_t given = *hint;
+  *hint = 0;
   // Clear every slot so a reused manifold carries no stale bytes past `count` (the previous
   // features are an input and stay).
   Manifold cleared;
@@ -475,9 +480,12 @@ void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Tr
     collide_level_deepest(b, xb, a, xa, library, margin, out);
     out->normal = -out->normal;
   } else if (canonical_rank(a.type) <= canonical_rank(b.type)) {
-    collide_canonical(a, xa, b, xb, library, margin, out);
+    // The routines that take hints are those whose canonical B is a hull (round, box, hull).
+    if (b.type == ShapeType::hull) *hint = given;
+    collide_canonical(a, xa, b, xb, library, margin, out, hint);
   } else {
-    collide_canonical(b, xb, a, xa, library, margin, out);
+    if (a.type == ShapeType::hull) *hint = given;
+    collide_canonical(b, xb, a, xa, library, margin, out, hint);
     out->normal = -out->normal;
   }
   if (out->count == 0) out->normal = Vec3{0, 1, 0};

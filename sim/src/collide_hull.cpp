@@ -69,16 +69,24 @@ struct WorldPoly {
   WorldPoly() {}
 };
 
+// A vertex, and face f's plane (normal and offset), in world space, as to_world computes them:
+// the separation hints compute single ones this way and must get the same bits.
+Vec3 world_vertex(const PolyView& p, const Mat3& r, Vec3 origin, uint32_t i) {
+  return r * p.vertices[i] + origin;
+}
+void world_face(const PolyView& p, const Mat3& r, Vec3 origin, uint32_t f, Vec3* n, float* d) {
+  *n = r * p.face_normals[f];
+  *d = p.face_offsets[f] + dot(*n, origin);
+}
+
 void to_world(const PolyView& p, const Transform& xf, WorldPoly* w) {
   const Mat3 r = to_mat3(xf.q);
   w->view = p;
   w->centre = xf.p;
   for (uint32_t i = 0; i < p.vertex_count; ++i)
-    w->v[i] = r * p.vertices[i] + xf.p;
-  for (uint32_t f = 0; f < p.face_count; ++f) {
-    w->n[f] = r * p.face_normals[f];
-    w->d[f] = p.face_offsets[f] + dot(w->n[f], xf.p);
-  }
+    w->v[i] = world_vertex(p, r, xf.p, i);
+  for (uint32_t f = 0; f < p.face_count; ++f)
+    world_face(p, r, xf.p, f, &w->n[f], &w->d[f]);
 }
 
 Vec3 corner(const WorldPoly& w, uint32_t face, uint32_t k) {
@@ -255,22 +263,49 @@ int clip_segment_to_face(const WorldPoly& w, uint32_t face, Vec3 p, Vec3 d, floa
 // either (the segment is outside the solid, and every closest point it measures lies on the hull,
 // behind that plane): most pairs the broadphase hands over in a pile are such near misses, and
 // the exact test measures every edge of the hull.
-bool face_plane_separates(const WorldPoly& w, Vec3 p, Vec3 d, float radius, float margin) {
-  const Vec3 q = p + d;
+float face_plane_bound(Vec3 p, Vec3 q, float radius, float margin) {
   // The dot products' rounding grows with the coordinates: 2^-20 of them, and 1 mm besides.
   const float size =
       (abs_f(p.x) + abs_f(p.y) + abs_f(p.z)) + (abs_f(q.x) + abs_f(q.y) + abs_f(q.z));
-  const float bound = radius + margin + (1.0e-3f + 9.5367432e-7f * size);
-  for (uint32_t f = 0; f < w.view.face_count; ++f) {
-    const float a = dot(w.n[f], p), b = dot(w.n[f], q);
-    if ((a < b ? a : b) - w.d[f] > bound) return true;
-  }
-  return false;
+  return radius + margin + (1.0e-3f + 9.5367432e-7f * size);
 }
 
-void round_hull(Vec3 p, Vec3 d, float radius, const WorldPoly& w, float margin, Manifold* out) {
+bool segment_beyond_face(Vec3 n, float offset, Vec3 p, Vec3 q, float bound) {
+  const float a = dot(n, p), b = dot(n, q);
+  return (a < b ? a : b) - offset > bound;
+}
+
+// The separating face's index, or -1.
+int face_plane_separates(const WorldPoly& w, Vec3 p, Vec3 d, float radius, float margin) {
+  const Vec3 q = p + d;
+  const float bound = face_plane_bound(p, q, radius, margin);
+  for (uint32_t f = 0; f < w.view.face_count; ++f) {
+    if (segment_beyond_face(w.n[f], w.d[f], p, q, bound)) return static_cast<int>(f);
+  }
+  return -1;
+}
+
+// round_hull's hint: face f of the hull at xb holds the segment beyond face_plane_separates'
+// bound (the same operands and operations as that test, so the same answer).
+bool round_hull_hint_separates(const PolyView& hull, const Transform& xb, uint32_t f, Vec3 p,
+                               Vec3 d, float radius, float margin) {
+  if (f >= hull.face_count) return false;
+  Vec3 n;
+  float offset;
+  world_face(hull, to_mat3(xb.q), xb.p, f, &n, &offset);
+  const Vec3 q = p + d;
+  return segment_beyond_face(n, offset, p, q, face_plane_bound(p, q, radius, margin));
+}
+
+// *hint: the face that held the segment off when no point is found early (else 0).
+void round_hull(Vec3 p, Vec3 d, float radius, const WorldPoly& w, float margin, Manifold* out,
+                uint32_t* hint) {
   const PolyView& pv = w.view;
-  if (face_plane_separates(w, p, d, radius, margin)) return;
+  const int apart = face_plane_separates(w, p, d, radius, margin);
+  if (apart >= 0) {
+    *hint = separation_hint(kHintRoundHullFace, static_cast<uint32_t>(apart));
+    return;
+  }
   Vec3 x;
   const PointHull ph = segment_hull(w, p, d, &x);
   if (!ph.inside) {
@@ -349,16 +384,21 @@ void round_hull(Vec3 p, Vec3 d, float radius, const WorldPoly& w, float margin, 
 
 // ---- box/hull–hull ------------------------------------------------------------------------------
 
+// The separation of the vertices v[0..count) from the plane (n, offset).
+float separation_from_plane(Vec3 n, float offset, const Vec3* v, uint32_t count) {
+  float lowest = FLT_MAX;
+  for (uint32_t i = 0; i < count; ++i) {
+    const float s = dot(n, v[i]);
+    if (s < lowest) lowest = s;
+  }
+  return lowest - offset;
+}
+
 // The largest separation of B's vertices against A's face planes (A's face that gives it).
 float face_query(const WorldPoly& a, const WorldPoly& b, float margin, uint32_t* face) {
   float best = -FLT_MAX;
   for (uint32_t f = 0; f < a.view.face_count; ++f) {
-    float lowest = FLT_MAX;
-    for (uint32_t i = 0; i < b.view.vertex_count; ++i) {
-      const float s = dot(a.n[f], b.v[i]);
-      if (s < lowest) lowest = s;
-    }
-    const float s = lowest - a.d[f];
+    const float s = separation_from_plane(a.n[f], a.d[f], b.v, b.view.vertex_count);
     if (s > best) best = s, *face = f;
     if (s > margin) break;
   }
@@ -449,16 +489,52 @@ void poly_face_contact(const WorldPoly& ref, const WorldPoly& inc, uint32_t ref_
   out->normal = normal;
 }
 
+// poly_poly's hint: face f of `ref` (at xr) holds every vertex of `other` (at xo) beyond the
+// margin, computed as to_world and face_query compute it (the same bits, so the same answer).
+bool poly_face_separates(const PolyView& ref, const Transform& xr, uint32_t f,
+                         const PolyView& other, const Transform& xo, float margin) {
+  if (f >= ref.face_count) return false;
+  Vec3 n;
+  float offset;
+  world_face(ref, to_mat3(xr.q), xr.p, f, &n, &offset);
+  const Mat3 r = to_mat3(xo.q);
+  Vec3 v[kMaxHullPoints];
+  for (uint32_t i = 0; i < other.vertex_count; ++i)
+    v[i] = world_vertex(other, r, xo.p, i);
+  return separation_from_plane(n, offset, v, other.vertex_count) > margin;
+}
+
+// *hint: in, a face that held the pair apart before (collide.h); out, the face that does now
+// when a face query ends the call (else 0).
 void poly_poly(const PolyView& pa, const Transform& xa, const PolyView& pb, const Transform& xb,
-               float margin, Manifold* out) {
+               float margin, Manifold* out, uint32_t* hint) {
+  const uint32_t given = *hint;
+  *hint = 0;
+  if (given != 0) {
+    const uint32_t f = hint_index(given);
+    const bool apart =
+        hint_kind(given) == kHintPolyFaceA   ? poly_face_separates(pa, xa, f, pb, xb, margin)
+        : hint_kind(given) == kHintPolyFaceB ? poly_face_separates(pb, xb, f, pa, xa, margin)
+                                             : false;
+    if (apart) {
+      *hint = given;
+      return;
+    }
+  }
   WorldPoly a, b;
   to_world(pa, xa, &a);
   to_world(pb, xb, &b);
   uint32_t face_a = 0, face_b = 0;
   const float sep_a = face_query(a, b, margin, &face_a);
-  if (sep_a > margin) return;
+  if (sep_a > margin) {
+    *hint = separation_hint(kHintPolyFaceA, face_a);
+    return;
+  }
   const float sep_b = face_query(b, a, margin, &face_b);
-  if (sep_b > margin) return;
+  if (sep_b > margin) {
+    *hint = separation_hint(kHintPolyFaceB, face_b);
+    return;
+  }
   uint32_t edge_a = 0, edge_b = 0;
   Vec3 axis{};
   const float sep_edge = edge_query(a, b, margin, &edge_a, &edge_b, &axis);
@@ -489,16 +565,23 @@ void poly_poly(const PolyView& pa, const Transform& xa, const PolyView& pb, cons
 }  // namespace
 
 void collide_round_hull(const ShapeDef& round, const Transform& xa, const HullGeometry& hull,
-                        const Transform& xb, float margin, Manifold* out) {
-  WorldPoly w;
-  to_world(view_of(hull), xb, &w);
+                        const Transform& xb, float margin, Manifold* out, uint32_t* hint) {
   Vec3 p = xa.p, d{};
   if (round.type == ShapeType::capsule) {
     const Vec3 axis = to_mat3(xa.q).c1 * round.half_height;
     p = xa.p - axis;
     d = axis * 2.0f;
   }
-  round_hull(p, d, round.radius, w, margin, out);
+  const uint32_t given = *hint;
+  *hint = 0;
+  if (hint_kind(given) == kHintRoundHullFace &&
+      round_hull_hint_separates(view_of(hull), xb, hint_index(given), p, d, round.radius, margin)) {
+    *hint = given;
+    return;
+  }
+  WorldPoly w;
+  to_world(view_of(hull), xb, &w);
+  round_hull(p, d, round.radius, w, margin, out, hint);
 }
 
 bool closest_point_on_hull(const HullGeometry& hull, Vec3 p, Vec3* on, float* distance) {
@@ -513,14 +596,14 @@ bool closest_point_on_hull(const HullGeometry& hull, Vec3 p, Vec3* on, float* di
 }
 
 void collide_box_hull(const ShapeDef& box, const Transform& xa, const HullGeometry& hull,
-                      const Transform& xb, float margin, Manifold* out) {
+                      const Transform& xb, float margin, Manifold* out, uint32_t* hint) {
   const BoxPolyhedron bp = box_polyhedron(box.half_extents);
-  poly_poly(bp.view(), xa, view_of(hull), xb, margin, out);
+  poly_poly(bp.view(), xa, view_of(hull), xb, margin, out, hint);
 }
 
 void collide_hull_hull(const HullGeometry& a, const Transform& xa, const HullGeometry& b,
-                       const Transform& xb, float margin, Manifold* out) {
-  poly_poly(view_of(a), xa, view_of(b), xb, margin, out);
+                       const Transform& xb, float margin, Manifold* out, uint32_t* hint) {
+  poly_poly(view_of(a), xa, view_of(b), xb, margin, out, hint);
 }
 
 int clip_polygon(const ClipPoint* in, int count, Vec3 normal, float offset, uint32_t line,

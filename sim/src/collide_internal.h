@@ -100,15 +100,30 @@ void collide_capsule_box(const ShapeDef& capsule, const Transform& xa, const Sha
 void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
                      float margin, Manifold* out);
 
+// Separation hints (collide.h): the kind of feature in bits 28..31, its index below.
+inline constexpr uint32_t kHintPolyFaceA = 1;      // box/hull–hull: a face of A held B off
+inline constexpr uint32_t kHintPolyFaceB = 2;      // box/hull–hull: a face of B held A off
+inline constexpr uint32_t kHintRoundHullFace = 3;  // sphere/capsule–hull: a face of the hull
+constexpr uint32_t separation_hint(uint32_t kind, uint32_t index) {
+  return kind << 28 | (index & 0x0fffffffu);
+}
+constexpr uint32_t hint_kind(uint32_t hint) {
+  return hint >> 28;
+}
+constexpr uint32_t hint_index(uint32_t hint) {
+  return hint & 0x0fffffffu;
+}
+
 // Hull routines (collide_hull.cpp). Normal from B to A, as in collide().
 void collide_hull_plane(const HullGeometry& hull, const Transform& xa, const ShapeDef& plane,
                         const Transform& xb, float margin, Manifold* out);
+// These three take collide()'s separation hint, in and out (never null).
 void collide_round_hull(const ShapeDef& round, const Transform& xa, const HullGeometry& hull,
-                        const Transform& xb, float margin, Manifold* out);
+                        const Transform& xb, float margin, Manifold* out, uint32_t* hint);
 void collide_box_hull(const ShapeDef& box, const Transform& xa, const HullGeometry& hull,
-                      const Transform& xb, float margin, Manifold* out);
+                      const Transform& xb, float margin, Manifold* out, uint32_t* hint);
 void collide_hull_hull(const HullGeometry& a, const Transform& xa, const HullGeometry& b,
-                       const Transform& xb, float margin, Manifold* out);
+                       const Transform& xb, float margin, Manifold* out, uint32_t* hint);
 /// The point of the hull's surface closest to p (body space): true when p lies inside the solid
 /// (then *on and *distance are not set), else *on and the distance to it.
 bool closest_point_on_hull(const HullGeometry& hull, Vec3 p, Vec3* on, float* distance);

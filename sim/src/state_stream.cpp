@@ -1179,6 +1179,7 @@ Error World::restore_snapshot(std::span<const uint8_t> bytes) {
   w.point_count = 0;
   w.next_cache.manifold_count = 0;
   w.next_cache.point_count = 0;
+  w.hints.count = 0;  // not state (world_data.h): a restored world starts without them
   w.event_count = 0;
   w.game_event_count = 0;
   w.command_result_count = 0;

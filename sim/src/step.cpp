@@ -343,14 +343,14 @@ bool reuse_manifold(const ContactCache& cache, const CachedManifold& cm, const B
 void collide_manifold(const ContactCache& cache, const CachedManifold* cm, const BodyRecord& ra,
                       const ShapePiece& pa, const ShapePiece& pb, const Vec3& relative_position,
                       const Quat& relative_rotation, const ShapeLibrary& library, float margin,
-                      FoundManifold* found) {
+                      FoundManifold* found, uint32_t* hint) {
   Manifold& m = found->m;
   if (cm != nullptr) {
     m.previous_count = static_cast<int>(cm->point_count);
     for (uint32_t k = 0; k < cm->point_count; ++k)
       m.previous_features[k] = cache.points[cm->first_point + k].feature;
   }
-  collide(pa.shape, pa.xf, pb.shape, pb.xf, library, margin, &m);
+  collide(pa.shape, pa.xf, pb.shape, pb.xf, library, margin, &m, hint);
   found->reference.position = relative_position;
   found->reference.rotation = relative_rotation;
   found->reference.normal = inv_rotate(ra.orientation, m.normal);
@@ -403,6 +403,25 @@ void add_constraint(WorldData& w, uint64_t key, const FoundManifold& found, Step
     p.feature = m.points[k].feature;
     p.reference_separation_m = found.reference_separation[k];
   }
+}
+
+// The separation hint last step's narrowphase left for manifold key `key` (0: none). Keys are
+// asked in ascending order, as the narrowphase meets them: a merge join with the sorted list.
+uint32_t take_separation_hint(WorldData& w, uint64_t key) {
+  const SeparationHints& h = w.hints;
+  while (w.hint_cursor < h.count && h.keys[w.hint_cursor] < key)
+    ++w.hint_cursor;
+  return w.hint_cursor < h.count && h.keys[w.hint_cursor] == key ? h.codes[w.hint_cursor] : 0;
+}
+
+// Keeps this step's hint for a pair found apart (in key order); past capacity the pair simply
+// goes without one.
+void keep_separation_hint(WorldData& w, uint64_t key, uint32_t hint) {
+  SeparationHints& h = w.next_hints;
+  if (hint == 0 || h.count >= h.capacity) return;
+  h.keys[h.count] = key;
+  h.codes[h.count] = hint;
+  ++h.count;
 }
 
 // A sensor pair of the sweep: its overlap is tested at the end of the step (the sweep's boxes
@@ -513,6 +532,8 @@ void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
   w.constraint_count = 0;
   w.point_count = 0;
   w.sensor_found_count = 0;
+  w.hint_cursor = 0;
+  w.next_hints.count = 0;
   uint32_t cached = 0;
   for (uint32_t i = 0; i < w.broadphase.pair_count; ++i) {
     const uint64_t key = w.broadphase.pairs[i];
@@ -578,14 +599,18 @@ void collide_pairs(WorldData& w, StepStats& st, StepStatus& status) {
                            bounds, &found)) {
           ++st.reused_manifolds;
         } else {
+          // A pair found apart last step tests first the feature that held it apart then.
+          uint32_t hint = take_separation_hint(w, mkey);
           collide_manifold(w.cache, cm, ra, pa, pb, relative_position, relative_rotation, library,
-                           margin, &found);
+                           margin, &found, &hint);
+          if (found.m.count <= 0) keep_separation_hint(w, mkey, hint);
         }
         if (found.m.count <= 0) continue;
         add_constraint(w, mkey, found, st, status);
       }
     }
   }
+  std::swap(w.hints, w.next_hints);
   st.manifolds = w.constraint_count;
   st.contact_points = w.point_count;
 }

@@ -302,6 +302,7 @@ uint64_t world_memory_bytes(const WorldDef& requested) {
        bodies * sizeof(uint64_t) + pairs * sizeof(uint8_t);
   n += 2 * (pairs * element_bytes<decltype(ContactCache::manifolds)>() +
             uint64_t{def.max_contact_points} * element_bytes<decltype(ContactCache::points)>());
+  n += 2 * uint64_t{separation_hint_capacity(def)} * (sizeof(uint64_t) + sizeof(uint32_t));
   n += uint64_t{def.max_inputs_per_tick} * element_bytes<decltype(D::inputs)>();
   n += uint64_t{def.max_commands_per_tick} *
        (element_bytes<decltype(D::commands)>() + element_bytes<decltype(D::command_results)>());
@@ -359,6 +360,13 @@ std::unique_ptr<World> World::create(const WorldDef& requested, const LevelDef& 
   for (ContactCache* c : {&d->cache, &d->next_cache}) {
     c->manifolds.assign(def.max_contact_pairs, CachedManifold{});
     c->points.assign(def.max_contact_points, CachedPoint{});
+  }
+  // Room for half the candidate pairs to be near misses; a pair past that goes without a hint.
+  const uint32_t hint_capacity = separation_hint_capacity(def);
+  for (SeparationHints* h : {&d->hints, &d->next_hints}) {
+    h->keys.reset(new uint64_t[hint_capacity]);  // not written here: see WorldData
+    h->codes.reset(new uint32_t[hint_capacity]);
+    h->capacity = hint_capacity;
   }
   d->inputs.assign(def.max_inputs_per_tick, Input{});
   d->input_linear_limit = fixed_point_limit(def.max_input_linear_impulse);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "broadphase.h"
@@ -66,6 +67,19 @@ struct RestoreSlot {
   uint32_t island = 0;
 };
 
+// Separation hints under their manifold keys (collide.h), in two arrays (12 bytes a pair).
+struct SeparationHints {
+  std::unique_ptr<uint64_t[]> keys;
+  std::unique_ptr<uint32_t[]> codes;
+  uint32_t count = 0;
+  uint32_t capacity = 0;
+};
+
+/// How many separation hints a world keeps: half its candidate pairs, at least 16.
+inline uint32_t separation_hint_capacity(const WorldDef& def) {
+  return def.max_candidate_pairs / 2 > 16 ? def.max_candidate_pairs / 2 : 16;
+}
+
 struct WorldData {
   WorldDef def{};
   uint64_t def_fingerprint = 0;
@@ -95,6 +109,16 @@ struct WorldData {
   // Warm-start cache: `cache` is last step's (state), `next_cache` is being written.
   ContactCache cache;
   ContactCache next_cache;
+
+  // Separation hints (collide.h): the pairs the narrowphase found apart last step, ascending
+  // manifold keys, each with the feature that held it apart; `next_hints` is being written, and
+  // `hint_cursor` is the narrowphase's place in `hints`. Not state: a hint makes a near miss
+  // cheaper to find again and never changes what is found, so a restored world, which starts
+  // without them, steps to the same bits. Left uninitialized at creation (only what a step
+  // writes is read), so untouched capacity costs no memory.
+  SeparationHints hints;
+  SeparationHints next_hints;
+  uint32_t hint_cursor = 0;
 
   // Inputs queued for the next step, kept sorted by the total input order (state).
   std::vector<Input> inputs;
