@@ -26,6 +26,7 @@
 #include "island.h"
 #include "lockstep/sim/world.h"
 #include "shape.h"
+#include "simd/wide_float.h"
 #include "solver/contact_solver.h"
 #include "state_stream.h"
 #include "time_of_impact.h"
@@ -279,6 +280,80 @@ Vec3 round_surface_point(const BodyRecord& r, Vec3 local_surface, Vec3 towards) 
   return r.position + rotate(r.orientation, core) + r.shape.radius * towards;
 }
 
+// Vec3 arithmetic on four lanes at once (wide::W4), for reuse_points_wide: each lane performs
+// math.h's float operations in their order, so each lane's value has the bits math.h gives.
+struct Vec3x4 {
+  wide::W4 x, y, z;
+};
+Vec3x4 splat3(Vec3 v) {
+  return {wide::splat(v.x), wide::splat(v.y), wide::splat(v.z)};
+}
+Vec3x4 operator+(const Vec3x4& a, const Vec3x4& b) {
+  return {a.x + b.x, a.y + b.y, a.z + b.z};
+}
+Vec3x4 operator-(const Vec3x4& a, const Vec3x4& b) {
+  return {a.x - b.x, a.y - b.y, a.z - b.z};
+}
+Vec3x4 operator*(wide::W4 s, const Vec3x4& a) {
+  return {s * a.x, s * a.y, s * a.z};
+}
+Vec3x4 cross(const Vec3x4& a, const Vec3x4& b) {
+  return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+}
+// rotate() of math.h: v + 2w(u×v) + 2u×(u×v), as v + w·t + u×t with t = 2·(u×v).
+Vec3x4 rotate(Quat q, const Vec3x4& v) {
+  const Vec3x4 u = splat3(Vec3{q.x, q.y, q.z});
+  const Vec3x4 t = wide::splat(2.0f) * cross(u, v);
+  return (v + wide::splat(q.w) * t) + cross(u, t);
+}
+
+// reuse_manifold's points for two bodies that do not roll, the four at once (lanes past
+// cm.point_count repeat point 0 and are not read): the scalar loop's operations lane by lane,
+// so the same bits. A resting pile reuses nearly every manifold every step, and the three
+// rotations a point took one by one were the largest cost of its narrowphase.
+void reuse_points_wide(const ContactCache& cache, const CachedManifold& cm, const BodyRecord& ra,
+                       const BodyRecord& rb, float margin, FoundManifold* found) {
+  const ManifoldReference& reference = cm.reference;
+  alignas(16) float ax[4], ay[4], az[4], rs[4];
+  for (uint32_t k = 0; k < 4; ++k) {
+    const CachedPoint& cp = cache.points[cm.first_point + (k < cm.point_count ? k : 0)];
+    ax[k] = cp.local_anchor_a.x;
+    ay[k] = cp.local_anchor_a.y;
+    az[k] = cp.local_anchor_a.z;
+    rs[k] = cp.reference_separation_m;
+  }
+  const Vec3x4 anchor{wide::load(ax), wide::load(ay), wide::load(az)};
+  const wide::W4 reference_separation = wide::load(rs);
+  // half = (½·s₀)·n₀; A's point a + half, B's (a − half − p₀) in B's frame at the reference.
+  const Vec3x4 half = (wide::splat(0.5f) * reference_separation) * splat3(reference.normal);
+  const Vec3x4 local_pa = anchor + half;
+  const Quat back = conjugate(reference.rotation);
+  const Vec3x4 local_pb = rotate(back, (anchor - half) - splat3(reference.position));
+  const Vec3x4 pa = splat3(ra.position) + rotate(ra.orientation, local_pa);
+  const Vec3x4 pb = splat3(rb.position) + rotate(rb.orientation, local_pb);
+  const Vec3x4 gap = pa - pb;
+  const Vec3 n = found->m.normal;
+  const wide::W4 separation =
+      (wide::splat(n.x) * gap.x + wide::splat(n.y) * gap.y) + wide::splat(n.z) * gap.z;
+  const Vec3x4 mid = wide::splat(0.5f) * (pa + pb);
+  alignas(16) float sep[4], mx[4], my[4], mz[4];
+  wide::store(sep, separation);
+  wide::store(mx, mid.x);
+  wide::store(my, mid.y);
+  wide::store(mz, mid.z);
+  Manifold& m = found->m;
+  for (uint32_t k = 0; k < cm.point_count; ++k) {
+    if (!(sep[k] <= margin)) continue;
+    const CachedPoint& cp = cache.points[cm.first_point + k];
+    found->local_anchor[m.count] = cp.local_anchor_a;
+    found->reference_separation[m.count] = cp.reference_separation_m;
+    ManifoldPoint& mp = m.points[m.count++];
+    mp.position = Vec3{mx[k], my[k], mz[k]};
+    mp.separation = sep[k];
+    mp.feature = cp.feature;
+  }
+}
+
 // Manifold reuse: when the pair has hardly moved relative to itself since its points were found
 // (within `bounds` of the cached reference pose), the same material points, moved with their
 // bodies, with their separations measured again; points beyond `margin` are dropped.
@@ -305,6 +380,10 @@ bool reuse_manifold(const ContactCache& cache, const CachedManifold& cm, const B
   // The normal (from B towards A) carried with B when A rolls, else with A.
   m.normal = round_a ? rotate(rb.orientation, inv_rotate(reference.rotation, reference.normal))
                      : rotate(ra.orientation, reference.normal);
+  if (!round_a && !round_b && cm.point_count <= 4) {
+    reuse_points_wide(cache, cm, ra, rb, margin, found);
+    return true;
+  }
   for (uint32_t k = 0; k < cm.point_count; ++k) {
     // The point on A's surface and the one on B's, midpoint ± half the separation along the
     // normal at the reference pose, each carried into its own body's frame.
