@@ -307,9 +307,9 @@ TEST(HullCollide, RoundShapesTouchAHullExactlyUpToTheMargin) {
 // ------------------------------------------------------------------------------
 
 // A separation hint (collide.h) changes how a near miss is found, never what is found: for
-// random poses of every shape against hulls, a call given the hint of a call at another pose (or
-// a made-up code) returns the same manifold, bit for bit, as a call given none. And a pair that
-// moves only a little is found apart by its hint alone in most cases: the returned code is the
+// random poses of every shape against hulls and boxes, a call given the hint of a call at another
+// pose (or a made-up code) returns the same manifold, bit for bit, as a call given none. And a pair
+// that moves only a little is found apart by its hint alone in most cases: the returned code is the
 // one given.
 TEST(HullCollide, SeparationHintsNeverChangeWhatIsFound) {
   HullFixture fx;
@@ -325,6 +325,7 @@ TEST(HullCollide, SeparationHintsNeverChangeWhatIsFound) {
   const ShapeDef capsule = capsule_shape(0.3f, 0.6f);
   const ShapeDef box = box_shape({0.5f, 0.75f, 1.0f});
   const ShapeDef shapes[] = {pyramid, round_hull, sphere, capsule, box};
+  const ShapeDef others[] = {pyramid, round_hull, box_shape({0.3f, 0.4f, 0.9f})};
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   auto random_pose = [&](float spread) {
@@ -344,8 +345,8 @@ TEST(HullCollide, SeparationHintsNeverChangeWhatIsFound) {
   int pairs = 0, apart = 0, kept = 0, hinted_apart = 0;
   for (int trial = 0; trial < 20000; ++trial) {
     const ShapeDef& a = shapes[trial % 5];
-    const ShapeDef& b = shapes[(trial / 5) % 2];  // a hull on B's side, or on A's (swapped)
-    const bool swap = (trial / 10) % 2 == 1;
+    const ShapeDef& b = others[(trial / 5) % 3];  // on B's side, or on A's (swapped)
+    const bool swap = (trial / 15) % 2 == 1;
     const ShapeDef& first = swap ? b : a;
     const ShapeDef& second = swap ? a : b;
     const Transform x0 = random_pose(1.6f), y0 = random_pose(0.2f);

@@ -362,6 +362,12 @@ int canonical_rank(ShapeType type) {
   return 5;
 }
 
+// Whether the routine of a canonical pair takes a separation hint: round, box or hull against a
+// hull, and box–box.
+bool takes_hint(const ShapeDef& a, const ShapeDef& b) {
+  return b.type == ShapeType::hull || (a.type == ShapeType::box && b.type == ShapeType::box);
+}
+
 // a's rank ≤ b's rank. Inlined into both branches of collide(): one call less per pair.
 [[gnu::always_inline]] inline void collide_canonical(const ShapeDef& a, const Transform& xa,
                                                      const ShapeDef& b, const Transform& xb,
@@ -399,7 +405,7 @@ int canonical_rank(ShapeType type) {
     case ShapeType::box:
       switch (b.type) {
         case ShapeType::box:
-          return collide_box_box(a, xa, b, xb, margin, out);
+          return collide_box_box(a, xa, b, xb, margin, out, hint);
         case ShapeType::hull:
           return collide_box_hull(a, xa, library.hull(b), xb, margin, out, hint);
         case ShapeType::plane:
@@ -462,7 +468,8 @@ void collide_level_deepest(const ShapeDef& piece, const Transform& xa, const Sha
 
 void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
              const ShapeLibrary& library, float margin, Manifold* out, uint32_t* hint) {
-  // The routines that take a hint read it and write what they found; the others leave it 0.
+  // The routines that take a hint (takes_hint) read it and write what they found; the others
+  // leave it 0.
   uint32_t local_hint = 0;
   if (hint == nullptr) hint = &local_hint;
   const uint32_t given = *hint;
@@ -480,11 +487,10 @@ void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Tr
     collide_level_deepest(b, xb, a, xa, library, margin, out);
     out->normal = -out->normal;
   } else if (canonical_rank(a.type) <= canonical_rank(b.type)) {
-    // The routines that take hints are those whose canonical B is a hull (round, box, hull).
-    if (b.type == ShapeType::hull) *hint = given;
+    if (takes_hint(a, b)) *hint = given;
     collide_canonical(a, xa, b, xb, library, margin, out, hint);
   } else {
-    if (a.type == ShapeType::hull) *hint = given;
+    if (takes_hint(b, a)) *hint = given;
     collide_canonical(b, xb, a, xa, library, margin, out, hint);
     out->normal = -out->normal;
   }

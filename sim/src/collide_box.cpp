@@ -349,6 +349,17 @@ struct BoxBoxAxes {
   uint32_t edge_valid;
 };
 
+// One face axis's separation, the scalar formula of box_box_separations: face axis i of the box
+// (axes, h) against the other box (other_axes, other_h), their centres t apart. The separation
+// hints test a single axis with it; the SSE2 lanes give the same bits.
+float box_face_separation(const Vec3* axes, const float* h, const Vec3* other_axes,
+                          const float* other_h, Vec3 t, int i) {
+  return abs_f(dot(t, axes[i])) - h[i] -
+         (other_h[0] * abs_f(dot(axes[i], other_axes[0])) +
+          other_h[1] * abs_f(dot(axes[i], other_axes[1])) +
+          other_h[2] * abs_f(dot(axes[i], other_axes[2])));
+}
+
 #if defined(LOCKSTEP_COLLIDE_SSE2)
 
 // v < 0 ? −v : v per lane, as abs_f (−0 and NaN pass through unchanged).
@@ -437,19 +448,10 @@ void box_box_separations(const Vec3* axes_a, const Vec3* axes_b, const float* ha
 
 void box_box_separations(const Vec3* axes_a, const Vec3* axes_b, const float* ha, const float* hb,
                          Vec3 t, BoxBoxAxes* out) {
-  float abs_c[3][3];
-  for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 3; ++j)
-      abs_c[i][j] = abs_f(dot(axes_a[i], axes_b[j]));
-  }
-  for (int i = 0; i < 3; ++i) {
-    out->face_a[i] = abs_f(dot(t, axes_a[i])) - ha[i] -
-                     (hb[0] * abs_c[i][0] + hb[1] * abs_c[i][1] + hb[2] * abs_c[i][2]);
-  }
-  for (int j = 0; j < 3; ++j) {
-    out->face_b[j] = abs_f(dot(t, axes_b[j])) - hb[j] -
-                     (ha[0] * abs_c[0][j] + ha[1] * abs_c[1][j] + ha[2] * abs_c[2][j]);
-  }
+  for (int i = 0; i < 3; ++i)
+    out->face_a[i] = box_face_separation(axes_a, ha, axes_b, hb, t, i);
+  for (int j = 0; j < 3; ++j)
+    out->face_b[j] = box_face_separation(axes_b, hb, axes_a, ha, t, j);
   uint32_t valid = 0;
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) {
@@ -704,12 +706,24 @@ void box_box_face_contact(const Vec3 axes_a[3], const Vec3 axes_b[3], const floa
 }  // namespace
 
 void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
-                     float margin, Manifold* out) {
+                     float margin, Manifold* out, uint32_t* hint) {
   Mat3 ra = to_mat3(xa.q), rb = to_mat3(xb.q);
   const Vec3 axes_a[3] = {ra.c0, ra.c1, ra.c2}, axes_b[3] = {rb.c0, rb.c1, rb.c2};
   const float ha[3] = {a.half_extents.x, a.half_extents.y, a.half_extents.z};
   const float hb[3] = {b.half_extents.x, b.half_extents.y, b.half_extents.z};
   Vec3 t = xb.p - xa.p;
+  // A face axis that held the pair apart last step (collide.h): that one axis first.
+  const uint32_t given = *hint;
+  *hint = 0;
+  const uint32_t axis = hint_index(given);
+  if (axis < 3 &&
+      ((hint_kind(given) == kHintBoxFaceA &&
+        box_face_separation(axes_a, ha, axes_b, hb, t, static_cast<int>(axis)) > margin) ||
+       (hint_kind(given) == kHintBoxFaceB &&
+        box_face_separation(axes_b, hb, axes_a, ha, t, static_cast<int>(axis)) > margin))) {
+    *hint = given;
+    return;
+  }
   BoxBoxAxes sat;
   box_box_separations(axes_a, axes_b, ha, hb, t, &sat);
 
@@ -718,12 +732,18 @@ void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, 
   int axis_a = 0, axis_b = 0;
   for (int i = 0; i < 3; ++i) {
     float s = sat.face_a[i];
-    if (s > margin) return;
+    if (s > margin) {
+      *hint = separation_hint(kHintBoxFaceA, static_cast<uint32_t>(i));
+      return;
+    }
     if (s > sep_a) sep_a = s, axis_a = i;
   }
   for (int j = 0; j < 3; ++j) {
     float s = sat.face_b[j];
-    if (s > margin) return;
+    if (s > margin) {
+      *hint = separation_hint(kHintBoxFaceB, static_cast<uint32_t>(j));
+      return;
+    }
     if (s > sep_b) sep_b = s, axis_b = j;
   }
   float sep_edge = -FLT_MAX;

@@ -97,13 +97,16 @@ void collide_sphere_box(const ShapeDef& sphere, const Transform& xa, const Shape
                         const Transform& xb, float margin, Manifold* out);
 void collide_capsule_box(const ShapeDef& capsule, const Transform& xa, const ShapeDef& box,
                          const Transform& xb, float margin, Manifold* out);
+// Takes collide()'s separation hint, in and out (never null).
 void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
-                     float margin, Manifold* out);
+                     float margin, Manifold* out, uint32_t* hint);
 
 // Separation hints (collide.h): the kind of feature in bits 28..31, its index below.
 inline constexpr uint32_t kHintPolyFaceA = 1;      // box/hull–hull: a face of A held B off
 inline constexpr uint32_t kHintPolyFaceB = 2;      // box/hull–hull: a face of B held A off
 inline constexpr uint32_t kHintRoundHullFace = 3;  // sphere/capsule–hull: a face of the hull
+inline constexpr uint32_t kHintBoxFaceA = 4;       // box–box: a face axis of A
+inline constexpr uint32_t kHintBoxFaceB = 5;       // box–box: a face axis of B
 constexpr uint32_t separation_hint(uint32_t kind, uint32_t index) {
   return kind << 28 | (index & 0x0fffffffu);
 }
