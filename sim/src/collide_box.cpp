@@ -349,6 +349,24 @@ struct BoxBoxAxes {
   uint32_t edge_valid;
 };
 
+// The edge axis a_i × b_j's separation, the scalar formula of box_box_separations, into *s;
+// false (and *s untouched) when the two edges are nearly parallel. The SSE2 lanes give the same
+// bits.
+bool box_edge_separation(const Vec3* axes_a, const float* ha, const Vec3* axes_b, const float* hb,
+                         Vec3 t, int i, int j, float* s) {
+  Vec3 l = cross(axes_a[i], axes_b[j]);
+  const float l_sq = length_squared(l);
+  if (!(l_sq > kEdgeParallelSinSq)) return false;
+  l = l * (1.0f / std::sqrt(l_sq));
+  float sep = abs_f(dot(t, l));
+  for (int k = 0; k < 3; ++k) {
+    sep -= ha[k] * abs_f(dot(axes_a[k], l));
+    sep -= hb[k] * abs_f(dot(axes_b[k], l));
+  }
+  *s = sep;
+  return true;
+}
+
 // One face axis's separation, the scalar formula of box_box_separations: face axis i of the box
 // (axes, h) against the other box (other_axes, other_h), their centres t apart. The separation
 // hints test a single axis with it; the SSE2 lanes give the same bits.
@@ -455,18 +473,9 @@ void box_box_separations(const Vec3* axes_a, const Vec3* axes_b, const float* ha
   uint32_t valid = 0;
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) {
-      Vec3 l = cross(axes_a[i], axes_b[j]);
-      float l_sq = length_squared(l);
       out->edge[3 * i + j] = 0.0f;
-      if (!(l_sq > kEdgeParallelSinSq)) continue;
-      valid |= 1u << (3 * i + j);
-      l = l * (1.0f / std::sqrt(l_sq));
-      float s = abs_f(dot(t, l));
-      for (int k = 0; k < 3; ++k) {
-        s -= ha[k] * abs_f(dot(axes_a[k], l));
-        s -= hb[k] * abs_f(dot(axes_b[k], l));
-      }
-      out->edge[3 * i + j] = s;
+      if (box_edge_separation(axes_a, ha, axes_b, hb, t, i, j, &out->edge[3 * i + j]))
+        valid |= 1u << (3 * i + j);
     }
   }
   out->edge_valid = valid;
@@ -712,15 +721,20 @@ void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, 
   const float ha[3] = {a.half_extents.x, a.half_extents.y, a.half_extents.z};
   const float hb[3] = {b.half_extents.x, b.half_extents.y, b.half_extents.z};
   Vec3 t = xb.p - xa.p;
-  // A face axis that held the pair apart last step (collide.h): that one axis first.
+  // An axis that held the pair apart last step (collide.h): that one axis first.
   const uint32_t given = *hint;
   *hint = 0;
-  const uint32_t axis = hint_index(given);
-  if (axis < 3 &&
-      ((hint_kind(given) == kHintBoxFaceA &&
-        box_face_separation(axes_a, ha, axes_b, hb, t, static_cast<int>(axis)) > margin) ||
-       (hint_kind(given) == kHintBoxFaceB &&
-        box_face_separation(axes_b, hb, axes_a, ha, t, static_cast<int>(axis)) > margin))) {
+  const int axis = hint_index(given) < 9 ? static_cast<int>(hint_index(given)) : 9;
+  float edge_sep = 0.0f;
+  const bool apart =
+      (hint_kind(given) == kHintBoxFaceA && axis < 3 &&
+       box_face_separation(axes_a, ha, axes_b, hb, t, axis) > margin) ||
+      (hint_kind(given) == kHintBoxFaceB && axis < 3 &&
+       box_face_separation(axes_b, hb, axes_a, ha, t, axis) > margin) ||
+      (hint_kind(given) == kHintBoxEdge && axis < 9 &&
+       box_edge_separation(axes_a, ha, axes_b, hb, t, axis / 3, axis % 3, &edge_sep) &&
+       edge_sep > margin);
+  if (apart) {
     *hint = given;
     return;
   }
@@ -752,7 +766,10 @@ void collide_box_box(const ShapeDef& a, const Transform& xa, const ShapeDef& b, 
     for (int j = 0; j < 3; ++j) {
       if (!(sat.edge_valid & (1u << (3 * i + j)))) continue;
       float s = sat.edge[3 * i + j];
-      if (s > margin) return;
+      if (s > margin) {
+        *hint = separation_hint(kHintBoxEdge, static_cast<uint32_t>(3 * i + j));
+        return;
+      }
       if (s > sep_edge) sep_edge = s, edge_a = i, edge_b = j;
     }
   }

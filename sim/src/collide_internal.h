@@ -107,6 +107,7 @@ inline constexpr uint32_t kHintPolyFaceB = 2;      // box/hull–hull: a face of
 inline constexpr uint32_t kHintRoundHullFace = 3;  // sphere/capsule–hull: a face of the hull
 inline constexpr uint32_t kHintBoxFaceA = 4;       // box–box: a face axis of A
 inline constexpr uint32_t kHintBoxFaceB = 5;       // box–box: a face axis of B
+inline constexpr uint32_t kHintBoxEdge = 6;        // box–box: edge axis a_i × b_j, index 3i + j
 constexpr uint32_t separation_hint(uint32_t kind, uint32_t index) {
   return kind << 28 | (index & 0x0fffffffu);
 }
