@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -388,6 +389,73 @@ TEST(SimState, RestoreReplacesAWorldThatHeldSomethingElse) {
   advance(source, 240, &ha);
   advance(target, 240, &hb);
   EXPECT_EQ(ha, hb);
+}
+
+// The state hash streams the encoding through a small scratch (a chunk and one record, whatever
+// the world holds), so it must still be the XXH3 of the whole encoding: the bytes a snapshot
+// carries between its 16-byte header and its 8-byte checksum, hashed here in one call. The world
+// is filled towards the most a state can hold beyond bodies and contacts: every game-state field
+// with every player's value, scores for the last players, and a full tick of inputs and
+// commands queued (queued ones are state).
+TEST(SimState, TheStreamedStateHashIsTheHashOfTheWholeEncoding) {
+  using lockstep::sim::Command;
+  using lockstep::sim::CommandType;
+  SimRun run = start_run();
+  advance(run, 30, nullptr);  // bodies in contact: manifolds and points in the encoding
+  World& world = *run.world;
+  for (uint32_t f = 0; f < lockstep::sim::kMaxStateFields; ++f) {
+    lockstep::sim::StateFieldDef field;
+    std::snprintf(field.name, sizeof field.name, "field%u", f);
+    field.scope = lockstep::sim::StateScope::player;
+    field.type = lockstep::sim::StateType::int32;
+    ASSERT_EQ(world.declare_state_field(field), Error::none);
+  }
+  const uint32_t per_tick = world.def().max_commands_per_tick;
+  uint32_t sequence = 0;
+  auto queue = [&](CommandType type, uint32_t field, uint32_t player, int32_t value) {
+    Command c;
+    c.type = type;
+    c.sequence = ++sequence;
+    c.template_index = field;
+    c.owner_player = player;
+    c.score_delta = value;
+    ASSERT_EQ(world.queue_command(c), Error::none);
+    if (sequence % per_tick == 0) world.step();
+  };
+  for (uint32_t f = 0; f < lockstep::sim::kMaxStateFields; ++f) {
+    for (uint32_t p = 1; p <= lockstep::sim::kMaxStatePlayers; ++p)
+      queue(CommandType::set_state, f, p, static_cast<int32_t>(f * 1000 + p));
+  }
+  for (uint32_t p = lockstep::sim::kMaxPlayers - per_tick + 1; p <= lockstep::sim::kMaxPlayers; ++p)
+    queue(CommandType::add_score, 0, p, -static_cast<int32_t>(p));
+  world.step();
+  EXPECT_EQ(world.state(lockstep::sim::kMaxStateFields - 1, lockstep::sim::kMaxStatePlayers),
+            static_cast<int32_t>((lockstep::sim::kMaxStateFields - 1) * 1000 +
+                                 lockstep::sim::kMaxStatePlayers));
+  EXPECT_EQ(world.score(lockstep::sim::kMaxPlayers),
+            -static_cast<int32_t>(lockstep::sim::kMaxPlayers));
+  for (uint32_t k = 0; k < world.def().max_inputs_per_tick; ++k) {
+    Input in;
+    in.body = run.owned[k % run.owned.size()];
+    lockstep::sim::BodyView view{};
+    ASSERT_EQ(world.get_body(in.body, &view), Error::none);
+    in.player = view.owner_player;
+    in.sequence = k;
+    in.linear_impulse[0] = static_cast<int32_t>(k);
+    ASSERT_EQ(world.queue_input(in), Error::none) << "input " << k;
+  }
+  for (uint32_t k = 0; k < per_tick; ++k) {
+    Command c;
+    c.type = CommandType::add_score;
+    c.sequence = 1 + k;
+    c.owner_player = 1 + k;
+    c.score_delta = 1;
+    ASSERT_EQ(world.queue_command(c), Error::none);
+  }
+  const std::vector<uint8_t> bytes = save(world);
+  ASSERT_GT(bytes.size(), 16u + 8u);
+  EXPECT_EQ(world.state_hash(), XXH3_64bits(bytes.data() + 16, bytes.size() - 16 - 8));
+  EXPECT_GT(bytes.size(), size_t{64} * 1024);  // several of the hash's chunks
 }
 
 TEST(SimState, SnapshotBytesAreIdenticalForIdenticalStates) {

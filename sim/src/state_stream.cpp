@@ -136,6 +136,16 @@ constexpr size_t kStateFieldBytes = (kMaxStateNameBytes + 1) + 1 + 1 + 4;
 constexpr size_t kMaxGameStateBytes =
     4 + kMaxStateFields * (kStateFieldBytes + 4 + static_cast<size_t>(kMaxStatePlayers) * 4);
 
+// The state hash's chunk (update_state_hash), and its scratch: a chunk less a byte (a flush
+// keeps fewer than a chunk's bytes), the counts written between two flushes, and the largest
+// record that follows them (a body with its slot, a manifold with its points, an input, a
+// command, or the scores and the game state that end the encoding).
+constexpr size_t kChunkBytes = 16 * 1024;
+constexpr size_t kLargestRecordBytes =
+    std::max({kSlotBytes + kLiveBodyBytes, kManifoldBytes + kMaxManifoldPoints* kPointBytes,
+              size_t{8}, kInputBytes, kCommandBytes, size_t{kMaxPlayers} * 4 + kMaxGameStateBytes});
+constexpr size_t kHashScratchBytes = kChunkBytes + kStateHeaderBytes + 5 * 4 + kLargestRecordBytes;
+
 // Players 1..N of a player field, N the highest player whose value is not the default.
 uint32_t state_player_count(const WorldData& w, uint32_t field) {
   const int32_t* values = &w.state_values[static_cast<size_t>(field) * kMaxStatePlayers];
@@ -336,8 +346,10 @@ struct Reader {
   return flags;
 }
 
-// Writes the state encoding to `out`. After every body and manifold, flush(out, n) returns the
-// new write position: the state hash feeds the bytes to XXH3 in cache-sized chunks and rewinds.
+// Writes the state encoding to `out`. After every body, manifold, sensor pair, input and command,
+// flush(out, n) returns the new write position: the state hash feeds the bytes to XXH3 in
+// cache-sized chunks and rewinds, so its scratch holds a chunk and what one record adds
+// (kHashScratchBytes).
 template <class Flush>
 size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
   Writer o{out};
@@ -394,9 +406,10 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     o.n = flush(o.out, o.n);
   }
   o.u32(w.sensor_pair_count);
-  for (uint32_t i = 0; i < w.sensor_pair_count; ++i)
+  for (uint32_t i = 0; i < w.sensor_pair_count; ++i) {
     o.u64(encode_key(w.sensor_pairs[i]));
-  o.n = flush(o.out, o.n);
+    o.n = flush(o.out, o.n);
+  }
   o.u32(w.input_count);
   for (uint32_t i = 0; i < w.input_count; ++i) {
     const Input& in = w.inputs[i];
@@ -414,6 +427,7 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
       o.i32(in.linear_velocity[k]);
     for (int k = 0; k < 3; ++k)
       o.i32(in.angular_velocity[k]);
+    o.n = flush(o.out, o.n);
   }
   o.u32(w.command_count);
   for (uint32_t i = 0; i < w.command_count; ++i) {
@@ -429,6 +443,7 @@ size_t encode_state(const WorldData& w, uint8_t* out, Flush&& flush) {
     o.u32(c.body.index1);
     o.u32(c.body.generation);
     o.i32(c.score_delta);
+    o.n = flush(o.out, o.n);
   }
   const uint32_t scored = scored_player_count(w);
   o.u32(scored);
@@ -1079,6 +1094,10 @@ size_t encoded_state_size(const WorldData& w) {
   return n;
 }
 
+size_t state_hash_scratch_bytes() {
+  return kHashScratchBytes;
+}
+
 size_t max_encoded_state_size(const WorldDef& def) {
   return kStateHeaderBytes + static_cast<size_t>(def.max_bodies) * (kSlotBytes + kLiveBodyBytes) +
          4 + static_cast<size_t>(def.max_contact_pairs) * kManifoldBytes +
@@ -1092,7 +1111,6 @@ size_t max_encoded_state_size(const WorldDef& def) {
 void update_state_hash(const WorldData& w) {
   // Streamed in chunks that stay in cache instead of writing the whole encoding (~1 MB on
   // pyramid3d) and reading it back; XXH3's streaming form hashes the same bytes to the same value.
-  constexpr size_t kChunkBytes = 16 * 1024;
   XXH3_state_t state;  // on the stack: the step never allocates
   XXH3_INITSTATE(&state);
   XXH3_64bits_reset(&state);

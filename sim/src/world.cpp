@@ -312,7 +312,7 @@ uint64_t world_memory_bytes(const WorldDef& requested) {
   n += uint64_t{def.max_events} *
        (element_bytes<decltype(D::events)>() + element_bytes<decltype(D::sensor_events)>());
   n += pairs * 3 * sizeof(uint64_t);  // sensor pairs, found, next
-  n += max_encoded_state_size(def);   // the hash's scratch
+  n += state_hash_scratch_bytes();    // the hash's scratch
   const uint64_t tree = bodies > 0 ? bodies : 1;
   n += tree *
        (sizeof(QueryItem) + sizeof(QueryNode) + sizeof(uint64_t) + sizeof(Aabb) + sizeof(uint32_t));
@@ -383,7 +383,7 @@ std::unique_ptr<World> World::create(const WorldDef& requested, const LevelDef& 
   d->sensor_pairs.assign(def.max_contact_pairs, 0);
   d->sensor_found.assign(def.max_contact_pairs, 0);
   d->sensor_next.assign(def.max_contact_pairs, 0);
-  d->scratch.assign(max_encoded_state_size(def), 0);
+  d->scratch.assign(state_hash_scratch_bytes(), 0);
   d->restore_slots.assign(def.max_bodies, RestoreSlot{});
   query_tree_init(&d->query_tree, def.max_bodies);
   d->hash_dirty = true;

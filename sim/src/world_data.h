@@ -163,7 +163,8 @@ struct WorldData {
   StepStats stats{};
   WorldCounters counters{};
 
-  // State hash, recomputed lazily after edits; scratch holds the canonical encoding.
+  // State hash, recomputed lazily after edits; scratch holds the canonical encoding in chunks
+  // (state_hash_scratch_bytes).
   mutable uint64_t state_hash = 0;
   mutable bool hash_dirty = true;
   mutable std::vector<uint8_t> scratch;
