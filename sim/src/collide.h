@@ -41,13 +41,13 @@ struct Manifold {
 ///
 /// `hint` (optional, in and out): a separation hint, a code naming the feature whose own test
 /// found the shapes farther apart than the margin (0: none). Out, the feature that did so in this
-/// call, when one did (today the face tests of box–box and of the hull routines). In, the code an
-/// earlier call gave for the same pair: that feature's test runs first, and when it still
-/// separates, it is the whole call. The answer is the same with or without a hint, bit for bit: the
-/// early test computes what the routine's own test of that feature computes, with the same operands
-/// and operations, and that test ends the routine with no points wherever it comes in its order. So
-/// a hint changes only how fast a near miss is found, and hints are not part of the state. Any
-/// code is safe to pass (an index out of range is ignored).
+/// call, when one did (today the separating axes of box–box and the face tests of the hull
+/// routines). In, the code an earlier call gave for the same pair: that feature's test runs first,
+/// and when it still separates, it is the whole call. The answer is the same with or without a
+/// hint, bit for bit: the early test computes what the routine's own test of that feature
+/// computes, with the same operands and operations, and that test ends the routine with no points
+/// wherever it comes in its order. So a hint changes only how fast a near miss is found, and hints
+/// are not part of the state. Any code is safe to pass (an index out of range is ignored).
 void collide(const ShapeDef& a, const Transform& xa, const ShapeDef& b, const Transform& xb,
              const ShapeLibrary& library, float margin, Manifold* out, uint32_t* hint = nullptr);
 
